@@ -7,6 +7,8 @@
 
 #include "patchbay/abi.h"
 
+struct pb_ops_table; /* patchbay/ops.h */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,6 +43,10 @@ typedef struct pb_host_api {
   const char* (*status_message)(const pb_status* status);
   /* Releases a status; NULL is allowed. */
   void (*status_free)(pb_status* status);
+
+  /* The tensor engine's operations (patchbay/ops.h). Static, owned by the host; NULL
+   * only in a host built without the engine. */
+  const struct pb_ops_table* ops;
 } pb_host_api;
 
 #ifdef __cplusplus
