@@ -1,0 +1,117 @@
+// Fused scaled-dot-product attention for CPU, f32, FlashAttention-style: the forward pass
+// tiles queries and keys and keeps an online softmax (running max m, running sum l, rescaled
+// accumulator), so no Tq x Tk matrix is ever allocated; the backward pass recomputes the
+// probabilities from the saved row log-sum-exp. `AttentionParams` is the whole host<->kernel
+// seam (the flash-attention `Flash_fwd_params` habit): the engine fills one struct, the kernel
+// reads only it. The double-precision reference in attention_reference.hpp takes the same
+// struct and has the same masking semantics; tests compare the two.
+//
+// Semantics (per batch b, query head h, with g = H / Hkv query heads per kv head):
+//   kv head       hk = h / g                      (grouped-query attention; Hkv == H is MHA)
+//   S[i][j]       = scale * <q[b,h,i,:], k[b,hk,j,:]>
+//   visible(i,j)  = !causal || j <= i + (Tk - Tq)  (BOTTOM-RIGHT aligned causal mask, as in
+//                   FlashAttention >= 2.1; equals the usual lower triangle when Tq == Tk; for
+//                   decode with Tq = 1 the single query sees every key)
+//   P[i][j]       = exp(S[i][j] - lse[i]) on visible entries, 0 elsewhere
+//   lse[i]        = log(sum_{visible j} exp(S[i][j]))   (natural log)
+//   out[i,:]      = sum_j P[i][j] * v[b,hk,j,:]
+// A row with no visible key (causal with i + Tk - Tq < 0, only possible when Tq > Tk) gets
+// out = 0 and lse = -inf, and contributes nothing (zero gradients) in the backward pass.
+//
+// Backward, given dout = dL/dout:  Dlt[i] = sum_d dout[i,d]*out[i,d];
+//   dv[j] += sum_i P[i][j] dout[i];  dP[i][j] = <dout[i], v[j]>;  dS = P * (dP - Dlt[i]);
+//   dq[i] = scale * sum_j dS[i][j] k[j];  dk[j] += scale * sum_i dS[i][j] q[i]
+// with dk/dv summed over the g query heads that share a kv head. dq, dk, dv are overwritten.
+//
+// Thread safety: a call only writes the output pointers of its own struct; concurrent calls
+// with disjoint outputs are safe. Each call opens its own OpenMP parallel region.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace patchbay::kernels {
+
+// Element strides (not bytes) of a rank-4 [B, heads, T, D] view; the last dim is contiguous.
+// A [B, T, H, D] tensor (straight out of a QKV projection) is {T*H*D, D, H*D}.
+struct AttentionStrides {
+  std::int64_t batch = 0;
+  std::int64_t head = 0;
+  std::int64_t seq = 0;
+};
+
+// Strides of a densely packed [B, heads, T, D] tensor: {heads*T*D, T*D, D}.
+AttentionStrides contiguous_attention_strides(std::int64_t heads, std::int64_t seq_len,
+                                              std::int64_t head_dim);
+
+// Which compiled code path runs. `automatic` picks the widest the CPU supports (checked once
+// at run time); the others force a path and fail validation if the CPU lacks it. Tests use
+// the forced values to cover every compiled variant.
+enum class KernelIsa { automatic, generic, avx2, avx512 };
+
+enum class AttentionPass { forward, backward };
+
+struct AttentionParams {
+  // Shapes. All >= 1; heads % kv_heads == 0.
+  std::int64_t batch = 0;     // B
+  std::int64_t heads = 0;     // H, query heads
+  std::int64_t kv_heads = 0;  // Hkv, key/value heads
+  std::int64_t q_len = 0;     // Tq
+  std::int64_t kv_len = 0;    // Tk
+  std::int64_t head_dim = 0;  // D
+
+  // Forward inputs (borrowed, read only).
+  const float* q = nullptr;  // [B, H,   Tq, D]
+  AttentionStrides q_strides;
+  const float* k = nullptr;  // [B, Hkv, Tk, D]
+  AttentionStrides k_strides;
+  const float* v = nullptr;  // [B, Hkv, Tk, D]
+  AttentionStrides v_strides;
+
+  // Forward outputs; backward inputs (the values the forward wrote).
+  float* out = nullptr;  // [B, H, Tq, D]  // out of forward
+  AttentionStrides out_strides;
+  float* lse = nullptr;  // [B, H, Tq] densely packed, natural-log row log-sum-exp; out of forward
+
+  float scale = 0.0f;    // score scale; the caller chooses, usually 1/sqrt(D). Must be finite.
+  bool causal = false;   // bottom-right aligned mask (see top of file)
+
+  // Backward only (ignored by the forward). dq/dk/dv are overwritten, not accumulated.
+  const float* dout = nullptr;  // [B, H, Tq, D]
+  AttentionStrides dout_strides;
+  float* dq = nullptr;  // [B, H,   Tq, D]  // out
+  AttentionStrides dq_strides;
+  float* dk = nullptr;  // [B, Hkv, Tk, D]  // out
+  AttentionStrides dk_strides;
+  float* dv = nullptr;  // [B, Hkv, Tk, D]  // out
+  AttentionStrides dv_strides;
+
+  // Execution. num_threads == 0 means the OpenMP default (omp_get_max_threads()).
+  int num_threads = 0;
+  KernelIsa isa = KernelIsa::automatic;
+};
+
+// Empty when `p` is usable for `pass`; otherwise one sentence saying what was expected and
+// what was found (e.g. "heads (12) must be a multiple of kv_heads (5)"). Checks shapes,
+// non-null pointers the pass reads or writes, positive seq strides, finite scale, ISA support.
+std::string attention_params_error(const AttentionParams& p, AttentionPass pass);
+
+// Forward: writes out and lse. Returns attention_params_error(p, forward) and touches nothing
+// when that is non-empty; empty string on success.
+[[nodiscard]] std::string attention_flash_forward(const AttentionParams& p);
+
+// Backward: reads q, k, v, out, lse, dout; writes dq, dk, dv. Same error contract.
+[[nodiscard]] std::string attention_flash_backward(const AttentionParams& p);
+
+// Bytes of scratch the kernel allocates for one call of `pass` with `p` (one allocation per
+// call, freed before return). Linear in Tq and Tk, never proportional to Tq*Tk: per thread it
+// is O(Br*Bc + (Br+Bc)*D) for the forward and adds a dq accumulator of (H/Hkv)*Tq*D floats
+// for the backward. Uses the same thread count the call would use.
+std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass);
+
+// The ISA `automatic` resolves to on this CPU, and a printable name for any value.
+KernelIsa attention_flash_resolved_isa();
+const char* kernel_isa_name(KernelIsa isa);
+
+}  // namespace patchbay::kernels
