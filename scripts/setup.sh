@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libtomlplusplus-dev libdnnl-dev libspdlog-dev doctest-dev
+  nlohmann-json3-dev      # safetensors headers, manifests, metrics (JSON)
   libpcre2-dev            # GPT-2 pre-tokenisation regex (Unicode classes, JIT)
   bible-kjv               # the default corpus
 )
