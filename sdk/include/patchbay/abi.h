@@ -29,9 +29,27 @@ extern "C" {
 #define PB_ABI_VERSION_MAJOR 1
 #define PB_ABI_VERSION_MINOR 0
 
+/* The Patchbay release this SDK ships with (the host's version when built in the same tree). */
+#define PB_SDK_VERSION_MAJOR 0
+#define PB_SDK_VERSION_MINOR 1
+#define PB_SDK_VERSION_PATCH 0
+
+/* The first host release that implements ABI PB_ABI_VERSION_MAJOR.PB_ABI_VERSION_MINOR. It
+ * is the default minimum host version of a plugin built with this SDK (PATCHBAY_PLUGIN). */
+#define PB_ABI_SINCE_HOST_MAJOR 0
+#define PB_ABI_SINCE_HOST_MINOR 1
+#define PB_ABI_SINCE_HOST_PATCH 0
+
 /* True when a struct whose first field is struct_size contains `field`. */
 #define PB_HAS_FIELD(ptr, type, field) \
   ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+/* Element `index` of an array of structs whose first field is struct_size. The producer of
+ * the array sets every element's struct_size to the same value (its sizeof); readers walk
+ * the array with that stride, never with their own sizeof, so an array built against
+ * another minor is read correctly. `base` must be non-NULL. */
+#define PB_ARRAY_AT(type, base, index) \
+  ((const type*)((const char*)(base) + (size_t)(index) * (base)->struct_size))
 
 typedef enum pb_status_code {
   PB_STATUS_OK = 0,

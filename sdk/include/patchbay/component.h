@@ -65,7 +65,9 @@ typedef struct pb_config_value {
 } pb_config_value;
 
 /* Every key of the component's schema, in schema order. Borrowed: valid only during the
- * call it is passed to; copy what you keep. */
+ * call it is passed to; copy what you keep. `values` is an array of `count` structs walked
+ * with PB_ARRAY_AT (stride values[0].struct_size, which may exceed the reader's sizeof when
+ * the host is a newer minor); patchbay::ConfigView (plugin.hpp) does this for you. */
 typedef struct pb_config_view {
   size_t struct_size;
   const pb_config_value* values;
@@ -80,7 +82,9 @@ typedef struct pb_component_descriptor {
   const char* name;    /* unique among loaded components of this kind: [a-z0-9_-]+ */
   const char* version; /* semantic version of the component, "1.0.0" */
   const char* summary; /* one line */
-  const pb_config_field* config_fields; /* array of config_field_count; may be NULL if 0 */
+  /* Array of config_field_count structs, all with the same struct_size, walked with
+   * PB_ARRAY_AT; static; NULL when config_field_count is 0. */
+  const pb_config_field* config_fields;
   size_t config_field_count;
 
   /* Builds one object. `host` outlives the object. On success stores the object in

@@ -1,0 +1,8 @@
+// Compiles the SDK's C++ layer on its own (no host headers) under the project's warnings.
+#include "patchbay/component.hpp"
+#include "patchbay/files.hpp"
+#include "patchbay/plugin.hpp"
+#include "patchbay/tokenizer.hpp"
+
+int patchbay_sdk_headers_as_cxx();
+int patchbay_sdk_headers_as_cxx() { return PB_ABI_VERSION_MINOR; }
