@@ -1,0 +1,196 @@
+// matmul / batched matmul on strided buffers through dnnl::matmul (see onednn_ops.hpp).
+//
+// Operands become oneDNN memory descriptors with explicit strides, so transposes cost no
+// copy. Two shape normalisations keep oneDNN on its fastest (brgemm) path:
+//  - x @ W with W broadcast over the batch (b.batch_stride == 0) and A, C stacked densely
+//    over the batch folds into one 2-D matmul with m' = batch * m.
+//  - batch == 1 uses 2-D descriptors.
+// Strides of size-1 dimensions are rewritten to plain values: they address nothing, and
+// oneDNN's layout checks would otherwise reject e.g. a [1, k] row with row_stride 0.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "onednn/onednn_ops.hpp"
+#include "onednn/primitive_cache.hpp"
+
+namespace patchbay::onednn {
+namespace {
+
+using detail::CacheKey;
+using dims = dnnl::memory::dims;
+
+const char* dtype_name(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "f32"; }
+
+std::string describe(const MatmulArgs& args) {
+  std::ostringstream text;
+  auto operand = [&](const char* name, DType dtype, std::int64_t bs, std::int64_t rs,
+                     std::int64_t cs) {
+    text << ' ' << name << '(' << dtype_name(dtype) << ", strides " << bs << ',' << rs << ','
+         << cs << ')';
+  };
+  text << "[batch " << args.batch << ", m " << args.m << ", n " << args.n << ", k " << args.k
+       << "]";
+  operand("A", args.a.dtype, args.a.batch_stride, args.a.row_stride, args.a.col_stride);
+  operand("B", args.b.dtype, args.b.batch_stride, args.b.row_stride, args.b.col_stride);
+  operand("C", args.c.dtype, args.c.batch_stride, args.c.row_stride, args.c.col_stride);
+  return text.str();
+}
+
+// One operand as oneDNN sees it: dims and strides (2 or 3 of each).
+struct OperandLayout {
+  dims shape;
+  dims strides;
+};
+
+// Plain strides for size-1 dims of a [rows, cols] matrix (see file comment).
+void normalise_matrix_strides(std::int64_t rows, std::int64_t cols, std::int64_t& row_stride,
+                              std::int64_t& col_stride) {
+  if (cols == 1) col_stride = 1;
+  if (rows == 1) row_stride = cols * col_stride;
+}
+
+OperandLayout layout_of(std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                        std::int64_t batch_stride, std::int64_t row_stride,
+                        std::int64_t col_stride, bool batched) {
+  normalise_matrix_strides(rows, cols, row_stride, col_stride);
+  if (!batched) return {{rows, cols}, {row_stride, col_stride}};
+  if (batch == 1) {
+    // Unread: any stride past the whole matrix is a valid plain layout.
+    batch_stride = std::max(rows * row_stride, cols * col_stride);
+  }
+  return {{batch, rows, cols}, {batch_stride, row_stride, col_stride}};
+}
+
+void validate(const MatmulArgs& args) {
+  auto fail = [&](const std::string& what) {
+    detail::throw_invalid("matmul", what + " in " + describe(args));
+  };
+  if (args.batch < 0 || args.m < 0 || args.n < 0 || args.k < 0) fail("negative size");
+  const bool has_product = args.batch > 0 && args.m > 0 && args.n > 0;
+  if (has_product && args.k > 0 && (!args.a.data || !args.b.data)) fail("null A or B");
+  if (has_product && !args.c.data) fail("null C");
+  if (args.a.dtype != args.b.dtype) fail("A and B must have the same dtype");
+  if (args.a.dtype == DType::kF32 && args.c.dtype != DType::kF32) {
+    fail("f32 inputs need an f32 output");
+  }
+  for (std::int64_t stride : {args.a.batch_stride, args.a.row_stride, args.a.col_stride,
+                              args.b.batch_stride, args.b.row_stride, args.b.col_stride,
+                              args.c.batch_stride, args.c.row_stride, args.c.col_stride}) {
+    if (stride < 0) fail("negative stride");
+  }
+  if (args.c.col_stride != 1 && args.c.row_stride != 1 && args.m > 1 && args.n > 1) {
+    fail("C needs row_stride == 1 or col_stride == 1");
+  }
+  if (args.batch > 1 && args.c.batch_stride == 0) fail("C batch_stride 0 with batch > 1");
+  if ((args.m > 1 && args.k > 1 && (args.a.row_stride == 0 || args.a.col_stride == 0)) ||
+      (args.k > 1 && args.n > 1 && (args.b.row_stride == 0 || args.b.col_stride == 0)) ||
+      (args.m > 1 && args.n > 1 && (args.c.row_stride == 0 || args.c.col_stride == 0))) {
+    fail("zero row/col stride (only batch strides may broadcast)");
+  }
+}
+
+// Fold [batch, m, k] @ [k, n] into [batch*m, k] @ [k, n] when A and C stack densely.
+bool fold_batch_into_rows(const MatmulArgs& args) {
+  if (args.batch <= 1 || args.b.batch_stride != 0 || args.m == 0) return false;
+  const bool a_stacks = args.a.batch_stride == args.m * args.a.row_stride && args.a.row_stride != 0;
+  const bool c_stacks = args.c.batch_stride == args.m * args.c.row_stride && args.c.row_stride != 0;
+  return a_stacks && c_stacks;
+}
+
+// C = beta * C when k == 0 (no product terms); oneDNN refuses empty reductions.
+void scale_output_for_empty_k(const MatmulArgs& args) {
+  for (std::int64_t b = 0; b < args.batch; ++b) {
+    for (std::int64_t i = 0; i < args.m; ++i) {
+      for (std::int64_t j = 0; j < args.n; ++j) {
+        const std::int64_t at =
+            b * args.c.batch_stride + i * args.c.row_stride + j * args.c.col_stride;
+        if (args.c.dtype == DType::kF32) {
+          float* c = static_cast<float*>(args.c.data) + at;
+          *c = args.beta == 0.0f ? 0.0f : args.beta * *c;
+        } else {
+          std::uint16_t* c = static_cast<std::uint16_t*>(args.c.data) + at;
+          std::uint32_t bits = static_cast<std::uint32_t>(*c) << 16;
+          float value = 0.0f;
+          std::memcpy(&value, &bits, sizeof value);
+          value = args.beta == 0.0f ? 0.0f : args.beta * value;
+          std::memcpy(&bits, &value, sizeof value);
+          *c = static_cast<std::uint16_t>(bits >> 16);  // exact for 0; truncation otherwise
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul(const MatmulArgs& args) {
+  validate(args);
+  if (args.batch == 0 || args.m == 0 || args.n == 0) return;
+  if (args.k == 0) {
+    scale_output_for_empty_k(args);
+    return;
+  }
+
+  const bool fold = fold_batch_into_rows(args);
+  const bool batched = args.batch > 1 && !fold;
+  const std::int64_t m = fold ? args.batch * args.m : args.m;
+  const std::int64_t batch = batched ? args.batch : 1;
+  const std::int64_t a_batch = args.a.batch_stride == 0 ? 1 : batch;
+  const std::int64_t b_batch = args.b.batch_stride == 0 ? 1 : batch;
+
+  const OperandLayout a = layout_of(a_batch, m, args.k, args.a.batch_stride, args.a.row_stride,
+                                    args.a.col_stride, batched);
+  const OperandLayout b = layout_of(b_batch, args.k, args.n, args.b.batch_stride,
+                                    args.b.row_stride, args.b.col_stride, batched);
+  const OperandLayout c = layout_of(batch, m, args.n, args.c.batch_stride, args.c.row_stride,
+                                    args.c.col_stride, batched);
+
+  CacheKey key{static_cast<std::int64_t>(detail::OpTag::kMatmul),
+               static_cast<std::int64_t>(args.a.dtype), static_cast<std::int64_t>(args.c.dtype),
+               detail::float_bits(args.alpha), detail::float_bits(args.beta),
+               static_cast<std::int64_t>(a.shape.size())};
+  for (const OperandLayout* layout : {&a, &b, &c}) {
+    key.insert(key.end(), layout->shape.begin(), layout->shape.end());
+    key.insert(key.end(), layout->strides.begin(), layout->strides.end());
+  }
+
+  detail::run_guarded("matmul", [&] { return describe(args); }, [&] {
+    auto cached = detail::find_or_build(key, [&] {
+      dnnl::memory::desc a_desc(a.shape, detail::to_dnnl(args.a.dtype), a.strides);
+      dnnl::memory::desc b_desc(b.shape, detail::to_dnnl(args.b.dtype), b.strides);
+      dnnl::memory::desc c_desc(c.shape, detail::to_dnnl(args.c.dtype), c.strides);
+      dnnl::primitive_attr attr;
+      if (args.alpha != 1.0f) attr.set_output_scales(0, {args.alpha});
+      if (args.beta != 0.0f) {
+        dnnl::post_ops post;
+        post.append_sum(args.beta);
+        attr.set_post_ops(post);
+      }
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
+                                      detail::cpu_engine());
+      return detail::CachedPrimitive{dnnl::matmul(pd), {a_desc, b_desc, c_desc}};
+    });
+    detail::execute(cached->primitive,
+                    {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], args.a.data)},
+                     {DNNL_ARG_WEIGHTS, detail::wrap(cached->descs[1], args.b.data)},
+                     {DNNL_ARG_DST, detail::wrap(cached->descs[2], args.c.data)}});
+  });
+}
+
+void matmul_2d_f32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
+                   std::int64_t k, bool transpose_a, bool transpose_b) {
+  MatmulArgs args;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  // A stored [m,k] -> strides (k, 1); stored [k,m] (transpose_a) -> strides (1, m).
+  args.a = {a, DType::kF32, 0, transpose_a ? 1 : k, transpose_a ? m : 1};
+  args.b = {b, DType::kF32, 0, transpose_b ? 1 : n, transpose_b ? k : 1};
+  args.c = {c, DType::kF32, 0, n, 1};
+  matmul(args);
+}
+
+}  // namespace patchbay::onednn

@@ -1,0 +1,258 @@
+// matmul against a double-accumulation loop: odd sizes, transposed and padded (strided)
+// operands, batch broadcast of either operand, alpha/beta, bf16 inputs with f32 or bf16
+// output, and argument errors.
+//
+// Tolerances. f32: any summation order obeys |c - ref| <= k * u * sum_k |a||b| with
+// u = 2^-24; we allow 2k * u * that sum. bf16 inputs: the reference uses the same
+// bf16-rounded inputs, so only f32 accumulation error remains, plus for a bf16 output one
+// rounding of the result (2^-8 relative; oneDNN rounds to nearest, allow 1 ulp = 2^-7).
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "common/error.hpp"
+#include "onednn/onednn_ops.hpp"
+#include "reference_math.hpp"
+
+namespace patchbay::onednn {
+namespace {
+
+using testing::check_close;
+
+// How one operand is laid out in memory: logical [rows, cols] per batch.
+struct Layout {
+  bool transposed = false;  // stored as [cols, rows]
+  std::int64_t pad = 0;     // extra elements per stored row (leading dimension padding)
+  bool broadcast = false;   // batch_stride 0: one matrix for every batch
+};
+
+struct Placed {
+  std::int64_t batch_stride, row_stride, col_stride, size;
+};
+
+Placed place(std::int64_t batch, std::int64_t rows, std::int64_t cols, const Layout& layout) {
+  const std::int64_t stored_rows = layout.transposed ? cols : rows;
+  const std::int64_t stored_cols = layout.transposed ? rows : cols;
+  const std::int64_t leading = stored_cols + layout.pad;
+  const std::int64_t matrix = stored_rows * leading;
+  Placed placed{layout.broadcast ? 0 : matrix, layout.transposed ? 1 : leading,
+                layout.transposed ? leading : 1, (layout.broadcast ? 1 : batch) * matrix};
+  return placed;
+}
+
+struct Case {
+  std::int64_t batch = 1, m = 1, n = 1, k = 1;
+  Layout a, b, c;
+  DType input = DType::kF32;
+  DType output = DType::kF32;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+void run_case(const Case& cs) {
+  const Placed pa = place(cs.batch, cs.m, cs.k, cs.a);
+  const Placed pb = place(cs.batch, cs.k, cs.n, cs.b);
+  const Placed pc = place(cs.batch, cs.m, cs.n, cs.c);
+  const bool bf16_in = cs.input == DType::kBF16;
+  // Inputs rounded to bf16 when the kernel sees bf16, so the reference sees the same values.
+  std::vector<float> a = testing::random_floats(static_cast<std::size_t>(pa.size), 11);
+  std::vector<float> b = testing::random_floats(static_cast<std::size_t>(pb.size), 12);
+  std::vector<float> c0 = testing::random_floats(static_cast<std::size_t>(pc.size), 13);
+  if (bf16_in) {
+    a = testing::from_bf16(testing::to_bf16(a));
+    b = testing::from_bf16(testing::to_bf16(b));
+  }
+  if (cs.output == DType::kBF16) c0 = testing::from_bf16(testing::to_bf16(c0));
+  std::vector<std::uint16_t> a16 = testing::to_bf16(a), b16 = testing::to_bf16(b);
+  std::vector<std::uint16_t> c16 = testing::to_bf16(c0);
+  std::vector<float> c = c0;
+
+  MatmulArgs args;
+  args.batch = cs.batch;
+  args.m = cs.m;
+  args.n = cs.n;
+  args.k = cs.k;
+  args.a = {bf16_in ? static_cast<const void*>(a16.data()) : a.data(), cs.input, pa.batch_stride,
+            pa.row_stride, pa.col_stride};
+  args.b = {bf16_in ? static_cast<const void*>(b16.data()) : b.data(), cs.input, pb.batch_stride,
+            pb.row_stride, pb.col_stride};
+  args.c = {cs.output == DType::kBF16 ? static_cast<void*>(c16.data()) : c.data(), cs.output,
+            pc.batch_stride, pc.row_stride, pc.col_stride};
+  args.alpha = cs.alpha;
+  args.beta = cs.beta;
+  matmul(args);
+  if (cs.output == DType::kBF16) c = testing::from_bf16(c16);
+
+  // Compare only the addressed elements of C (padding must stay untouched).
+  std::vector<float> actual;
+  std::vector<double> expected, tolerance;
+  std::vector<bool> addressed(c.size(), false);
+  const double u = 1.0 / (1 << 24);
+  for (std::int64_t bi = 0; bi < cs.batch; ++bi) {
+    for (std::int64_t i = 0; i < cs.m; ++i) {
+      for (std::int64_t j = 0; j < cs.n; ++j) {
+        double sum = 0.0, abs_sum = 0.0;
+        for (std::int64_t p = 0; p < cs.k; ++p) {
+          const double x = a[static_cast<std::size_t>(bi * pa.batch_stride + i * pa.row_stride +
+                                                      p * pa.col_stride)];
+          const double y = b[static_cast<std::size_t>(bi * pb.batch_stride + p * pb.row_stride +
+                                                      j * pb.col_stride)];
+          sum += x * y;
+          abs_sum += std::fabs(x * y);
+        }
+        const auto at =
+            static_cast<std::size_t>(bi * pc.batch_stride + i * pc.row_stride + j * pc.col_stride);
+        addressed[at] = true;
+        const double ref = cs.alpha * sum + cs.beta * c0[at];
+        double tol = 2.0 * static_cast<double>(cs.k + 2) * u *
+                         (std::fabs(cs.alpha) * abs_sum + std::fabs(cs.beta * c0[at])) +
+                     1e-30;
+        if (cs.output == DType::kBF16) tol += std::fabs(ref) / 128.0;
+        actual.push_back(c[at]);
+        expected.push_back(ref);
+        tolerance.push_back(tol);
+      }
+    }
+  }
+  check_close(actual, expected, tolerance, "matmul values");
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!addressed[i]) {
+      INFO("padding element " << i << " of C was written");
+      REQUIRE(c[i] == c0[i]);
+    }
+  }
+}
+
+TEST_CASE("matmul f32 matches the reference on odd shapes and every transpose") {
+  for (std::int64_t m : {1, 3, 17, 65}) {
+    for (std::int64_t n : {1, 17, 33}) {
+      for (std::int64_t k : {1, 3, 65}) {
+        for (int transposes = 0; transposes < 4; ++transposes) {
+          Case cs;
+          cs.m = m;
+          cs.n = n;
+          cs.k = k;
+          cs.a.transposed = (transposes & 1) != 0;
+          cs.b.transposed = (transposes & 2) != 0;
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(k);
+          CAPTURE(transposes);
+          run_case(cs);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul handles padded leading dimensions, alpha and beta") {
+  Case cs;
+  cs.m = 17;
+  cs.n = 31;
+  cs.k = 45;
+  cs.a.pad = 3;
+  cs.b.pad = 5;
+  cs.b.transposed = true;
+  cs.c.pad = 7;
+  cs.alpha = 0.5f;
+  cs.beta = -1.25f;
+  run_case(cs);
+  cs.c.transposed = true;  // column-major C
+  run_case(cs);
+}
+
+TEST_CASE("batched matmul, with B or A broadcast over the batch") {
+  for (bool broadcast_b : {false, true}) {
+    for (bool transposed_b : {false, true}) {
+      Case cs;
+      cs.batch = 5;
+      cs.m = 7;
+      cs.n = 19;
+      cs.k = 33;
+      cs.b.broadcast = broadcast_b;
+      cs.b.transposed = transposed_b;
+      CAPTURE(broadcast_b);
+      CAPTURE(transposed_b);
+      run_case(cs);
+      cs.c.pad = 2;  // A stacks densely but C does not: no folding into rows
+      run_case(cs);
+    }
+  }
+  Case cs;
+  cs.batch = 3;
+  cs.m = 9;
+  cs.n = 5;
+  cs.k = 17;
+  cs.a.broadcast = true;
+  cs.a.transposed = true;
+  run_case(cs);
+}
+
+TEST_CASE("matmul bf16 inputs with f32 and bf16 outputs") {
+  for (DType output : {DType::kF32, DType::kBF16}) {
+    for (int transposes = 0; transposes < 4; ++transposes) {
+      Case cs;
+      cs.batch = 2;
+      cs.m = 33;
+      cs.n = 47;
+      cs.k = 129;
+      cs.input = DType::kBF16;
+      cs.output = output;
+      cs.a.transposed = (transposes & 1) != 0;
+      cs.b.transposed = (transposes & 2) != 0;
+      cs.b.broadcast = transposes == 3;
+      CAPTURE(transposes);
+      CAPTURE(static_cast<int>(output));
+      run_case(cs);
+    }
+  }
+}
+
+TEST_CASE("matmul with k == 0 writes beta * C") {
+  Case cs;
+  cs.m = 3;
+  cs.n = 4;
+  cs.k = 0;
+  cs.beta = 2.0f;
+  run_case(cs);
+}
+
+TEST_CASE("matmul rejects bad arguments with an InvalidArgument error naming the shapes") {
+  std::vector<float> a(12), b(12), c(12);
+  MatmulArgs args;
+  args.m = 3;
+  args.n = 4;
+  args.k = 4;
+  args.a = {a.data(), DType::kF32, 0, 4, 1};
+  args.b = {b.data(), DType::kF32, 0, 4, 1};
+  args.c = {c.data(), DType::kF32, 0, 4, 1};
+  args.a.dtype = DType::kBF16;
+  try {
+    matmul(args);
+    FAIL("mixed dtypes accepted");
+  } catch (const Error& error) {
+    CHECK(error.kind() == ErrorKind::kInvalidArgument);
+    CHECK(std::string(error.what()).find("m 3, n 4, k 4") != std::string::npos);
+  }
+  args.a.dtype = DType::kF32;
+  args.a.row_stride = -4;
+  CHECK_THROWS_AS(matmul(args), Error);
+  args.a.row_stride = 4;
+  args.c.row_stride = 2;
+  args.c.col_stride = 3;
+  CHECK_THROWS_AS(matmul(args), Error);
+}
+
+TEST_CASE("matmul_2d_f32 computes op(A) @ op(B) with transposes") {
+  const std::vector<float> a{1, 2, 3, 4, 5, 6};     // [2,3]
+  const std::vector<float> b{1, 0, 0, 1, 1, 1};     // [3,2]
+  std::vector<float> c(4);
+  matmul_2d_f32(a.data(), b.data(), c.data(), 2, 2, 3, false, false);
+  CHECK(c == std::vector<float>{4, 5, 10, 11});
+  const std::vector<float> a_t{1, 4, 2, 5, 3, 6};   // A stored [3,2]
+  const std::vector<float> b_t{1, 0, 1, 0, 1, 1};   // B stored [2,3]
+  matmul_2d_f32(a_t.data(), b_t.data(), c.data(), 2, 2, 3, true, true);
+  CHECK(c == std::vector<float>{4, 5, 10, 11});
+}
+
+}  // namespace
+}  // namespace patchbay::onednn
