@@ -1,0 +1,341 @@
+// BpeTokenizer: training driver, cached and parallel encode, decode, save/load.
+#include "bpe_tokenizer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <exception>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+
+#include "special_token_splitter.hpp"
+
+namespace patchbay_bpe {
+namespace {
+
+constexpr const char* kFileMagic = "patchbay-bpe";
+constexpr int kFileVersion = 1;
+// A per-call cache of piece -> ids stops growing past this many distinct pieces (it is
+// cleared and refilled); KJV has ~30k distinct pieces, so one fill covers it.
+constexpr size_t kPieceCacheLimit = 1u << 18;
+
+std::string to_hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    hex.push_back(digits[c >> 4]);
+    hex.push_back(digits[c & 15]);
+  }
+  return hex;
+}
+
+std::string from_hex(std::string_view hex) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (hex.size() % 2 != 0) throw std::invalid_argument("odd-length hex string '" + std::string(hex) + "'");
+  std::string bytes;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = nibble(hex[i]);
+    const int lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) throw std::invalid_argument("bad hex digit in '" + std::string(hex) + "'");
+    bytes.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return bytes;
+}
+
+void validate_specials(const std::vector<std::string>& specials) {
+  for (size_t i = 0; i < specials.size(); ++i) {
+    if (specials[i].empty()) throw std::invalid_argument("special token " + std::to_string(i) + " is empty");
+    for (size_t j = 0; j < i; ++j) {
+      if (specials[i] == specials[j]) {
+        throw std::invalid_argument("special token '" + specials[i] + "' is listed twice");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+BpeTokenizer::BpeTokenizer(BpeOptions options)
+    : options_(std::move(options)), pretokenizer_(std::make_shared<Gpt2PreTokenizer>()) {
+  validate_specials(options_.special_tokens);
+  specials_ = options_.special_tokens;
+  const auto floor = static_cast<int64_t>(256 + specials_.size());
+  if (options_.vocab_size < floor) {
+    throw std::invalid_argument("vocab_size " + std::to_string(options_.vocab_size) +
+                                " is below 256 bytes + " + std::to_string(specials_.size()) +
+                                " special tokens = " + std::to_string(floor));
+  }
+}
+
+TrainReport BpeTokenizer::train(std::string_view text) {
+  std::unordered_map<std::string_view, int64_t> piece_counts;
+  for (const TextSegment& segment : split_at_special_tokens(text, specials_)) {
+    if (segment.special_index >= 0) continue;
+    pretokenizer_->split(segment.text, [&](std::string_view piece) { ++piece_counts[piece]; });
+  }
+  std::vector<WordCount> words;
+  words.reserve(piece_counts.size());
+  for (const auto& [piece, count] : piece_counts) {
+    words.push_back(WordCount{std::string(piece), count});
+  }
+  // Word order only affects performance (the heap breaks ties by pair), but sorting keeps
+  // every internal index list deterministic too.
+  std::sort(words.begin(), words.end(),
+            [](const WordCount& a, const WordCount& b) { return a.bytes < b.bytes; });
+  const size_t max_merges =
+      static_cast<size_t>(options_.vocab_size) - 256 - specials_.size();
+  merges_ = learn_merges(words, max_merges);
+  rebuild_from_merges();
+  TrainReport report;
+  report.requested_vocab_size = options_.vocab_size;
+  report.reached_vocab_size = vocab_size();
+  report.merges = merges_.size();
+  report.distinct_pretokens = words.size();
+  return report;
+}
+
+void BpeTokenizer::rebuild_from_merges() {
+  token_bytes_.clear();
+  token_bytes_.reserve(256 + merges_.size() + specials_.size());
+  for (int b = 0; b < 256; ++b) token_bytes_.push_back(std::string(1, static_cast<char>(b)));
+  ranks_.clear();
+  ranks_.reserve(merges_.size());
+  for (size_t r = 0; r < merges_.size(); ++r) {
+    const Merge& m = merges_[r];
+    const auto next_id = static_cast<int32_t>(256 + r);
+    if (m.left < 0 || m.right < 0 || m.left >= next_id || m.right >= next_id) {
+      throw std::invalid_argument("merge " + std::to_string(r) + " uses an id not defined before it");
+    }
+    token_bytes_.push_back(token_bytes_[static_cast<size_t>(m.left)] +
+                           token_bytes_[static_cast<size_t>(m.right)]);
+    ranks_.insert(pack_pair(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right)),
+                  static_cast<uint32_t>(r));
+  }
+  for (const std::string& special : specials_) token_bytes_.push_back(special);
+  trained_ = true;
+}
+
+int64_t BpeTokenizer::vocab_size() const {
+  return trained_ ? static_cast<int64_t>(token_bytes_.size()) : 0;
+}
+
+int32_t BpeTokenizer::special_token_id(size_t index) const {
+  if (index >= specials_.size()) throw std::out_of_range("special token index out of range");
+  return static_cast<int32_t>(256 + merges_.size() + index);
+}
+
+const std::string& BpeTokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= token_bytes_.size()) {
+    throw std::out_of_range("token id " + std::to_string(id) + " outside [0, " +
+                            std::to_string(token_bytes_.size()) + ")");
+  }
+  return token_bytes_[static_cast<size_t>(id)];
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool allow_special) const {
+  const int threads = options_.encode_threads > 0
+                          ? options_.encode_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return encode_with(text, allow_special, threads, options_.min_chunk_bytes);
+}
+
+std::vector<int32_t> BpeTokenizer::encode_with(std::string_view text, bool allow_special,
+                                               int threads, size_t min_chunk_bytes) const {
+  if (!trained_) throw std::invalid_argument("BPE tokenizer has no vocabulary: train or load it first");
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 16);
+  auto encode_text = [&](std::string_view part) {
+    if (threads > 1 && part.size() >= 2 * min_chunk_bytes) {
+      encode_ordinary_parallel(part, threads, min_chunk_bytes, ids);
+    } else {
+      encode_ordinary(part, ids);
+    }
+  };
+  if (!allow_special) {
+    encode_text(text);
+    return ids;
+  }
+  for (const TextSegment& segment : split_at_special_tokens(text, specials_)) {
+    if (segment.special_index >= 0) {
+      ids.push_back(special_token_id(static_cast<size_t>(segment.special_index)));
+    } else {
+      encode_text(segment.text);
+    }
+  }
+  return ids;
+}
+
+void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+  // Cache keys view `text`, so the cache lives exactly as long as this call.
+  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
+  std::vector<int32_t> cached_ids;
+  std::vector<int32_t> scratch;
+  pretokenizer_->split(text, [&](std::string_view piece) {
+    if (piece.size() == 1) {
+      out.push_back(static_cast<unsigned char>(piece[0]));
+      return;
+    }
+    auto hit = cache.find(piece);
+    if (hit != cache.end()) {
+      const int32_t* begin = cached_ids.data() + hit->second.first;
+      out.insert(out.end(), begin, begin + hit->second.second);
+      return;
+    }
+    scratch.clear();
+    merge_piece(piece, ranks_, scratch);
+    out.insert(out.end(), scratch.begin(), scratch.end());
+    if (cache.size() >= kPieceCacheLimit) {
+      cache.clear();
+      cached_ids.clear();
+    }
+    cache.emplace(piece, std::make_pair(static_cast<uint32_t>(cached_ids.size()),
+                                        static_cast<uint32_t>(scratch.size())));
+    cached_ids.insert(cached_ids.end(), scratch.begin(), scratch.end());
+  });
+}
+
+void BpeTokenizer::encode_ordinary_parallel(std::string_view text, int threads,
+                                            size_t min_chunk, std::vector<int32_t>& out) const {
+  // Chunks end at safe cuts (Gpt2PreTokenizer::is_safe_cut), so the pieces, and hence the
+  // ids, are exactly those of a single-threaded encode. Aim for ~4 chunks per thread so a
+  // slow chunk does not idle the others.
+  const size_t target = std::max(min_chunk, text.size() / (static_cast<size_t>(threads) * 4));
+  std::vector<std::string_view> chunks;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = Gpt2PreTokenizer::next_safe_cut(text, std::min(text.size(), begin + target));
+    if (end <= begin) end = text.size();
+    chunks.push_back(text.substr(begin, end - begin));
+    begin = end;
+  }
+  std::vector<std::vector<int32_t>> results(chunks.size());
+  std::atomic<size_t> next_chunk{0};
+  auto worker = [&]() {
+    for (size_t c = next_chunk++; c < chunks.size(); c = next_chunk++) {
+      results[c].reserve(chunks[c].size() / 3 + 16);
+      encode_ordinary(chunks[c], results[c]);
+    }
+  };
+  const size_t worker_count = std::min(static_cast<size_t>(threads), chunks.size());
+  std::vector<std::thread> pool;
+  // Exceptions (bad_alloc) must not escape a std::thread; collect the first one.
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (size_t t = 1; t < worker_count; ++t) {
+    pool.emplace_back([&]() {
+      try {
+        worker();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  }
+  try {
+    worker();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(failure_mutex);
+    if (!failure) failure = std::current_exception();
+  }
+  for (std::thread& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+  size_t total = 0;
+  for (const auto& r : results) total += r.size();
+  out.reserve(out.size() + total);
+  for (const auto& r : results) out.insert(out.end(), r.begin(), r.end());
+}
+
+std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {
+  std::string bytes;
+  bytes.reserve(ids.size() * 4);
+  for (int32_t id : ids) bytes += token_bytes(id);
+  return bytes;
+}
+
+void BpeTokenizer::save(const std::string& path) const {
+  if (!trained_) throw std::invalid_argument("cannot save a BPE tokenizer before train or load");
+  std::ostringstream text;
+  text << kFileMagic << ' ' << kFileVersion << '\n';
+  text << "pretokenizer gpt2\n";
+  text << "merges " << merges_.size() << '\n';
+  for (size_t r = 0; r < merges_.size(); ++r) {
+    // "left right hex(bytes of the new token)": ids are authoritative (two merges may
+    // spell the same bytes), the hex is for readers and is checked on load.
+    text << merges_[r].left << ' ' << merges_[r].right << ' '
+         << to_hex(token_bytes_[256 + r]) << '\n';
+  }
+  text << "specials " << specials_.size() << '\n';
+  for (const std::string& special : specials_) text << to_hex(special) << '\n';
+  text << "end\n";
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file) throw std::runtime_error("cannot open '" + temporary + "' for writing");
+    const std::string content = text.str();
+    file.write(content.data(), static_cast<std::streamsize>(content.size()));
+    file.flush();
+    if (!file) throw std::runtime_error("writing '" + temporary + "' failed");
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "'");
+  }
+}
+
+void BpeTokenizer::load(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error("cannot open BPE tokenizer file '" + path + "'");
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("'" + path + "' is not a valid patchbay-bpe file: " + what);
+  };
+  std::string magic, keyword, value;
+  int version = 0;
+  if (!(file >> magic >> version) || magic != kFileMagic) fail("missing 'patchbay-bpe <version>' header");
+  if (version != kFileVersion) {
+    fail("version " + std::to_string(version) + ", this plugin reads version " + std::to_string(kFileVersion));
+  }
+  if (!(file >> keyword >> value) || keyword != "pretokenizer" || value != "gpt2") fail("expected 'pretokenizer gpt2'");
+  size_t merge_count = 0;
+  if (!(file >> keyword >> merge_count) || keyword != "merges") fail("expected 'merges <count>'");
+  std::vector<Merge> merges(merge_count);
+  std::vector<std::string> hex_bytes(merge_count);
+  for (size_t r = 0; r < merge_count; ++r) {
+    if (!(file >> merges[r].left >> merges[r].right >> hex_bytes[r])) fail("merge line " + std::to_string(r) + " unreadable");
+  }
+  size_t special_count = 0;
+  if (!(file >> keyword >> special_count) || keyword != "specials") fail("expected 'specials <count>'");
+  std::vector<std::string> specials(special_count);
+  for (size_t s = 0; s < special_count; ++s) {
+    if (!(file >> value)) fail("special token line " + std::to_string(s) + " unreadable");
+    specials[s] = from_hex(value);
+  }
+  if (!(file >> keyword) || keyword != "end") fail("missing 'end' line (truncated file?)");
+  validate_specials(specials);
+  BpeTokenizer candidate(BpeOptions{static_cast<int64_t>(256 + merge_count + special_count), specials,
+                                    options_.encode_threads, options_.min_chunk_bytes});
+  candidate.merges_ = std::move(merges);
+  candidate.rebuild_from_merges();
+  for (size_t r = 0; r < merge_count; ++r) {
+    if (to_hex(candidate.token_bytes_[256 + r]) != hex_bytes[r]) {
+      fail("merge " + std::to_string(r) + " spells " + to_hex(candidate.token_bytes_[256 + r]) +
+           " but the file says " + hex_bytes[r]);
+    }
+  }
+  merges_ = std::move(candidate.merges_);
+  specials_ = std::move(candidate.specials_);
+  token_bytes_ = std::move(candidate.token_bytes_);
+  ranks_ = std::move(candidate.ranks_);
+  trained_ = true;
+}
+
+}  // namespace patchbay_bpe

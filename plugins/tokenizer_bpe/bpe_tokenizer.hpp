@@ -1,0 +1,83 @@
+// Byte-level BPE tokenizer with GPT-2 pre-tokenisation, as a plain C++ class (no SDK
+// types); plugin.cpp adapts it to pb_tokenizer_vtable.
+//
+// Ids: [0, 256) raw bytes, [256, 256 + merges) learned merges in rank order, then the
+// special tokens in configuration order. vocab_size() is 0 until train() or load().
+// Every byte string round-trips: decode(encode(x)) == x, including invalid UTF-8.
+//
+// Thread safety: encode/decode/queries are const and may run concurrently; train/load
+// need exclusive access. Errors are exceptions (std::invalid_argument for bad input,
+// std::out_of_range for bad ids, std::runtime_error for I/O); the plugin boundary turns
+// them into pb_status values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bpe_merge.hpp"
+#include "bpe_pretokenizer.hpp"
+#include "bpe_trainer.hpp"
+
+namespace patchbay_bpe {
+
+struct BpeOptions {
+  int64_t vocab_size = 4096;  // target, specials included; >= 256 + specials
+  std::vector<std::string> special_tokens{"<|endoftext|>"};
+  int encode_threads = 0;     // 0: std::thread::hardware_concurrency(); 1: no threads
+  size_t min_chunk_bytes = 256 * 1024;  // parallel encode cuts chunks at least this long
+};
+
+struct TrainReport {
+  int64_t requested_vocab_size = 0;
+  int64_t reached_vocab_size = 0;  // smaller when no pair occurs twice any more
+  size_t merges = 0;
+  size_t distinct_pretokens = 0;
+};
+
+class BpeTokenizer {
+ public:
+  explicit BpeTokenizer(BpeOptions options);
+
+  // Learns merges from `text` (special-token strings in it are cut out first, so no merge
+  // spans one). Replaces any earlier vocabulary; specials stay those of the options.
+  TrainReport train(std::string_view text);
+
+  std::vector<int32_t> encode(std::string_view text, bool allow_special) const;
+  // Same ids as encode(); `threads` and `min_chunk_bytes` override the options (tests).
+  std::vector<int32_t> encode_with(std::string_view text, bool allow_special, int threads,
+                                   size_t min_chunk_bytes) const;
+  std::string decode(std::span<const int32_t> ids) const;
+
+  int64_t vocab_size() const;
+  size_t merge_count() const { return merges_.size(); }
+  const std::vector<Merge>& merges() const { return merges_; }
+  const std::vector<std::string>& special_tokens() const { return specials_; }
+  int32_t special_token_id(size_t index) const;
+  // Bytes of one id (specials give their text).
+  const std::string& token_bytes(int32_t id) const;
+
+  // Text format, versioned; written to a temporary file then renamed. See README.md.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
+ private:
+  void rebuild_from_merges();
+  void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_ordinary_parallel(std::string_view text, int threads, size_t min_chunk,
+                                std::vector<int32_t>& out) const;
+
+  BpeOptions options_;
+  std::shared_ptr<const Gpt2PreTokenizer> pretokenizer_;
+  bool trained_ = false;
+  std::vector<Merge> merges_;
+  std::vector<std::string> specials_;
+  std::vector<std::string> token_bytes_;  // by id, specials included
+  PairRankTable ranks_;
+};
+
+}  // namespace patchbay_bpe
