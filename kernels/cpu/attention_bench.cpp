@@ -1,0 +1,150 @@
+// Times the flash attention and the naive reference (forward, then backward) on causal
+// self-attention of growing length; see attention_bench.hpp for the FLOP convention.
+#include "patchbay/kernels/attention_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "patchbay/kernels/attention_flash.hpp"
+#include "patchbay/kernels/attention_reference.hpp"
+
+namespace patchbay::kernels {
+namespace {
+
+// Tensors of one benchmark size, all dense [B, heads, T, D].
+struct BenchTensors {
+  std::vector<float> q, k, v, out, lse, dout, dq, dk, dv;
+  AttentionParams params;
+};
+
+void fill_uniform(std::vector<float>& data, std::uint64_t seed) {
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (float& x : data) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    x = float(double(state >> 40) / double(1ull << 24) * 2.0 - 1.0);
+  }
+}
+
+BenchTensors make_tensors(const AttentionBenchConfig& c, std::int64_t t) {
+  BenchTensors s;
+  const auto n = static_cast<std::size_t>(c.batch * c.heads * t * c.head_dim);
+  for (auto* v : {&s.q, &s.k, &s.v, &s.out, &s.dout, &s.dq, &s.dk, &s.dv}) v->resize(n);
+  s.lse.resize(static_cast<std::size_t>(c.batch * c.heads * t));
+  fill_uniform(s.q, 1);
+  fill_uniform(s.k, 2);
+  fill_uniform(s.v, 3);
+  fill_uniform(s.dout, 4);
+  AttentionParams& p = s.params;
+  p.batch = c.batch;
+  p.heads = p.kv_heads = c.heads;
+  p.q_len = p.kv_len = t;
+  p.head_dim = c.head_dim;
+  const AttentionStrides dense = contiguous_attention_strides(c.heads, t, c.head_dim);
+  p.q = s.q.data(), p.k = s.k.data(), p.v = s.v.data(), p.out = s.out.data();
+  p.dout = s.dout.data(), p.dq = s.dq.data(), p.dk = s.dk.data(), p.dv = s.dv.data();
+  p.q_strides = p.k_strides = p.v_strides = p.out_strides = dense;
+  p.dout_strides = p.dq_strides = p.dk_strides = p.dv_strides = dense;
+  p.lse = s.lse.data();
+  p.scale = float(1.0 / std::sqrt(double(c.head_dim)));
+  p.causal = c.causal;
+  p.num_threads = c.num_threads;
+  return s;
+}
+
+// Best wall time in ms of `run` over repeats lasting at least min_seconds (at least one).
+double best_ms(const std::function<std::string()>& run, double min_seconds) {
+  double best = 1e300, spent = 0;
+  do {
+    const auto start = std::chrono::steady_clock::now();
+    if (std::string error = run(); !error.empty()) {
+      std::fprintf(stderr, "attention bench: %s\n", error.c_str());
+      return -1;
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::min(best, s);
+    spent += s;
+  } while (spent < min_seconds);
+  return best * 1e3;
+}
+
+}  // namespace
+
+double attention_forward_flop(std::int64_t batch, std::int64_t heads, std::int64_t q_len,
+                              std::int64_t kv_len, std::int64_t head_dim, bool causal) {
+  const double full = 4.0 * double(batch) * double(heads) * double(q_len) * double(kv_len) *
+                      double(head_dim);
+  return causal ? full / 2.0 : full;
+}
+
+std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c) {
+  std::vector<AttentionBenchRow> rows;
+  for (const std::int64_t t : c.seq_lens) {
+    BenchTensors s = make_tensors(c, t);
+    const AttentionParams& p = s.params;
+    const double fwd_flop = attention_forward_flop(c.batch, c.heads, t, t, c.head_dim, c.causal);
+
+    AttentionBenchRow flash;
+    flash.seq_len = t;
+    flash.kernel = "flash";
+    flash.forward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::forward);
+    flash.backward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::backward);
+    flash.forward_ms = best_ms([&] { return attention_flash_forward(p); }, c.min_seconds_per_measure);
+    flash.backward_ms = best_ms([&] { return attention_flash_backward(p); }, c.min_seconds_per_measure);
+    flash.forward_gflops = fwd_flop / (flash.forward_ms * 1e6);
+    flash.backward_gflops = 2.5 * fwd_flop / (flash.backward_ms * 1e6);
+    rows.push_back(flash);
+
+    AttentionBenchRow naive;
+    naive.seq_len = t;
+    naive.kernel = "naive";
+    naive.forward_workspace_bytes = attention_reference_workspace_bytes(p, AttentionPass::forward);
+    naive.backward_workspace_bytes = attention_reference_workspace_bytes(p, AttentionPass::backward);
+    if (naive.backward_workspace_bytes > c.naive_max_workspace_bytes) {
+      naive.skip_reason = "skipped: T x T buffers exceed the workspace limit";
+    } else if (c.naive_max_seq_len > 0 && t > c.naive_max_seq_len) {
+      naive.skip_reason = "skipped: longer than naive_max_seq_len";
+    }
+    if (naive.skip_reason.empty()) {
+      const std::vector<float> flash_out = s.out;
+      naive.forward_ms = best_ms([&] { return attention_reference_forward(p); }, 0);
+      naive.backward_ms = best_ms([&] { return attention_reference_backward(p); }, 0);
+      naive.forward_gflops = fwd_flop / (naive.forward_ms * 1e6);
+      naive.backward_gflops = 2.5 * fwd_flop / (naive.backward_ms * 1e6);
+      double diff = 0;
+      for (std::size_t i = 0; i < flash_out.size(); ++i) {
+        diff = std::max(diff, double(std::fabs(flash_out[i] - s.out[i])));
+      }
+      naive.max_abs_diff_vs_flash = diff;
+    }
+    rows.push_back(naive);
+  }
+  return rows;
+}
+
+void print_attention_bench(const std::vector<AttentionBenchRow>& rows, std::ostream& os) {
+  os << "attention fwd+bwd, FLOP: fwd = 4*B*H*Tq*Tk*D (/2 causal), bwd = 2.5 x fwd\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%7s %-6s %11s %9s %11s %9s %12s %12s %10s\n", "T", "kernel",
+                "fwd ms", "fwd GF/s", "bwd ms", "bwd GF/s", "fwd ws MiB", "bwd ws MiB", "max|diff|");
+  os << line;
+  for (const AttentionBenchRow& r : rows) {
+    const double fwd_mib = double(r.forward_workspace_bytes) / (1 << 20);
+    const double bwd_mib = double(r.backward_workspace_bytes) / (1 << 20);
+    if (!r.skip_reason.empty()) {
+      std::snprintf(line, sizeof line, "%7lld %-6s %s (needs %.0f MiB)\n", (long long)r.seq_len,
+                    r.kernel.c_str(), r.skip_reason.c_str(), bwd_mib);
+    } else {
+      char diff[32] = "-";
+      if (r.max_abs_diff_vs_flash >= 0) std::snprintf(diff, sizeof diff, "%.2e", r.max_abs_diff_vs_flash);
+      std::snprintf(line, sizeof line, "%7lld %-6s %11.2f %9.1f %11.2f %9.1f %12.2f %12.2f %10s\n",
+                    (long long)r.seq_len, r.kernel.c_str(), r.forward_ms, r.forward_gflops,
+                    r.backward_ms, r.backward_gflops, fwd_mib, bwd_mib, diff);
+    }
+    os << line;
+  }
+}
+
+}  // namespace patchbay::kernels

@@ -1,0 +1,110 @@
+// Validation of AttentionParams and the small helpers around it (strides, ISA names and
+// run-time ISA detection). Shared by the flash kernel and the naive reference so both accept
+// and refuse exactly the same inputs with the same messages.
+#include <cmath>
+#include <string>
+
+#include "patchbay/kernels/attention_flash.hpp"
+
+namespace patchbay::kernels {
+namespace {
+
+std::string num(std::int64_t value) { return std::to_string(value); }
+
+bool cpu_supports(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::automatic:
+    case KernelIsa::generic:
+      return true;
+#if PATCHBAY_KERNELS_X86_VARIANTS
+    case KernelIsa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case KernelIsa::avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    case KernelIsa::avx2:
+    case KernelIsa::avx512:
+      return false;  // not compiled on this architecture
+#endif
+  }
+  return false;
+}
+
+// Checks one strided [B, heads, T, D] operand; empty when usable.
+std::string operand_error(const char* name, const void* data, const AttentionStrides& s) {
+  if (data == nullptr) return std::string(name) + " must not be null for this pass";
+  if (s.seq <= 0 || s.head < 0 || s.batch < 0) {
+    return std::string(name) + " strides must be seq > 0, head >= 0, batch >= 0 (elements); found {" +
+           num(s.batch) + ", " + num(s.head) + ", " + num(s.seq) + "}";
+  }
+  return {};
+}
+
+}  // namespace
+
+AttentionStrides contiguous_attention_strides(std::int64_t heads, std::int64_t seq_len,
+                                              std::int64_t head_dim) {
+  return AttentionStrides{heads * seq_len * head_dim, seq_len * head_dim, head_dim};
+}
+
+const char* kernel_isa_name(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::automatic: return "automatic";
+    case KernelIsa::generic: return "generic";
+    case KernelIsa::avx2: return "avx2";
+    case KernelIsa::avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+KernelIsa attention_flash_resolved_isa() {
+  static const KernelIsa resolved = cpu_supports(KernelIsa::avx512) ? KernelIsa::avx512
+                                    : cpu_supports(KernelIsa::avx2) ? KernelIsa::avx2
+                                                                    : KernelIsa::generic;
+  return resolved;
+}
+
+std::string attention_params_error(const AttentionParams& p, AttentionPass pass) {
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.q_len < 1 || p.kv_len < 1 ||
+      p.head_dim < 1) {
+    return "attention shapes must all be >= 1; found batch " + num(p.batch) + ", heads " +
+           num(p.heads) + ", kv_heads " + num(p.kv_heads) + ", q_len " + num(p.q_len) +
+           ", kv_len " + num(p.kv_len) + ", head_dim " + num(p.head_dim);
+  }
+  if (p.heads % p.kv_heads != 0) {
+    return "heads (" + num(p.heads) + ") must be a multiple of kv_heads (" + num(p.kv_heads) +
+           ") for grouped-query attention";
+  }
+  if (!std::isfinite(p.scale)) return "scale must be finite (usually 1/sqrt(head_dim))";
+  if (p.num_threads < 0) return "num_threads must be >= 0 (0 = OpenMP default); found " + num(p.num_threads);
+  if (!cpu_supports(p.isa)) {
+    return std::string("isa '") + kernel_isa_name(p.isa) +
+           "' was forced but this CPU does not support it; use KernelIsa::automatic";
+  }
+  struct Operand {
+    const char* name;
+    const void* data;
+    const AttentionStrides& strides;
+  };
+  const Operand forward_operands[] = {
+      {"q", p.q, p.q_strides}, {"k", p.k, p.k_strides}, {"v", p.v, p.v_strides},
+      {"out", p.out, p.out_strides}};
+  for (const Operand& o : forward_operands) {
+    if (std::string e = operand_error(o.name, o.data, o.strides); !e.empty()) return e;
+  }
+  if (p.lse == nullptr) return "lse must not be null (forward writes it, backward reads it)";
+  if (pass == AttentionPass::backward) {
+    const Operand backward_operands[] = {{"dout", p.dout, p.dout_strides},
+                                         {"dq", p.dq, p.dq_strides},
+                                         {"dk", p.dk, p.dk_strides},
+                                         {"dv", p.dv, p.dv_strides}};
+    for (const Operand& o : backward_operands) {
+      if (std::string e = operand_error(o.name, o.data, o.strides); !e.empty()) return e;
+    }
+  }
+  return {};
+}
+
+}  // namespace patchbay::kernels
