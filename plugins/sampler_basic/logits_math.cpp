@@ -1,0 +1,94 @@
+// Shared arithmetic of the sampler_basic components (see logits_math.hpp).
+#include "logits_math.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace sampler_basic {
+
+void check_logits(std::span<const float> logits, const char* who) {
+  if (logits.empty()) throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": vocab is 0");
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float z = logits[i];
+    if (std::isnan(z) || z == INFINITY) {
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": logit of token " + std::to_string(i) +
+                                  " is " + (std::isnan(z) ? "NaN" : "+inf") +
+                                  "; logits must be finite or -inf (removed)");
+    }
+  }
+}
+
+void check_history(std::span<const int32_t> history, size_t prompt_len, size_t vocab,
+                   const char* who) {
+  if (prompt_len > history.size()) {
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": prompt_len " + std::to_string(prompt_len) +
+                                " exceeds the history length " + std::to_string(history.size()));
+  }
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (history[i] < 0 || static_cast<size_t>(history[i]) >= vocab) {
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": history[" + std::to_string(i) + "] = " +
+                                  std::to_string(history[i]) + " lies outside [0, " +
+                                  std::to_string(vocab) + ")");
+    }
+  }
+}
+
+std::span<const int32_t> history_window(std::span<const int32_t> history, size_t prompt_len,
+                                        bool include_prompt, int64_t last_n) {
+  std::span<const int32_t> window = include_prompt ? history : history.subspan(prompt_len);
+  if (last_n > 0 && static_cast<size_t>(last_n) < window.size()) {
+    window = window.last(static_cast<size_t>(last_n));
+  }
+  return window;
+}
+
+std::vector<int32_t> finite_ids_descending(std::span<const float> logits) {
+  std::vector<int32_t> ids;
+  ids.reserve(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (std::isfinite(logits[i])) ids.push_back(static_cast<int32_t>(i));
+  }
+  std::stable_sort(ids.begin(), ids.end(),
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  return ids;
+}
+
+std::vector<double> softmax_of(std::span<const float> logits, std::span<const int32_t> ids) {
+  std::vector<double> probs(ids.size());
+  if (ids.empty()) return probs;
+  double max_logit = -INFINITY;
+  for (int32_t id : ids) max_logit = std::max(max_logit, static_cast<double>(logits[id]));
+  double total = 0.0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    probs[i] = std::exp(static_cast<double>(logits[ids[i]]) - max_logit);
+    total += probs[i];
+  }
+  for (double& p : probs) p /= total;
+  return probs;
+}
+
+void keep_only(std::span<float> logits, std::span<const int32_t> kept) {
+  std::vector<char> keep(logits.size(), 0);
+  for (int32_t id : kept) keep[id] = 1;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!keep[i]) logits[i] = -INFINITY;
+  }
+}
+
+size_t draw_index(std::span<const double> weights, SplitMix64& rng) {
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  const double target = rng.uniform() * total;
+  double running = 0.0;
+  size_t last_positive = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] <= 0.0) continue;
+    running += weights[i];
+    last_positive = i;
+    if (running > target) return i;
+  }
+  return last_positive;
+}
+
+}  // namespace sampler_basic

@@ -1,0 +1,27 @@
+// temperature: z_i <- z_i / T for finite z_i; -inf stays -inf (see README.md).
+#include "temperature.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "logits_math.hpp"
+
+namespace sampler_basic {
+
+Temperature::Temperature(double temperature) : temperature_(static_cast<float>(temperature)) {
+  if (!(temperature > 0.0) || !std::isfinite(temperature)) {
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, 
+        "temperature: T = " + std::to_string(temperature) +
+        " is not allowed; T must be > 0 (for argmax decoding use the `greedy` selector)");
+  }
+}
+
+void Temperature::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
+  check_logits(logits, "temperature");
+  for (float& z : logits) {
+    if (std::isfinite(z)) z /= temperature_;
+  }
+}
+
+
+}  // namespace sampler_basic
