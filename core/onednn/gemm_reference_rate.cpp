@@ -57,6 +57,7 @@ GemmRate measure_onednn_matmul_rate(std::int64_t m, std::int64_t n, std::int64_t
   rate.k = k;
   rate.input_dtype = input_dtype;
   rate.output_dtype = options.output_dtype;
+  rate.packed_weights = options.packed_weights;
   const std::string shapes = "[m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " +
                              std::to_string(k) + "]";
   detail::run_guarded("gemm_reference_rate", [&] { return shapes; }, [&] {
@@ -64,14 +65,24 @@ GemmRate measure_onednn_matmul_rate(std::int64_t m, std::int64_t n, std::int64_t
     dnnl::engine& engine = detail::cpu_engine();
     dnnl::stream stream(engine);
     const dnnl::memory::desc a_desc({m, k}, detail::to_dnnl(input_dtype), tag::ab);
-    const dnnl::memory::desc b_desc({k, n}, detail::to_dnnl(input_dtype), tag::ab);
+    const dnnl::memory::desc b_plain({k, n}, detail::to_dnnl(input_dtype), tag::ab);
+    const dnnl::memory::desc b_request =
+        options.packed_weights
+            ? dnnl::memory::desc({k, n}, detail::to_dnnl(input_dtype), tag::any)
+            : b_plain;
     const dnnl::memory::desc c_desc({m, n}, detail::to_dnnl(options.output_dtype), tag::ab);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc), engine);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_request, c_desc), engine);
     rate.implementation = pd.impl_info_str();
     dnnl::matmul primitive(pd);
-    dnnl::memory a(a_desc, engine), b(b_desc, engine), c(c_desc, engine);
+    dnnl::memory a(a_desc, engine), b_source(b_plain, engine), c(c_desc, engine);
     fill(a, m * k, input_dtype);
-    fill(b, k * n, input_dtype);
+    fill(b_source, k * n, input_dtype);
+    dnnl::memory b = b_source;
+    if (pd.weights_desc() != b_plain) {  // packed: reorder once, outside the timing
+      b = dnnl::memory(pd.weights_desc(), engine);
+      dnnl::reorder(b_source, b).execute(stream, b_source, b);
+      stream.wait();
+    }
     const std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
     auto run = [&](int iterations) {

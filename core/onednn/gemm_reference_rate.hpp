@@ -3,8 +3,8 @@
 // measure_onednn_matmul_rate() for the same shape, measured in the same run, so a
 // regression in the engine's dispatch shows up as a gap between the two numbers.
 //
-// The measurement creates a fresh dnnl::matmul primitive (plain row-major A [m,k],
-// B [k,n], C [m,n]; f32 accumulation) and times primitive::execute directly, bypassing
+// The measurement creates a fresh dnnl::matmul primitive (plain row-major A [m,k] and
+// C [m,n]; B [k,n] plain or pre-packed, see GemmRateOptions; f32 accumulation) and times primitive::execute directly, bypassing
 // this library's cache and argument checks: that is "what oneDNN can do" on this shape.
 #pragma once
 
@@ -20,6 +20,10 @@ struct GemmRateOptions {
   int repeats = 7;              // timed samples; the median is reported
   double min_sample_seconds = 0.02;  // each sample runs enough iterations to last this long
   DType output_dtype = DType::kF32;  // bf16 inputs may write f32 or bf16
+  // false: B plain row-major [k, n], as the engine hands weights to matmul() (bf16 on AMX
+  //   then repacks B inside every call). true: B in the layout oneDNN picks (format
+  //   `any`), reordered once before timing: the kernel's ceiling for pre-packed weights.
+  bool packed_weights = false;
 };
 
 struct GemmRate {
@@ -30,6 +34,7 @@ struct GemmRate {
   double best_gflops = 0.0;     // from the fastest sample
   double median_seconds = 0.0;  // per call
   int iterations_per_sample = 0;
+  bool packed_weights = false;
   std::string implementation;   // oneDNN's implementation name, e.g. "brg:avx512_core_amx"
 };
 

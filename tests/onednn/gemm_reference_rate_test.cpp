@@ -15,6 +15,7 @@ TEST_CASE("measure_onednn_matmul_rate returns a positive rate for f32 and bf16")
   options.repeats = 3;
   options.min_sample_seconds = 0.002;
   for (DType dtype : {DType::kF32, DType::kBF16}) {
+    options.packed_weights = dtype == DType::kBF16;
     const GemmRate rate = measure_onednn_matmul_rate(64, 96, 128, dtype, options);
     CAPTURE(rate.median_gflops);
     CAPTURE(rate.median_seconds);
@@ -25,6 +26,7 @@ TEST_CASE("measure_onednn_matmul_rate returns a positive rate for f32 and bf16")
     CHECK(rate.median_seconds > 0.0);
     CHECK(rate.iterations_per_sample >= 1);
     CHECK_FALSE(rate.implementation.empty());
+    CHECK(rate.packed_weights == options.packed_weights);
   }
   CHECK_THROWS_AS(measure_onednn_matmul_rate(0, 1, 1, DType::kF32), Error);
 }
