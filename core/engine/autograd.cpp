@@ -1,0 +1,170 @@
+// Tape recording, the reverse topological walk with gradient accumulation, grad mode and
+// custom ops (see autograd.hpp for the contract).
+#include "engine/autograd.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/error.hpp"
+#include "engine/ops.hpp"
+
+namespace patchbay::engine {
+namespace {
+thread_local bool tls_grad_enabled = true;
+
+// Adds g into the running sum at `slot` (undefined slot takes g as is).
+void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
+}  // namespace
+
+Node::Node(std::string name, std::vector<Tensor> inputs, std::vector<Shape> output_shapes,
+           std::vector<DType> output_dtypes, BackwardFn backward)
+    : name_(std::move(name)),
+      inputs_(std::move(inputs)),
+      output_shapes_(std::move(output_shapes)),
+      output_dtypes_(std::move(output_dtypes)),
+      backward_(std::move(backward)) {}
+
+bool grad_enabled() { return tls_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(tls_grad_enabled) { tls_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { tls_grad_enabled = previous_; }
+
+bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  if (!tls_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void record_op(const std::string& name, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs,
+               BackwardFn backward) {
+  if (!any_requires_grad(inputs)) return;
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  for (Tensor* o : outputs) {
+    shapes.push_back(o->shape());
+    dtypes.push_back(o->dtype());
+  }
+  auto node = std::make_shared<Node>(name, inputs, std::move(shapes), std::move(dtypes), std::move(backward));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!is_floating(outputs[i]->dtype())) continue;  // integer outputs (indices) carry no grad
+    TensorImpl* impl = outputs[i]->impl();
+    impl->grad_fn = node;
+    impl->output_index = static_cast<int>(i);
+    impl->requires_grad = true;
+  }
+}
+
+void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
+  if (!root.defined() || !root.requires_grad())
+    throw Error(ErrorKind::kInvalidArgument,
+                "backward: the tensor does not require grad (no input had requires_grad, or it was made under "
+                "NoGradGuard)");
+  Tensor root_grad = seed;
+  if (!root_grad.defined()) {
+    if (root.numel() != 1)
+      throw Error(ErrorKind::kInvalidArgument, "backward: implicit seed needs a one-element loss, found " +
+                                                   root.str() + "; pass a seed gradient");
+    root_grad = ones(root.shape(), root.dtype(), root.device());
+  } else if (root_grad.shape() != root.shape()) {
+    throw Error(ErrorKind::kInvalidArgument, "backward: seed " + root_grad.str() + " does not match " + root.str());
+  }
+  NoGradGuard no_grad;
+  if (!root.grad_fn()) {  // a leaf: its gradient is the seed itself
+    Tensor g = root.grad();
+    accumulate(g, root_grad.contiguous());
+    const_cast<Tensor&>(root).set_grad(g);
+    return;
+  }
+  // Topological order by iterative DFS (post-order), then walk it reversed.
+  std::vector<Node*> order;
+  std::unordered_set<Node*> visited;
+  std::vector<std::pair<Node*, size_t>> stack{{root.grad_fn().get(), 0}};
+  visited.insert(root.grad_fn().get());
+  while (!stack.empty()) {
+    auto& [node, next_input] = stack.back();
+    if (node->released())
+      throw Error(ErrorKind::kInvalidArgument, "backward: the graph through '" + node->name() +
+                                                   "' was already freed by an earlier backward; pass keep_graph");
+    if (next_input < node->inputs().size()) {
+      const Tensor& in = node->inputs()[next_input++];
+      Node* child = in.defined() ? in.grad_fn().get() : nullptr;
+      if (child && visited.insert(child).second) stack.emplace_back(child, 0);
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  std::unordered_map<Node*, std::vector<Tensor>> pending;
+  pending[root.grad_fn().get()].resize(root.grad_fn()->num_outputs());
+  pending[root.grad_fn().get()][static_cast<size_t>(root.output_index())] = root_grad;
+  std::vector<std::shared_ptr<Node>> keep_alive;  // nodes stay alive until the walk ends
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = *it;
+    std::vector<Tensor> grads = std::move(pending[node]);
+    pending.erase(node);
+    grads.resize(node->num_outputs());
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (!grads[i].defined()) grads[i] = zeros(node->output_shape(i), node->output_dtype(i));
+    std::vector<Tensor> input_grads = node->apply(grads);
+    const std::vector<Tensor>& inputs = node->inputs();
+    if (input_grads.size() != inputs.size())
+      throw Error(ErrorKind::kInternal, "backward of '" + node->name() + "' returned " +
+                                            std::to_string(input_grads.size()) + " gradients for " +
+                                            std::to_string(inputs.size()) + " inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& in = inputs[i];
+      Tensor g = input_grads[i];
+      if (!in.defined() || !in.requires_grad() || !g.defined()) continue;
+      if (g.shape() != in.shape())
+        throw Error(ErrorKind::kInternal, "backward of '" + node->name() + "' gave gradient " + g.str() +
+                                              " for input " + in.str());
+      if (g.dtype() != in.dtype()) g = g.to(in.dtype());
+      if (in.grad_fn()) {
+        auto& slot = pending[in.grad_fn().get()];
+        slot.resize(in.grad_fn()->num_outputs());
+        accumulate(slot[static_cast<size_t>(in.output_index())], g);
+      } else {
+        Tensor acc = in.grad();
+        accumulate(acc, g);
+        const_cast<Tensor&>(in).set_grad(acc.contiguous());
+      }
+    }
+    if (!keep_graph) {
+      for (const Tensor& in : inputs)
+        if (in.defined() && in.grad_fn()) keep_alive.push_back(in.grad_fn());
+      node->release();
+    }
+  }
+}
+
+void CustomOpContext::save_for_backward(const std::vector<Tensor>& tensors) {
+  saved_.clear();
+  for (const Tensor& t : tensors) saved_.push_back(t.defined() ? t.detach() : Tensor());
+}
+
+std::vector<Tensor> apply_custom_op(const std::shared_ptr<CustomOp>& op, const std::vector<Tensor>& inputs) {
+  auto ctx = std::make_shared<CustomOpContext>();
+  std::vector<bool> needs;
+  for (const Tensor& t : inputs) needs.push_back(grad_enabled() && t.defined() && t.requires_grad());
+  ctx->set_needs_input_grad(needs);
+  std::vector<Tensor> outputs;
+  {
+    NoGradGuard no_grad;
+    std::vector<Tensor> detached;
+    for (const Tensor& t : inputs) detached.push_back(t.defined() ? t.detach() : Tensor());
+    outputs = op->forward(*ctx, detached);
+  }
+  std::vector<Tensor*> out_ptrs;
+  for (Tensor& o : outputs) out_ptrs.push_back(&o);
+  record_op(op->name(), inputs, out_ptrs, [op, ctx, n = inputs.size()](const std::vector<Tensor>& grads) {
+    std::vector<Tensor> g = op->backward(*ctx, grads);
+    if (g.size() != n)
+      throw Error(ErrorKind::kInvalidArgument, "custom op '" + op->name() + "' backward returned " +
+                                                   std::to_string(g.size()) + " gradients for " + std::to_string(n) +
+                                                   " inputs");
+    return g;
+  });
+  return outputs;
+}
+
+}  // namespace patchbay::engine

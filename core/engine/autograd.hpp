@@ -1,0 +1,106 @@
+// Reverse-mode automatic differentiation. Every op that runs while grad mode is on and has
+// an input with requires_grad records a Node: the inputs it differentiates against and a
+// backward function mapping output gradients to input gradients. backward(loss) walks the
+// Nodes in reverse topological order, summing gradients that meet, and ACCUMULATES into the
+// .grad of leaves (call zero_grad between steps, or do not, for gradient accumulation).
+//
+// Rules for op writers (engine/README.md, "How to add an op"):
+//  - record the node with `record_op` AFTER computing the outputs;
+//  - capture what backward needs by value; capture an OUTPUT only as output.detach()
+//    (capturing the output itself would make a reference cycle output -> node -> output);
+//  - backward runs with grad mode off and returns one gradient per input (undefined Tensor
+//    for inputs that need none); gradients must have the input's shape (use sum_to_shape
+//    to undo broadcasting).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.hpp"
+
+namespace patchbay::engine {
+
+// Gets gradients of the outputs (never undefined: missing ones are zeros of the output's
+// shape) and returns gradients of the inputs, one per input, undefined where not needed.
+using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;
+
+class Node {
+ public:
+  Node(std::string name, std::vector<Tensor> inputs, std::vector<Shape> output_shapes,
+       std::vector<DType> output_dtypes, BackwardFn backward);
+  const std::string& name() const { return name_; }
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  size_t num_outputs() const { return output_shapes_.size(); }
+  const Shape& output_shape(size_t i) const { return output_shapes_[i]; }
+  DType output_dtype(size_t i) const { return output_dtypes_[i]; }
+  std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) const { return backward_(grad_outputs); }
+  // Drops saved state after use (backward frees the graph as it goes, as PyTorch does by default).
+  void release() { backward_ = nullptr; inputs_.clear(); released_ = true; }
+  bool released() const { return released_; }
+
+ private:
+  std::string name_;
+  std::vector<Tensor> inputs_;  // the differentiable inputs, as passed to the op
+  std::vector<Shape> output_shapes_;
+  std::vector<DType> output_dtypes_;
+  BackwardFn backward_;
+  bool released_ = false;
+};
+
+// Thread-local grad mode.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when grad mode is on and any defined input requires grad.
+bool any_requires_grad(const std::vector<Tensor>& inputs);
+
+// Attaches a new Node to `outputs` (sets grad_fn, output_index, requires_grad) when
+// any_requires_grad(inputs); otherwise does nothing.
+void record_op(const std::string& name, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs,
+               BackwardFn backward);
+
+// Runs the backward pass from `root`. With an undefined `seed`, root must have one element
+// and the seed is 1. keep_graph=false releases each node after use (a second backward
+// through the same graph then throws).
+void backward(const Tensor& root, const Tensor& seed = Tensor(), bool keep_graph = false);
+
+// ---- custom ops: own forward and backward (fused kernels, plugin ops) ----
+class CustomOpContext {
+ public:
+  // Saved tensors are stored detached (no reference cycles); retrieve them in backward.
+  void save_for_backward(const std::vector<Tensor>& tensors);
+  const std::vector<Tensor>& saved_tensors() const { return saved_; }
+  // needs_input_grad()[i]: input i requires a gradient (backward may skip the others).
+  const std::vector<bool>& needs_input_grad() const { return needs_input_grad_; }
+  void set_needs_input_grad(std::vector<bool> v) { needs_input_grad_ = std::move(v); }
+
+ private:
+  std::vector<Tensor> saved_;
+  std::vector<bool> needs_input_grad_;
+};
+
+class CustomOp {
+ public:
+  virtual ~CustomOp() = default;
+  virtual std::string name() const = 0;
+  // Runs with grad mode off. Returns the outputs (new tensors).
+  virtual std::vector<Tensor> forward(CustomOpContext& ctx, const std::vector<Tensor>& inputs) = 0;
+  // Runs with grad mode off. One gradient per input (undefined where none).
+  virtual std::vector<Tensor> backward(CustomOpContext& ctx, const std::vector<Tensor>& grad_outputs) = 0;
+};
+
+// Runs op->forward and, when grad is needed, records a Node that calls op->backward.
+std::vector<Tensor> apply_custom_op(const std::shared_ptr<CustomOp>& op, const std::vector<Tensor>& inputs);
+
+}  // namespace patchbay::engine

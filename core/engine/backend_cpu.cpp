@@ -1,0 +1,128 @@
+// The CPU backend (synchronous stream, 64-byte aligned caching allocator, memcpy/fill) and
+// the process-wide backend and kernel registries.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/error.hpp"
+#include "engine/allocator.hpp"
+#include "engine/device.hpp"
+#include "engine/dispatch.hpp"
+
+namespace patchbay::engine {
+namespace {
+
+class CpuStream final : public Stream {
+ public:
+  Device device() const override { return cpu(); }
+  void synchronize() override {}
+};
+
+void* cpu_raw_alloc(size_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
+void cpu_raw_free(void* p) { std::free(p); }
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() : allocator_(cpu_raw_alloc, cpu_raw_free) {}
+  Device device() const override { return cpu(); }
+  void* allocate(size_t bytes) override { return allocator_.allocate(bytes); }
+  void free(void* ptr, size_t bytes) override { allocator_.free(ptr, bytes); }
+  void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes, Stream&) override {
+    if (dst_device.type != DeviceType::kCpu || src_device.type != DeviceType::kCpu)
+      throw Error(ErrorKind::kInvalidArgument, "cpu backend copy: both sides must be cpu (got " +
+                                                   src_device.str() + " -> " + dst_device.str() + ")");
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void fill(void* dst, const void* pattern, size_t pattern_bytes, size_t count, Stream&) override {
+    auto* d = static_cast<char*>(dst);
+    bool zero = true;
+    for (size_t i = 0; i < pattern_bytes; ++i) zero = zero && static_cast<const char*>(pattern)[i] == 0;
+    if (zero) {
+      std::memset(dst, 0, pattern_bytes * count);
+      return;
+    }
+#pragma omp parallel for if (count > (1 << 16))
+    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) std::memcpy(d + i * pattern_bytes, pattern, pattern_bytes);
+  }
+  Stream& default_stream() override { return stream_; }
+  MemoryStats memory_stats() const override { return allocator_.stats(); }
+  void reset_peak() override { allocator_.reset_peak(); }
+  void empty_cache() override { allocator_.empty_cache(); }
+
+ private:
+  CachingAllocator allocator_;
+  CpuStream stream_;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(int) { return std::make_unique<CpuBackend>(); }
+
+struct BackendRegistry {
+  std::mutex mutex;
+  std::map<DeviceType, BackendFactory> factories{{DeviceType::kCpu, &make_cpu_backend}};
+  std::map<std::pair<int, int>, std::unique_ptr<Backend>> backends;
+};
+BackendRegistry& backend_registry() {
+  // Leaked on purpose: tensors in static storage may be destroyed after it would be.
+  static auto* registry = new BackendRegistry();
+  return *registry;
+}
+
+struct KernelRegistry {
+  std::mutex mutex;
+  std::unordered_map<std::string, ErasedKernel> kernels;  // key: "op@device"
+};
+KernelRegistry& kernel_registry() {
+  static auto* registry = new KernelRegistry();
+  return *registry;
+}
+std::string kernel_key(std::string_view op, DeviceType device) {
+  return std::string(op) + (device == DeviceType::kCpu ? "@cpu" : "@cuda");
+}
+
+}  // namespace
+
+Backend& backend_for(Device device) {
+  BackendRegistry& r = backend_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto key = std::make_pair(static_cast<int>(device.type), device.index);
+  auto it = r.backends.find(key);
+  if (it != r.backends.end()) return *it->second;
+  auto f = r.factories.find(device.type);
+  if (f == r.factories.end())
+    throw Error(ErrorKind::kInvalidArgument,
+                "no backend for device " + device.str() + " in this build; use cpu or build with CUDA");
+  if (device.type == DeviceType::kCpu && device.index != 0)
+    throw Error(ErrorKind::kInvalidArgument, "cpu device index must be 0, found " + std::to_string(device.index));
+  auto& slot = r.backends[key];
+  slot = f->second(device.index);
+  return *slot;
+}
+
+void register_backend(DeviceType type, BackendFactory factory) {
+  BackendRegistry& r = backend_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.factories[type] = factory;
+}
+
+MemoryStats memory_stats(Device device) { return backend_for(device).memory_stats(); }
+void reset_peak(Device device) { backend_for(device).reset_peak(); }
+
+void register_kernel_erased(std::string_view op, DeviceType device, ErasedKernel kernel) {
+  KernelRegistry& r = kernel_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.kernels[kernel_key(op, device)] = kernel;
+}
+
+ErasedKernel find_kernel_erased(std::string_view op, DeviceType device) {
+  KernelRegistry& r = kernel_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.kernels.find(kernel_key(op, device));
+  if (it == r.kernels.end())
+    throw Error(ErrorKind::kInvalidArgument, "op '" + std::string(op) + "' has no kernel for device type " +
+                                                 (device == DeviceType::kCpu ? "cpu" : "cuda"));
+  return it->second;
+}
+
+}  // namespace patchbay::engine

@@ -1,0 +1,68 @@
+// CPU iteration helper for kernels over N operands that share one logical shape but have
+// their own element strides (broadcast dims have stride 0, views any stride). Adjacent dims
+// that are contiguous for every operand are merged first, so a contiguous tensor becomes one
+// long row; rows are then cut into blocks of at most kBlock elements and the (row, block)
+// pairs are shared among OpenMP threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor.hpp"
+
+namespace patchbay::engine::loops {
+
+// Calls row(offsets, count, inner_strides): `count` elements starting at element offsets
+// offsets[i] of operand i, advancing by inner_strides[i]. Runs rows in parallel when the
+// tensor is large; `row` must therefore only write to disjoint output elements.
+template <size_t N, class RowFn>
+void for_each_row(const Shape& shape_in, const std::array<Shape, N>& strides_in, RowFn&& row) {
+  constexpr int64_t kBlock = 16384;
+  int64_t numel = shape_numel(shape_in);
+  if (numel == 0) return;
+  // Merge dims (and drop size-1 dims) where possible.
+  std::vector<int64_t> shape;
+  std::array<std::vector<int64_t>, N> strides;
+  for (size_t d = 0; d < shape_in.size(); ++d) {
+    if (shape_in[d] == 1) continue;
+    bool merge = !shape.empty();
+    for (size_t i = 0; i < N && merge; ++i)
+      merge = strides[i].back() == strides_in[i][d] * shape_in[d];
+    if (merge) {
+      shape.back() *= shape_in[d];
+      for (size_t i = 0; i < N; ++i) strides[i].back() = strides_in[i][d];
+    } else {
+      shape.push_back(shape_in[d]);
+      for (size_t i = 0; i < N; ++i) strides[i].push_back(strides_in[i][d]);
+    }
+  }
+  if (shape.empty()) {
+    shape.push_back(1);
+    for (size_t i = 0; i < N; ++i) strides[i].push_back(0);
+  }
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  const int64_t inner = shape.back();
+  const int64_t rows = numel / inner;
+  const int64_t blocks_per_row = (inner + kBlock - 1) / kBlock;
+  const int64_t tasks = rows * blocks_per_row;
+  std::array<int64_t, N> inner_strides;
+  for (size_t i = 0; i < N; ++i) inner_strides[i] = strides[i].back();
+#pragma omp parallel for schedule(static) if (numel > 32768)
+  for (int64_t t = 0; t < tasks; ++t) {
+    int64_t r = t / blocks_per_row, block = t % blocks_per_row;
+    std::array<int64_t, N> offsets{};
+    int64_t rem = r;
+    for (int64_t d = ndim - 2; d >= 0; --d) {
+      int64_t idx = rem % shape[static_cast<size_t>(d)];
+      rem /= shape[static_cast<size_t>(d)];
+      for (size_t i = 0; i < N; ++i) offsets[i] += idx * strides[i][static_cast<size_t>(d)];
+    }
+    int64_t start = block * kBlock;
+    int64_t count = std::min(kBlock, inner - start);
+    for (size_t i = 0; i < N; ++i) offsets[i] += start * inner_strides[i];
+    row(offsets, count, inner_strides);
+  }
+}
+
+}  // namespace patchbay::engine::loops

@@ -1,0 +1,149 @@
+// Data movement without arithmetic: copy_ (strided, broadcasting, dtype-converting), fill_,
+// to_dtype, concat and stack. CPU kernels use fast paths for f32<->f32/bf16/f16 and a
+// generic per-element load/store for the rest.
+#include "engine/cpu/strided_loop.hpp"
+#include "engine/dispatch.hpp"
+#include "engine/ops/op_helpers.hpp"
+
+namespace patchbay::engine {
+namespace {
+
+// dst[i] = convert(src[i]); src already expanded to dst's shape.
+using CopyKernel = void(const Tensor& src, Tensor& dst);
+// Every element of dst = value (converted to dst's dtype).
+using FillKernel = void(Tensor& dst, double value);
+
+template <class Load, class Store>
+void copy_rows(const Tensor& src, Tensor& dst, Load load, Store store) {
+  loops::for_each_row<2>(dst.shape(), {src.strides(), dst.strides()},
+                       [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+                         for (int64_t i = 0; i < n; ++i) store(off[1] + i * st[1], load(off[0] + i * st[0]));
+                       });
+}
+
+void copy_cpu(const Tensor& src, Tensor& dst) {
+  const void* s = src.data_ptr();
+  void* d = dst.data_ptr();
+  DType st = src.dtype(), dt = dst.dtype();
+  if (st == dt && dtype_size(st) == 4) {
+    auto* ps = static_cast<const uint32_t*>(s);
+    auto* pd = static_cast<uint32_t*>(d);
+    copy_rows(src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint32_t v) { pd[i] = v; });
+  } else if (st == dt && dtype_size(st) == 2) {
+    auto* ps = static_cast<const uint16_t*>(s);
+    auto* pd = static_cast<uint16_t*>(d);
+    copy_rows(src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint16_t v) { pd[i] = v; });
+  } else if (st == DType::kF32 && dt == DType::kBF16) {
+    auto* ps = static_cast<const float*>(s);
+    auto* pd = static_cast<uint16_t*>(d);
+    copy_rows(src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, float v) { pd[i] = f32_to_bf16(v); });
+  } else if (st == DType::kBF16 && dt == DType::kF32) {
+    auto* ps = static_cast<const uint16_t*>(s);
+    auto* pd = static_cast<float*>(d);
+    copy_rows(src, dst, [ps](int64_t i) { return bf16_to_f32(ps[i]); }, [pd](int64_t i, float v) { pd[i] = v; });
+  } else {
+    copy_rows(src, dst, [s, st](int64_t i) { return load_as_f64(s, i, st); },
+              [d, dt](int64_t i, double v) { store_from_f64(d, i, dt, v); });
+  }
+}
+PATCHBAY_REGISTER_KERNEL(CopyKernel, "copy", DeviceType::kCpu, copy_cpu);
+
+void fill_cpu(Tensor& dst, double value) {
+  void* d = dst.data_ptr();
+  DType dt = dst.dtype();
+  if (dst.is_contiguous()) {
+    unsigned char pattern[8];
+    store_from_f64(pattern, 0, dt, value);
+    Backend& b = backend_for(dst.device());
+    b.fill(d, pattern, dtype_size(dt), static_cast<size_t>(dst.numel()), b.default_stream());
+    return;
+  }
+  loops::for_each_row<1>(dst.shape(), {dst.strides()},
+                       [&](const std::array<int64_t, 1>& off, int64_t n, const std::array<int64_t, 1>& st) {
+                         for (int64_t i = 0; i < n; ++i) store_from_f64(d, off[0] + i * st[0], dt, value);
+                       });
+}
+PATCHBAY_REGISTER_KERNEL(FillKernel, "fill", DeviceType::kCpu, fill_cpu);
+
+}  // namespace
+
+void copy_(Tensor& dst, const Tensor& src) {
+  if (src.device() != dst.device())
+    throw Error(ErrorKind::kInvalidArgument, "copy_: devices differ: " + src.str() + " -> " + dst.str());
+  Tensor expanded;
+  {
+    NoGradGuard no_grad;
+    expanded = src.detach().expand(dst.shape());
+  }
+  find_kernel<CopyKernel>("copy", dst.device().type)(expanded, dst);
+}
+
+void fill_(Tensor& x, double value) { find_kernel<FillKernel>("fill", x.device().type)(x, value); }
+
+Tensor to_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+  copy_(out, x);
+  if (is_floating(dtype) && is_floating(x.dtype()))
+    record_op("to", {x}, {&out}, [from = x.dtype()](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{to_dtype(g[0], from)};
+    });
+  return out;
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
+  if (xs.empty()) throw Error(ErrorKind::kInvalidArgument, "concat: no tensors given");
+  const Tensor& first = xs.front();
+  int64_t d = normalize_dim(dim, first.dim(), "concat");
+  Shape out_shape = first.shape();
+  out_shape[static_cast<size_t>(d)] = 0;
+  for (const Tensor& x : xs) {
+    Shape s = x.shape();
+    bool ok = x.dim() == first.dim() && x.dtype() == first.dtype() && x.device() == first.device();
+    if (ok) {
+      s[static_cast<size_t>(d)] = 0;
+      Shape f = first.shape();
+      f[static_cast<size_t>(d)] = 0;
+      ok = s == f;
+    }
+    if (!ok)
+      throw Error(ErrorKind::kInvalidArgument, "concat: every tensor must match " + first.str() +
+                                                   " except in dim " + std::to_string(d) + ", found " + x.str());
+    out_shape[static_cast<size_t>(d)] += x.shape()[static_cast<size_t>(d)];
+  }
+  Tensor out = Tensor::empty(out_shape, first.dtype(), first.device());
+  std::vector<int64_t> starts;
+  int64_t at = 0;
+  for (const Tensor& x : xs) {
+    starts.push_back(at);
+    int64_t len = x.shape()[static_cast<size_t>(d)];
+    Tensor window = out.detach().narrow(d, at, len);
+    copy_(window, x);
+    at += len;
+  }
+  record_op("concat", xs, {&out}, [d, starts, xs_shapes = [&] {
+    std::vector<int64_t> lens;
+    for (const Tensor& x : xs) lens.push_back(x.shape()[static_cast<size_t>(d)]);
+    return lens;
+  }()](const std::vector<Tensor>& g) {
+    std::vector<Tensor> grads;
+    for (size_t i = 0; i < starts.size(); ++i) grads.push_back(g[0].narrow(d, starts[i], xs_shapes[i]));
+    return grads;
+  });
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  if (xs.empty()) throw Error(ErrorKind::kInvalidArgument, "stack: no tensors given");
+  int64_t d = normalize_dim(dim, xs.front().dim() + 1, "stack");
+  std::vector<Tensor> expanded;
+  for (const Tensor& x : xs) {
+    if (x.shape() != xs.front().shape())
+      throw Error(ErrorKind::kInvalidArgument, "stack: every tensor must have shape " +
+                                                   shape_str(xs.front().shape()) + ", found " + x.str());
+    expanded.push_back(unsqueeze(x, d));
+  }
+  return concat(expanded, d);
+}
+
+}  // namespace patchbay::engine

@@ -1,0 +1,59 @@
+// add(a, b): the worked example of the op pattern (engine/README.md, "How to add an op").
+//   1. a kernel per device with a signature alias, registered under the op's name;
+//   2. the op: validate, compute the output shape, look the kernel up for the device,
+//      run it, then record_op() with a backward written in terms of other ops;
+//   3. a reference in engine/reference/ and a test comparing the two plus finite differences.
+#include "common/error.hpp"
+#include "engine/cpu/strided_loop.hpp"
+#include "engine/dispatch.hpp"
+#include "engine/ops.hpp"
+
+namespace patchbay::engine {
+namespace {
+
+// out = a + b. a and b are already expanded to out's shape (stride 0 on broadcast dims);
+// all three share dtype f32 (the op converts other float dtypes around the kernel).
+using AddKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
+
+void add_cpu(const Tensor& a, const Tensor& b, Tensor& out) {
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  loops::for_each_row<3>(out.shape(), {a.strides(), b.strides(), out.strides()},
+                       [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
+                         const float* x = pa + off[0];
+                         const float* y = pb + off[1];
+                         float* z = po + off[2];
+                         if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+#pragma omp simd
+                           for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+                         } else {
+                           for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] + y[i * st[1]];
+                         }
+                       });
+}
+PATCHBAY_REGISTER_KERNEL(AddKernel, "add", DeviceType::kCpu, add_cpu);
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  // Validation: messages name the op and say what was expected and found.
+  if (a.dtype() != b.dtype() || !is_floating(a.dtype()))
+    throw Error(ErrorKind::kInvalidArgument, "add: expected two float tensors of one dtype, found " + a.str() +
+                                                 " and " + b.str() + "; convert with to()");
+  if (a.device() != b.device())
+    throw Error(ErrorKind::kInvalidArgument, "add: operands on different devices: " + a.str() + " and " + b.str());
+  Shape out_shape = broadcast_shapes(a.shape(), b.shape());
+  // Compute in f32: bf16/f16 inputs are widened, the result rounded once at the end.
+  Tensor a32 = a.detach().to(DType::kF32), b32 = b.detach().to(DType::kF32);
+  Tensor out = Tensor::empty(out_shape, DType::kF32, a.device());
+  find_kernel<AddKernel>("add", a.device().type)(a32.expand(out_shape), b32.expand(out_shape), out);
+  if (a.dtype() != DType::kF32) out = out.to(a.dtype());
+  // Backward: d(a+b)/da = 1, undone broadcasting by summing over the expanded dims.
+  record_op("add", {a, b}, {&out}, [sa = a.shape(), sb = b.shape()](const std::vector<Tensor>& g) {
+    return std::vector<Tensor>{sum_to_shape(g[0], sa), sum_to_shape(g[0], sb)};
+  });
+  return out;
+}
+
+}  // namespace patchbay::engine

@@ -1,0 +1,173 @@
+// Tensor basics (dtype conversions, views, allocator stats) and the autograd machinery
+// (accumulation, no-grad, detach, custom ops), using add as the example op.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "common/error.hpp"
+#include "test_util.hpp"
+
+using namespace patchbay::engine;
+using namespace patchbay::engine::testing;
+
+TEST_CASE("bf16 and f16 conversions round to nearest even") {
+  CHECK(f32_to_bf16(1.0f) == 0x3f80);
+  // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1+2^-7: ties to even (1.0).
+  CHECK(f32_to_bf16(1.00390625f) == 0x3f80);
+  // 1 + 3*2^-8 is halfway between 1+2^-7 (odd) and 1+2^-6: rounds up to even.
+  CHECK(f32_to_bf16(1.01171875f) == 0x3f82);
+  CHECK(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  CHECK(f32_to_f16(1.0f) == 0x3c00);
+  CHECK(f32_to_f16(65504.0f) == 0x7bff);
+  CHECK(f32_to_f16(65520.0f) == 0x7c00);               // rounds to inf
+  CHECK(f32_to_f16(1.0f + 1.0f / 2048.0f) == 0x3c00);  // halfway, ties to even
+  CHECK(f32_to_f16(1.0f + 3.0f / 2048.0f) == 0x3c02);
+  CHECK(f32_to_f16(5.9604645e-8f) == 0x0001);  // smallest subnormal
+  CHECK(f32_to_f16(2.98e-8f) == 0x0000);       // below half the smallest subnormal
+  CHECK(f32_to_f16(-2.0f) == 0xc000);
+  for (uint32_t h = 0; h < 0x7c00; h += 7) CHECK(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))) == h);
+}
+
+TEST_CASE("views share storage and index correctly") {
+  Tensor x = Tensor::from_vector({0, 1, 2, 3, 4, 5}, {2, 3});
+  Tensor t = x.transpose(0, 1);
+  CHECK(t.shape() == Shape{3, 2});
+  CHECK(!t.is_contiguous());
+  CHECK(t.to_vector() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK(x.slice(1, 1, 3).to_vector() == std::vector<float>{1, 2, 4, 5});
+  CHECK(x.slice(1, 0, 3, 2).to_vector() == std::vector<float>{0, 2, 3, 5});
+  CHECK(x.narrow(0, 1, 1).to_vector() == std::vector<float>{3, 4, 5});
+  CHECK(x.reshape({3, -1}).shape() == Shape{3, 2});
+  CHECK(t.reshape({6}).to_vector() == std::vector<float>{0, 3, 1, 4, 2, 5});  // copy
+  CHECK_THROWS_AS(t.view({6}), patchbay::Error);
+  Tensor e = Tensor::from_vector({1, 2}, {2, 1}).expand({2, 3});
+  CHECK(e.strides()[1] == 0);
+  CHECK(e.to_vector() == std::vector<float>{1, 1, 1, 2, 2, 2});
+  CHECK(x.to(DType::kBF16).to(DType::kF32).to_vector() == x.to_vector());
+  Tensor z = Tensor::empty({0, 4});
+  CHECK(z.numel() == 0);
+  CHECK(add(z, Tensor::empty({1, 4})).shape() == Shape{0, 4});
+}
+
+TEST_CASE("caching allocator reuses blocks and tracks current and peak bytes") {
+  reset_peak(cpu());
+  MemoryStats before = memory_stats(cpu());
+  {
+    Tensor a = Tensor::empty({1000});  // 4000 bytes -> 4032-byte class
+    MemoryStats during = memory_stats(cpu());
+    CHECK(during.current_bytes == before.current_bytes + 4032);
+    CHECK(reinterpret_cast<uintptr_t>(a.data_ptr()) % 64 == 0);
+  }
+  MemoryStats after = memory_stats(cpu());
+  CHECK(after.current_bytes == before.current_bytes);
+  CHECK(after.peak_bytes >= before.current_bytes + 4032);
+  CHECK(after.cached_bytes >= 4032);
+  reset_peak(cpu());
+  CHECK(memory_stats(cpu()).peak_bytes == after.current_bytes);
+}
+
+TEST_CASE("gradients accumulate across backward calls and zero_grad clears them") {
+  Tensor a = Tensor::from_vector({1, 2, 3}, {3}).set_requires_grad(true);
+  Tensor b = Tensor::from_vector({10}, {1}).set_requires_grad(true);
+  backward(sum(add(a, b)));
+  CHECK(a.grad().to_vector() == std::vector<float>{1, 1, 1});
+  CHECK(b.grad().to_vector() == std::vector<float>{3});  // broadcast dim summed
+  backward(sum(add(a, b)));
+  CHECK(a.grad().to_vector() == std::vector<float>{2, 2, 2});
+  a.zero_grad();
+  CHECK(!a.grad().defined());
+  // A tensor used twice gets both contributions.
+  backward(sum(add(a, a)));
+  CHECK(a.grad().to_vector() == std::vector<float>{2, 2, 2});
+}
+
+TEST_CASE("no-grad guard and detach stop recording") {
+  Tensor a = Tensor::from_vector({1, 2}, {2}).set_requires_grad(true);
+  {
+    NoGradGuard guard;
+    Tensor y = add(a, a);
+    CHECK(!y.requires_grad());
+    CHECK(y.grad_fn() == nullptr);
+  }
+  CHECK(grad_enabled());
+  Tensor d = a.detach();
+  CHECK(!d.requires_grad());
+  CHECK(d.data_ptr() == a.data_ptr());
+  Tensor y = add(a, d);
+  CHECK(y.requires_grad());
+  backward(sum(y));
+  CHECK(a.grad().to_vector() == std::vector<float>{1, 1});
+  CHECK_THROWS_AS(backward(sum(d)), patchbay::Error);
+}
+
+TEST_CASE("backward with an explicit seed and graph release") {
+  Tensor a = Tensor::from_vector({1, 2}, {2}).set_requires_grad(true);
+  Tensor y = add(a, a);
+  backward(y, Tensor::from_vector({3, 5}, {2}), /*keep_graph=*/true);
+  CHECK(a.grad().to_vector() == std::vector<float>{6, 10});
+  backward(y, Tensor::from_vector({1, 1}, {2}));
+  CHECK(a.grad().to_vector() == std::vector<float>{8, 12});
+  CHECK_THROWS_AS(backward(y, Tensor::from_vector({1, 1}, {2})), patchbay::Error);
+  CHECK_THROWS_AS(backward(add(a, a)), patchbay::Error);  // non-scalar without seed
+}
+
+namespace {
+// y = x^3 with a hand-written backward, to test the custom-op path.
+class Cube final : public CustomOp {
+ public:
+  std::string name() const override { return "cube"; }
+  std::vector<Tensor> forward(CustomOpContext& ctx, const std::vector<Tensor>& in) override {
+    CHECK(!grad_enabled());
+    ctx.save_for_backward({in[0]});
+    return {mul(mul(in[0], in[0]), in[0])};
+  }
+  std::vector<Tensor> backward(CustomOpContext& ctx, const std::vector<Tensor>& g) override {
+    const Tensor& x = ctx.saved_tensors()[0];
+    return {mul(g[0], mul_scalar(mul(x, x), 3.0))};
+  }
+};
+}  // namespace
+
+TEST_CASE("custom op forward and backward") {
+  Tensor x = Tensor::from_vector({1, -2, 0.5f}, {3}).set_requires_grad(true);
+  auto op = std::make_shared<Cube>();
+  std::vector<Tensor> y = apply_custom_op(op, {x});
+  CHECK(y[0].to_vector() == std::vector<float>{1, -8, 0.125f});
+  CHECK(y[0].grad_fn() != nullptr);
+  backward(sum(y[0]));
+  CHECK(x.grad().to_vector() == std::vector<float>{3, 12, 0.75f});
+  check_gradients([&](const std::vector<Tensor>& in) { return apply_custom_op(op, in)[0]; },
+                  {random_tensor({4}, 3, -1, 1, true)}, "custom cube");
+}
+
+TEST_CASE("add: forward vs reference, broadcasting, non-contiguous, gradients") {
+  Tensor a = random_tensor({2, 3, 4}, 1), b = random_tensor({3, 1}, 2);
+  check_close(add(a, b), ref::broadcast_binary(to_array(a), to_array(b), [](double x, double y) { return x + y; }),
+              1e-6, 1e-6, "add broadcast");
+  Tensor at = a.transpose(0, 2);  // [4, 3, 2], strided
+  Tensor c = random_tensor({4, 1, 2}, 3);
+  check_close(add(at, c), ref::broadcast_binary(to_array(at), to_array(c), [](double x, double y) { return x + y; }),
+              1e-6, 1e-6, "add strided");
+  CHECK_THROWS_AS(add(a, random_tensor({2}, 4)), patchbay::Error);
+  CHECK_THROWS_AS(add(a, a.to(DType::kBF16)), patchbay::Error);
+  check_gradients([](const std::vector<Tensor>& in) { return add(in[0], in[1]); },
+                  {random_tensor({2, 3}, 5, -1, 1, true), random_tensor({3}, 6, -1, 1, true)}, "add");
+}
+
+TEST_CASE("generator is deterministic and independent of chunking") {
+  Generator g1(42), g2(42);
+  Tensor a = randn({1000}, g1);
+  Tensor b1 = randn({500}, g2);
+  Tensor b2 = randn({500}, g2);
+  std::vector<float> va = a.to_vector(), vb1 = b1.to_vector(), vb2 = b2.to_vector();
+  CHECK(std::vector<float>(va.begin(), va.begin() + 500) == vb1);
+  CHECK(std::vector<float>(va.begin() + 500, va.end()) == vb2);
+  double m = 0, s = 0;
+  for (float v : va) m += v;
+  m /= 1000;
+  for (float v : va) s += (v - m) * (v - m);
+  s = std::sqrt(s / 1000);
+  CHECK(std::fabs(m) < 0.15);
+  CHECK(std::fabs(s - 1.0) < 0.1);
+}
