@@ -1,0 +1,48 @@
+// The "bpe" tokenizer component: adapts patchbay_bpe::BpeTokenizer to the SDK's
+// patchbay::Tokenizer and declares its config schema. Exceptions of the core class are
+// mapped to status codes here (invalid_argument -> INVALID_ARGUMENT, out_of_range ->
+// OUT_OF_RANGE, runtime_error -> IO_ERROR); the SDK adapter does the rest at the boundary.
+#pragma once
+
+#include <patchbay/tokenizer.hpp>
+
+#include "bpe_tokenizer.hpp"
+
+namespace patchbay_bpe {
+
+class BpeComponent : public patchbay::Tokenizer {
+ public:
+  static constexpr uint64_t kCapabilities = PB_TOKENIZER_CAP_TRAIN | PB_TOKENIZER_CAP_BYTE_LEVEL;
+
+  BpeComponent(const patchbay::Host& host, const patchbay::ConfigView& config);
+
+  int64_t vocab_size() const override;
+  std::vector<int32_t> encode(std::string_view text, bool allow_special) const override;
+  std::string decode(std::span<const int32_t> ids) const override;
+  void train(std::string_view text) override;
+  std::vector<patchbay::SpecialToken> special_tokens() const override;
+  void save(const std::string& path) const override;
+  void load(const std::string& path) override;
+
+ private:
+  patchbay::Host host_;
+  BpeTokenizer tokenizer_;
+};
+
+inline constexpr pb_config_field kBpeConfigFields[] = {
+    patchbay::Field::integer("vocab_size", "4096",
+                             "target vocabulary size incl. 256 byte tokens and the special tokens; "
+                             "training stops earlier when no pair occurs twice")
+        .range(257, 1000000),
+    patchbay::Field::strings("special_tokens", "[\"<|endoftext|>\"]",
+                             "special token texts, ids after the merges in this order"),
+    patchbay::Field::integer("encode_threads", "0",
+                             "threads for encoding long texts (0: all hardware threads)")
+        .range(0, 1024),
+};
+
+inline constexpr pb_component_descriptor kBpeTokenizer =
+    patchbay::make_tokenizer_component<BpeComponent>(
+        "bpe", "1.0.0", "byte-level BPE with GPT-2 pre-tokenisation (PCRE2)", kBpeConfigFields);
+
+}  // namespace patchbay_bpe
