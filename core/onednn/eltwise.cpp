@@ -94,10 +94,10 @@ void eltwise_forward(EltwiseKind kind, DType dtype, const void* src, void* dst,
       dnnl::eltwise_forward::primitive_desc pd(
           dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, spec.forward, data,
                                       spec.alpha, 0.0f),
-          detail::cpu_engine());
-      return detail::CachedPrimitive{dnnl::eltwise_forward(pd), {data}};
+          detail::base_attr(), detail::cpu_engine());
+      return detail::CachedPrimitive{dnnl::eltwise_forward(pd), {data}, pd.scratchpad_desc()};
     });
-    detail::execute(cached->primitive, {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], src)},
+    detail::execute(*cached, {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], src)},
                                         {DNNL_ARG_DST, detail::wrap(cached->descs[0], dst)}});
   });
 }
@@ -126,11 +126,11 @@ void eltwise_backward(EltwiseKind kind, const float* src, const float* dst,
           detail::cpu_engine());
       dnnl::eltwise_backward::primitive_desc pd(
           dnnl::eltwise_backward::desc(spec.backward, data, data, spec.alpha, 0.0f),
-          detail::cpu_engine(), hint);
-      return detail::CachedPrimitive{dnnl::eltwise_backward(pd), {data}};
+          detail::base_attr(), detail::cpu_engine(), hint);
+      return detail::CachedPrimitive{dnnl::eltwise_backward(pd), {data}, pd.scratchpad_desc()};
     });
     const auto& data = cached->descs[0];
-    detail::execute(cached->primitive,
+    detail::execute(*cached,
                     {{spec.backward_uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC,
                       detail::wrap(data, saved)},
                      {DNNL_ARG_DIFF_DST, detail::wrap(data, diff_dst)},

@@ -50,7 +50,7 @@ dnnl::layer_normalization_forward::primitive_desc forward_pd(const Descs& descs,
   return dnnl::layer_normalization_forward::primitive_desc(
       dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, descs.data,
                                               descs.stats, epsilon, flags),
-      detail::cpu_engine());
+      detail::base_attr(), detail::cpu_engine());
 }
 
 // Scratch for outputs the caller did not ask for (per thread, grown on demand).
@@ -84,7 +84,8 @@ void layer_norm_forward(const LayerNormForwardArgs& args) {
       const Descs descs = make_descs(rows, cols);
       auto pd = forward_pd(descs, args.epsilon, flags_for(scale, shift));
       return detail::CachedPrimitive{dnnl::layer_normalization_forward(pd),
-                                     {descs.data, descs.stats, descs.param}};
+                                     {descs.data, descs.stats, descs.param},
+                                     pd.scratchpad_desc()};
     });
     const auto& d = cached->descs;
     std::unordered_map<int, dnnl::memory> exec_args{
@@ -94,7 +95,7 @@ void layer_norm_forward(const LayerNormForwardArgs& args) {
         {DNNL_ARG_VARIANCE, detail::wrap(d[1], variance)}};
     if (scale) exec_args.emplace(DNNL_ARG_SCALE, detail::wrap(d[2], args.gain));
     if (shift) exec_args.emplace(DNNL_ARG_SHIFT, detail::wrap(d[2], args.bias));
-    detail::execute(cached->primitive, exec_args);
+    detail::execute(*cached, exec_args);
   });
 }
 
@@ -140,9 +141,10 @@ void layer_norm_backward(const LayerNormBackwardArgs& args) {
       dnnl::layer_normalization_backward::primitive_desc pd(
           dnnl::layer_normalization_backward::desc(prop, descs.data, descs.data, descs.stats,
                                                    args.epsilon, flags),
-          detail::cpu_engine(), forward_pd(descs, args.epsilon, flags));
+          detail::base_attr(), detail::cpu_engine(), forward_pd(descs, args.epsilon, flags));
       return detail::CachedPrimitive{dnnl::layer_normalization_backward(pd),
-                                     {descs.data, descs.stats, descs.param}};
+                                     {descs.data, descs.stats, descs.param},
+                                     pd.scratchpad_desc()};
     });
     const auto& d = cached->descs;
     std::unordered_map<int, dnnl::memory> exec_args{
@@ -159,7 +161,7 @@ void layer_norm_backward(const LayerNormBackwardArgs& args) {
       exec_args.emplace(DNNL_ARG_SHIFT, detail::wrap(d[2], unused_shift));
       exec_args.emplace(DNNL_ARG_DIFF_SHIFT, detail::wrap(d[2], args.diff_bias));
     }
-    detail::execute(cached->primitive, exec_args);
+    detail::execute(*cached, exec_args);
   });
 }
 

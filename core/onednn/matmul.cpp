@@ -162,7 +162,7 @@ void matmul(const MatmulArgs& args) {
       dnnl::memory::desc a_desc(a.shape, detail::to_dnnl(args.a.dtype), a.strides);
       dnnl::memory::desc b_desc(b.shape, detail::to_dnnl(args.b.dtype), b.strides);
       dnnl::memory::desc c_desc(c.shape, detail::to_dnnl(args.c.dtype), c.strides);
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = detail::base_attr();
       if (args.alpha != 1.0f) attr.set_output_scales(0, {args.alpha});
       if (args.beta != 0.0f) {
         dnnl::post_ops post;
@@ -171,9 +171,10 @@ void matmul(const MatmulArgs& args) {
       }
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
                                       detail::cpu_engine());
-      return detail::CachedPrimitive{dnnl::matmul(pd), {a_desc, b_desc, c_desc}};
+      return detail::CachedPrimitive{dnnl::matmul(pd), {a_desc, b_desc, c_desc},
+                                     pd.scratchpad_desc()};
     });
-    detail::execute(cached->primitive,
+    detail::execute(*cached,
                     {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], args.a.data)},
                      {DNNL_ARG_WEIGHTS, detail::wrap(cached->descs[1], args.b.data)},
                      {DNNL_ARG_DST, detail::wrap(cached->descs[2], args.c.data)}});

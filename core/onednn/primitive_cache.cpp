@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstddef>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -127,10 +128,26 @@ std::int64_t float_bits(float value) {
   return static_cast<std::int64_t>(bits);
 }
 
-void execute(const dnnl::primitive& primitive,
-             const std::unordered_map<int, dnnl::memory>& args) {
+dnnl::primitive_attr base_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void execute(const CachedPrimitive& cached, std::unordered_map<int, dnnl::memory> args) {
+  // Per-thread scratch, grown to the largest need seen on this thread; 64-byte aligned.
+  thread_local std::vector<std::max_align_t> scratch_words;
+  const std::size_t bytes = cached.scratchpad.get_size();
+  if (bytes > 0) {
+    const std::size_t words = (bytes + 64) / sizeof(std::max_align_t) + 1;
+    if (scratch_words.size() < words) scratch_words.resize(words);
+    auto address = reinterpret_cast<std::uintptr_t>(scratch_words.data());
+    address = (address + 63) & ~static_cast<std::uintptr_t>(63);
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(cached.scratchpad, cpu_engine(), reinterpret_cast<void*>(address)));
+  }
   dnnl::stream& stream = thread_stream();
-  primitive.execute(stream, args);
+  cached.primitive.execute(stream, args);
   stream.wait();
 }
 

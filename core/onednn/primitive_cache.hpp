@@ -37,11 +37,18 @@ enum class OpTag : std::int64_t {
 using CacheKey = std::vector<std::int64_t>;
 
 // A built primitive plus the memory descriptors its op file needs at execution time,
-// in an order the op file defines.
+// in an order the op file defines, and its scratchpad size.
 struct CachedPrimitive {
   dnnl::primitive primitive;
   std::vector<dnnl::memory::desc> descs;
+  dnnl::memory::desc scratchpad;  // from the primitive descriptor (user scratchpad mode)
 };
+
+// Attributes every primitive starts from: scratchpad_mode::user. oneDNN's default
+// "library" scratchpad may be shared between primitives unless the library was built with
+// ONEDNN_ENABLE_CONCURRENT_EXEC; with a user scratchpad each calling thread passes its own
+// buffer (execute() below), so concurrent calls never share scratch memory.
+dnnl::primitive_attr base_attr();
 
 dnnl::engine& cpu_engine();
 // The calling thread's stream over cpu_engine() (in-order, CPU: execution is synchronous
@@ -60,8 +67,8 @@ inline dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data) {
   return dnnl::memory(desc, cpu_engine(), const_cast<void*>(data));
 }
 
-// Executes and waits on the calling thread's stream.
-void execute(const dnnl::primitive& primitive, const std::unordered_map<int, dnnl::memory>& args);
+// Executes on the calling thread's stream with the thread's scratchpad, and waits.
+void execute(const CachedPrimitive& cached, std::unordered_map<int, dnnl::memory> args);
 
 [[noreturn]] void throw_invalid(const std::string& op, const std::string& what);
 // Rethrows a dnnl::error (or std::exception) caught while running `op` as patchbay::Error.

@@ -41,13 +41,13 @@ dnnl::memory::desc rows_by_cols(std::int64_t rows, std::int64_t cols) {
 dnnl::softmax_forward::primitive_desc softmax_pd(const dnnl::memory::desc& data) {
   return dnnl::softmax_forward::primitive_desc(
       dnnl::softmax_forward::desc(dnnl::prop_kind::forward_training, data, 1),
-      detail::cpu_engine());
+      detail::base_attr(), detail::cpu_engine());
 }
 
 dnnl::logsoftmax_forward::primitive_desc log_softmax_pd(const dnnl::memory::desc& data) {
   return dnnl::logsoftmax_forward::primitive_desc(
       dnnl::logsoftmax_forward::desc(dnnl::prop_kind::forward_training, data, 1),
-      detail::cpu_engine());
+      detail::base_attr(), detail::cpu_engine());
 }
 
 }  // namespace
@@ -62,13 +62,14 @@ void softmax_forward(SoftmaxKind kind, const float* src, float* dst, std::int64_
   detail::run_guarded(op, [&] { return describe(rows, cols); }, [&] {
     auto cached = detail::find_or_build(key, [&] {
       const auto data = rows_by_cols(rows, cols);
-      dnnl::primitive primitive = kind == SoftmaxKind::kSoftmax
-                                      ? dnnl::primitive(dnnl::softmax_forward(softmax_pd(data)))
-                                      : dnnl::primitive(
-                                            dnnl::logsoftmax_forward(log_softmax_pd(data)));
-      return detail::CachedPrimitive{primitive, {data}};
+      if (kind == SoftmaxKind::kSoftmax) {
+        const auto pd = softmax_pd(data);
+        return detail::CachedPrimitive{dnnl::softmax_forward(pd), {data}, pd.scratchpad_desc()};
+      }
+      const auto pd = log_softmax_pd(data);
+      return detail::CachedPrimitive{dnnl::logsoftmax_forward(pd), {data}, pd.scratchpad_desc()};
     });
-    detail::execute(cached->primitive, {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], src)},
+    detail::execute(*cached, {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], src)},
                                         {DNNL_ARG_DST, detail::wrap(cached->descs[0], dst)}});
   });
 }
@@ -83,22 +84,21 @@ void softmax_backward(SoftmaxKind kind, const float* dst, const float* diff_dst,
   detail::run_guarded(op, [&] { return describe(rows, cols); }, [&] {
     auto cached = detail::find_or_build(key, [&] {
       const auto data = rows_by_cols(rows, cols);
-      dnnl::primitive primitive;
       if (kind == SoftmaxKind::kSoftmax) {
-        dnnl::softmax_backward::primitive_desc pd(
-            dnnl::softmax_backward::desc(data, data, 1), detail::cpu_engine(),
-            softmax_pd(data));
-        primitive = dnnl::softmax_backward(pd);
-      } else {
-        dnnl::logsoftmax_backward::primitive_desc pd(
-            dnnl::logsoftmax_backward::desc(data, data, 1), detail::cpu_engine(),
-            log_softmax_pd(data));
-        primitive = dnnl::logsoftmax_backward(pd);
+        dnnl::softmax_backward::primitive_desc pd(dnnl::softmax_backward::desc(data, data, 1),
+                                                  detail::base_attr(), detail::cpu_engine(),
+                                                  softmax_pd(data));
+        return detail::CachedPrimitive{dnnl::softmax_backward(pd), {data},
+                                       pd.scratchpad_desc()};
       }
-      return detail::CachedPrimitive{primitive, {data}};
+      dnnl::logsoftmax_backward::primitive_desc pd(
+          dnnl::logsoftmax_backward::desc(data, data, 1), detail::base_attr(),
+          detail::cpu_engine(), log_softmax_pd(data));
+      return detail::CachedPrimitive{dnnl::logsoftmax_backward(pd), {data},
+                                     pd.scratchpad_desc()};
     });
     const auto& data = cached->descs[0];
-    detail::execute(cached->primitive, {{DNNL_ARG_DST, detail::wrap(data, dst)},
+    detail::execute(*cached, {{DNNL_ARG_DST, detail::wrap(data, dst)},
                                         {DNNL_ARG_DIFF_DST, detail::wrap(data, diff_dst)},
                                         {DNNL_ARG_DIFF_SRC, detail::wrap(data, diff_src)}});
   });

@@ -96,5 +96,32 @@ TEST_CASE("concurrent callers share the cache and get correct results") {
   CHECK(stats.entries == 3);
 }
 
+TEST_CASE("concurrent bf16 matmuls (which use scratch memory) do not disturb each other") {
+  // A = 1, B = t + 1 per thread t: every C element is exactly k * (t + 1) in f32.
+  constexpr std::int64_t m = 64, n = 96, k = 128;
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(3, 0);
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([t, &wrong] {
+      const std::vector<std::uint16_t> a(m * k, testing::to_bf16(1.0f));
+      const std::vector<std::uint16_t> b(k * n, testing::to_bf16(static_cast<float>(t + 1)));
+      std::vector<float> c(m * n);
+      MatmulArgs args;
+      args.m = m;
+      args.n = n;
+      args.k = k;
+      args.a = {a.data(), DType::kBF16, 0, k, 1};
+      args.b = {b.data(), DType::kBF16, 0, 1, k};  // transposed storage
+      args.c = {c.data(), DType::kF32, 0, n, 1};
+      for (int i = 0; i < 10; ++i) {
+        matmul(args);
+        for (float value : c) wrong[static_cast<std::size_t>(t)] += value != k * (t + 1.0f);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int count : wrong) CHECK(count == 0);
+}
+
 }  // namespace
 }  // namespace patchbay::onednn
