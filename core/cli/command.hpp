@@ -5,8 +5,10 @@
 // Boost.Program_options and answers --help itself.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace patchbay::cli {
@@ -39,12 +41,29 @@ struct Command {
 class CommandRegistry {
  public:
   static CommandRegistry& instance();
-  bool add(Command command);  // returns true so it can initialise a static
+  // Returns true so it can initialise a static. A path registered twice is kept once and
+  // reported by main (duplicate_paths) rather than aborting static initialisation.
+  bool add(Command command);
+  // Sorted by path.
   const std::vector<Command>& commands() const { return commands_; }
+
+  // The command whose path is the longest prefix of `words` (whole words), or nullptr.
+  // `*consumed` gets the number of words its path has.
+  const Command* find(const std::vector<std::string>& words, size_t* consumed) const;
+  // First words of every command path, sorted, unique ("config", "plugins", ...).
+  std::vector<std::string> groups() const;
+  // Commands whose path starts with the word `group`.
+  std::vector<const Command*> commands_in_group(std::string_view group) const;
+  // Paths that were registered more than once (a build mistake).
+  const std::vector<std::string>& duplicate_paths() const { return duplicate_paths_; }
 
  private:
   std::vector<Command> commands_;
+  std::vector<std::string> duplicate_paths_;
 };
+
+// The exit-code table printed by `patchbay --help`, one line per code.
+const char* exit_codes_help();
 
 }  // namespace patchbay::cli
 

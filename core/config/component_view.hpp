@@ -1,0 +1,43 @@
+// Turning a validated component table into the C pb_config_view a component's `create`
+// receives: every key of the component's schema, in schema order, holding the user's
+// value or the schema default.
+//
+// Lifetime: ComponentConfigView owns every string and array the view points to; keep it
+// alive until `create` returns (the component copies what it keeps). Moving the object
+// keeps the view's pointers valid (storage lives on the heap).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include <toml++/toml.h>
+
+#include "patchbay/component.h"
+
+namespace patchbay::config {
+
+class ComponentConfigView {
+ public:
+  // `section` is the component's table (e.g. [tokenizer]); keys not in `fields` (such as
+  // `kind`) are ignored. `section_path` names the table in messages. Throws ConfigError
+  // when a required key is missing or a value has the wrong type (validation catches
+  // both first), patchbay::Error (kInternal) for a default that is not valid TOML.
+  ComponentConfigView(const toml::table& section, std::span<const pb_config_field> fields,
+                      const std::string& section_path);
+  ~ComponentConfigView();
+  ComponentConfigView(ComponentConfigView&&) noexcept;
+  ComponentConfigView& operator=(ComponentConfigView&&) noexcept;
+  ComponentConfigView(const ComponentConfigView&) = delete;
+  ComponentConfigView& operator=(const ComponentConfigView&) = delete;
+
+  const pb_config_view* view() const;
+  // The value of `key`, or nullptr when the schema has no such key.
+  const pb_config_value* find(std::string_view key) const;
+
+ private:
+  struct Storage;
+  std::unique_ptr<Storage> storage_;
+};
+
+}  // namespace patchbay::config

@@ -1,0 +1,19 @@
+// Printing a resolved config back as TOML (`patchbay config show`, the copy stored in each
+// run directory). Reading the output back gives the same document: plain values first,
+// then one [header] per sub-table (inline tables come out as standard tables).
+#pragma once
+
+#include <string>
+
+#include "config/config_document.hpp"
+
+namespace patchbay::config {
+
+struct PrintOptions {
+  // Ends each line with "# file:line" saying where the value (or table) came from.
+  bool with_sources = false;
+};
+
+std::string to_toml(const ResolvedConfig& config, const PrintOptions& options = {});
+
+}  // namespace patchbay::config
