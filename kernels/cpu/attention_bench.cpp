@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 
 #include "patchbay/kernels/attention_flash.hpp"
@@ -54,20 +55,34 @@ BenchTensors make_tensors(const AttentionBenchConfig& c, std::int64_t t) {
   return s;
 }
 
-// Best wall time in ms of `run` over repeats lasting at least min_seconds (at least one).
-double best_ms(const std::function<std::string()>& run, double min_seconds) {
-  double best = 1e300, spent = 0;
+struct Timing {
+  double wall_ms = -1;
+  double cpu_ms = -1;
+};
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Best wall time (and the CPU time of that run) over repeats lasting at least min_seconds.
+Timing best_time(const std::function<std::string()>& run, double min_seconds) {
+  Timing best;
+  double spent = 0;
   do {
+    const double cpu_start = process_cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     if (std::string error = run(); !error.empty()) {
       std::fprintf(stderr, "attention bench: %s\n", error.c_str());
-      return -1;
+      return Timing{};
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::min(best, s);
+    const double cpu = process_cpu_seconds() - cpu_start;
+    if (best.wall_ms < 0 || s * 1e3 < best.wall_ms) best = Timing{s * 1e3, cpu * 1e3};
     spent += s;
   } while (spent < min_seconds);
-  return best * 1e3;
+  return best;
 }
 
 }  // namespace
@@ -91,8 +106,10 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
     flash.kernel = "flash";
     flash.forward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::forward);
     flash.backward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::backward);
-    flash.forward_ms = best_ms([&] { return attention_flash_forward(p); }, c.min_seconds_per_measure);
-    flash.backward_ms = best_ms([&] { return attention_flash_backward(p); }, c.min_seconds_per_measure);
+    const Timing flash_fwd = best_time([&] { return attention_flash_forward(p); }, c.min_seconds_per_measure);
+    const Timing flash_bwd = best_time([&] { return attention_flash_backward(p); }, c.min_seconds_per_measure);
+    flash.forward_ms = flash_fwd.wall_ms, flash.forward_cpu_ms = flash_fwd.cpu_ms;
+    flash.backward_ms = flash_bwd.wall_ms, flash.backward_cpu_ms = flash_bwd.cpu_ms;
     flash.forward_gflops = fwd_flop / (flash.forward_ms * 1e6);
     flash.backward_gflops = 2.5 * fwd_flop / (flash.backward_ms * 1e6);
     rows.push_back(flash);
@@ -109,8 +126,10 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
     }
     if (naive.skip_reason.empty()) {
       const std::vector<float> flash_out = s.out;
-      naive.forward_ms = best_ms([&] { return attention_reference_forward(p); }, 0);
-      naive.backward_ms = best_ms([&] { return attention_reference_backward(p); }, 0);
+      const Timing naive_fwd = best_time([&] { return attention_reference_forward(p); }, 0);
+      const Timing naive_bwd = best_time([&] { return attention_reference_backward(p); }, 0);
+      naive.forward_ms = naive_fwd.wall_ms, naive.forward_cpu_ms = naive_fwd.cpu_ms;
+      naive.backward_ms = naive_bwd.wall_ms, naive.backward_cpu_ms = naive_bwd.cpu_ms;
       naive.forward_gflops = fwd_flop / (naive.forward_ms * 1e6);
       naive.backward_gflops = 2.5 * fwd_flop / (naive.backward_ms * 1e6);
       double diff = 0;
@@ -127,8 +146,9 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
 void print_attention_bench(const std::vector<AttentionBenchRow>& rows, std::ostream& os) {
   os << "attention fwd+bwd, FLOP: fwd = 4*B*H*Tq*Tk*D (/2 causal), bwd = 2.5 x fwd\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%7s %-6s %11s %9s %11s %9s %12s %12s %10s\n", "T", "kernel",
-                "fwd ms", "fwd GF/s", "bwd ms", "bwd GF/s", "fwd ws MiB", "bwd ws MiB", "max|diff|");
+  std::snprintf(line, sizeof line, "%7s %-6s %10s %10s %9s %10s %10s %9s %11s %11s %10s\n", "T",
+                "kernel", "fwd ms", "(cpu ms)", "fwd GF/s", "bwd ms", "(cpu ms)", "bwd GF/s",
+                "fwd ws MiB", "bwd ws MiB", "max|diff|");
   os << line;
   for (const AttentionBenchRow& r : rows) {
     const double fwd_mib = double(r.forward_workspace_bytes) / (1 << 20);
@@ -139,9 +159,11 @@ void print_attention_bench(const std::vector<AttentionBenchRow>& rows, std::ostr
     } else {
       char diff[32] = "-";
       if (r.max_abs_diff_vs_flash >= 0) std::snprintf(diff, sizeof diff, "%.2e", r.max_abs_diff_vs_flash);
-      std::snprintf(line, sizeof line, "%7lld %-6s %11.2f %9.1f %11.2f %9.1f %12.2f %12.2f %10s\n",
-                    (long long)r.seq_len, r.kernel.c_str(), r.forward_ms, r.forward_gflops,
-                    r.backward_ms, r.backward_gflops, fwd_mib, bwd_mib, diff);
+      std::snprintf(line, sizeof line,
+                    "%7lld %-6s %10.2f %10.2f %9.1f %10.2f %10.2f %9.1f %11.2f %11.2f %10s\n",
+                    (long long)r.seq_len, r.kernel.c_str(), r.forward_ms, r.forward_cpu_ms,
+                    r.forward_gflops, r.backward_ms, r.backward_cpu_ms, r.backward_gflops, fwd_mib,
+                    bwd_mib, diff);
     }
     os << line;
   }

@@ -4,14 +4,16 @@
 // Forward: independent tasks (batch, head, query tile), dynamic schedule, heaviest causal
 // tiles (the last query tiles, which see the most keys) first.
 //
-// Backward: for each (batch, kv head) in turn, threads take key tiles (dynamic schedule).
-// A key tile owns its rows of dk and dv outright (summed over the query heads of its group
-// inside the task), so those are written without races. dq[i] gathers from every key tile,
-// so each thread adds into its own dq accumulator ([group][Tq][dp] floats) and a parallel
-// reduction over query rows sums the accumulators into dq after each (batch, kv head).
-// This costs threads * group * Tq * dp floats of workspace and one extra pass over dq, but
-// no atomics and no second recomputation of P (the two-pass alternative, one pass over key
-// tiles for dk/dv and one over query tiles for dq, does 7 instead of 5 T^2*D products).
+// Backward: threads take tasks (batch, kv head, key tile), dynamic schedule. A key tile owns
+// its rows of dk and dv outright (summed over the query heads of its group inside the task),
+// so those are written without races. dq[i] gathers from every key tile, so each thread adds
+// into its own dq accumulator ([B][H][Tq][dp] floats) and a final parallel reduction over
+// query rows sums the accumulators into dq. This costs threads * |dq| floats of workspace
+// (linear in Tq) and one extra pass over dq, but no atomics, only three barriers per call
+// (they hurt on a loaded 2-core machine), and no second recomputation of P: the two-pass
+// alternative (key tiles for dk/dv, then query tiles for dq) does 7 instead of 5 T^2*D products.
+// Before the tiles, one parallel pass writes delta = rowsum(dO*O) and transposed copies of
+// scale*Q and dO, so no tile re-transposes them (that was ~20% of the backward).
 #include <omp.h>
 
 #include <algorithm>
@@ -76,8 +78,6 @@ flash_tiles::ForwardScratch carve_forward(ScratchCarver& carver, std::int64_t d)
 flash_tiles::BackwardScratch carve_backward(ScratchCarver& carver, std::int64_t d) {
   const std::int64_t dp = round_up(d, 16);
   flash_tiles::BackwardScratch s{};
-  s.q_t = carver.take(d * kQueryTile);
-  s.do_t = carver.take(d * kQueryTile);
   s.q_pad = carver.take(kQueryTile * dp);
   s.do_pad = carver.take(kQueryTile * dp);
   s.k_pad = carver.take(kKeyTile * dp);
@@ -90,6 +90,10 @@ flash_tiles::BackwardScratch carve_backward(ScratchCarver& carver, std::int64_t 
   return s;
 }
 
+std::int64_t dq_acc_floats(const AttentionParams& p) {
+  return round_up(p.batch * p.heads * p.q_len * round_up(p.head_dim, 16), 16);
+}
+
 // Floats of one thread's region: tile scratch, plus the dq accumulator for the backward.
 std::int64_t per_thread_floats(const AttentionParams& p, AttentionPass pass) {
   ScratchCarver counter(nullptr);
@@ -97,14 +101,19 @@ std::int64_t per_thread_floats(const AttentionParams& p, AttentionPass pass) {
     carve_forward(counter, p.head_dim);
   } else {
     carve_backward(counter, p.head_dim);
-    counter.take((p.heads / p.kv_heads) * p.q_len * round_up(p.head_dim, 16));
+    counter.take(dq_acc_floats(p));
   }
   return counter.used_floats();
 }
 
-// Floats shared by all threads: delta = rowsum(dO * O), [B][H][Tq], backward only.
+// Floats shared by all threads (backward only): delta [B][H][Tq], then scale*Q^T and dO^T,
+// each [B][H][D][round_up(Tq, 16)].
+std::int64_t transposed_floats(const AttentionParams& p) {
+  return p.batch * p.heads * p.head_dim * round_up(p.q_len, 16);
+}
 std::int64_t shared_floats(const AttentionParams& p, AttentionPass pass) {
-  return pass == AttentionPass::backward ? round_up(p.batch * p.heads * p.q_len, 16) : 0;
+  if (pass == AttentionPass::forward) return 0;
+  return round_up(p.batch * p.heads * p.q_len, 16) + 2 * transposed_floats(p);
 }
 
 struct AlignedFloats {
@@ -153,60 +162,76 @@ std::string attention_flash_backward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::backward); !e.empty()) return e;
   const flash_tiles::TileKernels kernels = tile_kernels_for(p.isa);
   const int threads = thread_count(p);
-  const std::int64_t d = p.head_dim, dp = round_up(d, 16);
-  const std::int64_t group = p.heads / p.kv_heads;
+  const std::int64_t d = p.head_dim, dp = round_up(d, 16), tq_pad = round_up(p.q_len, 16);
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::backward);
-  const std::int64_t shared = shared_floats(p, AttentionPass::backward);
+  const std::int64_t shared_size = shared_floats(p, AttentionPass::backward);
   AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::backward) / sizeof(float));
-  float* delta = workspace.data;  // [B][H][Tq]
+  float* delta = workspace.data;
+  float* q_t = delta + round_up(p.batch * p.heads * p.q_len, 16);
+  float* do_t = q_t + transposed_floats(p);
+  const flash_tiles::BackwardShared shared{delta, q_t, do_t, tq_pad};
   const std::int64_t key_tiles = (p.kv_len + kKeyTile - 1) / kKeyTile;
-  const std::int64_t dq_acc_floats = group * p.q_len * dp;
+  const std::int64_t tasks = p.batch * p.kv_heads * key_tiles;
+  const std::int64_t row_blocks = tq_pad / 16;
   // Each thread's dq accumulator sits at the end of its region (after the tile scratch).
-  const std::int64_t dq_acc_offset = per_thread - round_up(dq_acc_floats, 16);
+  const std::int64_t dq_acc_offset = per_thread - dq_acc_floats(p);
 
 #pragma omp parallel num_threads(threads)
   {
-    float* mine = workspace.data + shared + omp_get_thread_num() * per_thread;
+    float* mine = workspace.data + shared_size + omp_get_thread_num() * per_thread;
     ScratchCarver carver(mine);
     const flash_tiles::BackwardScratch scratch = carve_backward(carver, d);
     float* dq_acc = mine + dq_acc_offset;
     const int team = omp_get_num_threads();
+    std::memset(dq_acc, 0, sizeof(float) * std::size_t(dq_acc_floats(p)));
+
+    // delta and the transposed Q, dO, 16 query rows per iteration (zeros past Tq).
+#pragma omp for schedule(static)
+    for (std::int64_t block = 0; block < p.batch * p.heads * row_blocks; ++block) {
+      const std::int64_t bh = block / row_blocks, b = bh / p.heads, h = bh % p.heads;
+      const std::int64_t t0 = block % row_blocks * 16;
+      float* q_t_head = q_t + bh * d * tq_pad;
+      float* do_t_head = do_t + bh * d * tq_pad;
+      for (std::int64_t t = t0; t < t0 + 16; ++t) {
+        if (t >= p.q_len) {
+          for (std::int64_t x = 0; x < d; ++x) q_t_head[x * tq_pad + t] = do_t_head[x * tq_pad + t] = 0.0f;
+          continue;
+        }
+        const float* q = p.q + b * p.q_strides.batch + h * p.q_strides.head + t * p.q_strides.seq;
+        const float* o = p.out + b * p.out_strides.batch + h * p.out_strides.head + t * p.out_strides.seq;
+        const float* g = p.dout + b * p.dout_strides.batch + h * p.dout_strides.head + t * p.dout_strides.seq;
+        float sum = 0.0f;
+        for (std::int64_t x = 0; x < d; ++x) {
+          sum += o[x] * g[x];
+          q_t_head[x * tq_pad + t] = p.scale * q[x];
+          do_t_head[x * tq_pad + t] = g[x];
+        }
+        delta[bh * p.q_len + t] = sum;
+      }
+    }  // implicit barrier: shared buffers complete
+
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t task = 0; task < tasks; ++task) {
+      const std::int64_t bhk = task / key_tiles, tile = task % key_tiles;  // tile 0 is heaviest
+      const std::int64_t k0 = tile * kKeyTile;
+      const std::int64_t keys = std::min<std::int64_t>(kKeyTile, p.kv_len - k0);
+      kernels.backward_key_tile(p, bhk / p.kv_heads, bhk % p.kv_heads, k0, keys, shared, dq_acc,
+                                scratch);
+    }  // implicit barrier: every accumulator complete
 
 #pragma omp for schedule(static)
     for (std::int64_t row = 0; row < p.batch * p.heads * p.q_len; ++row) {
       const std::int64_t bh = row / p.q_len, i = row % p.q_len;
-      const float* o = p.out + (bh / p.heads) * p.out_strides.batch +
-                       (bh % p.heads) * p.out_strides.head + i * p.out_strides.seq;
-      const float* g = p.dout + (bh / p.heads) * p.dout_strides.batch +
-                       (bh % p.heads) * p.dout_strides.head + i * p.dout_strides.seq;
-      float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-      for (std::int64_t x = 0; x < d; ++x) sum += o[x] * g[x];
-      delta[row] = sum;
-    }  // implicit barrier: delta complete
-
-    for (std::int64_t bhk = 0; bhk < p.batch * p.kv_heads; ++bhk) {
-      const std::int64_t b = bhk / p.kv_heads, hk = bhk % p.kv_heads;
-      std::memset(dq_acc, 0, sizeof(float) * std::size_t(dq_acc_floats));
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t tile = 0; tile < key_tiles; ++tile) {  // tile 0 sees most queries
-        const std::int64_t k0 = tile * kKeyTile;
-        const std::int64_t keys = std::min<std::int64_t>(kKeyTile, p.kv_len - k0);
-        kernels.backward_key_tile(p, b, hk, k0, keys, delta, dq_acc, scratch);
-      }  // implicit barrier: every accumulator complete
-#pragma omp for schedule(static)
-      for (std::int64_t row = 0; row < group * p.q_len; ++row) {
-        const std::int64_t h = hk * group + row / p.q_len, i = row % p.q_len;
-        float* dq = p.dq + b * p.dq_strides.batch + h * p.dq_strides.head + i * p.dq_strides.seq;
-        for (std::int64_t x = 0; x < d; ++x) dq[x] = 0.0f;
-        for (int t = 0; t < team; ++t) {
-          const float* acc = workspace.data + shared + t * per_thread + dq_acc_offset + row * dp;
+      float* dq = p.dq + (bh / p.heads) * p.dq_strides.batch + (bh % p.heads) * p.dq_strides.head +
+                  i * p.dq_strides.seq;
+      for (std::int64_t x = 0; x < d; ++x) dq[x] = 0.0f;
+      for (int t = 0; t < team; ++t) {
+        const float* acc = workspace.data + shared_size + t * per_thread + dq_acc_offset + row * dp;
 #pragma omp simd
-          for (std::int64_t x = 0; x < d; ++x) dq[x] += acc[x];
-        }
+        for (std::int64_t x = 0; x < d; ++x) dq[x] += acc[x];
+      }
 #pragma omp simd
-        for (std::int64_t x = 0; x < d; ++x) dq[x] *= p.scale;
-      }  // implicit barrier: accumulators may be cleared for the next (batch, kv head)
+      for (std::int64_t x = 0; x < d; ++x) dq[x] *= p.scale;
     }
   }
   return {};

@@ -29,12 +29,19 @@ struct ForwardScratch {
   float* work;     // [3 * kQueryTile]  per-row temporaries
 };
 
+// Buffers of the backward shared by all threads, filled once per call before the tiles run.
+// q_len_padded = Tq rounded up to kVector; padding columns are zero.
+struct BackwardShared {
+  const float* delta;  // [B][H][Tq]               rowsum(dO * O)
+  const float* q_t;    // [B][H][D][q_len_padded]  scale * Q, transposed
+  const float* do_t;   // [B][H][D][q_len_padded]  dO, transposed
+  std::int64_t q_len_padded;
+};
+
 // Scratch of one thread for the backward.
 struct BackwardScratch {
-  float* q_t;     // [D][kQueryTile]   scale * Q tile, transposed
-  float* do_t;    // [D][kQueryTile]   dO tile, transposed
-  float* q_pad;   // [kQueryTile][dp]  Q tile, row-major, zero padded
-  float* do_pad;  // [kQueryTile][dp]  dO tile, row-major, zero padded
+  float* q_pad;   // [kQueryTile][dp]  Q tile, row-major, zero padded (only when D % 16 != 0)
+  float* do_pad;  // [kQueryTile][dp]  dO tile, row-major, zero padded (only when D % 16 != 0)
   float* k_pad;   // [kKeyTile][dp]    K tile, row-major, zero padded
   float* p_t;     // [kKeyTile][kQueryTile]  P transposed
   float* ds_t;    // [kKeyTile][kQueryTile]  dP then dS, transposed
@@ -50,9 +57,9 @@ struct TileKernels {
                              std::int64_t q0, std::int64_t rows, const ForwardScratch& s);
   // Keys [k0, k0+keys) of kv head hk in batch b, over every query head of its group and every
   // query that sees them: writes dk, dv for those keys and adds the unscaled dS*K into
-  // dq_acc ([group][Tq][dp], this thread's own). delta is [B][H][Tq] = rowsum(dO*O).
+  // dq_acc ([B][H][Tq][dp], this thread's own accumulator).
   void (*backward_key_tile)(const AttentionParams& p, std::int64_t b, std::int64_t hk,
-                            std::int64_t k0, std::int64_t keys, const float* delta,
+                            std::int64_t k0, std::int64_t keys, const BackwardShared& shared,
                             float* dq_acc, const BackwardScratch& s);
 };
 

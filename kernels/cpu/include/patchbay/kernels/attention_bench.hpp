@@ -33,7 +33,10 @@ struct AttentionBenchRow {
   std::int64_t seq_len = 0;
   std::string kernel;       // "flash" or "naive"
   std::string skip_reason;  // non-empty: not run, the figures below are 0
-  double forward_ms = 0, backward_ms = 0;
+  double forward_ms = 0, backward_ms = 0;  // wall clock, best of the repeats
+  // Process CPU time (all threads) of the same best runs: on a shared, loaded machine
+  // wall >> cpu / threads shows time lost to other processes rather than to the kernel.
+  double forward_cpu_ms = 0, backward_cpu_ms = 0;
   double forward_gflops = 0, backward_gflops = 0;
   std::size_t forward_workspace_bytes = 0, backward_workspace_bytes = 0;
   double max_abs_diff_vs_flash = -1;  // naive rows: max |out_naive - out_flash|; -1 = n/a

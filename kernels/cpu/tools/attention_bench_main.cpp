@@ -1,0 +1,25 @@
+// Command-line driver for run_attention_bench (the engine's `patchbay bench ops` calls the
+// same function). Usage: patchbay_kernels_attention_bench [max_T [naive_max_T [threads]]]
+// e.g. `patchbay_kernels_attention_bench 4096` runs T = 256 ... 4096, causal, B=1 H=12 D=64.
+#include <cstdlib>
+#include <iostream>
+
+#include "patchbay/kernels/attention_bench.hpp"
+#include "patchbay/kernels/attention_flash.hpp"
+
+int main(int argc, char** argv) {
+  namespace pk = patchbay::kernels;
+  pk::AttentionBenchConfig config;
+  if (argc > 1) {
+    const long long max_t = std::atoll(argv[1]);
+    config.seq_lens.clear();
+    for (long long t = 256; t <= max_t; t *= 2) config.seq_lens.push_back(t);
+  }
+  if (argc > 2) config.naive_max_seq_len = std::atoll(argv[2]);
+  if (argc > 3) config.num_threads = std::atoi(argv[3]);
+  std::cout << "isa " << pk::kernel_isa_name(pk::attention_flash_resolved_isa()) << ", B="
+            << config.batch << " H=" << config.heads << " D=" << config.head_dim
+            << (config.causal ? " causal" : " full") << "\n";
+  pk::print_attention_bench(pk::run_attention_bench(config), std::cout);
+  return 0;
+}
