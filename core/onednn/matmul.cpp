@@ -124,10 +124,24 @@ void scale_output_for_empty_k(const MatmulArgs& args) {
   }
 }
 
+// A column-major C (row_stride 1) sends oneDNN 2.6 to its reference kernel; compute
+// C^T = B^T @ A^T instead, which is the same memory written row-major.
+MatmulArgs transposed_problem(const MatmulArgs& args) {
+  MatmulArgs t = args;
+  t.m = args.n;
+  t.n = args.m;
+  t.a = {args.b.data, args.b.dtype, args.b.batch_stride, args.b.col_stride, args.b.row_stride};
+  t.b = {args.a.data, args.a.dtype, args.a.batch_stride, args.a.col_stride, args.a.row_stride};
+  t.c = {args.c.data, args.c.dtype, args.c.batch_stride, args.c.col_stride, args.c.row_stride};
+  return t;
+}
+
 }  // namespace
 
-void matmul(const MatmulArgs& args) {
-  validate(args);
+void matmul(const MatmulArgs& given) {
+  validate(given);
+  const bool column_major_c = given.c.col_stride != 1 && given.c.row_stride == 1;
+  const MatmulArgs args = column_major_c ? transposed_problem(given) : given;
   if (args.batch == 0 || args.m == 0 || args.n == 0) return;
   if (args.k == 0) {
     scale_output_for_empty_k(args);
