@@ -1,0 +1,134 @@
+// Every way a plugin file can be bad, each refused with a message that names the file, the
+// problem and what to do, and none of them crashing or stopping the host.
+#include <doctest/doctest.h>
+
+#include "loader_test_support.hpp"
+
+using loader_test::contains;
+using loader_test::fixture;
+using loader_test::refusal_of;
+using loader_test::ScratchFolder;
+namespace rt = patchbay::runtime;
+
+TEST_CASE("a text file named .so is refused as not a shared library") {
+  ScratchFolder folder("text");
+  const auto file = folder.write("bad.so", std::string(200, '#') + "\nthis is a text file, not a library\n");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": not a shared library"));
+  CHECK(contains(reason, "no ELF magic number"));
+}
+
+TEST_CASE("truncated copies of a good plugin are refused, never crash") {
+  ScratchFolder folder("truncated");
+  std::ifstream in(fixture("hello_tokenizer"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 4096);
+  for (const size_t keep : {size_t{10}, size_t{64}, size_t{2000}, bytes.size() / 2}) {
+    CAPTURE(keep);
+    const auto file = folder.write("cut" + std::to_string(keep) + ".so", bytes.substr(0, keep));
+    const std::string reason = refusal_of(file);
+    CHECK(contains(reason, file.string() + ": not a shared library: not a valid ELF64 file"));
+  }
+}
+
+TEST_CASE("a library without the entry symbol is refused") {
+  const auto file = fixture("no_entry");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": exports no 'patchbay_plugin_entry' entry symbol"));
+  CHECK(contains(reason, "PATCHBAY_PLUGIN"));
+}
+
+TEST_CASE("a library with the entry but no metadata section is refused") {
+  const auto file = fixture("entry_without_metadata");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": has no 'patchbay_meta' metadata section"));
+}
+
+TEST_CASE("another ABI major is refused naming both versions and the file") {
+  const auto file = fixture("abi_major");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": built against Patchbay ABI 2.0 but this host "
+                                         "implements ABI 1.0"));
+  CHECK(contains(reason, "rebuild the plugin"));
+}
+
+TEST_CASE("a newer ABI minor than the host's is refused") {
+  const auto file = fixture("abi_minor");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": built against Patchbay ABI 1.1, newer than this "
+                                         "host's ABI 1.0"));
+}
+
+TEST_CASE("a plugin needing a newer host is refused") {
+  const auto file = fixture("min_host");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": needs Patchbay 99.0.0 or newer, this host is " +
+                             rt::host_version().str()));
+}
+
+TEST_CASE("a duplicate component name refuses the later file and names the earlier one") {
+  rt::Registry registry;
+  registry.scan({fixture("dup_a"), fixture("dup_b")});
+  REQUIRE(registry.plugins().size() == 1);
+  CHECK(registry.plugins()[0]->metadata.name == "fixture-dup-a");
+  REQUIRE(registry.refused().size() == 1);
+  const std::string reason = registry.refused()[0].reason;
+  CHECK(contains(reason, fixture("dup_b").string() + ": provides tokenizer 'dup', which plugin "
+                                                     "'fixture-dup-a' (" +
+                             fixture("dup_a").string() + ") already provides"));
+  CHECK(registry.find(PB_KIND_TOKENIZER, "dup").name == "dup");
+}
+
+TEST_CASE("a NULL required callback is refused after loading") {
+  const auto file = fixture("null_callback");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() +
+                             ": component tokenizer 'null-destroy': required callback 'destroy' "
+                             "is NULL"));
+}
+
+TEST_CASE("metadata that disagrees with the descriptor is refused") {
+  const auto file = fixture("metadata_mismatch");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": metadata and descriptor disagree on the components: "
+                                         "metadata says 'tokenizer alpha 1.0.0 1.0', descriptor "
+                                         "says 'tokenizer beta 1.0.0 1.0'"));
+}
+
+TEST_CASE("a schema default outside its own range is refused") {
+  const auto file = fixture("bad_default");
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, file.string() + ": tokenizer 'bad-default': key 'vocab_size' = 10 is "
+                                         "outside the allowed range [256, 65536]"));
+}
+
+TEST_CASE("metadata-only scanning refuses bad versions without loading and defers the rest") {
+  rt::Registry registry;
+  registry.scan({fixture("abi_major"), fixture("null_callback")}, rt::LoadMode::kMetadataOnly);
+  REQUIRE(registry.refused().size() == 1);  // abi_major: refused from its metadata alone
+  REQUIRE(registry.plugins().size() == 1);  // null_callback: its metadata is fine
+  CHECK_FALSE(registry.plugins()[0]->loaded());
+  try {
+    registry.find(PB_KIND_TOKENIZER, "null-destroy");
+    FAIL("find should have loaded and refused the plugin");
+  } catch (const patchbay::Error& e) {
+    CHECK(e.kind() == patchbay::ErrorKind::kPluginRefused);
+    CHECK(contains(e.what(), "required callback 'destroy' is NULL"));
+  }
+  CHECK(registry.plugins().empty());
+  CHECK(registry.refused().size() == 2);
+}
+
+TEST_CASE("one scan over a folder of bad and good files keeps the good ones") {
+  ScratchFolder folder("mixed");
+  folder.write("aaa-bad.so", "garbage");
+  folder.copy_in(fixture("no_entry"), "b_no_entry.so");
+  folder.copy_in(fixture("hello_tokenizer"), "c_hello.so");
+  folder.copy_in(fixture("abi_major"), "d_abi_major.so");
+  folder.write("notes.txt", "not a .so: ignored");
+  rt::Registry registry;
+  registry.scan({folder.path()});
+  REQUIRE(registry.plugins().size() == 1);
+  CHECK(registry.plugins()[0]->metadata.name == "hello-tokenizer");
+  CHECK(registry.refused().size() == 3);
+}
