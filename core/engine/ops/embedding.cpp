@@ -1,0 +1,85 @@
+// embedding(weights, ids): the engine op around the raw-pointer kernels in
+// kernels/indexing (patchbay/kernels/embedding.hpp). Forward copies one weight row per id;
+// backward scatter-adds the output gradient into a fresh dW (deterministic, see the
+// kernel). The CPU kernel checks the ids before touching memory, so an id outside the
+// vocabulary is an error naming the id, where it sits and V.
+#include "engine/dispatch.hpp"
+#include "engine/ops.hpp"
+#include "engine/ops/index_tensor.hpp"
+#include "engine/ops/op_helpers.hpp"
+#include "patchbay/kernels/embedding.hpp"
+#include "patchbay/kernels/index_check.hpp"
+
+namespace patchbay::engine {
+namespace {
+
+// weights f32 contiguous [V, D]; ids contiguous i32/i64 (any shape, n elements);
+// out f32 contiguous [n, D] (any shape with that many elements).
+using EmbeddingForwardKernel = void(const Tensor& weights, const Tensor& ids, Tensor& out);
+// grad_out f32 contiguous [n, D]; grad_weights f32 contiguous [V, D], accumulated into.
+using EmbeddingBackwardKernel = void(const Tensor& grad_out, const Tensor& ids,
+                                     Tensor& grad_weights);
+
+void embedding_forward_cpu(const Tensor& weights, const Tensor& ids, Tensor& out) {
+  const int64_t vocab = weights.size(0), dim = weights.size(1);
+  detail::visit_index_type(ids, [&](auto index_type) {
+    using Index = decltype(index_type);
+    const Index* id_data = ids.data<Index>();
+    const int64_t bad = kernels::first_index_out_of_range(id_data, ids.numel(), vocab);
+    detail::throw_if_out_of_range(
+        bad, id_data, ids, "embedding", "id",
+        "0 <= id < " + std::to_string(vocab) + " (the " + std::to_string(vocab) +
+            " rows of weights " + weights.str() + ")",
+        "Check that the tokenizer's vocabulary size matches the model's");
+    kernels::embedding_forward(weights.data<float>(), vocab, dim, id_data, ids.numel(),
+                               out.data<float>());
+  });
+}
+PATCHBAY_REGISTER_KERNEL(EmbeddingForwardKernel, "embedding", DeviceType::kCpu,
+                         embedding_forward_cpu);
+
+void embedding_backward_cpu(const Tensor& grad_out, const Tensor& ids, Tensor& grad_weights) {
+  detail::visit_index_type(ids, [&](auto index_type) {
+    using Index = decltype(index_type);
+    kernels::embedding_backward(grad_out.data<float>(), ids.data<Index>(), ids.numel(),
+                                grad_weights.size(0), grad_weights.size(1),
+                                grad_weights.data<float>());
+  });
+}
+PATCHBAY_REGISTER_KERNEL(EmbeddingBackwardKernel, "embedding_backward", DeviceType::kCpu,
+                         embedding_backward_cpu);
+
+}  // namespace
+
+Tensor embedding(const Tensor& weights, const Tensor& ids) {
+  detail::check_float(weights, "embedding");
+  detail::check_index_tensor(ids, "embedding", "ids");
+  if (weights.dim() != 2)
+    throw Error(ErrorKind::kInvalidArgument,
+                detail::shape_message("embedding", "weights of shape [V, D]", weights));
+  if (weights.device() != ids.device())
+    throw Error(ErrorKind::kInvalidArgument, "embedding: weights " + weights.str() +
+                                                 " and ids " + ids.str() +
+                                                 " are on different devices");
+  const Device device = weights.device();
+  const Shape weights_shape = weights.shape();
+  Tensor weights32 = detail::as_f32_contiguous(weights);
+  Tensor ids_contiguous = ids.detach().contiguous();
+  Shape out_shape = ids.shape();
+  out_shape.push_back(weights_shape[1]);
+  Tensor out = Tensor::empty(out_shape, DType::kF32, device);
+  find_kernel<EmbeddingForwardKernel>("embedding", device.type)(weights32, ids_contiguous, out);
+  out = detail::from_f32(out, weights.dtype());
+
+  record_op("embedding", {weights}, {&out},
+            [ids_contiguous, weights_shape, device](const std::vector<Tensor>& g) {
+              Tensor grad_out = detail::as_f32_contiguous(g[0]);
+              Tensor grad_weights = zeros(weights_shape, DType::kF32, device);
+              find_kernel<EmbeddingBackwardKernel>("embedding_backward", device.type)(
+                  grad_out, ids_contiguous, grad_weights);
+              return std::vector<Tensor>{grad_weights};
+            });
+  return out;
+}
+
+}  // namespace patchbay::engine
