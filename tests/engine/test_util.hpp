@@ -36,7 +36,8 @@ inline void check_close(const std::vector<double>& actual, const std::vector<dou
   double worst = 0.0;
   size_t worst_i = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
-    double ratio = std::fabs(actual[i] - expected[i]) / (atol + rtol * std::fabs(expected[i]));
+    double diff = std::fabs(actual[i] - expected[i]);
+    double ratio = diff == 0.0 ? 0.0 : diff / (atol + rtol * std::fabs(expected[i]));
     if (!(ratio <= worst)) {  // also catches NaN
       worst = std::isnan(ratio) ? 1e30 : ratio;
       worst_i = i;

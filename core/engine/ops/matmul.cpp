@@ -1,0 +1,132 @@
+// matmul / batched matmul with transposes and broadcast batch dims. CPU kernel: oneDNN
+// (transposes and broadcast operands expressed through strides, no copies), with an OpenMP
+// loop fallback in builds without patchbay_onednn. bf16 x bf16 -> bf16 with f32
+// accumulation (AMX where present); f16 is widened to f32.
+//
+// Backward, with op(X) = X or X^T as stored:  C = op(A) op(B)
+//   d op(A) = dC op(B)^T,  d op(B) = op(A)^T dC, transposed back when the operand was
+//   stored transposed, then summed over broadcast batch dims.
+#include "engine/dispatch.hpp"
+#include "engine/ops/op_helpers.hpp"
+#ifdef PATCHBAY_ONEDNN_AVAILABLE
+#include "onednn/onednn_ops.hpp"
+#endif
+
+namespace patchbay::engine {
+namespace {
+
+// a: contiguous [batch_a, rows_a, cols_a] with batch_a in {1, batch} (1 = broadcast),
+// likewise b; out: contiguous [batch, m, n]; a, b, out share dtype f32 or bf16.
+struct MatmulProblem {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transpose_a = false, transpose_b = false;
+  bool broadcast_a = false, broadcast_b = false;
+};
+using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
+
+void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out) {
+  if (p.batch * p.m * p.n == 0) return;
+  if (p.k == 0) {
+    fill_(out, 0.0);
+    return;
+  }
+  // Strides of op(A) as [m, k] and op(B) as [k, n] over the stored row-major matrices.
+  const int64_t a_row = p.transpose_a ? 1 : p.k, a_col = p.transpose_a ? p.m : 1;
+  const int64_t b_row = p.transpose_b ? 1 : p.n, b_col = p.transpose_b ? p.k : 1;
+  const int64_t a_batch = p.broadcast_a ? 0 : p.m * p.k, b_batch = p.broadcast_b ? 0 : p.k * p.n;
+#ifdef PATCHBAY_ONEDNN_AVAILABLE
+  onednn::MatmulArgs args;
+  const onednn::DType dt = a.dtype() == DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
+  args.batch = p.batch;
+  args.m = p.m;
+  args.n = p.n;
+  args.k = p.k;
+  args.a = {a.data_ptr(), dt, a_batch, a_row, a_col};
+  args.b = {b.data_ptr(), dt, b_batch, b_row, b_col};
+  args.c = {out.data_ptr(), dt, p.m * p.n, p.n, 1};
+  onednn::matmul(args);
+#else
+  if (a.dtype() != DType::kF32)
+    throw Error(ErrorKind::kInvalidArgument, "matmul: bf16 needs the oneDNN backend (patchbay_onednn)");
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* pc = out.data<float>();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bi = 0; bi < p.batch; ++bi)
+    for (int64_t i = 0; i < p.m; ++i) {
+      float* crow = pc + (bi * p.m + i) * p.n;
+      for (int64_t j = 0; j < p.n; ++j) crow[j] = 0.0f;
+      for (int64_t q = 0; q < p.k; ++q) {
+        float av = pa[bi * a_batch + i * a_row + q * a_col];
+        const float* brow = pb + bi * b_batch + q * b_row;
+        for (int64_t j = 0; j < p.n; ++j) crow[j] += av * brow[j * b_col];
+      }
+    }
+#endif
+}
+PATCHBAY_REGISTER_KERNEL(MatmulKernel, "matmul", DeviceType::kCpu, matmul_cpu);
+
+Shape batch_dims(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
+
+// x expanded to batch + its matrix dims, as contiguous [batch or 1, rows, cols].
+Tensor batched_operand(const Tensor& x, const Shape& batch, bool* broadcast) {
+  Shape matrix(x.shape().end() - 2, x.shape().end());
+  *broadcast = shape_numel(batch_dims(x)) == 1 && shape_numel(batch) != 1;
+  if (*broadcast) return x.reshape({1, matrix[0], matrix[1]}).contiguous();
+  Shape full = batch;
+  full.insert(full.end(), matrix.begin(), matrix.end());
+  return x.expand(full).contiguous().reshape({shape_numel(batch), matrix[0], matrix[1]});
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  detail::check_same(a, b, "matmul");
+  if (a.dim() < 2 || b.dim() < 2)
+    throw Error(ErrorKind::kInvalidArgument, "matmul: expected operands with >= 2 dims, found " + a.str() + " and " +
+                                                 b.str() + "; unsqueeze vectors first");
+  MatmulProblem p;
+  p.transpose_a = transpose_a;
+  p.transpose_b = transpose_b;
+  p.m = a.size(transpose_a ? -1 : -2);
+  p.k = a.size(transpose_a ? -2 : -1);
+  const int64_t kb = b.size(transpose_b ? -1 : -2);
+  p.n = b.size(transpose_b ? -2 : -1);
+  if (kb != p.k)
+    throw Error(ErrorKind::kInvalidArgument, "matmul: inner dims differ (" + std::to_string(p.k) + " vs " +
+                                                 std::to_string(kb) + ") for " + a.str() + (transpose_a ? "^T" : "") +
+                                                 " @ " + b.str() + (transpose_b ? "^T" : ""));
+  Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
+  p.batch = shape_numel(batch);
+  // bf16 runs natively in oneDNN; f16 (and bf16 without oneDNN) is computed in f32.
+#ifdef PATCHBAY_ONEDNN_AVAILABLE
+  const DType compute = a.dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32;
+#else
+  const DType compute = DType::kF32;
+#endif
+  Tensor a_c, b_c;
+  {
+    NoGradGuard no_grad;
+    a_c = batched_operand(a.detach().to(compute), batch, &p.broadcast_a);
+    b_c = batched_operand(b.detach().to(compute), batch, &p.broadcast_b);
+  }
+  Shape out_shape = batch;
+  out_shape.push_back(p.m);
+  out_shape.push_back(p.n);
+  Tensor out = Tensor::empty(out_shape, compute, a.device());
+  find_kernel<MatmulKernel>("matmul", a.device().type)(p, a_c, b_c, out);
+  if (out.dtype() != a.dtype()) {
+    NoGradGuard no_grad;
+    out = out.to(a.dtype());
+  }
+  record_op("matmul", {a, b}, {&out},
+            [a_s = a.detach(), b_s = b.detach(), transpose_a, transpose_b](const std::vector<Tensor>& g) {
+              const Tensor& dc = g[0];
+              Tensor da = transpose_a ? matmul(b_s, dc, transpose_b, true) : matmul(dc, b_s, false, !transpose_b);
+              Tensor db = transpose_b ? matmul(dc, a_s, true, transpose_a) : matmul(a_s, dc, !transpose_a, false);
+              return std::vector<Tensor>{sum_to_shape(da, a_s.shape()), sum_to_shape(db, b_s.shape())};
+            });
+  return out;
+}
+
+}  // namespace patchbay::engine

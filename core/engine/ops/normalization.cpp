@@ -1,0 +1,223 @@
+// layer_norm (gain + optional bias) and rms_norm over the last dim, on contiguous f32
+// [rows, cols]. Layer norm runs through oneDNN forward/backward (saving per-row mean and
+// variance); RMS norm is an OpenMP loop (oneDNN 2.6 has no RMS norm):
+//   y = x * r * g,  r = 1/sqrt(mean(x^2) + eps)
+//   dx = r * (g*dy) - x * r^3 / C * sum_j(g*dy*x),   dg = sum_rows(dy * x * r)
+#include <cmath>
+
+#include "engine/dispatch.hpp"
+#include "engine/ops/op_helpers.hpp"
+#ifdef PATCHBAY_ONEDNN_AVAILABLE
+#include "onednn/onednn_ops.hpp"
+#endif
+
+namespace patchbay::engine {
+namespace {
+
+struct NormShape {
+  int64_t rows = 0, cols = 0;
+  float eps = 0.f;
+};
+// y = layer_norm(x) with optional gain/bias (undefined tensors); mean/var [rows] (out).
+using LayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain, const Tensor& bias, Tensor& y,
+                             Tensor& mean, Tensor& var);
+// dx, dgain, dbias (dgain/dbias may be undefined = not wanted).
+using LayerNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& mean,
+                                     const Tensor& var, const Tensor& gain, Tensor& dx, Tensor& dgain, Tensor& dbias);
+// y = rms_norm(x) * gain; rstd [rows] (out).
+using RmsNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y, Tensor& rstd);
+using RmsNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& gain,
+                                   const Tensor& rstd, Tensor& dx, Tensor& dgain);
+
+const float* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+float* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+
+void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, const Tensor& bias, Tensor& y,
+                    Tensor& mean, Tensor& var) {
+  if (s.rows * s.cols == 0) return;
+#ifdef PATCHBAY_ONEDNN_AVAILABLE
+  onednn::LayerNormForwardArgs a;
+  a.rows = s.rows;
+  a.cols = s.cols;
+  a.epsilon = s.eps;
+  a.src = x.data<float>();
+  a.gain = ptr_or_null(gain);
+  a.bias = ptr_or_null(bias);
+  a.dst = y.data<float>();
+  a.mean = mean.data<float>();
+  a.variance = var.data<float>();
+  onednn::layer_norm_forward(a);
+#else
+  const float* px = x.data<float>();
+  const float* g = ptr_or_null(gain);
+  const float* b = ptr_or_null(bias);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const float* xr = px + r * s.cols;
+    double mu = 0, v = 0;
+    for (int64_t j = 0; j < s.cols; ++j) mu += xr[j];
+    mu /= static_cast<double>(s.cols);
+    for (int64_t j = 0; j < s.cols; ++j) v += (xr[j] - mu) * (xr[j] - mu);
+    v /= static_cast<double>(s.cols);
+    mean.data<float>()[r] = static_cast<float>(mu);
+    var.data<float>()[r] = static_cast<float>(v);
+    auto rs = static_cast<float>(1.0 / std::sqrt(v + s.eps));
+    for (int64_t j = 0; j < s.cols; ++j)
+      y.data<float>()[r * s.cols + j] =
+          (xr[j] - static_cast<float>(mu)) * rs * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
+  }
+#endif
+}
+PATCHBAY_REGISTER_KERNEL(LayerNormKernel, "layer_norm", DeviceType::kCpu, layer_norm_cpu);
+
+void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& mean,
+                             const Tensor& var, const Tensor& gain, Tensor& dx, Tensor& dgain, Tensor& dbias) {
+  if (dgain.defined()) fill_(dgain, 0.0);
+  if (dbias.defined()) fill_(dbias, 0.0);
+  if (s.rows * s.cols == 0) return;
+#ifdef PATCHBAY_ONEDNN_AVAILABLE
+  onednn::LayerNormBackwardArgs a;
+  a.rows = s.rows;
+  a.cols = s.cols;
+  a.epsilon = s.eps;
+  a.src = x.data<float>();
+  a.diff_dst = dy.data<float>();
+  a.mean = mean.data<float>();
+  a.variance = var.data<float>();
+  a.gain = ptr_or_null(gain);
+  a.diff_src = dx.data<float>();
+  a.diff_gain = mut_ptr_or_null(dgain);
+  a.diff_bias = mut_ptr_or_null(dbias);
+  onednn::layer_norm_backward(a);
+#else
+  const float* px = x.data<float>();
+  const float* pg = dy.data<float>();
+  const float* g = ptr_or_null(gain);
+  float* pdx = dx.data<float>();
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const float mu = mean.data<float>()[r];
+    const auto rs = static_cast<float>(1.0 / std::sqrt(var.data<float>()[r] + s.eps));
+    double sum_gdy = 0, sum_gdy_xhat = 0;
+    for (int64_t j = 0; j < s.cols; ++j) {
+      float xhat = (px[r * s.cols + j] - mu) * rs;
+      float gdy = pg[r * s.cols + j] * (g ? g[j] : 1.f);
+      sum_gdy += gdy;
+      sum_gdy_xhat += gdy * xhat;
+      if (dgain.defined()) dgain.data<float>()[j] += pg[r * s.cols + j] * xhat;
+      if (dbias.defined()) dbias.data<float>()[j] += pg[r * s.cols + j];
+    }
+    const auto c = static_cast<double>(s.cols);
+    for (int64_t j = 0; j < s.cols; ++j) {
+      float xhat = (px[r * s.cols + j] - mu) * rs;
+      float gdy = pg[r * s.cols + j] * (g ? g[j] : 1.f);
+      pdx[r * s.cols + j] = rs * (gdy - static_cast<float>(sum_gdy / c) - xhat * static_cast<float>(sum_gdy_xhat / c));
+    }
+  }
+#endif
+}
+PATCHBAY_REGISTER_KERNEL(LayerNormBackwardKernel, "layer_norm_backward", DeviceType::kCpu, layer_norm_backward_cpu);
+
+void rms_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y, Tensor& rstd) {
+  const float* px = x.data<float>();
+  const float* g = gain.data<float>();
+  float* py = y.data<float>();
+  float* pr = rstd.data<float>();
+#pragma omp parallel for schedule(static) if (s.rows * s.cols > 16384)
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const float* xr = px + r * s.cols;
+    double ms = 0;
+    for (int64_t j = 0; j < s.cols; ++j) ms += static_cast<double>(xr[j]) * xr[j];
+    auto rs = static_cast<float>(1.0 / std::sqrt(ms / static_cast<double>(s.cols) + s.eps));
+    pr[r] = rs;
+#pragma omp simd
+    for (int64_t j = 0; j < s.cols; ++j) py[r * s.cols + j] = xr[j] * rs * g[j];
+  }
+}
+PATCHBAY_REGISTER_KERNEL(RmsNormKernel, "rms_norm", DeviceType::kCpu, rms_norm_cpu);
+
+void rms_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& gain,
+                           const Tensor& rstd, Tensor& dx, Tensor& dgain) {
+  const float* px = x.data<float>();
+  const float* pdy = dy.data<float>();
+  const float* g = gain.data<float>();
+  const float* pr = rstd.data<float>();
+  float* pdx = dx.data<float>();
+#pragma omp parallel for schedule(static) if (s.rows * s.cols > 16384)
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const float* xr = px + r * s.cols;
+    const float* dyr = pdy + r * s.cols;
+    double dot = 0;
+    for (int64_t j = 0; j < s.cols; ++j) dot += static_cast<double>(g[j]) * dyr[j] * xr[j];
+    const float rs = pr[r];
+    const auto coef = static_cast<float>(dot / static_cast<double>(s.cols)) * rs * rs * rs;
+    for (int64_t j = 0; j < s.cols; ++j) pdx[r * s.cols + j] = rs * g[j] * dyr[j] - xr[j] * coef;
+  }
+  if (dgain.defined()) {
+    float* pdg = dgain.data<float>();
+#pragma omp parallel for schedule(static) if (s.rows * s.cols > 16384)
+    for (int64_t j = 0; j < s.cols; ++j) {
+      double acc = 0;
+      for (int64_t r = 0; r < s.rows; ++r) acc += static_cast<double>(pdy[r * s.cols + j]) * px[r * s.cols + j] * pr[r];
+      pdg[j] = static_cast<float>(acc);
+    }
+  }
+}
+PATCHBAY_REGISTER_KERNEL(RmsNormBackwardKernel, "rms_norm_backward", DeviceType::kCpu, rms_norm_backward_cpu);
+
+NormShape check_norm(const char* op, const Tensor& x, const Tensor& gain, const Tensor& bias, double eps) {
+  detail::check_float(x, op);
+  if (x.dim() == 0) throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": expected >= 1 dim, found a scalar");
+  const int64_t c = x.size(-1);
+  for (const Tensor* p : {&gain, &bias})
+    if (p->defined() && (p->shape() != Shape{c} || p->dtype() != x.dtype()))
+      throw Error(ErrorKind::kInvalidArgument, detail::shape_message(op, "gain/bias of shape [" + std::to_string(c) +
+                                                                             "] and dtype " + dtype_name(x.dtype()),
+                                                                     *p));
+  return NormShape{c ? x.numel() / c : 0, c, static_cast<float>(eps)};
+}
+
+Tensor f32_or_undefined(const Tensor& t) { return t.defined() ? detail::as_f32_contiguous(t) : Tensor(); }
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, double eps) {
+  NormShape s = check_norm("layer_norm", x, gain, bias, eps);
+  Tensor x32 = detail::as_f32_contiguous(x), g32 = f32_or_undefined(gain), b32 = f32_or_undefined(bias);
+  Tensor y = Tensor::empty(x.shape(), DType::kF32, x.device());
+  Tensor mu = Tensor::empty({s.rows}, DType::kF32, x.device()), var = Tensor::empty({s.rows}, DType::kF32, x.device());
+  find_kernel<LayerNormKernel>("layer_norm", x.device().type)(s, x32, g32, b32, y, mu, var);
+  Tensor out = detail::from_f32(y, x.dtype());
+  record_op("layer_norm", {x, gain, bias}, {&out},
+            [s, x32, g32, mu, var, dt = x.dtype(), want_g = gain.defined(), want_b = bias.defined()](
+                const std::vector<Tensor>& g) {
+              Tensor dy = detail::as_f32_contiguous(g[0]);
+              Tensor dx = Tensor::empty(x32.shape(), DType::kF32, x32.device());
+              Tensor dg = want_g ? Tensor::empty({s.cols}, DType::kF32, x32.device()) : Tensor();
+              Tensor db = want_b ? Tensor::empty({s.cols}, DType::kF32, x32.device()) : Tensor();
+              find_kernel<LayerNormBackwardKernel>("layer_norm_backward", x32.device().type)(s, x32, dy, mu, var, g32,
+                                                                                            dx, dg, db);
+              return std::vector<Tensor>{detail::from_f32(dx, dt), want_g ? detail::from_f32(dg, dt) : Tensor(),
+                                         want_b ? detail::from_f32(db, dt) : Tensor()};
+            });
+  return out;
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps) {
+  if (!gain.defined()) throw Error(ErrorKind::kInvalidArgument, "rms_norm: gain is undefined");
+  NormShape s = check_norm("rms_norm", x, gain, Tensor(), eps);
+  Tensor x32 = detail::as_f32_contiguous(x), g32 = detail::as_f32_contiguous(gain);
+  Tensor y = Tensor::empty(x.shape(), DType::kF32, x.device());
+  Tensor rstd = Tensor::empty({s.rows}, DType::kF32, x.device());
+  find_kernel<RmsNormKernel>("rms_norm", x.device().type)(s, x32, g32, y, rstd);
+  Tensor out = detail::from_f32(y, x.dtype());
+  record_op("rms_norm", {x, gain}, {&out}, [s, x32, g32, rstd, dt = x.dtype()](const std::vector<Tensor>& g) {
+    Tensor dy = detail::as_f32_contiguous(g[0]);
+    Tensor dx = Tensor::empty(x32.shape(), DType::kF32, x32.device());
+    Tensor dg = Tensor::empty({s.cols}, DType::kF32, x32.device());
+    find_kernel<RmsNormBackwardKernel>("rms_norm_backward", x32.device().type)(s, x32, dy, g32, rstd, dx, dg);
+    return std::vector<Tensor>{detail::from_f32(dx, dt), detail::from_f32(dg, dt)};
+  });
+  return out;
+}
+
+}  // namespace patchbay::engine
