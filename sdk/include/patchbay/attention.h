@@ -1,0 +1,85 @@
+/* Patchbay SDK: the attention interface (PB_KIND_ATTENTION).
+ *
+ * An attention layer maps x [B, T, C] to y [B, T, C] (C = d_model; the output projection is
+ * part of the layer). It declares what it can do in the vtable's static fields, so the host
+ * can refuse a combination before building anything: a layer without PB_ATTENTION_CAP_CAUSAL
+ * (plain Linformer, for instance) is refused for a causal language model with a message that
+ * names the layer and says why.
+ *
+ * Two ways to run:
+ *  - forward(): the whole sequence at once (training, evaluation, prompt processing). The
+ *    layer composes ops from the host ops table (or its own custom ops), so autograd gives
+ *    the backward pass.
+ *  - decoding: state_create() makes a decoding state (a KV cache for cache_kind KV, a
+ *    recurrent state for RECURRENT); forward_step() takes the next Tn tokens x [B, Tn, C]
+ *    whose absolute positions continue after the tokens already in the state, returns their
+ *    outputs and appends them to the state. Run without gradients. The outputs equal those of
+ *    forward() on the whole sequence (up to floating-point rounding).
+ *
+ * Tensors: arguments are borrowed; a tensor stored in an out parameter is a new reference the
+ * caller releases (ops->release). Errors: pb_status* from the host's status_create.
+ * Thread safety: one object is used by one thread at a time.
+ */
+#ifndef PATCHBAY_ATTENTION_H_
+#define PATCHBAY_ATTENTION_H_
+
+#include "patchbay/model_layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PB_ATTENTION_INTERFACE_MAJOR 1
+#define PB_ATTENTION_INTERFACE_MINOR 0
+
+#define PB_ATTENTION_CAP_CAUSAL (1u << 0)    /* can run with a causal mask */
+#define PB_ATTENTION_CAP_NONCAUSAL (1u << 1) /* can run bidirectionally */
+#define PB_ATTENTION_CAP_ROTARY (1u << 2)    /* applies rotary positions when asked */
+#define PB_ATTENTION_CAP_ALIBI (1u << 3)     /* applies ALiBi when asked */
+
+typedef enum pb_attention_cache_kind {
+  PB_ATTENTION_CACHE_NONE = 0,     /* no incremental decoding: forward_step is NULL */
+  PB_ATTENTION_CACHE_KV = 1,       /* keys and values of past tokens, grows with length */
+  PB_ATTENTION_CACHE_RECURRENT = 2 /* fixed-size state (linear attention) */
+} pb_attention_cache_kind;
+
+typedef struct pb_attention_vtable {
+  size_t struct_size;
+  uint64_t capabilities;                /* PB_ATTENTION_CAP_* */
+  pb_attention_cache_kind cache_kind;
+  const char* complexity; /* static, for people: "time O(T^2 d), memory O(T d)" */
+
+  /* Allocates and initialises the parameters for `ctx` (borrowed). Called once, right after
+   * create(). A context the layer cannot serve (n_heads not dividing d_model, causal without
+   * CAP_CAUSAL, rotary without CAP_ROTARY) is PB_STATUS_INVALID_ARGUMENT with a message. */
+  pb_status* (*init)(void* self, const pb_layer_context* ctx);
+
+  /* Parameters, index in [0, parameter_count). *out_name is static or owned by the layer
+   * ("qkv.weight"); *out_tensor is BORROWED (owned by the layer, alive as long as it). */
+  size_t (*parameter_count)(const void* self);
+  pb_status* (*parameter)(const void* self, size_t index, const char** out_name /* out */,
+                          pb_tensor** out_tensor /* out, borrowed */);
+
+  /* Whole-sequence forward: x [B, T, C] -> *out_y [B, T, C], T <= max_seq_len. `training`
+   * enables dropout and the like. Records autograd when gradients are enabled. */
+  pb_status* (*forward)(void* self, const pb_tensor* x, int32_t training,
+                        pb_tensor** out_y /* out, new reference */);
+
+  /* Decoding state for `batch` sequences of up to `capacity` positions. Released with
+   * state_destroy. NULL functions when cache_kind is NONE. */
+  pb_status* (*state_create)(void* self, int64_t batch, int64_t capacity,
+                             void** out_state /* out */);
+  void (*state_destroy)(void* self, void* state);
+  /* Appends x [B, Tn, C] to the state and returns its outputs *out_y [B, Tn, C]. Exceeding
+   * the capacity is PB_STATUS_OUT_OF_RANGE. */
+  pb_status* (*forward_step)(void* self, void* state, const pb_tensor* x,
+                             pb_tensor** out_y /* out, new reference */);
+  /* Number of positions already in the state. */
+  int64_t (*state_length)(const void* self, const void* state);
+} pb_attention_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PATCHBAY_ATTENTION_H_ */

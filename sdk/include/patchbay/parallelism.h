@@ -1,0 +1,50 @@
+/* Patchbay SDK: the parallelism interface (PB_KIND_PARALLELISM).
+ *
+ * A process group: rank and world size, and collectives on tensors built on a real engine
+ * (MPI on CPU, NCCL on GPU; a single-process plugin where world_size is 1). Collectives are
+ * blocking and must be called by every rank in the same order. The strategy (single, data
+ * parallel, ZeRO-1, tensor parallel) is the plugin's `strategy` field; the host reads it to
+ * decide where to reduce gradients and how to shard the optimizer.
+ */
+#ifndef PATCHBAY_PARALLELISM_H_
+#define PATCHBAY_PARALLELISM_H_
+
+#include "patchbay/model_layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PB_PARALLELISM_INTERFACE_MAJOR 1
+#define PB_PARALLELISM_INTERFACE_MINOR 0
+
+typedef enum pb_parallel_strategy {
+  PB_PARALLEL_SINGLE = 0,         /* one process */
+  PB_PARALLEL_DATA = 1,           /* replicas; gradients all-reduced (averaged) */
+  PB_PARALLEL_ZERO1 = 2,          /* data parallel + optimizer state sharded by rank */
+  PB_PARALLEL_TENSOR = 3          /* Megatron-style split of heads and FFN columns */
+} pb_parallel_strategy;
+
+typedef enum pb_reduce_op { PB_REDUCE_SUM = 0, PB_REDUCE_AVG = 1, PB_REDUCE_MAX = 2 } pb_reduce_op;
+
+typedef struct pb_parallelism_vtable {
+  size_t struct_size;
+  pb_parallel_strategy strategy;
+
+  int64_t (*rank)(const void* self);
+  int64_t (*world_size)(const void* self);
+  /* In place on `tensor` (every rank passes the same shape and dtype). */
+  pb_status* (*all_reduce)(void* self, pb_tensor* tensor, pb_reduce_op op);
+  pb_status* (*broadcast)(void* self, pb_tensor* tensor, int64_t root);
+  /* out [world * N...] = concatenation over ranks of in [N...] along dim 0. */
+  pb_status* (*all_gather)(void* self, const pb_tensor* in, pb_tensor* out);
+  /* out [N/world...] = this rank's slice of the reduction of in [N...] along dim 0. */
+  pb_status* (*reduce_scatter)(void* self, const pb_tensor* in, pb_tensor* out, pb_reduce_op op);
+  pb_status* (*barrier)(void* self);
+} pb_parallelism_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PATCHBAY_PARALLELISM_H_ */
