@@ -11,12 +11,11 @@
 #define PATCHBAY_MODEL_LAYER_H_
 
 #include "patchbay/component.h"
+#include "patchbay/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct pb_tensor pb_tensor; /* patchbay/ops.h */
 
 typedef enum pb_positional_kind {
   PB_POSITIONAL_NONE = 0,
@@ -42,8 +41,8 @@ typedef struct pb_layer_context {
   double residual_init_std; /* std for projections into the residual stream (GPT-2:
                                0.02 / sqrt(2 * n_layers)) */
   uint64_t seed;         /* seed for this layer's parameter init */
-  int32_t param_dtype;   /* pb_dtype (patchbay/ops.h) of the parameters, f32 by default */
-  int32_t device_type;   /* pb_device_type (patchbay/ops.h) */
+  pb_dtype param_dtype;  /* dtype of the parameters (master copy), PB_DTYPE_F32 by default */
+  pb_device_type device_type;
   int32_t device_index;
 } pb_layer_context;
 

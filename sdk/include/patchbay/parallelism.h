@@ -25,7 +25,11 @@ typedef enum pb_parallel_strategy {
   PB_PARALLEL_TENSOR = 3          /* Megatron-style split of heads and FFN columns */
 } pb_parallel_strategy;
 
-typedef enum pb_reduce_op { PB_REDUCE_SUM = 0, PB_REDUCE_AVG = 1, PB_REDUCE_MAX = 2 } pb_reduce_op;
+typedef enum pb_collective_op {
+  PB_COLLECTIVE_SUM = 0,
+  PB_COLLECTIVE_AVG = 1,
+  PB_COLLECTIVE_MAX = 2
+} pb_collective_op;
 
 typedef struct pb_parallelism_vtable {
   size_t struct_size;
@@ -34,12 +38,12 @@ typedef struct pb_parallelism_vtable {
   int64_t (*rank)(const void* self);
   int64_t (*world_size)(const void* self);
   /* In place on `tensor` (every rank passes the same shape and dtype). */
-  pb_status* (*all_reduce)(void* self, pb_tensor* tensor, pb_reduce_op op);
+  pb_status* (*all_reduce)(void* self, pb_tensor* tensor, pb_collective_op op);
   pb_status* (*broadcast)(void* self, pb_tensor* tensor, int64_t root);
   /* out [world * N...] = concatenation over ranks of in [N...] along dim 0. */
   pb_status* (*all_gather)(void* self, const pb_tensor* in, pb_tensor* out);
   /* out [N/world...] = this rank's slice of the reduction of in [N...] along dim 0. */
-  pb_status* (*reduce_scatter)(void* self, const pb_tensor* in, pb_tensor* out, pb_reduce_op op);
+  pb_status* (*reduce_scatter)(void* self, const pb_tensor* in, pb_tensor* out, pb_collective_op op);
   pb_status* (*barrier)(void* self);
 } pb_parallelism_vtable;
 
