@@ -190,23 +190,27 @@ std::string attention_flash_backward(const AttentionParams& p) {
     for (std::int64_t block = 0; block < p.batch * p.heads * row_blocks; ++block) {
       const std::int64_t bh = block / row_blocks, b = bh / p.heads, h = bh % p.heads;
       const std::int64_t t0 = block % row_blocks * 16;
-      float* q_t_head = q_t + bh * d * tq_pad;
-      float* do_t_head = do_t + bh * d * tq_pad;
-      for (std::int64_t t = t0; t < t0 + 16; ++t) {
-        if (t >= p.q_len) {
-          for (std::int64_t x = 0; x < d; ++x) q_t_head[x * tq_pad + t] = do_t_head[x * tq_pad + t] = 0.0f;
-          continue;
-        }
-        const float* q = p.q + b * p.q_strides.batch + h * p.q_strides.head + t * p.q_strides.seq;
+      float* q_t_head = q_t + bh * d * tq_pad + t0;
+      float* do_t_head = do_t + bh * d * tq_pad + t0;
+      const float* q_rows[16];
+      const float* do_rows[16];
+      const std::int64_t live = std::min<std::int64_t>(16, p.q_len - t0);
+      for (std::int64_t r = 0; r < live; ++r) {
+        const std::int64_t t = t0 + r;
+        q_rows[r] = p.q + b * p.q_strides.batch + h * p.q_strides.head + t * p.q_strides.seq;
+        do_rows[r] = p.dout + b * p.dout_strides.batch + h * p.dout_strides.head + t * p.dout_strides.seq;
         const float* o = p.out + b * p.out_strides.batch + h * p.out_strides.head + t * p.out_strides.seq;
-        const float* g = p.dout + b * p.dout_strides.batch + h * p.dout_strides.head + t * p.dout_strides.seq;
         float sum = 0.0f;
-        for (std::int64_t x = 0; x < d; ++x) {
-          sum += o[x] * g[x];
-          q_t_head[x * tq_pad + t] = p.scale * q[x];
-          do_t_head[x * tq_pad + t] = g[x];
-        }
+#pragma omp simd reduction(+ : sum)
+        for (std::int64_t x = 0; x < d; ++x) sum += o[x] * do_rows[r][x];
         delta[bh * p.q_len + t] = sum;
+      }
+      // One 64-byte line of each transposed row per x; rows past Tq are zero.
+      for (std::int64_t x = 0; x < d; ++x) {
+        for (std::int64_t r = 0; r < 16; ++r) {
+          q_t_head[x * tq_pad + r] = r < live ? p.scale * q_rows[r][x] : 0.0f;
+          do_t_head[x * tq_pad + r] = r < live ? do_rows[r][x] : 0.0f;
+        }
       }
     }  // implicit barrier: shared buffers complete
 

@@ -105,9 +105,11 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
 [[nodiscard]] std::string attention_flash_backward(const AttentionParams& p);
 
 // Bytes of scratch the kernel allocates for one call of `pass` with `p` (one allocation per
-// call, freed before return). Linear in Tq and Tk, never proportional to Tq*Tk: per thread it
-// is O(Br*Bc + (Br+Bc)*D) for the forward and adds a dq accumulator of (H/Hkv)*Tq*D floats
-// for the backward. Uses the same thread count the call would use.
+// call, freed before return). Never proportional to Tq*Tk. Forward: O(Br*Bc + Br*D) floats
+// per thread, independent of the lengths (~64 KiB at D = 64). Backward: per thread the tile
+// scratch plus a private dq accumulator of B*H*Tq*D floats, and shared: transposed copies of
+// scale*Q and dO (2*B*H*Tq*D floats) and delta (B*H*Tq); i.e. linear in Tq. Uses the thread
+// count the call would use (num_threads, or the OpenMP default).
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass);
 
 // The ISA `automatic` resolves to on this CPU, and a printable name for any value.
