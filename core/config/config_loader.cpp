@@ -203,7 +203,7 @@ std::optional<std::vector<std::string>> parse_key_path(std::string_view text) {
       was_quoted = true;
     } else if (c == '.') {
       std::string key = was_quoted ? current : trim(current);
-      if (key.empty() && !was_quoted) return std::nullopt;
+      if (!was_quoted && (key.empty() || key.find_first_of(" \t") != std::string::npos)) return std::nullopt;
       keys.push_back(std::move(key));
       current.clear();
       was_quoted = false;
@@ -220,7 +220,7 @@ std::optional<std::vector<std::string>> parse_key_path(std::string_view text) {
   }
   if (quoted) return std::nullopt;
   std::string key = was_quoted ? current : trim(current);
-  if (key.empty() && !was_quoted) return std::nullopt;
+  if (!was_quoted && (key.empty() || key.find_first_of(" \t") != std::string::npos)) return std::nullopt;
   keys.push_back(std::move(key));
   return keys;
 }

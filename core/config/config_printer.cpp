@@ -1,22 +1,10 @@
 // TOML output of a resolved config; see config_printer.hpp.
 #include "config/config_printer.hpp"
 
-#include <sstream>
+#include "config/type_names.hpp"
 
 namespace patchbay::config {
 namespace {
-
-// Arrays always print on one line: TOML++'s multi-line layout is valid but wastes space
-// in a file meant for reading side by side with its sources.
-constexpr toml::format_flags kValueFlags =
-    toml::format_flags::allow_literal_strings | toml::format_flags::allow_unicode_strings |
-    toml::format_flags::allow_real_tabs_in_strings | toml::format_flags::allow_multi_line_strings;
-
-std::string format_value(const toml::node& node) {
-  std::ostringstream text;
-  node.visit([&](const auto& value) { text << toml::toml_formatter(value, kValueFlags); });
-  return text.str();
-}
 
 void write_source(std::string& out, const ResolvedConfig& config, const std::string& path, const PrintOptions& options) {
   if (!options.with_sources) return;
@@ -36,7 +24,7 @@ void write_table(std::string& out, const ResolvedConfig& config, const toml::tab
   for (const auto& [key, node] : table) {
     if (node.is_table()) continue;
     const std::string key_path = join_key_path(path, key.str());
-    out += format_toml_key(key.str()) + " = " + format_value(node);
+    out += format_toml_key(key.str()) + " = " + format_toml_value(node);
     write_source(out, config, key_path, options);
     out += "\n";
   }

@@ -6,7 +6,9 @@
 // (component sections), and the names of its child sections.
 #include "config/config_validator.hpp"
 
+#include <algorithm>
 #include <string>
+#include <tuple>
 
 #include "config/closest_names.hpp"
 #include "config/field_schema.hpp"
@@ -22,8 +24,13 @@ class Validator {
   Validator(const ResolvedConfig& config, const SchemaRegistry& schema, const ComponentSchemaLookup& lookup)
       : config_(config), schema_(schema), lookup_(lookup) {}
 
+  // Sorted by file, then line: TOML++ tables iterate keys alphabetically, users read files
+  // top to bottom.
   std::vector<ConfigIssue> run() {
     validate_table("", config_.table(), nullptr);
+    std::stable_sort(issues_.begin(), issues_.end(), [](const ConfigIssue& a, const ConfigIssue& b) {
+      return std::tie(a.where.file, a.where.line) < std::tie(b.where.file, b.where.line);
+    });
     return std::move(issues_);
   }
 

@@ -1,7 +1,7 @@
 // The schema a whole config is validated against.
 //
 // The host declares its own sections ([run], [data], [tokenizer], later [model], [train])
-// with the same pb_config_field records components use (field_builders.hpp). A section
+// with the same pb_config_field records components use (patchbay::Field). A section
 // whose `component_kind` is set selects a component with its `kind` key: for
 // `[tokenizer] kind = "bpe"` the valid keys of [tokenizer] are the section's own fields
 // (`kind`) plus the fields of the tokenizer component named "bpe", whose schema the

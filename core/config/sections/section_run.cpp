@@ -1,22 +1,21 @@
 // [run]: what every command that does work shares: the run's name and folder, the seed,
 // and extra plugin folders. Relative paths are taken from the current directory.
-#include "config/field_builders.hpp"
 #include "config/host_schema.hpp"
+#include "patchbay/component.hpp"
 
 namespace patchbay::config {
 
 void declare_run_section(SchemaRegistry& schema) {
-  using namespace fields;
   HostSection section;
   section.path = "run";
   section.summary = "run name, output folder, seed and plugin search path";
   section.always_present = true;
   section.fields = {
-      string_field("name", "\"run\"", "name of the run; its folder is <output_dir>/<name>"),
-      string_field("output_dir", "\"runs\"", "folder holding run directories"),
-      int_field("seed", "0", 0, 9007199254740992.0, "seed of every random choice in the run (2^53 at most)"),
-      string_array_field("plugin_paths", "[]",
-                         "folders searched for plugins after --plugin-path and before the built-in folder"),
+      Field::string("name", "\"run\"", "name of the run; its folder is <output_dir>/<name>"),
+      Field::string("output_dir", "\"runs\"", "folder holding run directories"),
+      Field::integer("seed", "0", "seed of every random choice in the run").range(0, 9007199254740992.0),
+      Field::strings("plugin_paths", "[]",
+                     "folders searched for plugins after --plugin-path and before the built-in folder"),
   };
   schema.add_section(std::move(section));
 }
