@@ -1,0 +1,240 @@
+// `patchbay plugins list` and `patchbay plugins describe NAME`: what the plugin search path
+// holds, which files were refused and why, and each component's version, ABI and config
+// schema. Built on the runtime registry (core/runtime/registry.hpp).
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "runtime/registry.hpp"
+
+namespace patchbay::cli {
+namespace {
+
+namespace po = boost::program_options;
+namespace rt = patchbay::runtime;
+
+// Prints rows as left-aligned columns separated by two spaces.
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+std::string dotted(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// Options shared by both commands; returns false when --help was answered.
+bool parse(const std::vector<std::string>& args, po::options_description& options,
+           const po::positional_options_description& positional, const std::string& usage,
+           const std::string& what) {
+  bool help = false;
+  options.add_options()("help,h", po::bool_switch(&help), "this help");
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
+  po::notify(values);
+  if (help) {
+    std::cout << "Usage: " << usage << "\n\n" << what << "\n\n" << options;
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::filesystem::path> search_path(const GlobalOptions& global) {
+  rt::SearchPathOptions options;
+  options.cli_paths = global.plugin_paths;
+  return rt::plugin_search_path(options);
+}
+
+const char* kSearchOrder =
+    "Search order: --plugin-path entries, PATCHBAY_PLUGIN_PATH (colon-separated), the build's\n"
+    "plugin folder, <prefix>/lib/patchbay/plugins. The first file providing a plugin wins.";
+
+int run_plugins_list(const std::vector<std::string>& args, const GlobalOptions& global) {
+  bool metadata_only = false;
+  po::options_description options("Options");
+  options.add_options()("metadata-only", po::bool_switch(&metadata_only),
+                        "read each file's metadata section only; run no plugin code");
+  if (!parse(args, options, {}, "patchbay plugins list [--metadata-only]",
+             std::string("Lists the plugins on the search path, their components, and the files "
+                         "that were refused with the reason.\n") +
+                 kSearchOrder)) {
+    return kExitOk;
+  }
+  rt::Registry registry;
+  const auto path = search_path(global);
+  registry.scan(path, metadata_only ? rt::LoadMode::kMetadataOnly : rt::LoadMode::kLoad);
+
+  std::vector<std::vector<std::string>> rows = {
+      {"PLUGIN", "VERSION", "KIND", "COMPONENT", "COMPONENT VERSION", "ABI", "FILE"}};
+  for (const auto& plugin : registry.plugins()) {
+    for (const rt::ComponentEntry& c : plugin->components) {
+      rows.push_back({plugin->metadata.name, plugin->metadata.version, rt::kind_name(c.kind),
+                      c.name, c.version, dotted(plugin->metadata.abi_major, plugin->metadata.abi_minor),
+                      plugin->file.string()});
+    }
+  }
+  if (rows.size() == 1) {
+    std::cout << "No plugins found.\n";
+  } else {
+    print_table(std::cout, rows);
+  }
+  std::cout << "\nSearch path:";
+  if (path.empty()) std::cout << " (empty)";
+  std::cout << "\n";
+  for (const auto& p : path) std::cout << "  " << p.string() << "\n";
+  if (registry.refused().empty()) {
+    std::cout << "\nRefused files: none\n";
+  } else {
+    std::cout << "\nRefused files (" << registry.refused().size() << "):\n";
+  }
+  for (const rt::RefusedPlugin& r : registry.refused()) std::cout << "  " << r.reason << "\n";
+  return kExitOk;
+}
+
+void describe_component(std::ostream& out, const rt::PluginEntry& plugin,
+                        const rt::ComponentEntry& c) {
+  out << rt::kind_name(c.kind) << " '" << c.name << "' " << c.version << "\n"
+      << "  summary:   " << c.summary << "\n"
+      << "  plugin:    " << plugin.metadata.name << " " << plugin.metadata.version << "\n"
+      << "  file:      " << plugin.file.string() << "\n"
+      << "  ABI:       " << dotted(plugin.metadata.abi_major, plugin.metadata.abi_minor)
+      << " (host " << dotted(PB_ABI_VERSION_MAJOR, PB_ABI_VERSION_MINOR) << "), "
+      << rt::kind_name(c.kind) << " interface " << dotted(c.interface_major, c.interface_minor)
+      << "\n"
+      << "  min host:  " << plugin.metadata.min_host_major << "." << plugin.metadata.min_host_minor
+      << "." << plugin.metadata.min_host_patch << "\n";
+  const pb_component_descriptor* d = c.descriptor;
+  if (d == nullptr || d->config_field_count == 0) {
+    out << "  config:    (no keys)\n";
+    return;
+  }
+  out << "  config:\n";
+  std::vector<std::vector<std::string>> rows = {{"    KEY", "TYPE", "DEFAULT", "RANGE / CHOICES", "DOC"}};
+  for (size_t i = 0; i < d->config_field_count; ++i) {
+    const pb_config_field& f = *PB_ARRAY_AT(pb_config_field, d->config_fields, i);
+    std::string limits;
+    if (f.has_range != 0) {
+      std::ostringstream range;
+      range << "[" << f.min_value << ", " << f.max_value << "]";
+      limits = range.str();
+    } else if (f.choices != nullptr) {
+      limits = f.choices;
+    }
+    const char* type = "?";
+    switch (f.type) {
+      case PB_TYPE_BOOL: type = "bool"; break;
+      case PB_TYPE_INT: type = "int"; break;
+      case PB_TYPE_FLOAT: type = "float"; break;
+      case PB_TYPE_STRING: type = "string"; break;
+      case PB_TYPE_STRING_ARRAY: type = "string[]"; break;
+    }
+    rows.push_back({std::string("    ") + f.key, type,
+                    f.required != 0 ? "(required)" : (f.default_value ? f.default_value : ""),
+                    limits, f.doc != nullptr ? f.doc : ""});
+  }
+  print_table(out, rows);
+}
+
+int run_plugins_describe(const std::vector<std::string>& args, const GlobalOptions& global) {
+  std::string name, kind;
+  po::options_description options("Options");
+  options.add_options()("kind", po::value(&kind),
+                        "component kind when several kinds share NAME (tokenizer, attention, ...)");
+  po::options_description hidden;
+  hidden.add_options()("name", po::value(&name), "component, plugin or file");
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("name", 1);
+  if (!parse(args, all, positional, "patchbay plugins describe NAME [--kind KIND]",
+             std::string("Describes a component (kind, version, file, ABI, summary, config schema "
+                         "with type, default, range or choices, doc). NAME is a component name, a "
+                         "plugin name (all its components) or a plugin file.\n") +
+                 kSearchOrder)) {
+    return kExitOk;
+  }
+  if (name.empty()) throw po::error("missing NAME: patchbay plugins describe NAME");
+  int wanted_kind = 0;
+  if (!kind.empty() && (wanted_kind = rt::kind_from_name(kind)) == 0) {
+    throw po::error("unknown --kind '" + kind +
+                    "'; kinds: tokenizer, attention, feedforward, optimizer, parallelism, sampler");
+  }
+
+  rt::Registry registry;
+  std::error_code ec;
+  const bool is_file = std::filesystem::is_regular_file(name, ec);
+  if (is_file) {
+    registry.scan_file(std::filesystem::weakly_canonical(name));
+    if (!registry.refused().empty()) {
+      throw Error(ErrorKind::kPluginRefused, registry.refused()[0].reason);
+    }
+  } else {
+    registry.scan(search_path(global), rt::LoadMode::kMetadataOnly);
+  }
+
+  // What to describe: every component of the file, or those named NAME (component or plugin).
+  std::vector<std::pair<pb_component_kind, std::string>> targets;
+  std::vector<std::string> available;
+  for (const auto& plugin : registry.plugins()) {
+    for (const rt::ComponentEntry& c : plugin->components) {
+      const bool kind_ok = wanted_kind == 0 || c.kind == wanted_kind;
+      available.push_back(rt::kind_name(c.kind) + " " + c.name);
+      if (kind_ok && (is_file || c.name == name || plugin->metadata.name == name)) {
+        targets.emplace_back(c.kind, c.name);
+      }
+    }
+  }
+  if (targets.empty()) {
+    // With one kind in play the registry's message has the "did you mean" hint.
+    int only_kind = wanted_kind;
+    for (const auto& plugin : registry.plugins()) {
+      for (const rt::ComponentEntry& c : plugin->components) {
+        if (wanted_kind == 0) only_kind = (only_kind == 0 || only_kind == c.kind) ? c.kind : -1;
+      }
+    }
+    if (only_kind > 0) registry.find(static_cast<pb_component_kind>(only_kind), name);
+    std::sort(available.begin(), available.end());
+    std::string list;
+    for (const std::string& a : available) list += (list.empty() ? "" : ", ") + a;
+    throw Error(ErrorKind::kNotFound,
+                "no component or plugin named '" + name + "'. Available components: " +
+                    (list.empty() ? std::string("none") : list) +
+                    ". `patchbay plugins list` shows the search path and refused files.");
+  }
+  // Loading happens here (the schema lives in the library); a refusal throws with its reason.
+  bool first = true;
+  for (const auto& [target_kind, target_name] : targets) {
+    const rt::ComponentEntry& component = registry.find(target_kind, target_name);
+    if (!first) std::cout << "\n";
+    first = false;
+    describe_component(std::cout, registry.plugin_of(component), component);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+PATCHBAY_REGISTER_COMMAND({"plugins list",
+                           "List plugins on the search path and the files refused, with reasons",
+                           run_plugins_list});
+PATCHBAY_REGISTER_COMMAND({"plugins describe",
+                           "Describe a component: version, file, ABI, config schema",
+                           run_plugins_describe});
+
+}  // namespace patchbay::cli
