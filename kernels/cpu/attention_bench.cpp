@@ -52,6 +52,7 @@ BenchTensors make_tensors(const AttentionBenchConfig& c, std::int64_t t) {
   p.scale = float(1.0 / std::sqrt(double(c.head_dim)));
   p.causal = c.causal;
   p.num_threads = c.num_threads;
+  p.isa = c.isa;
   return s;
 }
 

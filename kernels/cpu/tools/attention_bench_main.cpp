@@ -1,8 +1,10 @@
 // Command-line driver for run_attention_bench (the engine's `patchbay bench ops` calls the
-// same function). Usage: patchbay_kernels_attention_bench [max_T [naive_max_T [threads]]]
+// same function). Usage: patchbay_kernels_attention_bench [max_T [naive_max_T [threads [isa]]]]
+// isa: generic | avx2 | avx512 (default: the best this CPU has).
 // e.g. `patchbay_kernels_attention_bench 4096` runs T = 256 ... 4096, causal, B=1 H=12 D=64.
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "patchbay/kernels/attention_bench.hpp"
 #include "patchbay/kernels/attention_flash.hpp"
@@ -17,7 +19,15 @@ int main(int argc, char** argv) {
   }
   if (argc > 2) config.naive_max_seq_len = std::atoll(argv[2]);
   if (argc > 3) config.num_threads = std::atoi(argv[3]);
-  std::cout << "isa " << pk::kernel_isa_name(pk::attention_flash_resolved_isa()) << ", B="
+  if (argc > 4) {
+    const std::string isa = argv[4];
+    config.isa = isa == "generic" ? pk::KernelIsa::generic
+                 : isa == "avx2"  ? pk::KernelIsa::avx2
+                                  : pk::KernelIsa::avx512;
+  }
+  const pk::KernelIsa isa =
+      config.isa == pk::KernelIsa::automatic ? pk::attention_flash_resolved_isa() : config.isa;
+  std::cout << "isa " << pk::kernel_isa_name(isa) << ", B="
             << config.batch << " H=" << config.heads << " D=" << config.head_dim
             << (config.causal ? " causal" : " full") << "\n";
   pk::print_attention_bench(pk::run_attention_bench(config), std::cout);

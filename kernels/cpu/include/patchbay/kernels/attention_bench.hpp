@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "patchbay/kernels/attention_flash.hpp"
+
 namespace patchbay::kernels {
 
 struct AttentionBenchConfig {
@@ -24,6 +26,7 @@ struct AttentionBenchConfig {
   std::int64_t head_dim = 64;
   bool causal = true;
   int num_threads = 0;                              // 0 = OpenMP default
+  KernelIsa isa = KernelIsa::automatic;             // flash code path
   std::size_t naive_max_workspace_bytes = 4ull << 30;  // naive skipped above this
   std::int64_t naive_max_seq_len = 0;               // also skipped above this (0 = no limit)
   double min_seconds_per_measure = 0.2;             // repeat until this much time is spent; best run kept
