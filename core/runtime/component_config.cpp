@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "runtime/registry.hpp"  // kind_name
 
 namespace patchbay::runtime {
 namespace {
@@ -85,8 +86,8 @@ std::optional<std::vector<std::string>> parse_string_array(const std::string& te
 }  // namespace
 
 ComponentConfig::ComponentConfig(const pb_component_descriptor& component) {
-  component_ = std::string(component.kind == PB_KIND_TOKENIZER ? "tokenizer" : "component") +
-               " '" + (component.name != nullptr ? component.name : "?") + "'";
+  component_ = kind_name(component.kind) + " '" +
+               (component.name != nullptr ? component.name : "?") + "'";
   for (size_t i = 0; i < component.config_field_count; ++i) {
     const pb_config_field& f = *PB_ARRAY_AT(pb_config_field, component.config_fields, i);
     Entry e;

@@ -8,7 +8,6 @@
 #include <set>
 
 #include "common/error.hpp"
-#include "patchbay/tokenizer.h"
 #include "runtime/component_config.hpp"
 
 namespace patchbay::runtime {
@@ -21,31 +20,6 @@ constexpr size_t kPluginDescriptorSize10 =
 constexpr size_t kComponentDescriptorSize10 =
     offsetof(pb_component_descriptor, vtable) + sizeof(const void*);
 constexpr size_t kConfigFieldSize10 = offsetof(pb_config_field, doc) + sizeof(const char*);
-constexpr size_t kTokenizerVtableSize10 = offsetof(pb_tokenizer_vtable, load) + sizeof(void*);
-
-std::vector<std::string> check_tokenizer_vtable(const void* vtable) {
-  const auto* vt = static_cast<const pb_tokenizer_vtable*>(vtable);
-  if (vt->struct_size < kTokenizerVtableSize10) {
-    return {"pb_tokenizer_vtable struct_size " + std::to_string(vt->struct_size) +
-            " is smaller than the interface 1.0 layout (" +
-            std::to_string(kTokenizerVtableSize10) + " bytes)"};
-  }
-  std::vector<std::string> problems;
-  auto require = [&](const void* fn, const char* name) {
-    if (fn == nullptr) {
-      problems.push_back(std::string("required tokenizer callback '") + name + "' is NULL");
-    }
-  };
-  require(reinterpret_cast<const void*>(vt->train), "train");
-  require(reinterpret_cast<const void*>(vt->vocab_size), "vocab_size");
-  require(reinterpret_cast<const void*>(vt->encode), "encode");
-  require(reinterpret_cast<const void*>(vt->decode), "decode");
-  require(reinterpret_cast<const void*>(vt->special_token_count), "special_token_count");
-  require(reinterpret_cast<const void*>(vt->special_token), "special_token");
-  require(reinterpret_cast<const void*>(vt->save), "save");
-  require(reinterpret_cast<const void*>(vt->load), "load");
-  return problems;
-}
 
 std::string version_text(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
@@ -86,15 +60,6 @@ std::string known_kinds() {
 const char* or_null(const char* s) { return s != nullptr ? s : "(NULL)"; }
 
 }  // namespace
-
-const std::vector<KindInterface>& kind_interfaces() {
-  // Append a row when a kind's interface header lands in the SDK.
-  static const std::vector<KindInterface> table = {
-      {PB_KIND_TOKENIZER, "tokenizer", PB_TOKENIZER_INTERFACE_MAJOR, PB_TOKENIZER_INTERFACE_MINOR,
-       &check_tokenizer_vtable},
-  };
-  return table;
-}
 
 const KindInterface* kind_interface(pb_component_kind kind) {
   for (const KindInterface& k : kind_interfaces()) {
