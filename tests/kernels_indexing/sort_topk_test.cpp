@@ -45,6 +45,18 @@ TEST_CASE("sort is stable in both directions") {
   CHECK(indices == std::vector<int64_t>{0, 2, 1, 3});
 }
 
+TEST_CASE("negative zero equals zero, so their order is kept (stability)") {
+  const std::vector<float> x = {0.0f, -0.0f, -1.5f, 0.0f, -0.0f, 2.0f};
+  std::vector<int64_t> indices(6);
+  pk::sort_last_dim(x.data(), 1, 6, pk::SortOrder::kAscending, nullptr, indices.data());
+  CHECK(indices == std::vector<int64_t>{2, 0, 1, 3, 4, 5});
+  pk::sort_last_dim(x.data(), 1, 6, pk::SortOrder::kDescending, nullptr, indices.data());
+  CHECK(indices == std::vector<int64_t>{5, 0, 1, 3, 4, 2});
+  pk::topk_last_dim(x.data(), 1, 6, 3, false, nullptr, indices.data());
+  CHECK(std::vector<int64_t>(indices.begin(), indices.begin() + 3) ==
+        std::vector<int64_t>{2, 0, 1});
+}
+
 TEST_CASE("NaN sorts as the largest value") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -64,6 +76,9 @@ TEST_CASE("sort and top-k match the references on tie-heavy rows") {
   const int64_t rows = 40, length = 150;  // rows * length above the threading threshold
   auto x = tie_heavy_values(size_t(rows * length), 7);
   x[17] = std::numeric_limits<float>::quiet_NaN();
+  x[18] = -std::numeric_limits<float>::quiet_NaN();  // sign bit set: still the largest
+  x[19] = -std::numeric_limits<float>::infinity();
+  x[20] = -0.0f;
   for (auto order : {pk::SortOrder::kAscending, pk::SortOrder::kDescending}) {
     std::vector<float> values(x.size()), values_ref(x.size());
     std::vector<int64_t> indices(x.size()), indices_ref(x.size());
