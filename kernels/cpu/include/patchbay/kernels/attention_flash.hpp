@@ -87,7 +87,8 @@ struct AttentionParams {
   float* dv = nullptr;  // [B, Hkv, Tk, D]  // out
   AttentionStrides dv_strides;
 
-  // Execution. num_threads == 0 means the OpenMP default (omp_get_max_threads()).
+  // Execution. num_threads == 0 means the OpenMP default (omp_get_max_threads()). Calls with
+  // fewer than 2^20 multiply-adds (B*H*Tq*Tk*D) run on the calling thread only.
   int num_threads = 0;
   KernelIsa isa = KernelIsa::automatic;
 };
