@@ -25,6 +25,11 @@ Node::Node(std::string name, std::vector<Tensor> inputs, std::vector<Shape> outp
       backward_(std::move(backward)) {}
 
 bool grad_enabled() { return tls_grad_enabled; }
+bool set_grad_enabled(bool enabled) {
+  bool previous = tls_grad_enabled;
+  tls_grad_enabled = enabled;
+  return previous;
+}
 NoGradGuard::NoGradGuard() : previous_(tls_grad_enabled) { tls_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { tls_grad_enabled = previous_; }
 

@@ -51,6 +51,8 @@ class Node {
 
 // Thread-local grad mode.
 bool grad_enabled();
+// Sets this thread's grad mode; returns the previous value (prefer NoGradGuard in C++).
+bool set_grad_enabled(bool enabled);
 class NoGradGuard {
  public:
   NoGradGuard();

@@ -1,0 +1,237 @@
+/* Patchbay SDK: the tensor engine's operations, as a C function table (pb_host_api::ops).
+ *
+ * Handles. `pb_tensor*` is an opaque, reference-counted handle to an engine tensor (shape,
+ * strides, dtype, device, autograd state). Every function that returns a tensor through an
+ * `// out` parameter hands the caller ONE new reference, released with `release`. Tensors
+ * passed as inputs are borrowed for the call (the engine takes its own references when it
+ * needs to keep them, e.g. for autograd). `retain` adds a reference. NULL is never a valid
+ * tensor unless a parameter says "nullable".
+ *
+ * Errors. Every function that can fail returns `pb_status*` (NULL on success) and leaves
+ * its outputs untouched on failure. Statuses from this table are read and freed with this
+ * table's status_* functions (the host wires them to pb_host_api's, so either works inside
+ * a host).
+ *
+ * Semantics follow PyTorch: broadcasting from the trailing dim, negative dims count from
+ * the end, views share storage, float ops accept f32/bf16/f16 and compute in f32 (matmul in
+ * bf16 with f32 accumulation). Autograd: ops record a graph when grad mode is on (per
+ * thread, see set_grad_enabled) and an input requires grad; `backward` accumulates into the
+ * `grad` of leaves.
+ *
+ * Thread safety: all functions may be called from several threads; one tensor must not be
+ * mutated (data, grad, requires_grad) from two threads at once.
+ *
+ * Versioning: fields are only appended. Check `struct_size` with PB_HAS_FIELD before using a
+ * field added after the version you need (PB_OPS_TABLE_VERSION records the latest).
+ */
+#ifndef PATCHBAY_OPS_H_
+#define PATCHBAY_OPS_H_
+
+#include "patchbay/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PB_OPS_TABLE_VERSION 1
+
+typedef struct pb_tensor pb_tensor;         /* refcounted tensor handle */
+typedef struct pb_generator pb_generator;   /* seeded Philox random generator (owned by its creator) */
+typedef struct pb_custom_op pb_custom_op;   /* registered custom op (refcounted) */
+typedef struct pb_custom_ctx pb_custom_ctx; /* per-call context of a custom op (borrowed) */
+
+typedef enum pb_dtype {
+  PB_DTYPE_F32 = 0,
+  PB_DTYPE_BF16 = 1, /* stored as uint16_t, upper half of an IEEE f32 */
+  PB_DTYPE_F16 = 2,  /* IEEE binary16 stored as uint16_t */
+  PB_DTYPE_I32 = 3,
+  PB_DTYPE_I64 = 4
+} pb_dtype;
+
+typedef enum pb_device_type { PB_DEVICE_CPU = 0, PB_DEVICE_CUDA = 1 } pb_device_type;
+
+typedef enum pb_unary_op {
+  PB_UNARY_NEG = 0,
+  PB_UNARY_ABS = 1,
+  PB_UNARY_EXP = 2,
+  PB_UNARY_LOG = 3,
+  PB_UNARY_SQRT = 4,
+  PB_UNARY_RSQRT = 5,
+  PB_UNARY_TANH = 6,
+  PB_UNARY_SIGMOID = 7,
+  PB_UNARY_RELU = 8,
+  PB_UNARY_GELU_TANH = 9, /* 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
+  PB_UNARY_GELU_ERF = 10, /* 0.5x(1+erf(x/sqrt 2)) */
+  PB_UNARY_SILU = 11,     /* x*sigmoid(x) */
+  PB_UNARY_SOFTMAX = 12,     /* over the last dim */
+  PB_UNARY_LOG_SOFTMAX = 13  /* over the last dim */
+} pb_unary_op;
+
+typedef enum pb_binary_op { PB_BINARY_ADD = 0, PB_BINARY_SUB = 1, PB_BINARY_MUL = 2, PB_BINARY_DIV = 3 } pb_binary_op;
+
+typedef enum pb_scalar_op {
+  PB_SCALAR_ADD = 0, /* x + s */
+  PB_SCALAR_MUL = 1, /* x * s */
+  PB_SCALAR_POW = 2  /* x ^ s */
+} pb_scalar_op;
+
+typedef enum pb_reduce_op { PB_REDUCE_SUM = 0, PB_REDUCE_MEAN = 1, PB_REDUCE_MAX = 2 } pb_reduce_op;
+
+typedef enum pb_loss_reduction { PB_LOSS_MEAN = 0, PB_LOSS_SUM = 1, PB_LOSS_NONE = 2 } pb_loss_reduction;
+
+/* A custom op: a forward and a backward written by the plugin (e.g. a fused kernel). The
+ * engine calls forward with grad recording off; when an input requires grad it records a
+ * node whose backward calls `backward`. */
+typedef struct pb_custom_op_desc {
+  size_t struct_size;
+  const char* name;    /* borrowed; copied at creation. For messages and graph dumps. */
+  size_t num_outputs;  /* >= 1 */
+  void* user_data;     /* passed to every callback; released by `destroy` */
+  /* inputs: borrowed, num_inputs (entries may be NULL when the caller passed NULL).
+   * outputs: write num_outputs NEW references (the engine takes them). May call
+   * ctx_save_for_backward. Return NULL or a status made with status_create. */
+  pb_status* (*forward)(void* user_data, pb_custom_ctx* ctx, pb_tensor* const* inputs, size_t num_inputs,
+                        pb_tensor** outputs /* out */, size_t num_outputs);
+  /* grad_outputs: borrowed, num_outputs, never NULL (zeros for unused outputs).
+   * grad_inputs: pre-set to NULL; write a NEW reference with the input's shape for each
+   * input that needs a gradient (ctx_needs_input_grad), or leave NULL. */
+  pb_status* (*backward)(void* user_data, pb_custom_ctx* ctx, pb_tensor* const* grad_outputs, size_t num_outputs,
+                         pb_tensor** grad_inputs /* out */, size_t num_inputs);
+  /* Called once when the last reference to the op goes away; may be NULL. */
+  void (*destroy)(void* user_data);
+} pb_custom_op_desc;
+
+typedef struct pb_ops_table {
+  size_t struct_size;
+  uint32_t version; /* PB_OPS_TABLE_VERSION of the engine */
+
+  /* ---- statuses returned by this table ---- */
+  pb_status* (*status_create)(pb_status_code code, const char* message);
+  pb_status_code (*status_code)(const pb_status* status);
+  const char* (*status_message)(const pb_status* status); /* owned by the status */
+  void (*status_free)(pb_status* status);                 /* NULL allowed */
+
+  /* ---- lifetime ---- */
+  void (*retain)(pb_tensor* t);
+  void (*release)(pb_tensor* t); /* NULL allowed */
+
+  /* ---- queries (never fail; t must be valid) ---- */
+  size_t (*ndim)(const pb_tensor* t);
+  /* Borrowed arrays of ndim entries, valid while t lives (metadata never changes). */
+  const int64_t* (*shape)(const pb_tensor* t);
+  const int64_t* (*strides)(const pb_tensor* t); /* in elements */
+  int64_t (*numel)(const pb_tensor* t);
+  pb_dtype (*dtype)(const pb_tensor* t);
+  pb_device_type (*device_type)(const pb_tensor* t);
+  int32_t (*device_index)(const pb_tensor* t);
+  int (*is_contiguous)(const pb_tensor* t);
+
+  /* ---- data access (CPU tensors) ---- */
+  /* Pointer to element 0 of the view (index with strides); valid while t lives. */
+  pb_status* (*data_ptr)(pb_tensor* t, void** out);
+  /* Copies all elements in row-major order into dst (dst_bytes >= numel * element size). */
+  pb_status* (*copy_to_host)(const pb_tensor* t, void* dst, size_t dst_bytes);
+  /* Copies src (contiguous) into t's elements (row-major); src_bytes == numel * size. */
+  pb_status* (*copy_from_host)(pb_tensor* t, const void* src, size_t src_bytes);
+
+  /* ---- creation ---- */
+  pb_status* (*empty)(const int64_t* shape, size_t ndim, pb_dtype dtype, pb_device_type device_type,
+                      int32_t device_index, pb_tensor** out);
+  pb_status* (*full)(const int64_t* shape, size_t ndim, double value, pb_dtype dtype, pb_device_type device_type,
+                     int32_t device_index, pb_tensor** out);
+  /* CPU tensor with a copy of `data` (numel elements of dtype, row-major). */
+  pb_status* (*from_data)(const void* data, const int64_t* shape, size_t ndim, pb_dtype dtype, pb_tensor** out);
+  pb_status* (*arange)(double start, double end, double step, pb_dtype dtype, pb_tensor** out);
+  pb_status* (*generator_create)(uint64_t seed, pb_generator** out);
+  void (*generator_free)(pb_generator* gen); /* NULL allowed */
+  pb_status* (*randn)(pb_generator* gen, const int64_t* shape, size_t ndim, pb_dtype dtype, pb_tensor** out);
+  pb_status* (*uniform)(pb_generator* gen, const int64_t* shape, size_t ndim, double low, double high,
+                        pb_dtype dtype, pb_tensor** out);
+
+  /* ---- autograd ---- */
+  pb_status* (*set_requires_grad)(pb_tensor* t, int requires_grad); /* leaves only */
+  int (*requires_grad)(const pb_tensor* t);
+  /* *out = accumulated gradient (new reference) or NULL when none yet. */
+  pb_status* (*grad)(const pb_tensor* t, pb_tensor** out);
+  void (*zero_grad)(pb_tensor* t);
+  /* seed: nullable (then loss must have one element and the seed is 1). */
+  pb_status* (*backward)(pb_tensor* loss, pb_tensor* seed);
+  pb_status* (*detach)(const pb_tensor* t, pb_tensor** out);
+  /* Sets this thread's grad mode; returns the previous one (1 = on). */
+  int (*set_grad_enabled)(int enabled);
+
+  /* ---- element-wise and activations ---- */
+  pb_status* (*unary)(pb_unary_op op, const pb_tensor* x, pb_tensor** out);
+  pb_status* (*binary)(pb_binary_op op, const pb_tensor* a, const pb_tensor* b, pb_tensor** out);
+  pb_status* (*scalar)(pb_scalar_op op, const pb_tensor* x, double s, pb_tensor** out);
+
+  /* ---- linear algebra, normalisation ---- */
+  /* a [..., M, K] (stored [..., K, M] when transpose_a), b [..., K, N] (or [..., N, K]). */
+  pb_status* (*matmul)(const pb_tensor* a, const pb_tensor* b, int transpose_a, int transpose_b, pb_tensor** out);
+  /* gain [C]; bias nullable. Over the last dim. */
+  pb_status* (*layer_norm)(const pb_tensor* x, const pb_tensor* gain, const pb_tensor* bias, double eps,
+                           pb_tensor** out);
+  pb_status* (*rms_norm)(const pb_tensor* x, const pb_tensor* gain, double eps, pb_tensor** out);
+
+  /* ---- reductions: dims may be NULL with num_dims 0 (= all dims) ---- */
+  pb_status* (*reduce)(pb_reduce_op op, const pb_tensor* x, const int64_t* dims, size_t num_dims, int keepdim,
+                       pb_tensor** out);
+
+  /* ---- shape ops ---- */
+  pb_status* (*reshape)(const pb_tensor* x, const int64_t* shape, size_t ndim, pb_tensor** out); /* -1 infers */
+  pb_status* (*view)(const pb_tensor* x, const int64_t* shape, size_t ndim, pb_tensor** out);    /* no copy */
+  pb_status* (*permute)(const pb_tensor* x, const int64_t* dims, size_t ndim, pb_tensor** out);
+  pb_status* (*transpose)(const pb_tensor* x, int64_t dim0, int64_t dim1, pb_tensor** out);
+  pb_status* (*slice)(const pb_tensor* x, int64_t dim, int64_t start, int64_t end, int64_t step, pb_tensor** out);
+  pb_status* (*expand)(const pb_tensor* x, const int64_t* shape, size_t ndim, pb_tensor** out);
+  pb_status* (*contiguous)(const pb_tensor* x, pb_tensor** out);
+  pb_status* (*concat)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
+  pb_status* (*stack)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
+  pb_status* (*to_dtype)(const pb_tensor* x, pb_dtype dtype, pb_tensor** out);
+
+  /* ---- masking, regularisation, attention ---- */
+  pb_status* (*masked_fill)(const pb_tensor* x, const pb_tensor* mask, double value, pb_tensor** out);
+  pb_status* (*dropout)(const pb_tensor* x, double p, pb_generator* gen, int training, pb_tensor** out);
+  /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D]; scale <= 0 means 1/sqrt(D); causal is bottom-right aligned. */
+  pb_status* (*attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v, int causal, double scale,
+                          pb_tensor** out);
+
+  /* ---- indexing ---- */
+  pb_status* (*embedding)(const pb_tensor* weights, const pb_tensor* ids, pb_tensor** out);
+  /* logits [N, V] (or [..., V]), targets integer [N] (or [...]). */
+  pb_status* (*cross_entropy)(const pb_tensor* logits, const pb_tensor* targets, int64_t ignore_index,
+                              double label_smoothing, pb_loss_reduction reduction, pb_tensor** out);
+  pb_status* (*cumsum)(const pb_tensor* x, int64_t dim, int reverse, pb_tensor** out);
+  pb_status* (*gather)(const pb_tensor* x, int64_t dim, const pb_tensor* index, pb_tensor** out);
+  pb_status* (*scatter_add)(const pb_tensor* x, int64_t dim, const pb_tensor* index, const pb_tensor* src,
+                            pb_tensor** out);
+  pb_status* (*sort)(const pb_tensor* x, int64_t dim, int descending, pb_tensor** values /* out */,
+                     pb_tensor** indices /* out */);
+  pb_status* (*argsort)(const pb_tensor* x, int64_t dim, int descending, pb_tensor** out);
+  pb_status* (*topk)(const pb_tensor* x, int64_t k, int64_t dim, int largest, pb_tensor** values /* out */,
+                     pb_tensor** indices /* out */);
+
+  /* ---- custom ops ---- */
+  /* desc is borrowed (copied). *out holds one reference; release with custom_op_release. */
+  pb_status* (*custom_op_create)(const pb_custom_op_desc* desc, pb_custom_op** out);
+  void (*custom_op_release)(pb_custom_op* op); /* NULL allowed */
+  /* outputs: num_outputs new references. */
+  pb_status* (*custom_op_apply)(pb_custom_op* op, pb_tensor* const* inputs, size_t num_inputs,
+                                pb_tensor** outputs /* out */, size_t num_outputs);
+  /* Inside forward: keeps tensors (borrowed here) for backward. Replaces earlier saves. */
+  pb_status* (*ctx_save_for_backward)(pb_custom_ctx* ctx, pb_tensor* const* tensors, size_t count);
+  size_t (*ctx_num_saved)(const pb_custom_ctx* ctx);
+  /* Borrowed; valid for the duration of the backward callback. */
+  pb_tensor* (*ctx_saved)(const pb_custom_ctx* ctx, size_t index);
+  int (*ctx_needs_input_grad)(const pb_custom_ctx* ctx, size_t input_index);
+
+  /* ---- memory ---- */
+  pb_status* (*memory_stats)(pb_device_type device_type, int32_t device_index, size_t* current_bytes /* out */,
+                             size_t* peak_bytes /* out */);
+} pb_ops_table;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PATCHBAY_OPS_H_ */
