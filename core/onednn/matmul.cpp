@@ -124,6 +124,18 @@ void scale_output_for_empty_k(const MatmulArgs& args) {
   }
 }
 
+// f32 B read in place with a row pitch that is a multiple of 4 KiB (e.g. n = 3072, the
+// GPT-2 FFN up-projection x @ W1) maps successive rows onto the same cache sets: measured
+// 80 GFLOP/s at [256 x 768] @ [768 x 3072] against 203 with the pitch padded by 16 floats
+// and 262-301 with B reordered to oneDNN's packed layout. For such B, when there are
+// enough rows of A to amortise one pass over B, we reorder B into the packed layout (a
+// per-thread buffer) before the GEMM. bf16 B is always repacked inside oneDNN's AMX kernel.
+bool should_pack_weights(const MatmulArgs& args, bool batched, std::int64_t m) {
+  if (batched || args.b.dtype != DType::kF32 || args.b.col_stride != 1) return false;
+  const std::int64_t pitch_bytes = args.b.row_stride * 4;
+  return pitch_bytes % 4096 == 0 && m >= 32 && args.k >= 64 && args.n >= 64;
+}
+
 // A column-major C (row_stride 1) sends oneDNN 2.6 to its reference kernel; compute
 // C^T = B^T @ A^T instead, which is the same memory written row-major.
 MatmulArgs transposed_problem(const MatmulArgs& args) {
@@ -162,7 +174,8 @@ void matmul(const MatmulArgs& given) {
   const OperandLayout c = layout_of(batch, m, args.n, args.c.batch_stride, args.c.row_stride,
                                     args.c.col_stride, batched);
 
-  CacheKey key{static_cast<std::int64_t>(detail::OpTag::kMatmul),
+  const bool pack_b = should_pack_weights(args, batched, m);
+  CacheKey key{static_cast<std::int64_t>(detail::OpTag::kMatmul), pack_b,
                static_cast<std::int64_t>(args.a.dtype), static_cast<std::int64_t>(args.c.dtype),
                detail::float_bits(args.alpha), detail::float_bits(args.beta),
                static_cast<std::int64_t>(a.shape.size())};
@@ -183,15 +196,38 @@ void matmul(const MatmulArgs& given) {
         post.append_sum(args.beta);
         attr.set_post_ops(post);
       }
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
+      const dnnl::memory::desc b_request =
+          pack_b ? dnnl::memory::desc(b.shape, detail::to_dnnl(args.b.dtype),
+                                      dnnl::memory::format_tag::any)
+                 : b_desc;
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_request, c_desc), attr,
                                       detail::cpu_engine());
-      return detail::CachedPrimitive{dnnl::matmul(pd), {a_desc, b_desc, c_desc},
-                                     pd.scratchpad_desc()};
+      detail::CachedPrimitive entry{dnnl::matmul(pd), {a_desc, b_desc, c_desc},
+                                    pd.scratchpad_desc()};
+      if (pack_b && pd.weights_desc() != b_desc) {
+        const dnnl::memory::desc packed = pd.weights_desc();
+        dnnl::reorder::primitive_desc reorder_pd(detail::cpu_engine(), b_desc,
+                                                 detail::cpu_engine(), packed,
+                                                 detail::base_attr());
+        entry.weights_reorder = std::make_shared<const detail::CachedPrimitive>(
+            detail::CachedPrimitive{dnnl::reorder(reorder_pd), {b_desc, packed},
+                                    reorder_pd.scratchpad_desc()});
+        entry.descs.push_back(packed);
+      }
+      return entry;
     });
-    detail::execute(*cached,
-                    {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], args.a.data)},
-                     {DNNL_ARG_WEIGHTS, detail::wrap(cached->descs[1], args.b.data)},
-                     {DNNL_ARG_DST, detail::wrap(cached->descs[2], args.c.data)}});
+    dnnl::memory weights = detail::wrap(cached->descs[1], args.b.data);
+    if (cached->weights_reorder) {
+      const dnnl::memory::desc& packed = cached->descs[3];
+      dnnl::memory packed_weights = detail::wrap(
+          packed, detail::thread_buffer(detail::ThreadBuffer::kPackedWeights, packed.get_size()));
+      detail::execute(*cached->weights_reorder,
+                      {{DNNL_ARG_FROM, weights}, {DNNL_ARG_TO, packed_weights}});
+      weights = packed_weights;
+    }
+    detail::execute(*cached, {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], args.a.data)},
+                              {DNNL_ARG_WEIGHTS, weights},
+                              {DNNL_ARG_DST, detail::wrap(cached->descs[2], args.c.data)}});
   });
 }
 

@@ -134,17 +134,22 @@ dnnl::primitive_attr base_attr() {
   return attr;
 }
 
+void* thread_buffer(ThreadBuffer slot, std::size_t bytes) {
+  thread_local std::vector<std::max_align_t> words_by_slot[2];
+  std::vector<std::max_align_t>& words = words_by_slot[static_cast<int>(slot)];
+  const std::size_t needed = (bytes + 64) / sizeof(std::max_align_t) + 1;
+  if (words.size() < needed) words.resize(needed);
+  auto address = reinterpret_cast<std::uintptr_t>(words.data());
+  address = (address + 63) & ~static_cast<std::uintptr_t>(63);
+  return reinterpret_cast<void*>(address);
+}
+
 void execute(const CachedPrimitive& cached, std::unordered_map<int, dnnl::memory> args) {
-  // Per-thread scratch, grown to the largest need seen on this thread; 64-byte aligned.
-  thread_local std::vector<std::max_align_t> scratch_words;
   const std::size_t bytes = cached.scratchpad.get_size();
   if (bytes > 0) {
-    const std::size_t words = (bytes + 64) / sizeof(std::max_align_t) + 1;
-    if (scratch_words.size() < words) scratch_words.resize(words);
-    auto address = reinterpret_cast<std::uintptr_t>(scratch_words.data());
-    address = (address + 63) & ~static_cast<std::uintptr_t>(63);
     args.emplace(DNNL_ARG_SCRATCHPAD,
-                 dnnl::memory(cached.scratchpad, cpu_engine(), reinterpret_cast<void*>(address)));
+                 dnnl::memory(cached.scratchpad, cpu_engine(),
+                              thread_buffer(ThreadBuffer::kScratchpad, bytes)));
   }
   dnnl::stream& stream = thread_stream();
   cached.primitive.execute(stream, args);

@@ -42,7 +42,15 @@ struct CachedPrimitive {
   dnnl::primitive primitive;
   std::vector<dnnl::memory::desc> descs;
   dnnl::memory::desc scratchpad;  // from the primitive descriptor (user scratchpad mode)
+  // Optional: a reorder that packs the weights operand into descs.back()'s layout before
+  // every execution (see matmul.cpp for when); null when weights are used in place.
+  std::shared_ptr<const CachedPrimitive> weights_reorder;
 };
+
+// Per-thread, 64-byte-aligned buffers that grow to the largest request seen on the
+// thread; valid until the next request for the same slot on the same thread.
+enum class ThreadBuffer { kScratchpad = 0, kPackedWeights = 1 };
+void* thread_buffer(ThreadBuffer slot, std::size_t bytes);
 
 // Attributes every primitive starts from: scratchpad_mode::user. oneDNN's default
 // "library" scratchpad may be shared between primitives unless the library was built with
