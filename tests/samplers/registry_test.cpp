@@ -1,41 +1,55 @@
-// sampler_basic.so through the host's plugin registry (core/runtime). While the registry's
-// kind table has no sampler row, the plugin must be refused with a message naming the
-// unknown kind (this is the state the lead integrates away by adding the row, see
-// docs/samplers.md); once the row exists, every component is found, configured through the
-// host's ComponentConfig and must pass the conformance kit with the host's own pb_host_api.
+// sampler_basic.so through the host's plugin registry (core/runtime): the host loads and
+// validates it, finds every component, builds configs from the declared schemas (defaults and
+// ranges), and each component passes the conformance kit with the host's own pb_host_api.
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "patchbay/sampler.h"
 #include "patchbay/testing/sampler_conformance.hpp"
-#include "runtime/plugin_validation.hpp"
 #include "runtime/registry.hpp"
 
 namespace rt = patchbay::runtime;
 namespace pt = patchbay::testing;
 
-TEST_CASE("the registry loads sampler_basic.so or refuses it for its unknown kind only") {
+namespace {
+
+const char* const kComponents[] = {"temperature",       "top_k",           "top_p",
+                                   "min_p",             "typical",         "repetition_penalty",
+                                   "frequency_penalty", "presence_penalty", "no_repeat_ngram",
+                                   "greedy",            "sample",          "mirostat_v1",
+                                   "mirostat_v2"};
+
+}  // namespace
+
+TEST_CASE("the registry loads sampler_basic.so and every component conforms through the host") {
   rt::Registry registry;
   registry.scan_file(SAMPLER_BASIC_SO);
-  if (rt::kind_interface(PB_KIND_SAMPLER) == nullptr) {
-    REQUIRE(registry.refused().size() == 1);
-    const std::string& reason = registry.refused()[0].reason;
-    CHECK(reason.find("sampler") != std::string::npos);
-    CHECK(reason.find("kind this host does not know") != std::string::npos);
-    MESSAGE("registry has no sampler kind yet; components were tested directly instead");
-    return;
-  }
   REQUIRE(registry.refused().empty());
-  for (const char* name : {"temperature", "top_k", "top_p", "min_p", "typical",
-                           "repetition_penalty", "frequency_penalty", "presence_penalty",
-                           "no_repeat_ngram", "greedy", "sample", "mirostat_v1",
-                           "mirostat_v2"}) {
+  for (const char* name : kComponents) {
     CAPTURE(name);
     const rt::ComponentEntry& entry = registry.find(PB_KIND_SAMPLER, name);
+    CHECK(entry.interface_major == PB_SAMPLER_INTERFACE_MAJOR);
     rt::ComponentConfig config(*entry.descriptor);
     const auto failures =
         pt::check_sampler_conformance(*entry.descriptor, &config.view(), registry.host());
     CHECK_MESSAGE(failures.empty(), pt::join_failures(failures));
   }
+}
+
+TEST_CASE("the host enforces the declared ranges and carries create()'s refusal") {
+  rt::Registry registry;
+  registry.scan_file(SAMPLER_BASIC_SO);
+  rt::ComponentConfig top_p(*registry.find(PB_KIND_SAMPLER, "top_p").descriptor);
+  CHECK_THROWS(top_p.set_float("p", 1.5));
+
+  rt::ComponentConfig temperature(*registry.find(PB_KIND_SAMPLER, "temperature").descriptor);
+  temperature.set_float("temperature", 0.0);
+  std::string message;
+  try {
+    registry.create(PB_KIND_SAMPLER, "temperature", temperature.view());
+  } catch (const patchbay::Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("use the `greedy` selector") != std::string::npos);
 }
