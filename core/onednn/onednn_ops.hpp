@@ -7,6 +7,8 @@
 // Contracts common to every function:
 //  - Buffers are host memory owned by the caller; nothing is retained after return.
 //    Input and output buffers must not overlap unless a function says otherwise.
+//  - Any alignment works; 64-byte-aligned buffers are fastest (measured: f32 matmul on
+//    16-byte-aligned buffers ran ~20% slower, 256x768x768 and 256x50304x768, 2 threads).
 //  - Counts and strides are in elements (not bytes). bf16 buffers hold raw bfloat16
 //    bits (uint16_t, the upper half of an IEEE f32).
 //  - Errors throw patchbay::Error: kInvalidArgument for bad shapes/strides/dtypes (the
@@ -40,6 +42,8 @@ std::size_t dtype_size(DType dtype);
 // C must be a dense-in-one-dimension matrix: col_stride == 1 or row_stride == 1; C's
 // batch_stride must be nonzero when batch > 1.
 // Accumulation is always f32. bf16 inputs run on AMX / AVX512-BF16 when present.
+// An f32 B whose row pitch is a multiple of 4 KiB (e.g. n = 3072) is reordered into
+// oneDNN's packed layout before the GEMM (per-thread buffer; see matmul.cpp for why).
 // Supported dtypes: A and B both f32, or both bf16; C f32 or bf16 (C f32 only with f32
 // inputs or bf16 inputs; C bf16 only with bf16 inputs).
 // beta != 0 reads C before writing it (oneDNN sum post-op); beta == 0 never reads C
