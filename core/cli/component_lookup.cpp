@@ -1,12 +1,74 @@
-// Component schema lookup for config validation; see component_lookup.hpp.
+// Component schema lookup for config validation; see component_lookup.hpp. Plugins are
+// scanned metadata-only; only the plugin of a component the config names is loaded (its
+// descriptor holds the schema), so an unrelated broken plugin cannot fail a config check.
 #include "cli/component_lookup.hpp"
 
+#if PATCHBAY_HAVE_RUNTIME
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/registry.hpp"
+#endif
+
 namespace patchbay::cli {
+
+#if PATCHBAY_HAVE_RUNTIME
+namespace {
+
+// run.plugin_paths as written (validation reports a wrong type; here it is skipped).
+std::vector<std::string> configured_plugin_paths(const config::ResolvedConfig& config) {
+  std::vector<std::string> paths;
+  const toml::node* node = config.find("run.plugin_paths");
+  if (node == nullptr || !node->is_array()) return paths;
+  for (const toml::node& item : *node->as_array()) {
+    if (item.is_string()) paths.push_back(item.as_string()->get());
+  }
+  return paths;
+}
+
+}  // namespace
+
+ComponentLookup make_component_lookup(const GlobalOptions& global, const config::ResolvedConfig& config) {
+  runtime::SearchPathOptions search;
+  search.cli_paths = global.plugin_paths;
+  search.config_paths = configured_plugin_paths(config);
+  auto registry = std::make_shared<runtime::Registry>();
+  registry->scan(runtime::plugin_search_path(search), runtime::LoadMode::kMetadataOnly);
+  for (const runtime::RefusedPlugin& refused : registry->refused()) spdlog::warn("{}", refused.reason);
+
+  ComponentLookup result;
+  result.lookup = [registry](pb_component_kind kind, std::string_view name) {
+    config::ComponentLookupResult found;
+    for (const auto& plugin : registry->plugins()) {
+      for (const runtime::ComponentEntry& component : plugin->components) {
+        if (component.kind != kind || component.name != name) continue;
+        const runtime::ComponentEntry& loaded = registry->find(kind, name);  // loads the plugin
+        found.schema = config::ComponentSchema{
+            loaded.name, registry->plugin_of(loaded).file.string(),
+            std::span<const pb_config_field>(loaded.descriptor->config_fields,
+                                             loaded.descriptor->config_field_count)};
+        return found;
+      }
+    }
+    for (const auto& plugin : registry->plugins()) {
+      for (const runtime::ComponentEntry& component : plugin->components) {
+        if (component.kind == kind) found.available.push_back(component.name);
+      }
+    }
+    return found;
+  };
+  return result;
+}
+
+#else
 
 ComponentLookup make_component_lookup(const GlobalOptions& /*global*/, const config::ResolvedConfig& /*config*/) {
   ComponentLookup result;
   result.unavailable_reason = "this build has no plugin registry (core/runtime), so component keys are not checked";
   return result;
 }
+
+#endif
 
 }  // namespace patchbay::cli

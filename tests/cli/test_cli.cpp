@@ -1,0 +1,146 @@
+// Runs the `patchbay` executable as a user would: help texts, unknown commands with
+// suggestions, exit codes, and `config check` / `config show` on good and bad files.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_patchbay(const std::string& arguments) {
+  // The plugin folder is passed explicitly; PATCHBAY_PLUGIN_PATH from ctest is cleared so
+  // the tests behave the same when run by hand.
+  const std::string command = std::string("env -u PATCHBAY_PLUGIN_PATH '") + PATCHBAY_EXECUTABLE +
+                              "' --plugin-path '" + PATCHBAY_TEST_PLUGIN_DIR + "' " + arguments + " 2>&1";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  size_t read = 0;
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), read);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string fixture(const std::string& name) { return std::string("'") + PATCHBAY_CLI_FIXTURES + "/" + name + "'"; }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("--help lists every command by group and the exit codes") {
+  const Result result = run_patchbay("--help");
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.output, "Usage: patchbay [global options] <command>"));
+  CHECK(contains(result.output, "\n  config\n"));
+  CHECK(contains(result.output, "config check"));
+  CHECK(contains(result.output, "config show"));
+  CHECK(contains(result.output, "--plugin-path DIR"));
+  CHECK(contains(result.output, "Exit codes:"));
+  CHECK(contains(result.output, "3  the config is invalid"));
+}
+
+TEST_CASE("a group's --help lists its commands") {
+  const Result result = run_patchbay("config --help");
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.output, "config check"));
+  CHECK(contains(result.output, "config show"));
+  CHECK_FALSE(contains(result.output, "Exit codes"));
+}
+
+TEST_CASE("a command answers --help itself") {
+  const Result result = run_patchbay("config show --help");
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.output, "Usage: patchbay config show FILE"));
+  CHECK(contains(result.output, "--set"));
+}
+
+TEST_CASE("an unknown command suggests the closest ones and exits 2") {
+  const Result typo_group = run_patchbay("conifg check x.toml");
+  CHECK(typo_group.exit_code == 2);
+  CHECK(contains(typo_group.output, "unknown command 'conifg'"));
+  CHECK(contains(typo_group.output, "did you mean 'config'?"));
+
+  const Result typo_command = run_patchbay("config chekc x.toml");
+  CHECK(typo_command.exit_code == 2);
+  CHECK(contains(typo_command.output, "did you mean 'config check'"));  // nearest first
+  CHECK_FALSE(contains(typo_command.output, "terminate"));  // no crash, no stack trace
+}
+
+TEST_CASE("bad global options and command options exit 2") {
+  CHECK(run_patchbay("--frobnicate config check x").exit_code == 2);
+  const Result level = run_patchbay("--log-level loud --help");
+  CHECK(level.exit_code == 2);
+  CHECK(contains(level.output, "unknown log level 'loud'"));
+  const Result option = run_patchbay("config check --no-such-option " + fixture("host_only_valid.toml"));
+  CHECK(option.exit_code == 2);
+  CHECK(contains(option.output, "no-such-option"));
+  CHECK(run_patchbay("config check").exit_code == 2);  // FILE missing
+  CHECK(contains(run_patchbay("--version").output, "patchbay "));
+}
+
+TEST_CASE("config check: a valid file exits 0, a bad one exits 3 with every error") {
+  const Result valid = run_patchbay("config check " + fixture("host_only_valid.toml"));
+  CHECK_MESSAGE(valid.exit_code == 0, valid.output);
+  CHECK(contains(valid.output, "valid"));
+
+  const Result bad = run_patchbay("config check " + fixture("host_only_bad.toml"));
+  CHECK(bad.exit_code == 3);
+  CHECK(contains(bad.output, "2 errors in the config"));
+  CHECK(contains(bad.output, "host_only_bad.toml:3: run.seeed: unknown key"));
+  CHECK(contains(bad.output, "did you mean 'seed'?"));
+  CHECK(contains(bad.output, "host_only_bad.toml:6: data.validation_fraction: wrong type"));
+  CHECK(contains(bad.output, "found:    string \"lots\""));
+
+  const Result fixed = run_patchbay("config check " + fixture("host_only_bad.toml") +
+                                    " --set run.seeed=1 --set data.validation_fraction=0.2");
+  CHECK(fixed.exit_code == 3);  // --set adds keys; the typo is still in the file
+  CHECK_FALSE(contains(fixed.output, "validation_fraction"));
+  CHECK(contains(fixed.output, "run.seeed: unknown key"));
+
+  const Result missing = run_patchbay("config check " + fixture("no_such_file.toml"));
+  CHECK(missing.exit_code == 3);
+  CHECK(contains(missing.output, "config file not found"));
+}
+
+TEST_CASE("config show prints the resolved config with defaults and sources") {
+  const Result shown = run_patchbay("config show " + fixture("host_only_valid.toml") + " --sources --set run.seed=9");
+  CHECK_MESSAGE(shown.exit_code == 0, shown.output);
+  CHECK(contains(shown.output, "name = \"cli_test\"  # "));
+  CHECK(contains(shown.output, "host_only_valid.toml:3"));
+  CHECK(contains(shown.output, "seed = 9  # <command line --set run.seed=9>"));
+  CHECK(contains(shown.output, "output_dir = \"runs\"  # <schema default>"));
+  CHECK(contains(shown.output, "validation_fraction = 0.05"));
+}
+
+#if PATCHBAY_TEST_HAVE_TOKENIZER_PLUGINS
+TEST_CASE("component keys are checked against the plugin's own schema") {
+  const Result typo = run_patchbay("config check " + fixture("char_typo.toml"));
+  CHECK(typo.exit_code == 3);
+  CHECK(contains(typo.output, "char_typo.toml:4: tokenizer.special_tokenz: unknown key"));
+  CHECK(contains(typo.output, "(tokenizer 'char')"));
+  CHECK(contains(typo.output, "did you mean 'special_tokens'?"));
+
+  const Result unknown = run_patchbay("config check " + fixture("char_unknown_kind.toml"));
+  CHECK(unknown.exit_code == 3);
+  CHECK(contains(unknown.output, "unknown tokenizer component 'chr'"));
+  CHECK(contains(unknown.output, "did you mean 'char'?"));
+
+  const Result demo = run_patchbay(std::string("config check '") + PATCHBAY_CONFIGS + "/tokenizer_demo.toml'");
+  CHECK_MESSAGE(demo.exit_code == 0, demo.output);
+  const Result demo_bad = run_patchbay(std::string("config check '") + PATCHBAY_CONFIGS +
+                                       "/tokenizer_demo.toml' --set tokenizer.vocab_size=10");
+  CHECK(demo_bad.exit_code == 3);
+  CHECK(contains(demo_bad.output, "tokenizer.vocab_size: value out of range"));
+  CHECK(contains(demo_bad.output, "<command line --set tokenizer.vocab_size=10>"));
+}
+#endif
