@@ -2,6 +2,7 @@
 #include "data/split.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -111,6 +112,13 @@ std::string hex64(uint64_t v) {
   return s.str();
 }
 
+// The shortest decimal that reads back as the same double (0.05, not 0.050000000000000003).
+std::string shortest(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
 std::string split_entry(const char* file, const std::string& text, size_t documents) {
   std::ostringstream s;
   s << "{\"file\": " << json_string(file) << ", \"bytes\": " << text.size()
@@ -138,7 +146,7 @@ PreparedFiles write_prepared_corpus(const fs::path& out_dir, const Corpus& corpu
     << "  \"documents\": " << corpus.documents.size() << ",\n"
     << "  \"document_rule\": " << json_string(corpus.document_rule) << ",\n"
     << "  \"split_rule\": \"validation when splitmix64(fnv1a64(document name) ^ seed) < val_fraction * 2^64\",\n"
-    << "  \"val_fraction\": " << std::setprecision(17) << options.val_fraction << ",\n"
+    << "  \"val_fraction\": " << shortest(options.val_fraction) << ",\n"
     << "  \"seed\": " << options.seed << ",\n"
     << "  \"train\": " << split_entry("train.txt", split.train, split.train_documents) << ",\n"
     << "  \"val\": " << split_entry("val.txt", split.val, split.val_documents) << ",\n"
