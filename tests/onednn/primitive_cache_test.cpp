@@ -5,7 +5,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/error.hpp"
 #include "onednn/onednn_ops.hpp"
+#include "onednn/primitive_cache.hpp"
 #include "reference_math.hpp"
 
 namespace patchbay::onednn {
@@ -121,6 +123,28 @@ TEST_CASE("concurrent bf16 matmuls (which use scratch memory) do not disturb eac
   }
   for (auto& thread : threads) thread.join();
   for (int count : wrong) CHECK(count == 0);
+}
+
+TEST_CASE("a dnnl::error becomes patchbay::Error kInternal naming the op and shapes") {
+  try {
+    detail::run_guarded("softmax_forward", [] { return std::string("[rows 3, cols 5]"); },
+                        [] { throw dnnl::error(dnnl_unimplemented, "no implementation"); });
+    FAIL("no exception");
+  } catch (const Error& error) {
+    CHECK(error.kind() == ErrorKind::kInternal);
+    const std::string message = error.what();
+    CHECK(message.find("softmax_forward") != std::string::npos);
+    CHECK(message.find("[rows 3, cols 5]") != std::string::npos);
+    CHECK(message.find("no implementation") != std::string::npos);
+  }
+  // patchbay::Error passes through unchanged.
+  try {
+    detail::run_guarded("op", [] { return std::string(); },
+                        [] { throw Error(ErrorKind::kNumeric, "nan"); });
+    FAIL("no exception");
+  } catch (const Error& error) {
+    CHECK(error.kind() == ErrorKind::kNumeric);
+  }
 }
 
 }  // namespace
