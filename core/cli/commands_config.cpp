@@ -10,8 +10,6 @@
 #include "cli/component_lookup.hpp"
 #include "config/config_loader.hpp"
 #include "config/config_printer.hpp"
-#include "config/config_validator.hpp"
-#include "config/host_schema.hpp"
 
 namespace patchbay::cli {
 namespace {
@@ -66,15 +64,13 @@ int run_config_show(const std::vector<std::string>& args, const GlobalOptions& g
       "(after validation). Exit 3 with every problem listed when the config is invalid.",
       true);
   if (command_line.help) return kExitOk;
-  config::ResolvedConfig resolved = config::load_config(command_line.file, command_line.overrides);
-  if (!command_line.raw) {
-    const config::SchemaRegistry schema = config::make_host_schema();
-    const ComponentLookup components = make_component_lookup(global, resolved);
-    if (!components.lookup) std::cerr << "warning: " << components.unavailable_reason << "\n";
-    config::validate_config_or_throw(resolved, schema, components.lookup);
-    config::apply_defaults(resolved, schema, components.lookup);
+  if (command_line.raw) {
+    const config::ResolvedConfig composed = config::load_config(command_line.file, command_line.overrides);
+    std::cout << config::to_toml(composed, config::PrintOptions{command_line.with_sources});
+    return kExitOk;
   }
-  std::cout << config::to_toml(resolved, config::PrintOptions{command_line.with_sources});
+  const ValidatedConfig validated = load_validated_config(command_line.file, command_line.overrides, global);
+  std::cout << config::to_toml(validated.config, config::PrintOptions{command_line.with_sources});
   return kExitOk;
 }
 
@@ -85,11 +81,7 @@ int run_config_check(const std::vector<std::string>& args, const GlobalOptions& 
       "of the components it names. Exit 0 when valid; exit 3 listing every problem otherwise.",
       false);
   if (command_line.help) return kExitOk;
-  const config::ResolvedConfig resolved = config::load_config(command_line.file, command_line.overrides);
-  const config::SchemaRegistry schema = config::make_host_schema();
-  const ComponentLookup components = make_component_lookup(global, resolved);
-  if (!components.lookup) std::cerr << "warning: " << components.unavailable_reason << "\n";
-  config::validate_config_or_throw(resolved, schema, components.lookup);
+  load_validated_config(command_line.file, command_line.overrides, global);
   std::cout << command_line.file << ": valid\n";
   return kExitOk;
 }

@@ -3,11 +3,13 @@
 // descriptor holds the schema), so an unrelated broken plugin cannot fail a config check.
 #include "cli/component_lookup.hpp"
 
-#if PATCHBAY_HAVE_RUNTIME
-#include <memory>
-
 #include <spdlog/spdlog.h>
 
+#include "config/config_loader.hpp"
+#include "config/config_validator.hpp"
+#include "config/host_schema.hpp"
+
+#if PATCHBAY_HAVE_RUNTIME
 #include "runtime/registry.hpp"
 #endif
 
@@ -38,6 +40,7 @@ ComponentLookup make_component_lookup(const GlobalOptions& global, const config:
   for (const runtime::RefusedPlugin& refused : registry->refused()) spdlog::warn("{}", refused.reason);
 
   ComponentLookup result;
+  result.registry = registry;
   result.lookup = [registry](pb_component_kind kind, std::string_view name) {
     config::ComponentLookupResult found;
     for (const auto& plugin : registry->plugins()) {
@@ -70,5 +73,16 @@ ComponentLookup make_component_lookup(const GlobalOptions& /*global*/, const con
 }
 
 #endif
+
+ValidatedConfig load_validated_config(const std::string& file, const std::vector<std::string>& overrides,
+                                      const GlobalOptions& global) {
+  ValidatedConfig validated{config::load_config(file, overrides), {}};
+  validated.components = make_component_lookup(global, validated.config);
+  if (!validated.components.lookup) spdlog::warn("{}", validated.components.unavailable_reason);
+  const config::SchemaRegistry schema = config::make_host_schema();
+  config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
+  config::apply_defaults(validated.config, schema, validated.components.lookup);
+  return validated;
+}
 
 }  // namespace patchbay::cli

@@ -1,14 +1,20 @@
 // Wires config validation (core/config, which knows nothing of plugins) to the plugin
-// registry (core/runtime): the component schemas of the loaded plugins, found on the
-// search path built from --plugin-path, PATCHBAY_PLUGIN_PATH, the config's
-// run.plugin_paths and the built-in folders.
+// registry (core/runtime): the component schemas of the plugins found on the search path
+// built from --plugin-path, PATCHBAY_PLUGIN_PATH, the config's run.plugin_paths and the
+// built-in folders. Also the one call commands use to get a config ready for work.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "config/config_document.hpp"
 #include "config/schema_registry.hpp"
+
+namespace patchbay::runtime {
+class Registry;
+}
 
 namespace patchbay::cli {
 
@@ -17,9 +23,24 @@ struct ComponentLookup {
   // checked and `unavailable_reason` says why.
   config::ComponentSchemaLookup lookup;
   std::string unavailable_reason;
+  // The registry behind `lookup` (null without one): use it to create the components the
+  // config names. The plugins whose schemas were read stay loaded while it lives.
+  std::shared_ptr<runtime::Registry> registry;
 };
 
-// Loads the plugins the config may name. The returned function keeps them loaded.
+// Scans the plugin search path (metadata only) for the components the config may name.
 ComponentLookup make_component_lookup(const GlobalOptions& global, const config::ResolvedConfig& config);
+
+struct ValidatedConfig {
+  config::ResolvedConfig config;  // valid, every default filled in
+  ComponentLookup components;
+};
+
+// Loads `file` with its includes and `overrides`, validates it against the host schema and
+// the components it names (throws config::ConfigError listing every problem: exit code
+// kExitConfig), then fills in the defaults. The way every command that takes a config
+// starts.
+ValidatedConfig load_validated_config(const std::string& file, const std::vector<std::string>& overrides,
+                                      const GlobalOptions& global);
 
 }  // namespace patchbay::cli

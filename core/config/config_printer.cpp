@@ -1,6 +1,7 @@
 // TOML output of a resolved config; see config_printer.hpp.
 #include "config/config_printer.hpp"
 
+#include "config/schema_registry.hpp"
 #include "config/type_names.hpp"
 
 namespace patchbay::config {
@@ -21,12 +22,18 @@ void write_table(std::string& out, const ResolvedConfig& config, const toml::tab
     write_source(out, config, path, options);
     out += "\n";
   }
-  for (const auto& [key, node] : table) {
-    if (node.is_table()) continue;
-    const std::string key_path = join_key_path(path, key.str());
-    out += format_toml_key(key.str()) + " = " + format_toml_value(node);
-    write_source(out, config, key_path, options);
+  // The component selector (`kind`) first, then the other plain values in key order.
+  const auto write_value = [&](std::string_view key, const toml::node& node) {
+    out += format_toml_key(key) + " = " + format_toml_value(node);
+    write_source(out, config, join_key_path(path, key), options);
     out += "\n";
+  };
+  if (const toml::node* selector = table.get(kComponentSelectorKey); selector && !selector->is_table()) {
+    write_value(kComponentSelectorKey, *selector);
+  }
+  for (const auto& [key, node] : table) {
+    if (node.is_table() || key.str() == kComponentSelectorKey) continue;
+    write_value(key.str(), node);
   }
   for (const auto& [key, node] : table) {
     if (const toml::table* child = node.as_table()) {
