@@ -44,29 +44,25 @@ std::span<const int32_t> history_window(std::span<const int32_t> history, size_t
   return window;
 }
 
-std::vector<int32_t> finite_ids_descending(std::span<const float> logits) {
+std::vector<int32_t> finite_ids(std::span<const float> logits) {
   std::vector<int32_t> ids;
   ids.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     if (std::isfinite(logits[i])) ids.push_back(static_cast<int32_t>(i));
   }
-  std::stable_sort(ids.begin(), ids.end(),
-                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   return ids;
 }
 
-std::vector<double> softmax_of(std::span<const float> logits, std::span<const int32_t> ids) {
-  std::vector<double> probs(ids.size());
-  if (ids.empty()) return probs;
-  double max_logit = -INFINITY;
-  for (int32_t id : ids) max_logit = std::max(max_logit, static_cast<double>(logits[id]));
-  double total = 0.0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    probs[i] = std::exp(static_cast<double>(logits[ids[i]]) - max_logit);
-    total += probs[i];
+SoftmaxNorm softmax_norm(std::span<const float> logits) {
+  SoftmaxNorm norm;
+  for (float z : logits) {
+    if (std::isfinite(z)) norm.max_logit = std::max(norm.max_logit, static_cast<double>(z));
   }
-  for (double& p : probs) p /= total;
-  return probs;
+  if (!std::isfinite(norm.max_logit)) return norm;
+  for (float z : logits) {
+    if (std::isfinite(z)) norm.total += std::exp(static_cast<double>(z) - norm.max_logit);
+  }
+  return norm;
 }
 
 void keep_only(std::span<float> logits, std::span<const int32_t> kept) {

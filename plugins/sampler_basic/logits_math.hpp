@@ -5,6 +5,8 @@
 #ifndef PATCHBAY_PLUGINS_SAMPLER_BASIC_LOGITS_MATH_HPP_
 #define PATCHBAY_PLUGINS_SAMPLER_BASIC_LOGITS_MATH_HPP_
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -26,11 +28,55 @@ void check_history(std::span<const int32_t> history, size_t prompt_len, size_t v
 std::span<const int32_t> history_window(std::span<const int32_t> history, size_t prompt_len,
                                         bool include_prompt, int64_t last_n);
 
-// Ids whose logit is finite, sorted by logit descending, ties by lower id first.
-std::vector<int32_t> finite_ids_descending(std::span<const float> logits);
+// Ids whose logit is finite, ascending.
+std::vector<int32_t> finite_ids(std::span<const float> logits);
 
-// Softmax over logits[ids] in double (max subtracted): probabilities in the order of `ids`.
-std::vector<double> softmax_of(std::span<const float> logits, std::span<const int32_t> ids);
+// The softmax normaliser over the finite logits, in double: p(z) = exp(z - max) / total.
+// With no finite logit, total is 0.
+struct SoftmaxNorm {
+  double max_logit = -INFINITY;
+  double total = 0.0;
+  double prob(float z) const { return std::exp(static_cast<double>(z) - max_logit) / total; }
+};
+SoftmaxNorm softmax_norm(std::span<const float> logits);
+
+// Descending logit, ties by lower id first: a strict total order, so every sort by it is
+// deterministic.
+struct ByLogitDescending {
+  std::span<const float> logits;
+  bool operator()(int32_t a, int32_t b) const {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  }
+};
+
+// Ids sorted by `Less` on demand: at(i) sorts only as far as rank i needs, in blocks that
+// grow 4x (nth_element then sort of the block), so a truncation that stops after a few
+// hundred of 50k candidates costs O(V) instead of O(V log V). `Less` must be a strict total
+// order. Measured reason: a full sort per token dominated top_p / typical / mirostat.
+template <class Less>
+class LazySorted {
+ public:
+  LazySorted(std::vector<int32_t> ids, Less less) : ids_(std::move(ids)), less_(less) {}
+  size_t size() const { return ids_.size(); }
+  int32_t at(size_t rank) {
+    if (rank >= sorted_) extend(rank + 1);
+    return ids_[rank];
+  }
+
+ private:
+  void extend(size_t needed) {
+    const size_t want = std::min(ids_.size(), std::max({needed, size_t{64}, 4 * sorted_}));
+    const auto begin = ids_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+    const auto end = ids_.begin() + static_cast<std::ptrdiff_t>(want);
+    if (want < ids_.size()) std::nth_element(begin, end, ids_.end(), less_);
+    std::sort(begin, end, less_);
+    sorted_ = want;
+  }
+
+  std::vector<int32_t> ids_;
+  Less less_;
+  size_t sorted_ = 0;
+};
 
 // Sets every logit not in `kept` to -inf. `kept` holds distinct ids.
 void keep_only(std::span<float> logits, std::span<const int32_t> kept);

@@ -2,8 +2,10 @@
 // min_tokens_to_keep most probable. min_p = 0 is a no-op; equality is kept.
 #include "min_p.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "logits_math.hpp"
 
@@ -21,13 +23,25 @@ MinP::MinP(double min_p, int64_t min_tokens_to_keep)
 void MinP::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
   check_logits(logits, "min_p");
   if (min_p_ <= 0.0) return;
-  const std::vector<int32_t> ids = finite_ids_descending(logits);
-  if (ids.empty()) return;
-  const double threshold = static_cast<double>(logits[ids[0]]) + std::log(min_p_);
-  for (size_t i = min_tokens_to_keep_; i < ids.size(); ++i) {
-    if (static_cast<double>(logits[ids[i]]) < threshold) logits[ids[i]] = -INFINITY;
+  const SoftmaxNorm norm = softmax_norm(logits);
+  if (!std::isfinite(norm.max_logit)) return;
+  const double threshold = norm.max_logit + std::log(min_p_);
+  size_t above = 0;
+  for (float z : logits) above += std::isfinite(z) && static_cast<double>(z) >= threshold;
+  std::vector<int32_t> kept;
+  if (above < min_tokens_to_keep_) {  // the min_tokens_to_keep most probable
+    LazySorted sorted(finite_ids(logits), ByLogitDescending{logits});
+    for (size_t rank = 0; rank < std::min(min_tokens_to_keep_, sorted.size()); ++rank) {
+      kept.push_back(sorted.at(rank));
+    }
+  } else {
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (std::isfinite(logits[i]) && static_cast<double>(logits[i]) >= threshold) {
+        kept.push_back(static_cast<int32_t>(i));
+      }
+    }
   }
+  keep_only(logits, kept);
 }
-
 
 }  // namespace sampler_basic

@@ -19,16 +19,20 @@ Mirostat::Mirostat(const char* who, double tau, double eta, uint64_t seed)
 
 int32_t Mirostat::select(std::span<const float> logits) {
   check_logits(logits, who_);
-  std::vector<int32_t> ids = finite_ids_descending(logits);
-  if (ids.empty()) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who_) + ": no finite logit; every token was removed");
+  RankedCandidates candidates(logits);
+  if (candidates.size() == 0) {
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                std::string(who_) + ": no finite logit; every token was removed");
   }
-  std::vector<double> probs = softmax_of(logits, ids);
-  const size_t k = std::clamp<size_t>(truncation(probs, logits.size()), 1, ids.size());
-  ids.resize(k);
-  probs.resize(k);
+  const size_t k = std::clamp<size_t>(truncation(candidates, logits.size()), 1, candidates.size());
+  std::vector<int32_t> ids(k);
+  std::vector<double> probs(k);
   double kept_mass = 0.0;
-  for (double p : probs) kept_mass += p;
+  for (size_t rank = 0; rank < k; ++rank) {
+    ids[rank] = candidates.id(rank);
+    probs[rank] = candidates.prob(rank);
+    kept_mass += probs[rank];
+  }
   for (double& p : probs) p /= kept_mass;
   const size_t index = draw_index(probs, rng_);
   const int32_t token = ids[index];

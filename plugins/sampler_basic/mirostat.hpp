@@ -16,6 +16,22 @@
 
 namespace sampler_basic {
 
+// The finite candidates in descending probability (ByLogitDescending), sorted on demand.
+class RankedCandidates {
+ public:
+  explicit RankedCandidates(std::span<const float> logits)
+      : logits_(logits), norm_(softmax_norm(logits)),
+        sorted_(finite_ids(logits), ByLogitDescending{logits}) {}
+  size_t size() const { return sorted_.size(); }
+  int32_t id(size_t rank) { return sorted_.at(rank); }
+  double prob(size_t rank) { return norm_.prob(logits_[id(rank)]); }
+
+ private:
+  std::span<const float> logits_;
+  SoftmaxNorm norm_;
+  LazySorted<ByLogitDescending> sorted_;
+};
+
 class Mirostat : public patchbay::Sampler {
  public:
   int32_t select(std::span<const float> logits) override;
@@ -30,8 +46,8 @@ class Mirostat : public patchbay::Sampler {
  protected:
   // Throws unless tau >= 0 and eta >= 0 are finite; `who` names the component in messages.
   Mirostat(const char* who, double tau, double eta, uint64_t seed);
-  // How many of the descending probabilities to keep (1 <= k <= probs.size()).
-  virtual size_t truncation(std::span<const double> probs_descending, size_t vocab) const = 0;
+  // How many of the candidates (descending probability) to keep; clamped to [1, size()].
+  virtual size_t truncation(RankedCandidates& candidates, size_t vocab) const = 0;
 
  private:
   const char* who_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace sampler_basic {
 
@@ -20,16 +21,16 @@ MirostatV1::MirostatV1(double tau, double eta, int64_t m, uint64_t seed)
   }
 }
 
-size_t MirostatV1::truncation_k(std::span<const double> probs_descending, int64_t m, double mu,
-                                size_t n_vocab) {
-  const size_t n = probs_descending.size();
-  if (n <= 1) return 1;
-  const size_t ratios = std::min(static_cast<size_t>(m - 1), n - 1);
+size_t MirostatV1::truncation_k(std::span<const double> top_probs, size_t candidate_count,
+                                int64_t m, double mu, size_t n_vocab) {
+  const size_t n = candidate_count;
+  if (n <= 1 || top_probs.size() < 2) return 1;
+  const size_t ratios = std::min({static_cast<size_t>(m - 1), n - 1, top_probs.size() - 1});
   double sum_ti_bi = 0.0;
   double sum_ti_sq = 0.0;
-  for (size_t i = 0; i < ratios && probs_descending[i + 1] > 0.0; ++i) {
+  for (size_t i = 0; i < ratios && top_probs[i + 1] > 0.0; ++i) {
     const double t_i = std::log(static_cast<double>(i + 2) / static_cast<double>(i + 1));
-    const double b_i = std::log(probs_descending[i] / probs_descending[i + 1]);
+    const double b_i = std::log(top_probs[i] / top_probs[i + 1]);
     sum_ti_bi += t_i * b_i;
     sum_ti_sq += t_i * t_i;
   }
@@ -46,8 +47,10 @@ size_t MirostatV1::truncation_k(std::span<const double> probs_descending, int64_
   return std::max<size_t>(static_cast<size_t>(k), 1);
 }
 
-size_t MirostatV1::truncation(std::span<const double> probs_descending, size_t vocab) const {
-  return truncation_k(probs_descending, m_, mu(), vocab);
+size_t MirostatV1::truncation(RankedCandidates& candidates, size_t vocab) const {
+  std::vector<double> top(std::min(static_cast<size_t>(m_), candidates.size()));
+  for (size_t rank = 0; rank < top.size(); ++rank) top[rank] = candidates.prob(rank);
+  return truncation_k(top, candidates.size(), m_, mu(), vocab);
 }
 
 

@@ -16,13 +16,14 @@ class MirostatV1 : public Mirostat {
       : MirostatV1(config.get_float("tau"), config.get_float("eta"), config.get_int("m"), static_cast<uint64_t>(config.get_int("seed"))) {}
   MirostatV1(double tau, double eta, int64_t m, uint64_t seed);  // throws unless m >= 2
 
-  // k for descending probabilities (sum 1, at least one entry), window m, target mu and a
-  // vocabulary of n_vocab tokens; always in [1, probs.size()].
-  static size_t truncation_k(std::span<const double> probs_descending, int64_t m, double mu,
-                             size_t n_vocab);
+  // k for `candidate_count` candidates whose leading probabilities (descending, of the full
+  // softmax) are `top_probs` (at least min(m, candidate_count) of them), window m, target mu
+  // and a vocabulary of n_vocab tokens; always in [1, candidate_count].
+  static size_t truncation_k(std::span<const double> top_probs, size_t candidate_count,
+                             int64_t m, double mu, size_t n_vocab);
 
  protected:
-  size_t truncation(std::span<const double> probs_descending, size_t vocab) const override;
+  size_t truncation(RankedCandidates& candidates, size_t vocab) const override;
 
  private:
   int64_t m_;

@@ -6,9 +6,9 @@
 
 namespace sampler_basic {
 
-size_t MirostatV2::truncation(std::span<const double> probs_descending, size_t) const {
+size_t MirostatV2::truncation(RankedCandidates& candidates, size_t) const {
   size_t k = 0;
-  while (k < probs_descending.size() && -std::log2(probs_descending[k]) <= mu()) ++k;
+  while (k < candidates.size() && -std::log2(candidates.prob(k)) <= mu()) ++k;
   return k == 0 ? 1 : k;
 }
 

@@ -15,7 +15,7 @@ class MirostatV2 : public Mirostat {
   MirostatV2(double tau, double eta, uint64_t seed) : Mirostat("mirostat_v2", tau, eta, seed) {}
 
  protected:
-  size_t truncation(std::span<const double> probs_descending, size_t vocab) const override;
+  size_t truncation(RankedCandidates& candidates, size_t vocab) const override;
 };
 
 inline constexpr pb_config_field kMirostatV2Fields[] = {

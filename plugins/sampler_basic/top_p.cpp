@@ -27,19 +27,16 @@ TopP::TopP(double p, int64_t min_tokens_to_keep)
 void TopP::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
   check_logits(logits, "top_p");
   if (p_ >= 1.0) return;
-  const std::vector<int32_t> ids = finite_ids_descending(logits);
-  const std::vector<double> probs = softmax_of(logits, ids);
+  const SoftmaxNorm norm = softmax_norm(logits);
+  LazySorted sorted(finite_ids(logits), ByLogitDescending{logits});
+  std::vector<int32_t> kept;
   double mass_before = 0.0;
-  size_t keep = ids.size();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i >= min_tokens_to_keep_ && mass_before >= p_ - kMassTolerance) {
-      keep = i;
-      break;
-    }
-    mass_before += probs[i];
+  for (size_t rank = 0; rank < sorted.size(); ++rank) {
+    if (rank >= min_tokens_to_keep_ && mass_before >= p_ - kMassTolerance) break;
+    kept.push_back(sorted.at(rank));
+    mass_before += norm.prob(logits[kept.back()]);
   }
-  for (size_t i = keep; i < ids.size(); ++i) logits[ids[i]] = -INFINITY;
+  keep_only(logits, kept);
 }
-
 
 }  // namespace sampler_basic

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <string>
 
 #include "logits_math.hpp"
@@ -27,39 +26,47 @@ Typical::Typical(double mass, int64_t min_tokens_to_keep)
 void Typical::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
   check_logits(logits, "typical");
   if (mass_ >= 1.0) return;
-  std::vector<int32_t> ids = finite_ids_descending(logits);
-  if (ids.empty()) return;
-  const std::vector<double> probs = softmax_of(logits, ids);
+  const SoftmaxNorm norm = softmax_norm(logits);
+  if (!std::isfinite(norm.max_logit)) return;
+  // log p_i and p_i per id (finite ids only); H over them.
+  std::vector<double> prob(logits.size(), 0.0);
   double entropy = 0.0;
-  for (double p : probs) {
-    if (p > 0.0) entropy -= p * std::log(p);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!std::isfinite(logits[i])) continue;
+    prob[i] = norm.prob(logits[i]);
+    if (prob[i] > 0.0) entropy -= prob[i] * std::log(prob[i]);
   }
-  // score of position j in `ids`; a probability that underflowed to 0 scores +inf (last).
-  std::vector<double> score(ids.size());
-  for (size_t j = 0; j < ids.size(); ++j) {
-    score[j] = probs[j] > 0.0 ? std::fabs(-std::log(probs[j]) - entropy) : INFINITY;
+  // score per id; a probability that underflowed to 0 scores +inf (last).
+  std::vector<double> score(logits.size(), INFINITY);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (prob[i] > 0.0) score[i] = std::fabs(-std::log(prob[i]) - entropy);
   }
-  std::vector<size_t> order(ids.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (score[a] != score[b]) return score[a] < score[b];
-    return ids[a] < ids[b];
-  });
-  size_t boundary = order.size() - 1;
+  const auto by_score = [&score](int32_t a, int32_t b) {
+    return score[a] < score[b] || (score[a] == score[b] && a < b);
+  };
+  LazySorted sorted(finite_ids(logits), by_score);
+  size_t boundary = sorted.size() - 1;
   double cumulative = 0.0;
-  for (size_t r = 0; r < order.size(); ++r) {
-    cumulative += probs[order[r]];
+  for (size_t rank = 0; rank < sorted.size(); ++rank) {
+    cumulative += prob[sorted.at(rank)];
     if (cumulative >= mass_ - kMassTolerance) {
-      boundary = r;
+      boundary = rank;
       break;
     }
   }
-  const double boundary_score = score[order[boundary]];
-  for (size_t r = 0; r < order.size(); ++r) {
-    const size_t j = order[r];
-    if (r >= min_tokens_to_keep_ && score[j] > boundary_score) logits[ids[j]] = -INFINITY;
+  const double boundary_score = score[sorted.at(boundary)];
+  std::vector<int32_t> kept;
+  for (size_t rank = 0; rank < std::min(min_tokens_to_keep_, sorted.size()); ++rank) {
+    kept.push_back(sorted.at(rank));
   }
+  for (size_t i = 0; i < logits.size(); ++i) {  // ties with the boundary score are kept (HF)
+    if (std::isfinite(logits[i]) && score[i] <= boundary_score) {
+      kept.push_back(static_cast<int32_t>(i));
+    }
+  }
+  std::sort(kept.begin(), kept.end());
+  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  keep_only(logits, kept);
 }
-
 
 }  // namespace sampler_basic

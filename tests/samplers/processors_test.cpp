@@ -4,10 +4,12 @@
 // signs and counts, n-gram bans with and without the prompt.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "frequency_penalty.hpp"
+#include "logits_math.hpp"
 #include "min_p.hpp"
 #include "no_repeat_ngram.hpp"
 #include "presence_penalty.hpp"
@@ -174,4 +176,52 @@ TEST_CASE("processors refuse NaN and +inf logits") {
   CHECK(thrown_code([&] { applied(top_p, {0.0f, NAN}); }) == PB_STATUS_INVALID_ARGUMENT);
   MinP min_p(0.1, 1);
   CHECK(thrown_code([&] { applied(min_p, {INFINITY, 0.0f}); }) == PB_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_CASE("the order of a chain changes the result (why the config fixes it)") {
+  const std::vector<float> z = logits_of({0.5, 0.3, 0.15, 0.05});
+  Temperature sharpen(0.5);  // p^2 renormalised: 0.685, 0.247, 0.062, 0.007
+  TopP nucleus(0.9, 1);
+  const std::vector<float> temperature_first = applied(nucleus, applied(sharpen, z));
+  const std::vector<float> top_p_first = applied(sharpen, applied(nucleus, z));
+  CHECK(kept(temperature_first) == Ids{0, 1});
+  CHECK(kept(top_p_first) == Ids{0, 1, 2});
+}
+
+TEST_CASE("LazySorted yields the full sort's order, block by block") {
+  SplitMix64 rng(3);
+  std::vector<float> z(5000);
+  for (float& x : z) x = static_cast<float>(std::floor(rng.uniform() * 300.0));  // many ties
+  std::vector<int32_t> ids(z.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  std::vector<int32_t> full = ids;
+  std::sort(full.begin(), full.end(), ByLogitDescending{z});
+  LazySorted lazy(ids, ByLogitDescending{z});
+  for (size_t rank = 0; rank < full.size(); ++rank) REQUIRE(lazy.at(rank) == full[rank]);
+}
+
+TEST_CASE("top_p on a large vocabulary equals a full-sort reference") {
+  // Reference: sort everything (descending, lower id first on ties), keep while the mass
+  // before a token is below p (with the same tolerance).
+  SplitMix64 rng(4);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<float> z(4000);
+    for (float& x : z) x = static_cast<float>((rng.uniform() * 2.0 - 1.0) * (1.0 + trial));
+    const double p = 0.05 + 0.9 * rng.uniform();
+    std::vector<int32_t> order(z.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::sort(order.begin(), order.end(), ByLogitDescending{z});
+    double max_logit = z[order[0]], total = 0.0;
+    for (float x : z) total += std::exp(x - max_logit);
+    std::vector<int32_t> expected;
+    double before = 0.0;
+    for (int32_t id : order) {
+      if (!expected.empty() && before >= p - kMassTolerance) break;
+      expected.push_back(id);
+      before += std::exp(z[id] - max_logit) / total;
+    }
+    std::sort(expected.begin(), expected.end());
+    TopP top_p(p, 1);
+    CHECK(kept(applied(top_p, z)) == expected);
+  }
 }

@@ -75,14 +75,14 @@ TEST_CASE("mirostat_v1 fits the Zipf exponent and computes k as llama.cpp does")
   double total = 0.0;
   for (size_t i = 0; i < p.size(); ++i) total += (p[i] = std::pow(i + 1.0, -1.2));
   for (double& x : p) x /= total;
-  CHECK(MirostatV1::truncation_k(p, 100, 10.0, 1000) == 107);
-  CHECK(MirostatV1::truncation_k(p, 100, 6.0, 1000) == 10);
-  CHECK(MirostatV1::truncation_k(p, 100, 4.0, 1000) == 3);
-  CHECK(MirostatV1::truncation_k(p, 100, 2.0, 1000) == 1);
-  CHECK(MirostatV1::truncation_k(p, 100, 60.0, 1000) == 1000);  // k beyond n: all
+  CHECK(MirostatV1::truncation_k(p, p.size(), 100, 10.0, 1000) == 107);
+  CHECK(MirostatV1::truncation_k(p, p.size(), 100, 6.0, 1000) == 10);
+  CHECK(MirostatV1::truncation_k(p, p.size(), 100, 4.0, 1000) == 3);
+  CHECK(MirostatV1::truncation_k(p, p.size(), 100, 2.0, 1000) == 1);
+  CHECK(MirostatV1::truncation_k(p, p.size(), 100, 60.0, 1000) == 1000);  // k beyond n: all
   // Guards: one candidate; a flat distribution (s = 0) does not crash.
-  CHECK(MirostatV1::truncation_k(std::vector<double>{1.0}, 100, 10.0, 1000) == 1);
-  const size_t flat = MirostatV1::truncation_k(std::vector<double>(8, 0.125), 100, 10.0, 8);
+  CHECK(MirostatV1::truncation_k(std::vector<double>{1.0}, 1, 100, 10.0, 1000) == 1);
+  const size_t flat = MirostatV1::truncation_k(std::vector<double>(8, 0.125), 8, 100, 10.0, 8);
   CHECK(flat >= 1);
   CHECK(flat <= 8);
 }
