@@ -1,14 +1,17 @@
 // Cross-entropy kernels: known answers (uniform logits give log V; a hand-computed row with
 // label smoothing), agreement with the double-precision reference, ignore_index handling,
 // stability at large logits, and the backward pass against the reference and against
-// central finite differences of the forward kernel.
+// central finite differences of the forward kernel; and the SIMD exp it is built on.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "patchbay/kernels/cross_entropy.hpp"
+#include "patchbay/kernels/exp_f32.hpp"
 #include "random_fill.hpp"
 
 namespace pk = patchbay::kernels;
@@ -159,4 +162,18 @@ TEST_CASE_TEMPLATE("first_invalid_target accepts ignore_index and rejects the re
   CHECK(pk::first_invalid_target(targets.data(), 3, 5, -100) == -1);
   CHECK(pk::first_invalid_target(targets.data(), 5, 5, -100) == 3);
   CHECK(pk::first_invalid_target(targets.data(), 5, 5, 5) == 1);
+}
+
+TEST_CASE("exp_f32 is within a few ulp of exp, 0 below -87, and propagates NaN") {
+  double worst_relative = 0.0;
+  for (int i = 0; i < 175000; ++i) {
+    const auto x = static_cast<float>(-87.0 + 0.001 * i);  // [-87, 88)
+    const double exact = std::exp(double(x));
+    worst_relative = std::max(worst_relative, std::abs(double(pk::exp_f32(x)) - exact) / exact);
+  }
+  CHECK(worst_relative < 4 * 5.97e-8);  // 4 ulp at the bottom of a binade (2^-24)
+  CHECK(pk::exp_f32(0.0f) == 1.0f);
+  CHECK(pk::exp_f32(-100.0f) == 0.0f);
+  CHECK(pk::exp_f32(-std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(std::isnan(pk::exp_f32(std::numeric_limits<float>::quiet_NaN())));
 }

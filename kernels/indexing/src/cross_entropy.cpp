@@ -1,9 +1,17 @@
 // Cross-entropy kernels and references (see cross_entropy.hpp for shapes and formulas).
 // Rows are independent: threads split rows. Within a row, one pass finds the max, a second
-// sums exp(z - max) in double (float exponentials, double accumulation: with 50k classes a
-// float sum would lose ~3 digits), and the sum of logits for the smoothing term is
-// accumulated in the same pass.
+// sums exp(z - max) (float sums within blocks of 512, double across blocks: one float sum
+// over 50k classes would lose ~3 digits), and the sum of logits for the smoothing term is
+// accumulated in the same pass. Both passes and the backward loop are SIMD loops over the
+// branch-free exp_f32 (exp_f32.hpp); with libm's scalar expf the exponentials were the
+// whole cost. The two row functions are compiled three times (AVX-512, AVX2+FMA, baseline
+// SSE2) and the loader picks one for the running CPU (GCC target_clones).
+// Measured (process CPU time, one thread, [1024 x 50257] logits, 2-core AVX-512 Xeon under
+// load, 2026-11-21): forward / backward with libm expf 286 / 298 ms; SIMD exp_f32 on
+// baseline SSE2 156 / 82 ms; with the AVX-512 clone 98 / 46 ms.
 #include "patchbay/kernels/cross_entropy.hpp"
+
+#include "patchbay/kernels/exp_f32.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +22,50 @@ namespace {
 
 bool is_ignored(int64_t target, const CrossEntropyOptions& options) {
   return target == options.ignore_index;
+}
+
+constexpr int64_t kSumBlock = 512;
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define PATCHBAY_ISA_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PATCHBAY_ISA_CLONES
+#endif
+
+struct RowSums {
+  float max_logit;
+  double sum_exp;     // Σ_j exp(z_j - max_logit)
+  double sum_logits;  // Σ_j z_j
+};
+
+PATCHBAY_ISA_CLONES RowSums row_sums(const float* z, int64_t classes) {
+  float max_logit = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : max_logit)
+  for (int64_t j = 0; j < classes; ++j) max_logit = std::max(max_logit, z[j]);
+  // Float partial sums over blocks (SIMD lanes of ≤ kSumBlock / lanes terms each), added
+  // into double totals once per block.
+  double sum_exp = 0.0;
+  double sum_logits = 0.0;
+  for (int64_t block = 0; block < classes; block += kSumBlock) {
+    const int64_t block_end = std::min(classes, block + kSumBlock);
+    float block_exp = 0.0f, block_logits = 0.0f;
+#pragma omp simd reduction(+ : block_exp, block_logits)
+    for (int64_t j = block; j < block_end; ++j) {
+      block_exp += exp_f32(z[j] - max_logit);
+      block_logits += z[j];
+    }
+    sum_exp += block_exp;
+    sum_logits += block_logits;
+  }
+  return {max_logit, sum_exp, sum_logits};
+}
+
+// g[j] = scale · (exp(z_j - lse) - uniform_share).
+PATCHBAY_ISA_CLONES void row_gradient(const float* z, int64_t classes, float lse, float scale,
+                                      float uniform_share, float* g) {
+#pragma omp simd
+  for (int64_t j = 0; j < classes; ++j) g[j] = scale * (exp_f32(z[j] - lse) - uniform_share);
 }
 
 // Threads pay off once a call touches ~32k logits.
@@ -46,17 +98,10 @@ int64_t cross_entropy_forward(const float* logits, const Index* targets, int64_t
       continue;
     }
     const float* z = logits + r * classes;
-    float max_logit = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < classes; ++j) max_logit = std::max(max_logit, z[j]);
-    double sum_exp = 0.0;
-    double sum_logits = 0.0;
-    for (int64_t j = 0; j < classes; ++j) {
-      sum_exp += static_cast<double>(std::exp(z[j] - max_logit));
-      sum_logits += z[j];
-    }
-    const double lse = static_cast<double>(max_logit) + std::log(sum_exp);
+    const RowSums sums = row_sums(z, classes);
+    const double lse = static_cast<double>(sums.max_logit) + std::log(sums.sum_exp);
     const double nll = lse - z[target];
-    const double uniform = lse - sum_logits / static_cast<double>(classes);
+    const double uniform = lse - sums.sum_logits / static_cast<double>(classes);
     row_loss[r] = static_cast<float>((1.0 - smoothing) * nll + smoothing * uniform);
     row_logsumexp[r] = static_cast<float>(lse);
     ++counted;
@@ -79,11 +124,8 @@ void cross_entropy_backward(const float* logits, const Index* targets,
       std::fill(g, g + classes, 0.0f);
       continue;
     }
-    const float* z = logits + r * classes;
-    const float lse = row_logsumexp[r];
-    const float scale = row_grad[r];
-    for (int64_t j = 0; j < classes; ++j) g[j] = scale * (std::exp(z[j] - lse) - uniform_share);
-    g[target] -= scale * (1.0f - smoothing);
+    row_gradient(logits + r * classes, classes, row_logsumexp[r], row_grad[r], uniform_share, g);
+    g[target] -= row_grad[r] * (1.0f - smoothing);
   }
 }
 
