@@ -225,3 +225,37 @@ TEST_CASE("top_p on a large vocabulary equals a full-sort reference") {
     CHECK(kept(applied(top_p, z)) == expected);
   }
 }
+
+TEST_CASE("typical on a large vocabulary equals a full-sort reference (HF rule)") {
+  SplitMix64 rng(5);
+  for (int trial = 0; trial < 10; ++trial) {
+    std::vector<float> z(3000);
+    for (float& x : z) x = static_cast<float>((rng.uniform() * 2.0 - 1.0) * (1.0 + trial));
+    const double mass = 0.05 + 0.9 * rng.uniform();
+    double max_logit = -INFINITY, total = 0.0, entropy = 0.0;
+    for (float x : z) max_logit = std::max(max_logit, static_cast<double>(x));
+    for (float x : z) total += std::exp(x - max_logit);
+    std::vector<double> p(z.size()), score(z.size());
+    for (size_t i = 0; i < z.size(); ++i) entropy -= (p[i] = std::exp(z[i] - max_logit) / total) * std::log(p[i]);
+    for (size_t i = 0; i < z.size(); ++i) score[i] = std::fabs(-std::log(p[i]) - entropy);
+    std::vector<int32_t> order(z.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return score[a] < score[b] || (score[a] == score[b] && a < b);
+    });
+    size_t last = order.size() - 1;
+    double cumulative = 0.0;
+    for (size_t r = 0; r < order.size(); ++r) {
+      if ((cumulative += p[order[r]]) >= mass - kMassTolerance) {
+        last = r;
+        break;
+      }
+    }
+    std::vector<int32_t> expected;
+    for (size_t i = 0; i < z.size(); ++i) {
+      if (score[i] <= score[order[last]]) expected.push_back(static_cast<int32_t>(i));
+    }
+    Typical typical(mass, 1);
+    CHECK(kept(applied(typical, z)) == expected);
+  }
+}

@@ -3,6 +3,7 @@
 // Zipf fit, truncation and mu update (llama.cpp semantics, μ0 = 2τ), and the accept() rules.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
@@ -161,5 +162,28 @@ TEST_CASE("mirostat reset() restores mu = 2 tau and the first draws; a copy is i
     const int32_t t = m.select(z);
     REQUIRE(t == first[static_cast<size_t>(i)]);
     m.accept(t);
+  }
+}
+
+TEST_CASE("mirostat_v2 keeps the same set as a full-sort reference on a large vocabulary") {
+  SplitMix64 rng(6);
+  std::vector<float> z(5000);
+  for (float& x : z) x = static_cast<float>(-1.1 * std::log(1.0 + rng.uniform() * 5000.0));
+  for (double tau : {1.0, 2.5, 4.0}) {
+    MirostatV2 m(tau, 0.1, 1);
+    m.select(z);
+    std::vector<int32_t> order(z.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::sort(order.begin(), order.end(), ByLogitDescending{z});
+    double max_logit = z[order[0]], total = 0.0;
+    for (float x : z) total += std::exp(x - max_logit);
+    std::vector<int32_t> expected;
+    for (int32_t id : order) {
+      if (-std::log2(std::exp(z[id] - max_logit) / total) > 2.0 * tau) break;
+      expected.push_back(id);
+    }
+    if (expected.empty()) expected.push_back(order[0]);
+    CAPTURE(tau);
+    CHECK(m.pending_ids() == expected);
   }
 }
