@@ -1,8 +1,10 @@
 // Engine ops sort, argsort and topk: values and indices against the kernels' references
 // along the last dim and along dim 0 (moved last and back), backward of the values against
-// central finite differences, and the error for k out of range.
+// central finite differences, the error for k out of range, and zero-size inputs of every
+// indexing op.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -97,4 +99,19 @@ TEST_CASE("topk refuses k outside [0, size]") {
   Tensor x = random_tensor({2, 4}, 40);
   check_error_mentions([&] { topk(x, 5); }, {"topk", "[0, 4]", "found 5"});
   check_error_mentions([&] { topk(x, -1, 0); }, {"topk", "[0, 2]"});
+}
+
+TEST_CASE("indexing ops accept zero-size tensors") {
+  Tensor empty_rows = Tensor::empty({0, 4});
+  CHECK(sort(empty_rows).values.shape() == Shape{0, 4});
+  CHECK(topk(Tensor::empty({3, 0}), 0).indices.shape() == Shape{3, 0});
+  CHECK(cumsum(empty_rows, 0).shape() == Shape{0, 4});
+  CHECK(gather(random_tensor({2, 3}, 41), 1, index_tensor<int64_t>({}, {2, 0})).shape() ==
+        Shape{2, 0});
+  CHECK(embedding(random_tensor({5, 3}, 42), index_tensor<int32_t>({}, {0})).shape() ==
+        Shape{0, 3});
+  Tensor no_logits = Tensor::empty({0, 7});
+  Tensor no_targets = index_tensor<int64_t>({}, {0});
+  CHECK(cross_entropy(no_logits, no_targets, {.reduction = LossReduction::kSum}).item() == 0.0);
+  CHECK(std::isnan(cross_entropy(no_logits, no_targets).item()));
 }
