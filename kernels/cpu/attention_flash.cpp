@@ -82,7 +82,7 @@ flash_tiles::ForwardScratch carve_forward(ScratchCarver& carver, std::int64_t d)
   s.o = carver.take(kQueryTile * dp);
   s.row_max = carver.take(kQueryTile);
   s.row_sum = carver.take(kQueryTile);
-  s.work = carver.take(3 * kQueryTile);
+  s.alpha = carver.take(kQueryTile);
   return s;
 }
 

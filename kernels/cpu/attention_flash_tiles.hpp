@@ -26,7 +26,7 @@ struct ForwardScratch {
   float* o;        // [kQueryTile][dp]  unnormalised output accumulator
   float* row_max;  // [kQueryTile]      running max m
   float* row_sum;  // [kQueryTile]      running sum l
-  float* work;     // [3 * kQueryTile]  per-row temporaries
+  float* alpha;    // [kQueryTile]      per-row rescale e^{m_old - m_new} of the current key tile
 };
 
 // Buffers of the backward shared by all threads, filled once per call before the tiles run.

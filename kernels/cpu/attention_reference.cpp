@@ -73,8 +73,8 @@ std::size_t attention_reference_workspace_bytes(const AttentionParams& p, Attent
   const auto tq = static_cast<std::size_t>(p.q_len), tk = static_cast<std::size_t>(p.kv_len);
   const auto d = static_cast<std::size_t>(p.head_dim);
   // forward: probs[Tq*Tk] + lse[Tq] + acc[D]; backward adds dprobs[Tq*Tk], out[Tq*D], dk/dv[Tk*D].
-  std::size_t per_thread = tq * tk + tq + d;
-  if (pass == AttentionPass::backward) per_thread += tq * tk + tq * d + 2 * tk * d + tq;
+  std::size_t per_thread = tq * tk + tq;
+  per_thread += pass == AttentionPass::forward ? d : tq * tk + tq * d + 2 * tk * d + tq;
   return threads * per_thread * sizeof(double);
 }
 
