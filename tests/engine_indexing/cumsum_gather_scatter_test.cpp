@@ -29,8 +29,8 @@ TEST_CASE("cumsum matches the reference along every dim, both directions") {
       std::vector<float> expected(60);
       pk::cumsum_forward_reference(x.data<float>(), outer, shape[size_t(d)], inner, reverse,
                                    expected.data());
-      check_close(as_doubles(cumsum(x, dim, reverse).to_vector()), as_doubles(expected), 1e-6,
-                  1e-6, "cumsum");
+      check_close(as_doubles(cumsum(x, dim, reverse).to_vector()), as_doubles(expected), 1e-6, 1e-6,
+                  "cumsum");
     }
   }
   // A strided input gives the same answer as its contiguous copy.
@@ -42,9 +42,8 @@ TEST_CASE("cumsum backward matches finite differences") {
   Tensor x = random_tensor({3, 4, 2}, 21, -1.0, 1.0, true);
   for (int64_t dim : {0, 1, -1})
     for (bool reverse : {false, true})
-      check_gradients(
-          [&](const std::vector<Tensor>& in) { return cumsum(in[0], dim, reverse); }, {x},
-          "cumsum dim " + std::to_string(dim));
+      check_gradients([&](const std::vector<Tensor>& in) { return cumsum(in[0], dim, reverse); },
+                      {x}, "cumsum dim " + std::to_string(dim));
 }
 
 // ---------------------------------------------------------------- gather / scatter_add
@@ -62,8 +61,8 @@ TEST_CASE_TEMPLATE("gather matches the reference along every dim", Index, int32_
     Tensor out = gather(input, dim, index_tensor(index_values, index_shape));
     CHECK(out.shape() == index_shape);
     std::vector<float> expected(index_values.size());
-    pk::gather_forward_reference(input.data<float>(), input_shape, int(dim),
-                                 index_values.data(), index_shape, expected.data());
+    pk::gather_forward_reference(input.data<float>(), input_shape, int(dim), index_values.data(),
+                                 index_shape, expected.data());
     CHECK(out.to_vector() == expected);
   }
 }
@@ -85,8 +84,8 @@ TEST_CASE("scatter_add matches the reference and leaves self unchanged") {
 TEST_CASE("gather and scatter_add backward match finite differences") {
   Tensor input = random_tensor({4, 3}, 25, -1.0, 1.0, true);
   Tensor index = index_tensor<int32_t>({3, 3, 0, 1, 2, 3}, {2, 3});  // repeats along dim 0
-  check_gradients([&](const std::vector<Tensor>& in) { return gather(in[0], 0, index); },
-                  {input}, "gather dim 0");
+  check_gradients([&](const std::vector<Tensor>& in) { return gather(in[0], 0, index); }, {input},
+                  "gather dim 0");
   Tensor along_last = index_tensor<int64_t>({2, 2, 0, 1}, {4, 1});
   check_gradients([&](const std::vector<Tensor>& in) { return gather(in[0], -1, along_last); },
                   {input}, "gather dim -1");
@@ -106,12 +105,16 @@ TEST_CASE("gather and scatter_add backward match finite differences") {
 TEST_CASE("gather and scatter_add refuse bad indices and shapes") {
   Tensor input = random_tensor({4, 3}, 28);
   check_error_mentions(
-      [&] { gather(input, 1, index_tensor<int64_t>({0, 1, 5, 2}, {2, 2})); },
+      [&] {
+        gather(input, 1, index_tensor<int64_t>({0, 1, 5, 2}, {2, 2}));
+      },
       {"gather", "index value 5", "at [1, 0]", "< 3", "dim 1"});
-  check_error_mentions([&] { gather(input, 0, index_tensor<int64_t>({0, 1, 2, 3}, {1, 4})); },
-                       {"gather", "no larger size"});
-  check_error_mentions([&] { gather(input, 0, index_tensor<int64_t>({0, 1}, {2})); },
-                       {"rank"});
+  check_error_mentions(
+      [&] {
+        gather(input, 0, index_tensor<int64_t>({0, 1, 2, 3}, {1, 4}));
+      },
+      {"gather", "no larger size"});
+  check_error_mentions([&] { gather(input, 0, index_tensor<int64_t>({0, 1}, {2})); }, {"rank"});
   check_error_mentions(
       [&] {
         scatter_add(input, 0, index_tensor<int32_t>({0, -1}, {1, 2}), random_tensor({1, 2}, 29));

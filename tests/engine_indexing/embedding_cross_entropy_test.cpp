@@ -32,8 +32,8 @@ TEST_CASE_TEMPLATE("embedding forward matches the reference and keeps the ids' s
 TEST_CASE("embedding backward sums repeated ids (finite differences and a known answer)") {
   Tensor weights = random_tensor({6, 3}, 2, -1.0, 1.0, true);
   Tensor ids = index_tensor<int64_t>({1, 4, 1, 1, 5}, {5});
-  check_gradients([&](const std::vector<Tensor>& in) { return embedding(in[0], ids); },
-                  {weights}, "embedding");
+  check_gradients([&](const std::vector<Tensor>& in) { return embedding(in[0], ids); }, {weights},
+                  "embedding");
 
   weights.zero_grad();
   backward(sum(embedding(weights, ids)));
@@ -56,15 +56,19 @@ TEST_CASE("embedding on a non-contiguous bf16 table returns bf16") {
 
 TEST_CASE("embedding refuses out-of-range ids, naming the id, where it is and V") {
   Tensor weights = random_tensor({50, 2}, 4);
-  check_error_mentions([&] { embedding(weights, index_tensor<int32_t>({0, 99, 1}, {3})); },
-                       {"embedding", "id value 99", "at [1]", "< 50"});
   check_error_mentions(
-      [&] { embedding(weights, index_tensor<int64_t>({0, 1, 2, -3}, {2, 2})); },
+      [&] {
+        embedding(weights, index_tensor<int32_t>({0, 99, 1}, {3}));
+      },
+      {"embedding", "id value 99", "at [1]", "< 50"});
+  check_error_mentions(
+      [&] {
+        embedding(weights, index_tensor<int64_t>({0, 1, 2, -3}, {2, 2}));
+      },
       {"id value -3", "at [1, 1]"});
   check_error_mentions([&] { embedding(weights, random_tensor({3}, 5)); }, {"i32 or i64"});
-  check_error_mentions(
-      [&] { embedding(random_tensor({50}, 6), index_tensor<int32_t>({0}, {1})); },
-      {"[V, D]"});
+  check_error_mentions([&] { embedding(random_tensor({50}, 6), index_tensor<int32_t>({0}, {1})); },
+                       {"[V, D]"});
 }
 
 // ---------------------------------------------------------------- cross_entropy
@@ -92,8 +96,8 @@ TEST_CASE_TEMPLATE("cross_entropy forward matches the reference for every reduct
   Tensor targets = index_tensor(target_values, {2, 3});
   for (double smoothing : {0.0, 0.1}) {
     CAPTURE(smoothing);
-    const auto expected = reference_row_losses(
-        logits, target_values, {.label_smoothing = static_cast<float>(smoothing)});
+    const auto expected = reference_row_losses(logits, target_values,
+                                               {.label_smoothing = static_cast<float>(smoothing)});
     CrossEntropyOptions options{.label_smoothing = smoothing};
     options.reduction = LossReduction::kNone;
     Tensor rows = cross_entropy(logits, targets, options);
@@ -106,7 +110,8 @@ TEST_CASE_TEMPLATE("cross_entropy forward matches the reference for every reduct
     CHECK(summed.shape() == Shape{});
     CHECK(summed.item() == doctest::Approx(total).epsilon(1e-6));
     options.reduction = LossReduction::kMean;
-    CHECK(cross_entropy(logits, targets, options).item() == doctest::Approx(total / 5).epsilon(1e-6));
+    CHECK(cross_entropy(logits, targets, options).item() ==
+          doctest::Approx(total / 5).epsilon(1e-6));
   }
   CHECK(count_targets(targets) == 5);
   CHECK(count_targets(targets, 3) == 4);
@@ -157,10 +162,15 @@ TEST_CASE("cross_entropy is finite for huge logits, f32 for bf16 logits, NaN whe
 TEST_CASE("cross_entropy refuses bad targets and arguments with clear messages") {
   Tensor logits = random_tensor({2, 3, 7}, 16);
   check_error_mentions(
-      [&] { cross_entropy(logits, index_tensor<int64_t>({0, 1, 2, 3, 4, 9}, {2, 3})); },
+      [&] {
+        cross_entropy(logits, index_tensor<int64_t>({0, 1, 2, 3, 4, 9}, {2, 3}));
+      },
       {"cross_entropy", "target value 9", "at [1, 2]", "< 7", "ignore_index -100"});
-  check_error_mentions([&] { cross_entropy(logits, index_tensor<int64_t>({0, 1}, {2})); },
-                       {"leading shape [2, 3]"});
+  check_error_mentions(
+      [&] {
+        cross_entropy(logits, index_tensor<int64_t>({0, 1}, {2}));
+      },
+      {"leading shape [2, 3]"});
   check_error_mentions(
       [&] {
         cross_entropy(logits, index_tensor<int64_t>({0, 1, 2, 3, 4, 5}, {2, 3}),

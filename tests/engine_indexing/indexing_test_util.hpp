@@ -17,8 +17,7 @@ namespace patchbay::engine::testing {
 
 template <class Index>
 Tensor index_tensor(const std::vector<Index>& values, const Shape& shape) {
-  return Tensor::from_data(values.data(), shape,
-                           sizeof(Index) == 4 ? DType::kI32 : DType::kI64);
+  return Tensor::from_data(values.data(), shape, sizeof(Index) == 4 ? DType::kI32 : DType::kI64);
 }
 
 inline std::vector<double> as_doubles(const std::vector<float>& v) {

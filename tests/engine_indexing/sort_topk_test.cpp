@@ -2,6 +2,8 @@
 // along the last dim and along dim 0 (moved last and back), backward of the values against
 // central finite differences, the error for k out of range, and zero-size inputs of every
 // indexing op.
+#include "patchbay/kernels/sort_topk.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "indexing_test_util.hpp"
-#include "patchbay/kernels/sort_topk.hpp"
 
 using namespace patchbay::engine;
 using namespace patchbay::engine::testing;
@@ -55,8 +56,7 @@ TEST_CASE("topk matches the reference, along the last dim and dim 0") {
     CAPTURE(largest);
     std::vector<float> values(15);
     std::vector<int64_t> indices(15);
-    pk::topk_last_dim_reference(x.data<float>(), 5, 8, 3, largest, values.data(),
-                                indices.data());
+    pk::topk_last_dim_reference(x.data<float>(), 5, 8, 3, largest, values.data(), indices.data());
     ValuesIndices top = topk(x, 3, -1, largest);
     CHECK(top.values.shape() == Shape{5, 3});
     CHECK(top.values.to_vector() == values);
@@ -81,8 +81,8 @@ TEST_CASE("sort and topk backward match finite differences; indices carry no gra
   for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * float((i * 5) % 12) - 0.6f;
   Tensor x = Tensor::from_vector(v, {3, 4});
   x.set_requires_grad(true);
-  check_gradients([](const std::vector<Tensor>& in) { return sort(in[0], -1, true).values; },
-                  {x}, "sort values");
+  check_gradients([](const std::vector<Tensor>& in) { return sort(in[0], -1, true).values; }, {x},
+                  "sort values");
   check_gradients([](const std::vector<Tensor>& in) { return sort(in[0], 0).values; }, {x},
                   "sort values dim 0");
   check_gradients([](const std::vector<Tensor>& in) { return topk(in[0], 2).values; }, {x},

@@ -2,15 +2,16 @@
 // label smoothing), agreement with the double-precision reference, ignore_index handling,
 // stability at large logits, and the backward pass against the reference and against
 // central finite differences of the forward kernel; and the SIMD exp it is built on.
+#include "patchbay/kernels/cross_entropy.hpp"
+
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "patchbay/kernels/cross_entropy.hpp"
 #include "patchbay/kernels/exp_f32.hpp"
 #include "random_fill.hpp"
 
@@ -70,8 +71,8 @@ TEST_CASE_TEMPLATE("cross-entropy forward and backward match the reference", Ind
     const pk::CrossEntropyOptions options{.label_smoothing = smoothing};
     std::vector<float> loss(static_cast<size_t>(rows)), lse(static_cast<size_t>(rows));
     std::vector<float> loss_ref(static_cast<size_t>(rows)), lse_ref(static_cast<size_t>(rows));
-    const int64_t count = pk::cross_entropy_forward(logits.data(), targets.data(), rows,
-                                                    classes, options, loss.data(), lse.data());
+    const int64_t count = pk::cross_entropy_forward(logits.data(), targets.data(), rows, classes,
+                                                    options, loss.data(), lse.data());
     const int64_t count_ref = pk::cross_entropy_forward_reference(
         logits.data(), targets.data(), rows, classes, options, loss_ref.data(), lse_ref.data());
     CHECK(count == rows - 2);
@@ -156,8 +157,8 @@ TEST_CASE("cross-entropy backward matches central finite differences of the forw
   }
 }
 
-TEST_CASE_TEMPLATE("first_invalid_target accepts ignore_index and rejects the rest", Index,
-                   int32_t, int64_t) {
+TEST_CASE_TEMPLATE("first_invalid_target accepts ignore_index and rejects the rest", Index, int32_t,
+                   int64_t) {
   const std::vector<Index> targets = {0, -100, 4, 5, -1};
   CHECK(pk::first_invalid_target(targets.data(), 3, 5, -100) == -1);
   CHECK(pk::first_invalid_target(targets.data(), 5, 5, -100) == 3);

@@ -1,13 +1,14 @@
 // Cumulative-sum kernels: known answers, agreement with the O(n²) reference over shapes
 // that take every code path (outer slices, one slice with blocked lines, in place), and
 // the backward pass checked by the adjoint identity <g, cumsum(x)> = <cumsum_backward(g), x>.
+#include "patchbay/kernels/cumsum.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "patchbay/kernels/cumsum.hpp"
 #include "random_fill.hpp"
 
 namespace pk = patchbay::kernels;
@@ -41,8 +42,7 @@ TEST_CASE("cumsum matches the reference on every code path") {
     for (bool reverse : {false, true}) {
       std::vector<float> out(x.size()), expected(x.size());
       pk::cumsum_forward(x.data(), c.outer, c.length, c.inner, reverse, out.data());
-      pk::cumsum_forward_reference(x.data(), c.outer, c.length, c.inner, reverse,
-                                   expected.data());
+      pk::cumsum_forward_reference(x.data(), c.outer, c.length, c.inner, reverse, expected.data());
       // Both sum in double and round once; only summation order differs.
       double worst = 0.0;
       for (size_t i = 0; i < x.size(); ++i)

@@ -1,12 +1,13 @@
 // Embedding gather kernels: forward and backward against the references (bit-exact: both
 // copy, and both add each weight row's contributions in token order), a known answer for
 // repeated ids, and the range check.
+#include "patchbay/kernels/embedding.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "patchbay/kernels/embedding.hpp"
 #include "patchbay/kernels/index_check.hpp"
 #include "random_fill.hpp"
 
@@ -14,8 +15,7 @@ namespace pk = patchbay::kernels;
 using pk::testing::random_floats;
 using pk::testing::random_ids;
 
-TEST_CASE_TEMPLATE("embedding forward and backward match the reference", Index, int32_t,
-                   int64_t) {
+TEST_CASE_TEMPLATE("embedding forward and backward match the reference", Index, int32_t, int64_t) {
   // count * dim above the threading threshold so the OpenMP paths run.
   const int64_t vocab = 97, dim = 130, count = 300;
   const auto weights = random_floats(size_t(vocab * dim), 1);
@@ -23,8 +23,7 @@ TEST_CASE_TEMPLATE("embedding forward and backward match the reference", Index, 
 
   std::vector<float> out(size_t(count * dim), -1.0f), expected(out.size());
   pk::embedding_forward(weights.data(), vocab, dim, ids.data(), count, out.data());
-  pk::embedding_forward_reference(weights.data(), vocab, dim, ids.data(), count,
-                                  expected.data());
+  pk::embedding_forward_reference(weights.data(), vocab, dim, ids.data(), count, expected.data());
   CHECK(out == expected);
 
   // Backward accumulates: start both from the same non-zero gradient.

@@ -2,12 +2,13 @@
 // coordinate-by-coordinate references for every dim of rank-3 tensors whose index is
 // smaller than the data in the other dims (both index types, sizes that run threads), and
 // both backward passes checked by adjoint identities.
+#include "patchbay/kernels/gather_scatter.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "patchbay/kernels/gather_scatter.hpp"
 #include "random_fill.hpp"
 
 namespace pk = patchbay::kernels;
@@ -44,13 +45,12 @@ TEST_CASE("scatter_add known answer with repeated indices") {
   const std::vector<int32_t> index = {0, 0, 2};
   const std::vector<float> src = {1, 2, 3};
   const std::vector<int64_t> self_shape = {2, 3}, index_shape = {1, 3};
-  pk::scatter_add(self.data(), self_shape, 1, index.data(), index_shape, src.data(),
-                  index_shape);
+  pk::scatter_add(self.data(), self_shape, 1, index.data(), index_shape, src.data(), index_shape);
   CHECK(self == std::vector<float>{3, 0, 3, 0, 0, 0});
 }
 
-TEST_CASE_TEMPLATE("gather and scatter_add match the references along every dim", Index,
-                   int32_t, int64_t) {
+TEST_CASE_TEMPLATE("gather and scatter_add match the references along every dim", Index, int32_t,
+                   int64_t) {
   const std::vector<int64_t> data_shape = {9, 40, 110};
   for (int dim = 0; dim < 3; ++dim) {
     CAPTURE(dim);
@@ -58,8 +58,8 @@ TEST_CASE_TEMPLATE("gather and scatter_add match the references along every dim"
     std::vector<int64_t> index_shape = {7, 31, 100};
     index_shape[size_t(dim)] = data_shape[size_t(dim)] + 5;
     const auto input = random_floats(numel(data_shape), uint32_t(60 + dim));
-    const auto index = random_ids<Index>(numel(index_shape), data_shape[size_t(dim)],
-                                         uint32_t(70 + dim));
+    const auto index =
+        random_ids<Index>(numel(index_shape), data_shape[size_t(dim)], uint32_t(70 + dim));
 
     std::vector<float> out(numel(index_shape)), expected(out.size());
     pk::gather_forward(input.data(), data_shape, dim, index.data(), index_shape, out.data());
@@ -73,8 +73,7 @@ TEST_CASE_TEMPLATE("gather and scatter_add match the references along every dim"
     const auto src = random_floats(numel(src_shape), uint32_t(80 + dim));
     auto self = random_floats(numel(data_shape), uint32_t(90 + dim));
     auto self_expected = self;
-    pk::scatter_add(self.data(), data_shape, dim, index.data(), index_shape, src.data(),
-                    src_shape);
+    pk::scatter_add(self.data(), data_shape, dim, index.data(), index_shape, src.data(), src_shape);
     pk::scatter_add_reference(self_expected.data(), data_shape, dim, index.data(), index_shape,
                               src.data(), src_shape);
     // Each destination element receives its terms in the same order in both.

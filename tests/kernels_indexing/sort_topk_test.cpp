@@ -1,6 +1,8 @@
 // Sort / top-k kernels: known answers (stability in both directions, NaN placement),
 // agreement with the insertion-sort and selection references on data full of ties, top-k
 // equal to the head of a stable sort, and the shared backward pass.
+#include "patchbay/kernels/sort_topk.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <limits>
 #include <random>
 #include <vector>
-
-#include "patchbay/kernels/sort_topk.hpp"
 
 namespace pk = patchbay::kernels;
 
@@ -104,8 +104,8 @@ TEST_CASE("sort and top-k match the references on tie-heavy rows") {
       // Top-k is the head of the stable sort in the matching direction.
       std::vector<int64_t> sorted(x.size());
       pk::sort_last_dim(x.data(), rows, length,
-                        largest ? pk::SortOrder::kDescending : pk::SortOrder::kAscending,
-                        nullptr, sorted.data());
+                        largest ? pk::SortOrder::kDescending : pk::SortOrder::kAscending, nullptr,
+                        sorted.data());
       bool head_matches = true;
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < k; ++j)

@@ -4,6 +4,8 @@
 // or none) and records a backward that feeds the kernel one gradient per row:
 // upstream/count for the mean, upstream for the sum, upstream[row] for none.
 // Logits of any float dtype are computed in f32 and the loss is returned in f32.
+#include "patchbay/kernels/cross_entropy.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -11,7 +13,6 @@
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
 #include "engine/ops/op_helpers.hpp"
-#include "patchbay/kernels/cross_entropy.hpp"
 
 namespace patchbay::engine {
 namespace {
@@ -41,12 +42,11 @@ int64_t cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets,
     const Index* target_data = targets.data<Index>();
     const int64_t bad =
         kernels::first_invalid_target(target_data, rows, classes, options.ignore_index);
-    detail::throw_if_out_of_range(
-        bad, target_data, targets, "cross_entropy", "target",
-        "0 <= target < " + std::to_string(classes) +
-            " (V, the last dim of the logits) or ignore_index " +
-            std::to_string(options.ignore_index),
-        "");
+    detail::throw_if_out_of_range(bad, target_data, targets, "cross_entropy", "target",
+                                  "0 <= target < " + std::to_string(classes) +
+                                      " (V, the last dim of the logits) or ignore_index " +
+                                      std::to_string(options.ignore_index),
+                                  "");
     return kernels::cross_entropy_forward(logits.data<float>(), target_data, rows, classes,
                                           kernel_options(options), row_loss.data<float>(),
                                           row_logsumexp.data<float>());
@@ -66,8 +66,8 @@ void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets,
                                     grad_logits.data<float>());
   });
 }
-PATCHBAY_REGISTER_KERNEL(CrossEntropyBackwardKernel, "cross_entropy_backward",
-                         DeviceType::kCpu, cross_entropy_backward_cpu);
+PATCHBAY_REGISTER_KERNEL(CrossEntropyBackwardKernel, "cross_entropy_backward", DeviceType::kCpu,
+                         cross_entropy_backward_cpu);
 
 void check_cross_entropy_arguments(const Tensor& logits, const Tensor& targets,
                                    const CrossEntropyOptions& options) {
@@ -78,9 +78,9 @@ void check_cross_entropy_arguments(const Tensor& logits, const Tensor& targets,
                 detail::shape_message("cross_entropy", "logits [..., V] with V >= 1", logits));
   const Shape leading(logits.shape().begin(), logits.shape().end() - 1);
   if (targets.shape() != leading)
-    throw Error(ErrorKind::kInvalidArgument,
-                "cross_entropy: targets " + targets.str() + " must have the leading shape " +
-                    shape_str(leading) + " of logits " + logits.str());
+    throw Error(ErrorKind::kInvalidArgument, "cross_entropy: targets " + targets.str() +
+                                                 " must have the leading shape " +
+                                                 shape_str(leading) + " of logits " + logits.str());
   if (logits.device() != targets.device())
     throw Error(ErrorKind::kInvalidArgument, "cross_entropy: logits " + logits.str() +
                                                  " and targets " + targets.str() +
@@ -111,12 +111,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
   {
     NoGradGuard no_grad;  // the reduction of detached losses is not part of the graph
     switch (options.reduction) {
-      case LossReduction::kNone: out = row_loss.reshape(targets.shape()); break;
-      case LossReduction::kSum: out = sum(row_loss); break;
+      case LossReduction::kNone:
+        out = row_loss.reshape(targets.shape());
+        break;
+      case LossReduction::kSum:
+        out = sum(row_loss);
+        break;
       case LossReduction::kMean:
         out = counted > 0 ? mul_scalar(sum(row_loss), 1.0 / static_cast<double>(counted))
-                          : full({}, std::numeric_limits<double>::quiet_NaN(), DType::kF32,
-                                 device);
+                          : full({}, std::numeric_limits<double>::quiet_NaN(), DType::kF32, device);
         break;
     }
   }
@@ -127,8 +130,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
               Tensor upstream = detail::as_f32_contiguous(g[0]);
               Tensor row_grad;
               switch (options.reduction) {
-                case LossReduction::kNone: row_grad = upstream.reshape({rows}); break;
-                case LossReduction::kSum: row_grad = upstream.reshape({1}).expand({rows}); break;
+                case LossReduction::kNone:
+                  row_grad = upstream.reshape({rows});
+                  break;
+                case LossReduction::kSum:
+                  row_grad = upstream.reshape({1}).expand({rows});
+                  break;
                 case LossReduction::kMean:
                   // No counted row: every row is ignored and gets 0 whatever row_grad says.
                   row_grad = mul_scalar(upstream, counted > 0 ? 1.0 / double(counted) : 0.0)

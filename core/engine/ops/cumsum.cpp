@@ -2,10 +2,11 @@
 // (patchbay/kernels/cumsum.hpp). The contiguous f32 input is viewed as [outer, length,
 // inner] around dim; the backward is the same op in the other direction, so it is itself
 // differentiable.
+#include "patchbay/kernels/cumsum.hpp"
+
 #include "engine/dispatch.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/op_helpers.hpp"
-#include "patchbay/kernels/cumsum.hpp"
 
 namespace patchbay::engine {
 namespace {

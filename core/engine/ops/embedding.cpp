@@ -3,11 +3,12 @@
 // backward scatter-adds the output gradient into a fresh dW (deterministic, see the
 // kernel). The CPU kernel checks the ids before touching memory, so an id outside the
 // vocabulary is an error naming the id, where it sits and V.
+#include "patchbay/kernels/embedding.hpp"
+
 #include "engine/dispatch.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
 #include "engine/ops/op_helpers.hpp"
-#include "patchbay/kernels/embedding.hpp"
 #include "patchbay/kernels/index_check.hpp"
 
 namespace patchbay::engine {
@@ -26,11 +27,11 @@ void embedding_forward_cpu(const Tensor& weights, const Tensor& ids, Tensor& out
     using Index = decltype(index_type);
     const Index* id_data = ids.data<Index>();
     const int64_t bad = kernels::first_index_out_of_range(id_data, ids.numel(), vocab);
-    detail::throw_if_out_of_range(
-        bad, id_data, ids, "embedding", "id",
-        "0 <= id < " + std::to_string(vocab) + " (the " + std::to_string(vocab) +
-            " rows of weights " + weights.str() + ")",
-        "Check that the tokenizer's vocabulary size matches the model's");
+    detail::throw_if_out_of_range(bad, id_data, ids, "embedding", "id",
+                                  "0 <= id < " + std::to_string(vocab) + " (the " +
+                                      std::to_string(vocab) + " rows of weights " + weights.str() +
+                                      ")",
+                                  "Check that the tokenizer's vocabulary size matches the model's");
     kernels::embedding_forward(weights.data<float>(), vocab, dim, id_data, ids.numel(),
                                out.data<float>());
   });
@@ -58,9 +59,8 @@ Tensor embedding(const Tensor& weights, const Tensor& ids) {
     throw Error(ErrorKind::kInvalidArgument,
                 detail::shape_message("embedding", "weights of shape [V, D]", weights));
   if (weights.device() != ids.device())
-    throw Error(ErrorKind::kInvalidArgument, "embedding: weights " + weights.str() +
-                                                 " and ids " + ids.str() +
-                                                 " are on different devices");
+    throw Error(ErrorKind::kInvalidArgument, "embedding: weights " + weights.str() + " and ids " +
+                                                 ids.str() + " are on different devices");
   const Device device = weights.device();
   const Shape weights_shape = weights.shape();
   Tensor weights32 = detail::as_f32_contiguous(weights);

@@ -3,11 +3,12 @@
 // PyTorch's shape rules. gather's backward is scatter_add into zeros and scatter_add's
 // gradient for src is a gather (kernel scatter_add_backward_src, which also zeroes the part
 // of src the index does not reach). The CPU kernels check every index entry first.
+#include "patchbay/kernels/gather_scatter.hpp"
+
 #include "engine/dispatch.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
 #include "engine/ops/op_helpers.hpp"
-#include "patchbay/kernels/gather_scatter.hpp"
 #include "patchbay/kernels/index_check.hpp"
 
 namespace patchbay::engine {
@@ -27,10 +28,10 @@ template <class Index>
 void check_index_range(const Tensor& index, int64_t limit, int64_t dim, const char* op) {
   const Index* data = index.data<Index>();
   const int64_t bad = kernels::first_index_out_of_range(data, index.numel(), limit);
-  detail::throw_if_out_of_range(bad, data, index, op, "index",
-                                "0 <= index < " + std::to_string(limit) + " (the size of dim " +
-                                    std::to_string(dim) + ")",
-                                "");
+  detail::throw_if_out_of_range(
+      bad, data, index, op, "index",
+      "0 <= index < " + std::to_string(limit) + " (the size of dim " + std::to_string(dim) + ")",
+      "");
 }
 
 void gather_cpu(const Tensor& input, int64_t dim, const Tensor& index, Tensor& out) {
@@ -62,27 +63,27 @@ void scatter_add_backward_src_cpu(const Tensor& grad_out, int64_t dim, const Ten
                                       grad_src.data<float>(), grad_src.shape());
   });
 }
-PATCHBAY_REGISTER_KERNEL(ScatterAddBackwardSrcKernel, "scatter_add_backward_src",
-                         DeviceType::kCpu, scatter_add_backward_src_cpu);
+PATCHBAY_REGISTER_KERNEL(ScatterAddBackwardSrcKernel, "scatter_add_backward_src", DeviceType::kCpu,
+                         scatter_add_backward_src_cpu);
 
 // Rank and per-dim size rules shared by gather and scatter_add: index.size(d) <= data.size(d)
 // for every d (d != dim unless including_dim).
-void check_index_fits(const Tensor& data, const char* data_name, const Tensor& index,
-                      int64_t dim, bool including_dim, const char* op) {
+void check_index_fits(const Tensor& data, const char* data_name, const Tensor& index, int64_t dim,
+                      bool including_dim, const char* op) {
   bool fits = data.dim() == index.dim();
   for (int64_t d = 0; fits && d < data.dim(); ++d)
     if ((d != dim || including_dim) && index.size(d) > data.size(d)) fits = false;
   if (!fits)
     throw Error(ErrorKind::kInvalidArgument,
-                std::string(op) + ": index " + index.str() + " must have the rank of " +
-                    data_name + " " + data.str() + " and no larger size in any dim" +
+                std::string(op) + ": index " + index.str() + " must have the rank of " + data_name +
+                    " " + data.str() + " and no larger size in any dim" +
                     (including_dim ? "" : " other than dim " + std::to_string(dim)));
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
   if (a.device() != b.device())
-    throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": " + a.str() + " and " +
-                                                 b.str() + " are on different devices");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(op) + ": " + a.str() + " and " + b.str() + " are on different devices");
 }
 
 }  // namespace
@@ -123,8 +124,7 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
   Tensor out = detail::as_f32(self).clone();  // a fresh contiguous f32 copy to add into
   Tensor src32 = detail::as_f32_contiguous(src);
   Tensor index_contiguous = index.detach().contiguous();
-  find_kernel<ScatterAddKernel>("scatter_add", self.device().type)(out, d, index_contiguous,
-                                                                   src32);
+  find_kernel<ScatterAddKernel>("scatter_add", self.device().type)(out, d, index_contiguous, src32);
   out = detail::from_f32(out, self.dtype());
   record_op("scatter_add", {self, src}, {&out},
             [d, index_contiguous, src_shape = src.shape(),

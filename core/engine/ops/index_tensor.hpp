@@ -43,11 +43,11 @@ void throw_if_out_of_range(int64_t position, const Index* values, const Tensor& 
                            const char* op, const char* name, const std::string& expected,
                            const std::string& advice) {
   if (position < 0) return;
-  throw Error(ErrorKind::kInvalidArgument,
-              std::string(op) + ": " + name + " value " + std::to_string(int64_t(values[position])) +
-                  " at " + coordinates_str(position, index.shape()) + " of " + index.str() +
-                  " is out of range; expected " + expected + (advice.empty() ? "" : ". ") +
-                  advice);
+  throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": " + name + " value " +
+                                               std::to_string(int64_t(values[position])) + " at " +
+                                               coordinates_str(position, index.shape()) + " of " +
+                                               index.str() + " is out of range; expected " +
+                                               expected + (advice.empty() ? "" : ". ") + advice);
 }
 
 }  // namespace patchbay::engine::detail

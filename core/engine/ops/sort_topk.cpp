@@ -3,10 +3,11 @@
 // [rows, length] buffer. Another dim is moved last with transpose (a differentiable view)
 // and moved back afterwards, so one recorded op per kernel covers every dim. The values'
 // backward scatters their gradient into zeros at the selected positions.
+#include "patchbay/kernels/sort_topk.hpp"
+
 #include "engine/dispatch.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/op_helpers.hpp"
-#include "patchbay/kernels/sort_topk.hpp"
 
 namespace patchbay::engine {
 namespace {
@@ -14,8 +15,7 @@ namespace {
 // x f32 contiguous [..., length]; values f32 and indices i64 contiguous [..., length].
 using SortKernel = void(const Tensor& x, bool descending, Tensor& values, Tensor& indices);
 // x f32 contiguous [..., length]; values f32 and indices i64 contiguous [..., k].
-using TopkKernel = void(const Tensor& x, int64_t k, bool largest, Tensor& values,
-                        Tensor& indices);
+using TopkKernel = void(const Tensor& x, int64_t k, bool largest, Tensor& values, Tensor& indices);
 // grad_selected f32 and indices i64 contiguous [..., k]; grad_x f32 [..., length] overwritten.
 using SelectionBackwardKernel = void(const Tensor& grad_selected, const Tensor& indices,
                                      Tensor& grad_x);
@@ -23,16 +23,16 @@ using SelectionBackwardKernel = void(const Tensor& grad_selected, const Tensor& 
 int64_t rows_of(const Tensor& x) { return x.size(-1) == 0 ? 0 : x.numel() / x.size(-1); }
 
 void sort_cpu(const Tensor& x, bool descending, Tensor& values, Tensor& indices) {
-  kernels::sort_last_dim(x.data<float>(), rows_of(x), x.size(-1),
-                         descending ? kernels::SortOrder::kDescending
-                                    : kernels::SortOrder::kAscending,
-                         values.data<float>(), indices.data<int64_t>());
+  kernels::sort_last_dim(
+      x.data<float>(), rows_of(x), x.size(-1),
+      descending ? kernels::SortOrder::kDescending : kernels::SortOrder::kAscending,
+      values.data<float>(), indices.data<int64_t>());
 }
 PATCHBAY_REGISTER_KERNEL(SortKernel, "sort", DeviceType::kCpu, sort_cpu);
 
 void topk_cpu(const Tensor& x, int64_t k, bool largest, Tensor& values, Tensor& indices) {
-  kernels::topk_last_dim(x.data<float>(), rows_of(x), x.size(-1), k, largest,
-                         values.data<float>(), indices.data<int64_t>());
+  kernels::topk_last_dim(x.data<float>(), rows_of(x), x.size(-1), k, largest, values.data<float>(),
+                         indices.data<int64_t>());
 }
 PATCHBAY_REGISTER_KERNEL(TopkKernel, "topk", DeviceType::kCpu, topk_cpu);
 

@@ -50,8 +50,8 @@ void embedding_backward(const float* grad_out, const Index* ids, int64_t count, 
 }
 
 template <class Index>
-void embedding_forward_reference(const float* weights, int64_t vocab, int64_t dim,
-                                 const Index* ids, int64_t count, float* out) {
+void embedding_forward_reference(const float* weights, int64_t vocab, int64_t dim, const Index* ids,
+                                 int64_t count, float* out) {
   (void)vocab;
   for (int64_t t = 0; t < count; ++t)
     for (int64_t d = 0; d < dim; ++d) out[t * dim + d] = weights[int64_t(ids[t]) * dim + d];
@@ -66,15 +66,15 @@ void embedding_backward_reference(const float* grad_out, const Index* ids, int64
       grad_weights[int64_t(ids[t]) * dim + d] += grad_out[t * dim + d];
 }
 
-#define PATCHBAY_INSTANTIATE_EMBEDDING(Index)                                                 \
-  template void embedding_forward<Index>(const float*, int64_t, int64_t, const Index*,        \
-                                         int64_t, float*);                                    \
-  template void embedding_backward<Index>(const float*, const Index*, int64_t, int64_t,       \
-                                          int64_t, float*);                                   \
-  template void embedding_forward_reference<Index>(const float*, int64_t, int64_t,            \
-                                                   const Index*, int64_t, float*);            \
-  template void embedding_backward_reference<Index>(const float*, const Index*, int64_t,      \
-                                                    int64_t, int64_t, float*);
+#define PATCHBAY_INSTANTIATE_EMBEDDING(Index)                                                     \
+  template void embedding_forward<Index>(const float*, int64_t, int64_t, const Index*, int64_t,   \
+                                         float*);                                                 \
+  template void embedding_backward<Index>(const float*, const Index*, int64_t, int64_t, int64_t,  \
+                                          float*);                                                \
+  template void embedding_forward_reference<Index>(const float*, int64_t, int64_t, const Index*,  \
+                                                   int64_t, float*);                              \
+  template void embedding_backward_reference<Index>(const float*, const Index*, int64_t, int64_t, \
+                                                    int64_t, float*);
 PATCHBAY_INSTANTIATE_EMBEDDING(int32_t)
 PATCHBAY_INSTANTIATE_EMBEDDING(int64_t)
 #undef PATCHBAY_INSTANTIATE_EMBEDDING

@@ -80,8 +80,8 @@ bool worth_threads(int64_t elements) { return elements > (1 << 15); }
 template <class Body>
 void for_each_line_block(const DimWalk& walk, Body body) {
   const int64_t blocks = (walk.inner + kInnerBlock - 1) / kInnerBlock;
-#pragma omp parallel for collapse(2) schedule(static) \
-    if (worth_threads(walk.outer * walk.length * walk.inner))
+#pragma omp parallel for collapse(2) \
+    schedule(static) if (worth_threads(walk.outer * walk.length * walk.inner))
   for (int64_t o = 0; o < walk.outer; ++o)
     for (int64_t b = 0; b < blocks; ++b)
       body(o, b * kInnerBlock, std::min(walk.inner, (b + 1) * kInnerBlock));
@@ -159,7 +159,8 @@ namespace {
 int64_t offset_with(ShapeView shape, const std::vector<int64_t>& coords, size_t dim,
                     int64_t dim_coord) {
   int64_t offset = 0;
-  for (size_t d = 0; d < shape.size(); ++d) offset = offset * shape[d] + (d == dim ? dim_coord : coords[d]);
+  for (size_t d = 0; d < shape.size(); ++d)
+    offset = offset * shape[d] + (d == dim ? dim_coord : coords[d]);
   return offset;
 }
 
@@ -198,18 +199,18 @@ void scatter_add_reference(float* self, ShapeView self_shape, int dim, const Ind
   }
 }
 
-#define PATCHBAY_INSTANTIATE_GATHER_SCATTER(Index)                                             \
-  template void gather_forward<Index>(const float*, ShapeView, int, const Index*, ShapeView,   \
-                                      float*);                                                 \
-  template void scatter_add<Index>(float*, ShapeView, int, const Index*, ShapeView,            \
-                                   const float*, ShapeView);                                   \
-  template void gather_backward<Index>(const float*, const Index*, ShapeView, int, float*,     \
-                                       ShapeView);                                             \
-  template void scatter_add_backward_src<Index>(const float*, ShapeView, int, const Index*,    \
-                                                ShapeView, float*, ShapeView);                 \
-  template void gather_forward_reference<Index>(const float*, ShapeView, int, const Index*,    \
-                                                ShapeView, float*);                            \
-  template void scatter_add_reference<Index>(float*, ShapeView, int, const Index*, ShapeView,  \
+#define PATCHBAY_INSTANTIATE_GATHER_SCATTER(Index)                                                \
+  template void gather_forward<Index>(const float*, ShapeView, int, const Index*, ShapeView,      \
+                                      float*);                                                    \
+  template void scatter_add<Index>(float*, ShapeView, int, const Index*, ShapeView, const float*, \
+                                   ShapeView);                                                    \
+  template void gather_backward<Index>(const float*, const Index*, ShapeView, int, float*,        \
+                                       ShapeView);                                                \
+  template void scatter_add_backward_src<Index>(const float*, ShapeView, int, const Index*,       \
+                                                ShapeView, float*, ShapeView);                    \
+  template void gather_forward_reference<Index>(const float*, ShapeView, int, const Index*,       \
+                                                ShapeView, float*);                               \
+  template void scatter_add_reference<Index>(float*, ShapeView, int, const Index*, ShapeView,     \
                                              const float*, ShapeView);
 PATCHBAY_INSTANTIATE_GATHER_SCATTER(int32_t)
 PATCHBAY_INSTANTIATE_GATHER_SCATTER(int64_t)

@@ -110,9 +110,8 @@ void stable_sort_row_indirect(const float* row, int64_t length, int64_t count, b
                               float* values_out, int64_t* indices_out) {
   std::vector<int64_t> positions(static_cast<size_t>(length));
   std::iota(positions.begin(), positions.end(), int64_t{0});
-  std::stable_sort(positions.begin(), positions.end(), [&](int64_t a, int64_t b) {
-    return comes_before(row[a], row[b], descending);
-  });
+  std::stable_sort(positions.begin(), positions.end(),
+                   [&](int64_t a, int64_t b) { return comes_before(row[a], row[b], descending); });
   write_row(row, positions, count, values_out, indices_out);
 }
 
@@ -167,8 +166,8 @@ void topk_last_dim(const float* values, int64_t rows, int64_t length, int64_t k,
   }
 }
 
-void selection_backward_last_dim(const float* grad_selected, const int64_t* indices,
-                                 int64_t rows, int64_t length, int64_t k, float* grad_values) {
+void selection_backward_last_dim(const float* grad_selected, const int64_t* indices, int64_t rows,
+                                 int64_t length, int64_t k, float* grad_values) {
 #pragma omp parallel for schedule(static) if (worth_threads(rows, length))
   for (int64_t r = 0; r < rows; ++r) {
     float* row = grad_values + r * length;
@@ -177,8 +176,8 @@ void selection_backward_last_dim(const float* grad_selected, const int64_t* indi
   }
 }
 
-void sort_last_dim_reference(const float* values, int64_t rows, int64_t length,
-                             SortOrder order, float* sorted_values, int64_t* sorted_indices) {
+void sort_last_dim_reference(const float* values, int64_t rows, int64_t length, SortOrder order,
+                             float* sorted_values, int64_t* sorted_indices) {
   const bool descending = order == SortOrder::kDescending;
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = values + r * length;

@@ -17,8 +17,8 @@
 // The mean loss is Σ_r row_loss[r] / count over rows not ignored; with count == 0 it is
 // 0/0 = NaN, as in PyTorch (callers that sum losses over batches should use row_loss and
 // the count instead).
-// lse is computed stably (max subtracted, exponentials summed in double), so logits of any
-// magnitude give finite results.
+// lse is computed stably (max subtracted; exponentials summed in float blocks of 512 and
+// across blocks in double), so logits of any magnitude give finite results.
 // Precondition: targets are valid (check with first_invalid_target); the kernels do not
 // check. Thread safety: pure functions; outputs must not alias inputs.
 #pragma once
@@ -43,23 +43,21 @@ int64_t first_invalid_target(const Index* targets, int64_t rows, int64_t classes
 // number of rows not ignored.
 template <class Index>
 int64_t cross_entropy_forward(const float* logits, const Index* targets, int64_t rows,
-                              int64_t classes, const CrossEntropyOptions& options,
-                              float* row_loss, float* row_logsumexp);
+                              int64_t classes, const CrossEntropyOptions& options, float* row_loss,
+                              float* row_logsumexp);
 
 // grad_logits (overwritten) = row_grad[r] · (softmax - (1-ε)·onehot - ε/classes) on rows
 // not ignored, 0 on ignored rows. row_logsumexp comes from cross_entropy_forward.
 template <class Index>
-void cross_entropy_backward(const float* logits, const Index* targets,
-                            const float* row_logsumexp, const float* row_grad, int64_t rows,
-                            int64_t classes, const CrossEntropyOptions& options,
-                            float* grad_logits);
+void cross_entropy_backward(const float* logits, const Index* targets, const float* row_logsumexp,
+                            const float* row_grad, int64_t rows, int64_t classes,
+                            const CrossEntropyOptions& options, float* grad_logits);
 
 // Plain references (double precision throughout, single-threaded), same contracts.
 template <class Index>
-int64_t cross_entropy_forward_reference(const float* logits, const Index* targets,
-                                        int64_t rows, int64_t classes,
-                                        const CrossEntropyOptions& options, float* row_loss,
-                                        float* row_logsumexp);
+int64_t cross_entropy_forward_reference(const float* logits, const Index* targets, int64_t rows,
+                                        int64_t classes, const CrossEntropyOptions& options,
+                                        float* row_loss, float* row_logsumexp);
 template <class Index>
 void cross_entropy_backward_reference(const float* logits, const Index* targets,
                                       const float* row_grad, int64_t rows, int64_t classes,

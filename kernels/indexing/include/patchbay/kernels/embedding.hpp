@@ -28,8 +28,8 @@ void embedding_backward(const float* grad_out, const Index* ids, int64_t count, 
 
 // Plain single-threaded references with the same contracts, for tests.
 template <class Index>
-void embedding_forward_reference(const float* weights, int64_t vocab, int64_t dim,
-                                 const Index* ids, int64_t count, float* out);
+void embedding_forward_reference(const float* weights, int64_t vocab, int64_t dim, const Index* ids,
+                                 int64_t count, float* out);
 template <class Index>
 void embedding_backward_reference(const float* grad_out, const Index* ids, int64_t count,
                                   int64_t vocab, int64_t dim, float* grad_weights);

@@ -30,13 +30,13 @@ void topk_last_dim(const float* values, int64_t rows, int64_t length, int64_t k,
 
 // grad_values [rows, length] (overwritten) from grad_selected / indices [rows, k], where
 // the indices in a row are distinct (true for sort and top-k outputs).
-void selection_backward_last_dim(const float* grad_selected, const int64_t* indices,
-                                 int64_t rows, int64_t length, int64_t k, float* grad_values);
+void selection_backward_last_dim(const float* grad_selected, const int64_t* indices, int64_t rows,
+                                 int64_t length, int64_t k, float* grad_values);
 
 // Plain references: insertion sort (stable by construction) and top-k by k rounds of
 // picking the best remaining element (first occurrence wins ties).
-void sort_last_dim_reference(const float* values, int64_t rows, int64_t length,
-                             SortOrder order, float* sorted_values, int64_t* sorted_indices);
+void sort_last_dim_reference(const float* values, int64_t rows, int64_t length, SortOrder order,
+                             float* sorted_values, int64_t* sorted_indices);
 void topk_last_dim_reference(const float* values, int64_t rows, int64_t length, int64_t k,
                              bool largest, float* top_values, int64_t* top_indices);
 
