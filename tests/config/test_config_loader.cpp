@@ -181,3 +181,12 @@ TEST_CASE("a malformed --set is an error saying what to write") {
   CHECK(through_value.key_path == "run.seed");
   CHECK(through_value.found.find("integer 1 set at inline.toml:2") != std::string::npos);
 }
+
+TEST_CASE("a fragment included through two paths is not a cycle") {
+  const ResolvedConfig config = load_config(fixture("diamond.toml"));
+  // two_includes.toml comes last: its chain (base, second, itself) wins over override.toml.
+  CHECK(string_at(config, "run.name") == "second");
+  CHECK(int_at(config, "data.seed") == 7);
+  CHECK(int_at(config, "tokenizer.vocab_size") == 512);  // base re-applied after override
+  CHECK(ends_with(config.locate("tokenizer.vocab_size").file, "base.toml"));
+}
