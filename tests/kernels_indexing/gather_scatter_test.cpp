@@ -51,11 +51,11 @@ TEST_CASE("scatter_add known answer with repeated indices") {
 
 TEST_CASE_TEMPLATE("gather and scatter_add match the references along every dim", Index, int32_t,
                    int64_t) {
-  const std::vector<int64_t> data_shape = {9, 40, 110};
+  const std::vector<int64_t> data_shape = {9, 40, 130};
   for (int dim = 0; dim < 3; ++dim) {
     CAPTURE(dim);
     // Index smaller than the data in the other dims, longer along dim (gather may repeat).
-    std::vector<int64_t> index_shape = {7, 31, 100};
+    std::vector<int64_t> index_shape = {8, 31, 120};
     index_shape[size_t(dim)] = data_shape[size_t(dim)] + 5;
     const auto input = random_floats(numel(data_shape), uint32_t(60 + dim));
     const auto index =
