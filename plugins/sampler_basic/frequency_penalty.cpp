@@ -12,9 +12,10 @@ namespace sampler_basic {
 FrequencyPenalty::FrequencyPenalty(double penalty, int64_t last_n, bool include_prompt)
     : penalty_(static_cast<float>(penalty)), last_n_(last_n), include_prompt_(include_prompt) {
   if (!std::isfinite(penalty) || last_n < 0) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "frequency_penalty: penalty = " + std::to_string(penalty) +
-                                " must be finite and last_n (" + std::to_string(last_n) +
-                                ") must be >= 0 (0 = all)");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "frequency_penalty: penalty = " + std::to_string(penalty) +
+                                    " must be finite and last_n (" + std::to_string(last_n) +
+                                    ") must be >= 0 (0 = all)");
   }
 }
 
@@ -30,6 +31,5 @@ void FrequencyPenalty::apply(std::span<float> logits, std::span<const int32_t> h
     }
   }
 }
-
 
 }  // namespace sampler_basic

@@ -12,11 +12,11 @@ class FrequencyPenalty : public patchbay::Sampler {
  public:
   static constexpr uint64_t kCapabilities = PB_SAMPLER_CAP_PROCESSOR;
   FrequencyPenalty(const patchbay::Host&, const patchbay::ConfigView& config)
-      : FrequencyPenalty(config.get_float("penalty"), config.get_int("last_n"), config.get_bool("include_prompt")) {}
+      : FrequencyPenalty(config.get_float("penalty"), config.get_int("last_n"),
+                         config.get_bool("include_prompt")) {}
   // Throws unless penalty is finite and last_n >= 0 (0 = the whole window).
   FrequencyPenalty(double penalty, int64_t last_n, bool include_prompt);
-  void apply(std::span<float> logits, std::span<const int32_t> history,
-             size_t prompt_len) override;
+  void apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) override;
 
  private:
   float penalty_;
@@ -25,12 +25,17 @@ class FrequencyPenalty : public patchbay::Sampler {
 };
 
 inline constexpr pb_config_field kFrequencyPenaltyFields[] = {
-    patchbay::Field::real("penalty", "0.0", "alpha_f: z_j -= count_j * alpha_f (OpenAI)").range(-2.0, 2.0),
-    patchbay::Field::integer("last_n", "0", "only the last n ids of the window count; 0 = all").range(0, 2147483647),
-    patchbay::Field::boolean("include_prompt", "false", "count prompt tokens too (OpenAI: no, generated tokens only)"),
+    patchbay::Field::real("penalty", "0.0", "alpha_f: z_j -= count_j * alpha_f (OpenAI)")
+        .range(-2.0, 2.0),
+    patchbay::Field::integer("last_n", "0", "only the last n ids of the window count; 0 = all")
+        .range(0, 2147483647),
+    patchbay::Field::boolean("include_prompt", "false",
+                             "count prompt tokens too (OpenAI: no, generated tokens only)"),
 };
-inline constexpr pb_component_descriptor kFrequencyPenalty = patchbay::make_sampler_component<FrequencyPenalty>(
-    "frequency_penalty", "1.0.0", "OpenAI frequency penalty z_j -= c_j * alpha_f", kFrequencyPenaltyFields);
+inline constexpr pb_component_descriptor kFrequencyPenalty =
+    patchbay::make_sampler_component<FrequencyPenalty>(
+        "frequency_penalty", "1.0.0", "OpenAI frequency penalty z_j -= c_j * alpha_f",
+        kFrequencyPenaltyFields);
 
 }  // namespace sampler_basic
 

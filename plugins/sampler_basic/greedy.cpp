@@ -15,9 +15,10 @@ int32_t Greedy::select(std::span<const float> logits) {
       best = static_cast<int32_t>(i);
     }
   }
-  if (best < 0) throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "greedy: no finite logit; every token was removed");
+  if (best < 0)
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "greedy: no finite logit; every token was removed");
   return best;
 }
-
 
 }  // namespace sampler_basic

@@ -14,8 +14,8 @@ class Greedy : public patchbay::Sampler {
   int32_t select(std::span<const float> logits) override;
 };
 
-inline constexpr pb_component_descriptor kGreedy = patchbay::make_sampler_component<Greedy>(
-    "greedy", "1.0.0", "argmax, lowest id on ties");
+inline constexpr pb_component_descriptor kGreedy =
+    patchbay::make_sampler_component<Greedy>("greedy", "1.0.0", "argmax, lowest id on ties");
 
 }  // namespace sampler_basic
 

@@ -9,13 +9,15 @@
 namespace sampler_basic {
 
 void check_logits(std::span<const float> logits, const char* who) {
-  if (logits.empty()) throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": vocab is 0");
+  if (logits.empty())
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": vocab is 0");
   for (size_t i = 0; i < logits.size(); ++i) {
     const float z = logits[i];
     if (std::isnan(z) || z == INFINITY) {
-      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": logit of token " + std::to_string(i) +
-                                  " is " + (std::isnan(z) ? "NaN" : "+inf") +
-                                  "; logits must be finite or -inf (removed)");
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                  std::string(who) + ": logit of token " + std::to_string(i) +
+                                      " is " + (std::isnan(z) ? "NaN" : "+inf") +
+                                      "; logits must be finite or -inf (removed)");
     }
   }
 }
@@ -23,14 +25,17 @@ void check_logits(std::span<const float> logits, const char* who) {
 void check_history(std::span<const int32_t> history, size_t prompt_len, size_t vocab,
                    const char* who) {
   if (prompt_len > history.size()) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": prompt_len " + std::to_string(prompt_len) +
-                                " exceeds the history length " + std::to_string(history.size()));
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": prompt_len " +
+                                                                std::to_string(prompt_len) +
+                                                                " exceeds the history length " +
+                                                                std::to_string(history.size()));
   }
   for (size_t i = 0; i < history.size(); ++i) {
     if (history[i] < 0 || static_cast<size_t>(history[i]) >= vocab) {
-      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": history[" + std::to_string(i) + "] = " +
-                                  std::to_string(history[i]) + " lies outside [0, " +
-                                  std::to_string(vocab) + ")");
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                  std::string(who) + ": history[" + std::to_string(i) +
+                                      "] = " + std::to_string(history[i]) + " lies outside [0, " +
+                                      std::to_string(vocab) + ")");
     }
   }
 }

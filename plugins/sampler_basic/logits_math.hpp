@@ -18,8 +18,8 @@ namespace sampler_basic {
 // Throws patchbay::PluginError (PB_STATUS_INVALID_ARGUMENT) naming `who` if a logit is NaN or +inf.
 void check_logits(std::span<const float> logits, const char* who);
 
-// Throws patchbay::PluginError (PB_STATUS_INVALID_ARGUMENT) naming `who` if a history id lies outside [0, vocab) or
-// prompt_len > history.size().
+// Throws patchbay::PluginError (PB_STATUS_INVALID_ARGUMENT) naming `who` if a history id lies
+// outside [0, vocab) or prompt_len > history.size().
 void check_history(std::span<const int32_t> history, size_t prompt_len, size_t vocab,
                    const char* who);
 

@@ -14,9 +14,10 @@ namespace sampler_basic {
 MinP::MinP(double min_p, int64_t min_tokens_to_keep)
     : min_p_(min_p), min_tokens_to_keep_(static_cast<size_t>(min_tokens_to_keep)) {
   if (!(min_p >= 0.0 && min_p <= 1.0) || min_tokens_to_keep < 1) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "min_p: min_p = " + std::to_string(min_p) +
-                                " must lie in [0, 1] and min_tokens_to_keep (" +
-                                std::to_string(min_tokens_to_keep) + ") must be >= 1");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "min_p: min_p = " + std::to_string(min_p) +
+                                    " must lie in [0, 1] and min_tokens_to_keep (" +
+                                    std::to_string(min_tokens_to_keep) + ") must be >= 1");
   }
 }
 

@@ -11,9 +11,10 @@ namespace sampler_basic {
 Mirostat::Mirostat(const char* who, double tau, double eta, uint64_t seed)
     : who_(who), tau_(tau), eta_(eta), seed_(seed), mu_(2.0 * tau), rng_(seed) {
   if (!(tau >= 0.0) || !std::isfinite(tau) || !(eta >= 0.0) || !std::isfinite(eta)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": tau = " + std::to_string(tau) +
-                                " and eta = " + std::to_string(eta) +
-                                " must be finite and >= 0");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                std::string(who) + ": tau = " + std::to_string(tau) +
+                                    " and eta = " + std::to_string(eta) +
+                                    " must be finite and >= 0");
   }
 }
 
@@ -43,16 +44,19 @@ int32_t Mirostat::select(std::span<const float> logits) {
 
 void Mirostat::accept(int32_t token) {
   if (pending_ids_.empty()) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who_) +
-                                ": accept() without a select() since the last accept()/reset(); "
-                                "mu is updated from the probability of the selected token");
+    throw patchbay::PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        std::string(who_) +
+            ": accept() without a select() since the last accept()/reset(); "
+            "mu is updated from the probability of the selected token");
   }
   const auto found = std::find(pending_ids_.begin(), pending_ids_.end(), token);
   if (found == pending_ids_.end()) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who_) + ": accepted token " + std::to_string(token) +
-                                " lies outside the " + std::to_string(pending_ids_.size()) +
-                                " tokens the last select() kept; accept the token select() "
-                                "returned (or one of its truncated set)");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                std::string(who_) + ": accepted token " + std::to_string(token) +
+                                    " lies outside the " + std::to_string(pending_ids_.size()) +
+                                    " tokens the last select() kept; accept the token select() "
+                                    "returned (or one of its truncated set)");
   }
   const double p = pending_probs_[static_cast<size_t>(found - pending_ids_.begin())];
   const double observed_surprise = -std::log2(p);

@@ -20,7 +20,8 @@ namespace sampler_basic {
 class RankedCandidates {
  public:
   explicit RankedCandidates(std::span<const float> logits)
-      : logits_(logits), norm_(softmax_norm(logits)),
+      : logits_(logits),
+        norm_(softmax_norm(logits)),
         sorted_(finite_ids(logits), ByLogitDescending{logits}) {}
   size_t size() const { return sorted_.size(); }
   int32_t id(size_t rank) { return sorted_.at(rank); }

@@ -16,8 +16,9 @@ namespace sampler_basic {
 MirostatV1::MirostatV1(double tau, double eta, int64_t m, uint64_t seed)
     : Mirostat("mirostat_v1", tau, eta, seed), m_(m) {
   if (m < 2) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "mirostat_v1: m = " + std::to_string(m) +
-                                " must be >= 2 (the Zipf fit needs two probabilities)");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "mirostat_v1: m = " + std::to_string(m) +
+                                    " must be >= 2 (the Zipf fit needs two probabilities)");
   }
 }
 
@@ -40,8 +41,7 @@ size_t MirostatV1::truncation_k(std::span<const double> top_probs, size_t candid
   const double n_log = std::log(static_cast<double>(n_vocab));
   const double base = std::fabs(epsilon_hat) < 1e-12
                           ? std::exp2(mu) / n_log
-                          : epsilon_hat * std::exp2(mu) /
-                                (1.0 - std::exp(-epsilon_hat * n_log));
+                          : epsilon_hat * std::exp2(mu) / (1.0 - std::exp(-epsilon_hat * n_log));
   const double k = std::pow(base, 1.0 / s_hat);
   if (std::isnan(k) || k >= static_cast<double>(n)) return n;
   return std::max<size_t>(static_cast<size_t>(k), 1);
@@ -52,6 +52,5 @@ size_t MirostatV1::truncation(RankedCandidates& candidates, size_t vocab) const 
   for (size_t rank = 0; rank < top.size(); ++rank) top[rank] = candidates.prob(rank);
   return truncation_k(top, candidates.size(), m_, mu(), vocab);
 }
-
 
 }  // namespace sampler_basic

@@ -12,5 +12,4 @@ size_t MirostatV2::truncation(RankedCandidates& candidates, size_t) const {
   return k == 0 ? 1 : k;
 }
 
-
 }  // namespace sampler_basic

@@ -2,8 +2,9 @@
 // include_prompt) and L = len(s): nothing happens while L < n - 1 (HF: cur_len + 1 < n).
 // Otherwise the last n-1 tokens are the prefix; for every start i in [0, L - n], if
 // s[i, i+n-1) equals the prefix, s[i+n-1] is banned. n = 1 bans every token seen.
-// If the bans would leave no finite logit, apply() fails (patchbay::PluginError (PB_STATUS_INVALID_ARGUMENT)) rather than
-// hand the selector an all -inf vector (HF would sample from NaN there).
+// If the bans would leave no finite logit, apply() fails (patchbay::PluginError
+// (PB_STATUS_INVALID_ARGUMENT)) rather than hand the selector an all -inf vector (HF would sample
+// from NaN there).
 #include "no_repeat_ngram.hpp"
 
 #include <algorithm>
@@ -17,7 +18,8 @@ namespace sampler_basic {
 NoRepeatNgram::NoRepeatNgram(int64_t n, bool include_prompt)
     : n_(static_cast<size_t>(n)), include_prompt_(include_prompt) {
   if (n < 1) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "no_repeat_ngram: n = " + std::to_string(n) + " must be >= 1");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "no_repeat_ngram: n = " + std::to_string(n) + " must be >= 1");
   }
 }
 
@@ -40,12 +42,12 @@ void NoRepeatNgram::apply(std::span<float> logits, std::span<const int32_t> hist
   std::vector<float> updated(logits.begin(), logits.end());
   for (int32_t id : banned) updated[id] = -INFINITY;
   if (had_finite && std::none_of(updated.begin(), updated.end(), is_finite)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "no_repeat_ngram: every allowed token would repeat an existing " +
-                                std::to_string(n_) +
-                                "-gram; no token is left to choose (lower n or reorder the chain)");
+    throw patchbay::PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        "no_repeat_ngram: every allowed token would repeat an existing " + std::to_string(n_) +
+            "-gram; no token is left to choose (lower n or reorder the chain)");
   }
   std::copy(updated.begin(), updated.end(), logits.begin());
 }
-
 
 }  // namespace sampler_basic

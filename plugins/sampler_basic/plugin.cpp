@@ -15,13 +15,11 @@
 #include "top_p.hpp"
 #include "typical.hpp"
 
-PATCHBAY_PLUGIN("sampler_basic", "1.0.0",
-                PATCHBAY_COMPONENT_LIST(&sampler_basic::kTemperature, &sampler_basic::kTopK,
-                                        &sampler_basic::kTopP, &sampler_basic::kMinP,
-                                        &sampler_basic::kTypical,
-                                        &sampler_basic::kRepetitionPenalty,
-                                        &sampler_basic::kFrequencyPenalty,
-                                        &sampler_basic::kPresencePenalty,
-                                        &sampler_basic::kNoRepeatNgram, &sampler_basic::kGreedy,
-                                        &sampler_basic::kSample, &sampler_basic::kMirostatV1,
-                                        &sampler_basic::kMirostatV2));
+PATCHBAY_PLUGIN(
+    "sampler_basic", "1.0.0",
+    PATCHBAY_COMPONENT_LIST(&sampler_basic::kTemperature, &sampler_basic::kTopK,
+                            &sampler_basic::kTopP, &sampler_basic::kMinP, &sampler_basic::kTypical,
+                            &sampler_basic::kRepetitionPenalty, &sampler_basic::kFrequencyPenalty,
+                            &sampler_basic::kPresencePenalty, &sampler_basic::kNoRepeatNgram,
+                            &sampler_basic::kGreedy, &sampler_basic::kSample,
+                            &sampler_basic::kMirostatV1, &sampler_basic::kMirostatV2));

@@ -12,9 +12,10 @@ namespace sampler_basic {
 PresencePenalty::PresencePenalty(double penalty, int64_t last_n, bool include_prompt)
     : penalty_(static_cast<float>(penalty)), last_n_(last_n), include_prompt_(include_prompt) {
   if (!std::isfinite(penalty) || last_n < 0) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "presence_penalty: penalty = " + std::to_string(penalty) +
-                                " must be finite and last_n (" + std::to_string(last_n) +
-                                ") must be >= 0 (0 = all)");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "presence_penalty: penalty = " + std::to_string(penalty) +
+                                    " must be finite and last_n (" + std::to_string(last_n) +
+                                    ") must be >= 0 (0 = all)");
   }
 }
 
@@ -29,6 +30,5 @@ void PresencePenalty::apply(std::span<float> logits, std::span<const int32_t> hi
     if (std::isfinite(logits[id])) logits[id] -= penalty_;
   }
 }
-
 
 }  // namespace sampler_basic

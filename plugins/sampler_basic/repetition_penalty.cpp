@@ -14,9 +14,10 @@ namespace sampler_basic {
 RepetitionPenalty::RepetitionPenalty(double penalty, int64_t last_n, bool include_prompt)
     : penalty_(static_cast<float>(penalty)), last_n_(last_n), include_prompt_(include_prompt) {
   if (!(penalty > 0.0) || !std::isfinite(penalty) || last_n < 0) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "repetition_penalty: penalty = " + std::to_string(penalty) +
-                                " must be > 0 (1 = no penalty) and last_n (" +
-                                std::to_string(last_n) + ") must be >= 0 (0 = all)");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "repetition_penalty: penalty = " + std::to_string(penalty) +
+                                    " must be > 0 (1 = no penalty) and last_n (" +
+                                    std::to_string(last_n) + ") must be >= 0 (0 = all)");
   }
 }
 
@@ -32,6 +33,5 @@ void RepetitionPenalty::apply(std::span<float> logits, std::span<const int32_t> 
     z = z > 0.0f ? z / penalty_ : z * penalty_;
   }
 }
-
 
 }  // namespace sampler_basic

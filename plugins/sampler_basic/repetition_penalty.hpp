@@ -12,11 +12,11 @@ class RepetitionPenalty : public patchbay::Sampler {
  public:
   static constexpr uint64_t kCapabilities = PB_SAMPLER_CAP_PROCESSOR;
   RepetitionPenalty(const patchbay::Host&, const patchbay::ConfigView& config)
-      : RepetitionPenalty(config.get_float("penalty"), config.get_int("last_n"), config.get_bool("include_prompt")) {}
+      : RepetitionPenalty(config.get_float("penalty"), config.get_int("last_n"),
+                          config.get_bool("include_prompt")) {}
   // Throws unless penalty > 0 and last_n >= 0 (0 = the whole window).
   RepetitionPenalty(double penalty, int64_t last_n, bool include_prompt);
-  void apply(std::span<float> logits, std::span<const int32_t> history,
-             size_t prompt_len) override;
+  void apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) override;
 
  private:
   float penalty_;
@@ -25,12 +25,18 @@ class RepetitionPenalty : public patchbay::Sampler {
 };
 
 inline constexpr pb_config_field kRepetitionPenaltyFields[] = {
-    patchbay::Field::real("penalty", "1.0", "CTRL penalty r > 0 once per seen token: z>0 -> z/r, z<=0 -> z*r; 1 = off"),
-    patchbay::Field::integer("last_n", "0", "only the last n ids of the window count; 0 = all").range(0, 2147483647),
+    patchbay::Field::real(
+        "penalty", "1.0",
+        "CTRL penalty r > 0 once per seen token: z>0 -> z/r, z<=0 -> z*r; 1 = off"),
+    patchbay::Field::integer("last_n", "0", "only the last n ids of the window count; 0 = all")
+        .range(0, 2147483647),
     patchbay::Field::boolean("include_prompt", "true", "count prompt tokens as seen (HF: yes)"),
 };
-inline constexpr pb_component_descriptor kRepetitionPenalty = patchbay::make_sampler_component<RepetitionPenalty>(
-    "repetition_penalty", "1.0.0", "CTRL repetition penalty over the prompt and generated tokens (HF) or a last-n window", kRepetitionPenaltyFields);
+inline constexpr pb_component_descriptor kRepetitionPenalty =
+    patchbay::make_sampler_component<RepetitionPenalty>(
+        "repetition_penalty", "1.0.0",
+        "CTRL repetition penalty over the prompt and generated tokens (HF) or a last-n window",
+        kRepetitionPenaltyFields);
 
 }  // namespace sampler_basic
 

@@ -13,7 +13,8 @@ int32_t Sample::select(std::span<const float> logits) {
   float max_logit = -INFINITY;
   for (float z : logits) max_logit = std::fmax(max_logit, z);
   if (!std::isfinite(max_logit)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "sample: no finite logit; every token was removed");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "sample: no finite logit; every token was removed");
   }
   std::vector<double> weights(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -23,6 +24,5 @@ int32_t Sample::select(std::span<const float> logits) {
   }
   return static_cast<int32_t>(draw_index(weights, rng_));
 }
-
 
 }  // namespace sampler_basic

@@ -23,10 +23,12 @@ class Sample : public patchbay::Sampler {
 };
 
 inline constexpr pb_config_field kSampleFields[] = {
-    patchbay::Field::integer("seed", "0", "seed of the splitmix64 generator (any int64, used as its uint64 bits)"),
+    patchbay::Field::integer(
+        "seed", "0", "seed of the splitmix64 generator (any int64, used as its uint64 bits)"),
 };
 inline constexpr pb_component_descriptor kSample = patchbay::make_sampler_component<Sample>(
-    "sample", "1.0.0", "categorical draw from the softmax of the processed logits (splitmix64)", kSampleFields);
+    "sample", "1.0.0", "categorical draw from the softmax of the processed logits (splitmix64)",
+    kSampleFields);
 
 }  // namespace sampler_basic
 

@@ -10,9 +10,10 @@ namespace sampler_basic {
 
 Temperature::Temperature(double temperature) : temperature_(static_cast<float>(temperature)) {
   if (!(temperature > 0.0) || !std::isfinite(temperature)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, 
+    throw patchbay::PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
         "temperature: T = " + std::to_string(temperature) +
-        " is not allowed; T must be > 0 (for argmax decoding use the `greedy` selector)");
+            " is not allowed; T must be > 0 (for argmax decoding use the `greedy` selector)");
   }
 }
 
@@ -22,6 +23,5 @@ void Temperature::apply(std::span<float> logits, std::span<const int32_t>, size_
     if (std::isfinite(z)) z /= temperature_;
   }
 }
-
 
 }  // namespace sampler_basic

@@ -12,19 +12,22 @@ class Temperature : public patchbay::Sampler {
   static constexpr uint64_t kCapabilities = PB_SAMPLER_CAP_PROCESSOR;
   Temperature(const patchbay::Host&, const patchbay::ConfigView& config)
       : Temperature(config.get_float("temperature")) {}
-  explicit Temperature(double temperature);  // throws patchbay::PluginError (PB_STATUS_INVALID_ARGUMENT) unless T > 0
-  void apply(std::span<float> logits, std::span<const int32_t> history,
-             size_t prompt_len) override;
+  explicit Temperature(double temperature);  // throws patchbay::PluginError
+                                             // (PB_STATUS_INVALID_ARGUMENT) unless T > 0
+  void apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) override;
 
  private:
   float temperature_;
 };
 
 inline constexpr pb_config_field kTemperatureFields[] = {
-    patchbay::Field::real("temperature", "1.0", "divide every logit by T; T must be > 0 (argmax decoding is the greedy selector)"),
+    patchbay::Field::real(
+        "temperature", "1.0",
+        "divide every logit by T; T must be > 0 (argmax decoding is the greedy selector)"),
 };
-inline constexpr pb_component_descriptor kTemperature = patchbay::make_sampler_component<Temperature>(
-    "temperature", "1.0.0", "divides logits by a temperature T > 0", kTemperatureFields);
+inline constexpr pb_component_descriptor kTemperature =
+    patchbay::make_sampler_component<Temperature>(
+        "temperature", "1.0.0", "divides logits by a temperature T > 0", kTemperatureFields);
 
 }  // namespace sampler_basic
 

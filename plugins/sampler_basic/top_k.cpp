@@ -14,8 +14,9 @@ namespace sampler_basic {
 
 TopK::TopK(int64_t k, int64_t min_tokens_to_keep) {
   if (k < 1 || min_tokens_to_keep < 1) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "top_k: k (" + std::to_string(k) + ") and min_tokens_to_keep (" +
-                                std::to_string(min_tokens_to_keep) + ") must be >= 1");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "top_k: k (" + std::to_string(k) + ") and min_tokens_to_keep (" +
+                                    std::to_string(min_tokens_to_keep) + ") must be >= 1");
   }
   k_ = static_cast<size_t>(std::max(k, min_tokens_to_keep));
 }
@@ -31,6 +32,5 @@ void TopK::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
     if (z < kth_value) z = -INFINITY;
   }
 }
-
 
 }  // namespace sampler_basic

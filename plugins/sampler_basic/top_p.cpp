@@ -18,9 +18,10 @@ namespace sampler_basic {
 TopP::TopP(double p, int64_t min_tokens_to_keep)
     : p_(p), min_tokens_to_keep_(static_cast<size_t>(min_tokens_to_keep)) {
   if (!(p >= 0.0 && p <= 1.0) || min_tokens_to_keep < 1) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "top_p: p = " + std::to_string(p) +
-                                " must lie in [0, 1] and min_tokens_to_keep (" +
-                                std::to_string(min_tokens_to_keep) + ") must be >= 1");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "top_p: p = " + std::to_string(p) +
+                                    " must lie in [0, 1] and min_tokens_to_keep (" +
+                                    std::to_string(min_tokens_to_keep) + ") must be >= 1");
   }
 }
 

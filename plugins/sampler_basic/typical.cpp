@@ -17,9 +17,10 @@ namespace sampler_basic {
 Typical::Typical(double mass, int64_t min_tokens_to_keep)
     : mass_(mass), min_tokens_to_keep_(static_cast<size_t>(min_tokens_to_keep)) {
   if (!(mass >= 0.0 && mass <= 1.0) || min_tokens_to_keep < 1) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "typical: mass = " + std::to_string(mass) +
-                                " must lie in [0, 1] and min_tokens_to_keep (" +
-                                std::to_string(min_tokens_to_keep) + ") must be >= 1");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "typical: mass = " + std::to_string(mass) +
+                                    " must lie in [0, 1] and min_tokens_to_keep (" +
+                                    std::to_string(min_tokens_to_keep) + ") must be >= 1");
   }
 }
 

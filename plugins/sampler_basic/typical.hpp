@@ -14,8 +14,7 @@ class Typical : public patchbay::Sampler {
   Typical(const patchbay::Host&, const patchbay::ConfigView& config)
       : Typical(config.get_float("mass"), config.get_int("min_tokens_to_keep")) {}
   Typical(double mass, int64_t min_tokens_to_keep);  // throws unless 0 <= mass <= 1
-  void apply(std::span<float> logits, std::span<const int32_t> history,
-             size_t prompt_len) override;
+  void apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) override;
 
  private:
   double mass_;
@@ -23,8 +22,12 @@ class Typical : public patchbay::Sampler {
 };
 
 inline constexpr pb_config_field kTypicalFields[] = {
-    patchbay::Field::real("mass", "0.9", "keep the tokens closest to the entropy until their mass reaches this; 1 = off").range(0.0, 1.0),
-    patchbay::Field::integer("min_tokens_to_keep", "1", "never keep fewer tokens than this").range(1, 2147483647),
+    patchbay::Field::real(
+        "mass", "0.9",
+        "keep the tokens closest to the entropy until their mass reaches this; 1 = off")
+        .range(0.0, 1.0),
+    patchbay::Field::integer("min_tokens_to_keep", "1", "never keep fewer tokens than this")
+        .range(1, 2147483647),
 };
 inline constexpr pb_component_descriptor kTypical = patchbay::make_sampler_component<Typical>(
     "typical", "1.0.0", "locally typical sampling (HF after #27165)", kTypicalFields);

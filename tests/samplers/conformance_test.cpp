@@ -7,8 +7,8 @@
 #include <doctest/doctest.h>
 
 #define BOOST_DLL_USE_STD_FS
-#include <boost/dll/shared_library.hpp>
 #include <algorithm>
+#include <boost/dll/shared_library.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -61,9 +61,8 @@ TEST_CASE("every processor passes the conformance kit") {
   expect_conformant(kRepetitionPenalty, [](auto& c) { c.set_float("penalty", 1.3); });
   expect_conformant(kRepetitionPenalty, [](auto& c) { c.set_int("last_n", 4); });
   expect_conformant(kFrequencyPenalty, [](auto& c) { c.set_float("penalty", 2.0); });
-  expect_conformant(kPresencePenalty, [](auto& c) {
-    c.set_float("penalty", -2.0).set_bool("include_prompt", true);
-  });
+  expect_conformant(kPresencePenalty,
+                    [](auto& c) { c.set_float("penalty", -2.0).set_bool("include_prompt", true); });
   expect_conformant(kNoRepeatNgram);
   expect_conformant(kNoRepeatNgram, [](auto& c) { c.set_int("n", 1); });
 }

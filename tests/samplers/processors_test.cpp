@@ -137,8 +137,7 @@ TEST_CASE("frequency and presence penalties follow OpenAI's formula") {
   CHECK(applied(encourage, z, history, 1) ==
         std::vector<float>{4.0f, -1.0f, 0.0f, 1.0f, -INFINITY});
   PresencePenalty presence(0.5, 0, false);
-  CHECK(applied(presence, z, history, 1) ==
-        std::vector<float>{1.5f, -2.5f, 0.0f, 1.0f, -INFINITY});
+  CHECK(applied(presence, z, history, 1) == std::vector<float>{1.5f, -2.5f, 0.0f, 1.0f, -INFINITY});
   PresencePenalty presence_last1(0.5, 1, false);  // window {4}: only a removed token
   CHECK(applied(presence_last1, z, history, 1) == z);
 }
@@ -146,8 +145,11 @@ TEST_CASE("frequency and presence penalties follow OpenAI's formula") {
 TEST_CASE("penalties refuse history ids outside the vocabulary") {
   RepetitionPenalty r(1.5, 0, true);
   std::string message;
-  CHECK(thrown_code([&] { applied(r, {0.0f, 1.0f}, {0, 7}, 0); }, &message) ==
-        PB_STATUS_INVALID_ARGUMENT);
+  CHECK(thrown_code(
+            [&] {
+              applied(r, {0.0f, 1.0f}, {0, 7}, 0);
+            },
+            &message) == PB_STATUS_INVALID_ARGUMENT);
   CHECK(message.find("history[1] = 7") != std::string::npos);
 }
 
@@ -166,8 +168,11 @@ TEST_CASE("no_repeat_ngram bans the tokens that would complete a seen n-gram (HF
   CHECK(kept(applied(bigram, z, {1, 2, 0, 1}, 2)) == Ids{0, 1, 3, 4, 5});
   // Banning every remaining token is refused instead of leaving only -inf.
   std::string message;
-  CHECK(thrown_code([&] { applied(bigram, {-INFINITY, 0.0f}, {0, 1, 0}, 0); }, &message) ==
-        PB_STATUS_INVALID_ARGUMENT);
+  CHECK(thrown_code(
+            [&] {
+              applied(bigram, {-INFINITY, 0.0f}, {0, 1, 0}, 0);
+            },
+            &message) == PB_STATUS_INVALID_ARGUMENT);
   CHECK(message.find("no token is left") != std::string::npos);
 }
 
@@ -236,7 +241,8 @@ TEST_CASE("typical on a large vocabulary equals a full-sort reference (HF rule)"
     for (float x : z) max_logit = std::max(max_logit, static_cast<double>(x));
     for (float x : z) total += std::exp(x - max_logit);
     std::vector<double> p(z.size()), score(z.size());
-    for (size_t i = 0; i < z.size(); ++i) entropy -= (p[i] = std::exp(z[i] - max_logit) / total) * std::log(p[i]);
+    for (size_t i = 0; i < z.size(); ++i)
+      entropy -= (p[i] = std::exp(z[i] - max_logit) / total) * std::log(p[i]);
     for (size_t i = 0; i < z.size(); ++i) score[i] = std::fabs(-std::log(p[i]) - entropy);
     std::vector<int32_t> order(z.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);

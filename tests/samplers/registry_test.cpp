@@ -1,23 +1,32 @@
 // sampler_basic.so through the host's plugin registry (core/runtime): the host loads and
 // validates it, finds every component, builds configs from the declared schemas (defaults and
 // ranges), and each component passes the conformance kit with the host's own pb_host_api.
+#include "runtime/registry.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "patchbay/sampler.h"
 #include "patchbay/testing/sampler_conformance.hpp"
-#include "runtime/registry.hpp"
 
 namespace rt = patchbay::runtime;
 namespace pt = patchbay::testing;
 
 namespace {
 
-const char* const kComponents[] = {"temperature",       "top_k",           "top_p",
-                                   "min_p",             "typical",         "repetition_penalty",
-                                   "frequency_penalty", "presence_penalty", "no_repeat_ngram",
-                                   "greedy",            "sample",          "mirostat_v1",
+const char* const kComponents[] = {"temperature",
+                                   "top_k",
+                                   "top_p",
+                                   "min_p",
+                                   "typical",
+                                   "repetition_penalty",
+                                   "frequency_penalty",
+                                   "presence_penalty",
+                                   "no_repeat_ngram",
+                                   "greedy",
+                                   "sample",
+                                   "mirostat_v1",
                                    "mirostat_v2"};
 
 }  // namespace

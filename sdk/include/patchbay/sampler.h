@@ -63,14 +63,13 @@ typedef struct pb_sampler_vtable {
    * position. `history` (borrowed, `history_len` ids, may be NULL when history_len is 0) is
    * prompt + generated so far; the first `prompt_len` <= history_len ids are the prompt.
    * On error the contents of `logits` are unspecified. */
-  pb_status* (*apply)(void* self, float* logits /* inout */, size_t vocab,
-                      const int32_t* history, size_t history_len, size_t prompt_len);
+  pb_status* (*apply)(void* self, float* logits /* inout */, size_t vocab, const int32_t* history,
+                      size_t history_len, size_t prompt_len);
 
   /* SELECTOR only (NULL otherwise). Picks an id in [0, vocab) whose logit is finite and
    * stores it in *out_token. `logits` is borrowed and not modified. No finite logit is
    * PB_STATUS_INVALID_ARGUMENT. Advances the RNG of random selectors. */
-  pb_status* (*select)(void* self, const float* logits, size_t vocab,
-                       int32_t* out_token /* out */);
+  pb_status* (*select)(void* self, const float* logits, size_t vocab, int32_t* out_token /* out */);
 
   /* Required. Tells the object that `token` was appended to the sequence (once per
    * generated token, after select; never for prompt tokens, which processors read from

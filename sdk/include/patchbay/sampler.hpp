@@ -99,12 +99,12 @@ struct SamplerAdapter {
         throw PluginError(PB_STATUS_INVALID_ARGUMENT, "history is NULL but history_len > 0");
       }
       if (prompt_len > history_len) {
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                          "prompt_len " + std::to_string(prompt_len) + " exceeds history_len " +
-                              std::to_string(history_len));
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "prompt_len " + std::to_string(prompt_len) +
+                                                          " exceeds history_len " +
+                                                          std::to_string(history_len));
       }
-      o->impl.apply(std::span<float>(logits, vocab),
-                    std::span<const int32_t>(history, history_len), prompt_len);
+      o->impl.apply(std::span<float>(logits, vocab), std::span<const int32_t>(history, history_len),
+                    prompt_len);
     });
   }
   static pb_status* select(void* p, const float* logits, size_t vocab, int32_t* out_token) {
@@ -146,9 +146,13 @@ struct SamplerAdapter {
   static constexpr bool kSelector = (T::kCapabilities & PB_SAMPLER_CAP_SELECTOR) != 0;
   static_assert(kProcessor != kSelector, "a sampler is exactly one of PROCESSOR and SELECTOR");
 
-  static constexpr pb_sampler_vtable kVtable = {
-      sizeof(pb_sampler_vtable), T::kCapabilities, kProcessor ? &apply : nullptr,
-      kSelector ? &select : nullptr, &accept, &reset, &clone};
+  static constexpr pb_sampler_vtable kVtable = {sizeof(pb_sampler_vtable),
+                                                T::kCapabilities,
+                                                kProcessor ? &apply : nullptr,
+                                                kSelector ? &select : nullptr,
+                                                &accept,
+                                                &reset,
+                                                &clone};
 };
 
 }  // namespace detail

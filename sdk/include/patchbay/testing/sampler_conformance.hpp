@@ -77,10 +77,17 @@ inline void free(void* p) { std::free(p); }
 // A pb_host_api for tests that run a plugin without the Patchbay host. Static.
 inline const pb_host_api* sampler_test_host() {
   namespace d = sampler_kit_detail;
-  static const pb_host_api host = {sizeof(pb_host_api), PB_ABI_VERSION_MAJOR,
-                                   PB_ABI_VERSION_MINOR, &d::log, &d::alloc, &d::free,
-                                   &d::status_create, &d::status_code, &d::status_message,
-                                   &d::status_free, nullptr};
+  static const pb_host_api host = {sizeof(pb_host_api),
+                                   PB_ABI_VERSION_MAJOR,
+                                   PB_ABI_VERSION_MINOR,
+                                   &d::log,
+                                   &d::alloc,
+                                   &d::free,
+                                   &d::status_create,
+                                   &d::status_code,
+                                   &d::status_message,
+                                   &d::status_free,
+                                   nullptr};
   return &host;
 }
 
@@ -101,7 +108,9 @@ class SamplerConfig {
       entries_.push_back(std::move(e));
     }
   }
-  SamplerConfig& set_int(const std::string& key, int64_t v) { return set(key).int_value = v, *this; }
+  SamplerConfig& set_int(const std::string& key, int64_t v) {
+    return set(key).int_value = v, *this;
+  }
   SamplerConfig& set_float(const std::string& key, double v) {
     return set(key).float_value = v, *this;
   }
@@ -172,10 +181,18 @@ class SamplerConfig {
   }
   static void parse_default(Entry& e, const std::string& literal) {
     switch (e.type) {
-      case PB_TYPE_BOOL: e.bool_value = literal == "true"; break;
-      case PB_TYPE_INT: e.int_value = std::strtoll(literal.c_str(), nullptr, 10); break;
-      case PB_TYPE_FLOAT: e.float_value = std::strtod(literal.c_str(), nullptr); break;
-      case PB_TYPE_STRING: e.string_value = unquote(literal); break;
+      case PB_TYPE_BOOL:
+        e.bool_value = literal == "true";
+        break;
+      case PB_TYPE_INT:
+        e.int_value = std::strtoll(literal.c_str(), nullptr, 10);
+        break;
+      case PB_TYPE_FLOAT:
+        e.float_value = std::strtod(literal.c_str(), nullptr);
+        break;
+      case PB_TYPE_STRING:
+        e.string_value = unquote(literal);
+        break;
       case PB_TYPE_STRING_ARRAY: {
         size_t at = 0;  // ["a", "b"]: items are the quoted runs
         while ((at = literal.find('"', at)) != std::string::npos) {
@@ -277,7 +294,10 @@ class Checker {
  public:
   Checker(const pb_component_descriptor& d, const pb_config_view* config, const pb_host_api* host,
           const SamplerConformanceOptions& o)
-      : d_(d), config_(config), host_(host), o_(o),
+      : d_(d),
+        config_(config),
+        host_(host),
+        o_(o),
         vt_(static_cast<const pb_sampler_vtable*>(d.vtable)) {}
 
   std::vector<std::string> run() {
@@ -439,8 +459,9 @@ class Checker {
       const std::vector<int32_t> from_clone = draw(clone, inputs, n, n, "clone");
       const std::vector<int32_t> from_original = draw(a, inputs, n, n, "original after clone");
       if (from_clone != from_original)
-        fail("a clone does not continue as its original (clone must copy RNG and state into "
-             "the copy, and advancing the clone must not touch the original)");
+        fail(
+            "a clone does not continue as its original (clone must copy RNG and state into "
+            "the copy, and advancing the clone must not touch the original)");
     }
     std::vector<float> removed(o_.vocab, -INFINITY);
     int32_t token = -1;
