@@ -3,7 +3,9 @@
 // schema. Built on the runtime registry (core/runtime/registry.hpp).
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -33,6 +35,16 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
     }
     out << line << "\n";
   }
+}
+
+// 1000000 rather than 1e+06 for whole numbers; shortest round-trip form otherwise.
+std::string number_text(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  std::ostringstream out;
+  out << std::setprecision(17) << v;
+  std::ostringstream shorter;
+  shorter << v;
+  return std::stod(shorter.str()) == v ? shorter.str() : out.str();
 }
 
 std::string dotted(uint32_t major, uint32_t minor) {
@@ -85,7 +97,8 @@ int run_plugins_list(const std::vector<std::string>& args, const GlobalOptions& 
   for (const auto& plugin : registry.plugins()) {
     for (const rt::ComponentEntry& c : plugin->components) {
       rows.push_back({plugin->metadata.name, plugin->metadata.version, rt::kind_name(c.kind),
-                      c.name, c.version, dotted(plugin->metadata.abi_major, plugin->metadata.abi_minor),
+                      c.name, c.version,
+                      dotted(plugin->metadata.abi_major, plugin->metadata.abi_minor),
                       plugin->file.string()});
     }
   }
@@ -125,24 +138,33 @@ void describe_component(std::ostream& out, const rt::PluginEntry& plugin,
     return;
   }
   out << "  config:\n";
-  std::vector<std::vector<std::string>> rows = {{"    KEY", "TYPE", "DEFAULT", "RANGE / CHOICES", "DOC"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"    KEY", "TYPE", "DEFAULT", "RANGE / CHOICES", "DOC"}};
   for (size_t i = 0; i < d->config_field_count; ++i) {
     const pb_config_field& f = *PB_ARRAY_AT(pb_config_field, d->config_fields, i);
     std::string limits;
     if (f.has_range != 0) {
-      std::ostringstream range;
-      range << "[" << f.min_value << ", " << f.max_value << "]";
-      limits = range.str();
+      limits = "[" + number_text(f.min_value) + ", " + number_text(f.max_value) + "]";
     } else if (f.choices != nullptr) {
       limits = f.choices;
     }
     const char* type = "?";
     switch (f.type) {
-      case PB_TYPE_BOOL: type = "bool"; break;
-      case PB_TYPE_INT: type = "int"; break;
-      case PB_TYPE_FLOAT: type = "float"; break;
-      case PB_TYPE_STRING: type = "string"; break;
-      case PB_TYPE_STRING_ARRAY: type = "string[]"; break;
+      case PB_TYPE_BOOL:
+        type = "bool";
+        break;
+      case PB_TYPE_INT:
+        type = "int";
+        break;
+      case PB_TYPE_FLOAT:
+        type = "float";
+        break;
+      case PB_TYPE_STRING:
+        type = "string";
+        break;
+      case PB_TYPE_STRING_ARRAY:
+        type = "string[]";
+        break;
     }
     rows.push_back({std::string("    ") + f.key, type,
                     f.required != 0 ? "(required)" : (f.default_value ? f.default_value : ""),
@@ -213,8 +235,8 @@ int run_plugins_describe(const std::vector<std::string>& args, const GlobalOptio
     std::string list;
     for (const std::string& a : available) list += (list.empty() ? "" : ", ") + a;
     throw Error(ErrorKind::kNotFound,
-                "no component or plugin named '" + name + "'. Available components: " +
-                    (list.empty() ? std::string("none") : list) +
+                "no component or plugin named '" + name +
+                    "'. Available components: " + (list.empty() ? std::string("none") : list) +
                     ". `patchbay plugins list` shows the search path and refused files.");
   }
   // Loading happens here (the schema lives in the library); a refusal throws with its reason.

@@ -16,11 +16,16 @@ namespace {
 
 const char* type_name(pb_value_type type) {
   switch (type) {
-    case PB_TYPE_BOOL: return "bool";
-    case PB_TYPE_INT: return "int";
-    case PB_TYPE_FLOAT: return "float";
-    case PB_TYPE_STRING: return "string";
-    case PB_TYPE_STRING_ARRAY: return "array of strings";
+    case PB_TYPE_BOOL:
+      return "bool";
+    case PB_TYPE_INT:
+      return "int";
+    case PB_TYPE_FLOAT:
+      return "float";
+    case PB_TYPE_STRING:
+      return "string";
+    case PB_TYPE_STRING_ARRAY:
+      return "array of strings";
   }
   return "unknown type";
 }
@@ -49,11 +54,20 @@ std::optional<std::string> parse_string_literal(std::string_view s, std::string_
     }
     if (++i == s.size()) return std::nullopt;
     switch (s[i]) {
-      case 'n': out.push_back('\n'); break;
-      case 't': out.push_back('\t'); break;
-      case '"': out.push_back('"'); break;
-      case '\\': out.push_back('\\'); break;
-      default: return std::nullopt;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      default:
+        return std::nullopt;
     }
   }
   return std::nullopt;
@@ -86,16 +100,16 @@ std::optional<std::vector<std::string>> parse_string_array(const std::string& te
 }  // namespace
 
 ComponentConfig::ComponentConfig(const pb_component_descriptor& component) {
-  component_ = kind_name(component.kind) + " '" +
-               (component.name != nullptr ? component.name : "?") + "'";
+  component_ =
+      kind_name(component.kind) + " '" + (component.name != nullptr ? component.name : "?") + "'";
   for (size_t i = 0; i < component.config_field_count; ++i) {
     const pb_config_field& f = *PB_ARRAY_AT(pb_config_field, component.config_fields, i);
     Entry e;
     e.key = f.key != nullptr ? f.key : "";
     for (const Entry& earlier : entries_) {
       if (earlier.key == e.key) {
-        throw Error(ErrorKind::kPluginRefused, component_ + ": config key '" + e.key +
-                                                   "' is declared twice in the schema");
+        throw Error(ErrorKind::kPluginRefused,
+                    component_ + ": config key '" + e.key + "' is declared twice in the schema");
       }
     }
     e.type = f.type;
@@ -114,10 +128,9 @@ ComponentConfig::ComponentConfig(const pb_component_descriptor& component) {
 
 void ComponentConfig::set_default(Entry& e, const char* literal) {
   auto bad = [&](const std::string& why) {
-    throw Error(ErrorKind::kPluginRefused,
-                component_ + ": the default of key '" + e.key + "' (" +
-                    (literal != nullptr ? literal : "NULL") + ") " + why +
-                    "; fix the component's config schema");
+    throw Error(ErrorKind::kPluginRefused, component_ + ": the default of key '" + e.key + "' (" +
+                                               (literal != nullptr ? literal : "NULL") + ") " +
+                                               why + "; fix the component's config schema");
   };
   if (literal == nullptr) bad("is missing although the key is not required");
   const std::string text = trim(literal);
@@ -153,7 +166,8 @@ void ComponentConfig::set_default(Entry& e, const char* literal) {
       set_strings(e.key, *v);
       break;
     }
-    default: bad("has an unknown type " + std::to_string(static_cast<int>(e.type)));
+    default:
+      bad("has an unknown type " + std::to_string(static_cast<int>(e.type)));
   }
   e.set = true;
 }
@@ -217,8 +231,8 @@ void ComponentConfig::set_string(std::string_view key, std::string value) {
       std::find(e.choices.begin(), e.choices.end(), value) == e.choices.end()) {
     std::string allowed;
     for (const std::string& c : e.choices) allowed += (allowed.empty() ? "" : ", ") + c;
-    throw Error(ErrorKind::kInvalidArgument, component_ + ": key '" + e.key + "' = \"" + value +
-                                                 "\" is not one of: " + allowed);
+    throw Error(ErrorKind::kInvalidArgument,
+                component_ + ": key '" + e.key + "' = \"" + value + "\" is not one of: " + allowed);
   }
   e.string_value = std::move(value);
   e.set = true;

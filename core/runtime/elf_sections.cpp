@@ -44,7 +44,11 @@ ElfFile::ElfFile(const std::filesystem::path& file) : in_(file, std::ios::binary
 
   if (size_ < kElfHeaderSize) malformed("shorter than an ELF header");
   const std::string header = read(0, kElfHeaderSize);
-  if (std::memcmp(header.data(), "\x7f" "ELF", 4) != 0) malformed("no ELF magic number");
+  if (std::memcmp(header.data(),
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    malformed("no ELF magic number");
   if (header[4] != 2) malformed("not 64-bit");
   if (header[5] != 1) malformed("not little-endian");
   type_ = read_le<uint16_t>(header, 0x10);
@@ -75,10 +79,14 @@ ElfFile::ElfFile(const std::filesystem::path& file) : in_(file, std::ios::binary
 
 std::string ElfFile::type_name() const {
   switch (type_) {
-    case 1: return "relocatable object";
-    case 2: return "executable";
-    case 3: return "shared object";
-    case 4: return "core dump";
+    case 1:
+      return "relocatable object";
+    case 2:
+      return "executable";
+    case 3:
+      return "shared object";
+    case 4:
+      return "core dump";
   }
   return "ELF type " + std::to_string(type_);
 }
@@ -118,9 +126,9 @@ std::vector<std::string> ElfFile::exported_symbols() {
       const auto info = static_cast<uint8_t>(symbols[at + 4]);
       const auto other = static_cast<uint8_t>(symbols[at + 5]);
       const auto section_index = read_le<uint16_t>(symbols, at + 6);
-      const unsigned binding = info >> 4;         // 1 global, 2 weak, 10 GNU unique
-      const unsigned visibility = other & 0x3;    // 0 default, 3 protected
-      const bool defined = section_index != 0;   // SHN_UNDEF
+      const unsigned binding = info >> 4;       // 1 global, 2 weak, 10 GNU unique
+      const unsigned visibility = other & 0x3;  // 0 default, 3 protected
+      const bool defined = section_index != 0;  // SHN_UNDEF
       if (defined && (binding == 1 || binding == 2 || binding == 10) &&
           (visibility == 0 || visibility == 3)) {
         std::string symbol = c_string_at(strings, name);

@@ -17,11 +17,16 @@ namespace {
 
 spdlog::level::level_enum spd_level(pb_log_level level) {
   switch (level) {
-    case PB_LOG_TRACE: return spdlog::level::trace;
-    case PB_LOG_DEBUG: return spdlog::level::debug;
-    case PB_LOG_INFO: return spdlog::level::info;
-    case PB_LOG_WARN: return spdlog::level::warn;
-    case PB_LOG_ERROR: return spdlog::level::err;
+    case PB_LOG_TRACE:
+      return spdlog::level::trace;
+    case PB_LOG_DEBUG:
+      return spdlog::level::debug;
+    case PB_LOG_INFO:
+      return spdlog::level::info;
+    case PB_LOG_WARN:
+      return spdlog::level::warn;
+    case PB_LOG_ERROR:
+      return spdlog::level::err;
   }
   return spdlog::level::info;
 }
@@ -115,15 +120,24 @@ pb_status_code status_code(const pb_status* status) { return host_status_code(st
 
 const char* status_code_name(pb_status_code code) {
   switch (code) {
-    case PB_STATUS_OK: return "PB_STATUS_OK";
-    case PB_STATUS_INVALID_ARGUMENT: return "PB_STATUS_INVALID_ARGUMENT";
-    case PB_STATUS_NOT_FOUND: return "PB_STATUS_NOT_FOUND";
-    case PB_STATUS_OUT_OF_RANGE: return "PB_STATUS_OUT_OF_RANGE";
-    case PB_STATUS_BUFFER_TOO_SMALL: return "PB_STATUS_BUFFER_TOO_SMALL";
-    case PB_STATUS_UNSUPPORTED: return "PB_STATUS_UNSUPPORTED";
-    case PB_STATUS_IO_ERROR: return "PB_STATUS_IO_ERROR";
-    case PB_STATUS_OUT_OF_MEMORY: return "PB_STATUS_OUT_OF_MEMORY";
-    case PB_STATUS_INTERNAL: return "PB_STATUS_INTERNAL";
+    case PB_STATUS_OK:
+      return "PB_STATUS_OK";
+    case PB_STATUS_INVALID_ARGUMENT:
+      return "PB_STATUS_INVALID_ARGUMENT";
+    case PB_STATUS_NOT_FOUND:
+      return "PB_STATUS_NOT_FOUND";
+    case PB_STATUS_OUT_OF_RANGE:
+      return "PB_STATUS_OUT_OF_RANGE";
+    case PB_STATUS_BUFFER_TOO_SMALL:
+      return "PB_STATUS_BUFFER_TOO_SMALL";
+    case PB_STATUS_UNSUPPORTED:
+      return "PB_STATUS_UNSUPPORTED";
+    case PB_STATUS_IO_ERROR:
+      return "PB_STATUS_IO_ERROR";
+    case PB_STATUS_OUT_OF_MEMORY:
+      return "PB_STATUS_OUT_OF_MEMORY";
+    case PB_STATUS_INTERNAL:
+      return "PB_STATUS_INTERNAL";
   }
   return "PB_STATUS_(unknown code)";
 }
@@ -132,10 +146,14 @@ ErrorKind error_kind_for(pb_status_code code) {
   switch (code) {
     case PB_STATUS_INVALID_ARGUMENT:
     case PB_STATUS_OUT_OF_RANGE:
-    case PB_STATUS_UNSUPPORTED: return ErrorKind::kInvalidArgument;
-    case PB_STATUS_NOT_FOUND: return ErrorKind::kNotFound;
-    case PB_STATUS_IO_ERROR: return ErrorKind::kIo;
-    default: return ErrorKind::kInternal;
+    case PB_STATUS_UNSUPPORTED:
+      return ErrorKind::kInvalidArgument;
+    case PB_STATUS_NOT_FOUND:
+      return ErrorKind::kNotFound;
+    case PB_STATUS_IO_ERROR:
+      return ErrorKind::kIo;
+    default:
+      return ErrorKind::kInternal;
   }
 }
 
@@ -143,8 +161,8 @@ void throw_if_error(pb_status* status, const std::string& context) {
   if (status == nullptr) return;
   StatusPtr owned(status);
   const pb_status_code code = host_status_code(status);
-  throw Error(error_kind_for(code), context + ": " + host_status_message(status) + " [" +
-                                        status_code_name(code) + "]");
+  throw Error(error_kind_for(code),
+              context + ": " + host_status_message(status) + " [" + status_code_name(code) + "]");
 }
 
 }  // namespace patchbay::runtime

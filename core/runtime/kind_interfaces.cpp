@@ -45,7 +45,8 @@ void require(const char* kind, std::initializer_list<Function> functions,
   }
 }
 
-#define LAYOUT_10(type, last_field) (offsetof(type, last_field) + sizeof(((type*)nullptr)->last_field))
+#define LAYOUT_10(type, last_field) \
+  (offsetof(type, last_field) + sizeof(((type*)nullptr)->last_field))
 
 std::vector<std::string> check_tokenizer(const void* vtable) {
   const auto* vt = static_cast<const pb_tokenizer_vtable*>(vtable);
@@ -85,8 +86,8 @@ std::vector<std::string> check_attention(const void* vtable) {
 std::vector<std::string> check_feedforward(const void* vtable) {
   const auto* vt = static_cast<const pb_feedforward_vtable*>(vtable);
   std::vector<std::string> problems;
-  if (too_small(vt->struct_size, LAYOUT_10(pb_feedforward_vtable, forward),
-                "pb_feedforward_vtable", problems)) {
+  if (too_small(vt->struct_size, LAYOUT_10(pb_feedforward_vtable, forward), "pb_feedforward_vtable",
+                problems)) {
     return problems;
   }
   require("feedforward",
@@ -114,15 +115,14 @@ std::vector<std::string> check_optimizer(const void* vtable) {
 std::vector<std::string> check_parallelism(const void* vtable) {
   const auto* vt = static_cast<const pb_parallelism_vtable*>(vtable);
   std::vector<std::string> problems;
-  if (too_small(vt->struct_size, LAYOUT_10(pb_parallelism_vtable, barrier),
-                "pb_parallelism_vtable", problems)) {
+  if (too_small(vt->struct_size, LAYOUT_10(pb_parallelism_vtable, barrier), "pb_parallelism_vtable",
+                problems)) {
     return problems;
   }
   require("parallelism",
-          {fn(vt->rank, "rank"), fn(vt->world_size, "world_size"),
-           fn(vt->all_reduce, "all_reduce"), fn(vt->broadcast, "broadcast"),
-           fn(vt->all_gather, "all_gather"), fn(vt->reduce_scatter, "reduce_scatter"),
-           fn(vt->barrier, "barrier")},
+          {fn(vt->rank, "rank"), fn(vt->world_size, "world_size"), fn(vt->all_reduce, "all_reduce"),
+           fn(vt->broadcast, "broadcast"), fn(vt->all_gather, "all_gather"),
+           fn(vt->reduce_scatter, "reduce_scatter"), fn(vt->barrier, "barrier")},
           problems);
   return problems;
 }
@@ -137,8 +137,9 @@ std::vector<std::string> check_sampler(const void* vtable) {
   const bool processor = (vt->capabilities & PB_SAMPLER_CAP_PROCESSOR) != 0;
   const bool selector = (vt->capabilities & PB_SAMPLER_CAP_SELECTOR) != 0;
   if (processor == selector) {
-    problems.push_back("sampler capabilities must hold exactly one of PB_SAMPLER_CAP_PROCESSOR "
-                       "and PB_SAMPLER_CAP_SELECTOR");
+    problems.push_back(
+        "sampler capabilities must hold exactly one of PB_SAMPLER_CAP_PROCESSOR "
+        "and PB_SAMPLER_CAP_SELECTOR");
   }
   if (processor) require("sampler (processor)", {fn(vt->apply, "apply")}, problems);
   if (selector) require("sampler (selector)", {fn(vt->select, "select")}, problems);

@@ -139,8 +139,7 @@ PluginMetadata read_plugin_metadata(const std::filesystem::path& file) {
   try {
     elf.emplace(file);
   } catch (const Error& e) {
-    refuse(std::string("not a shared library: ") + e.what() +
-           "; remove it from the plugin folder");
+    refuse(std::string("not a shared library: ") + e.what() + "; remove it from the plugin folder");
   }
   if (!elf->is_shared_object()) {
     refuse("not a shared library (it is an ELF " + elf->type_name() +

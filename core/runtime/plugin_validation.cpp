@@ -29,12 +29,14 @@ void check_abi(uint32_t major, uint32_t minor, std::vector<std::string>& problem
   const std::string plugin_abi = version_text(major, minor);
   const std::string host_abi = version_text(PB_ABI_VERSION_MAJOR, PB_ABI_VERSION_MINOR);
   if (major != PB_ABI_VERSION_MAJOR) {
-    problems.push_back("built against Patchbay ABI " + plugin_abi + " but this host implements ABI " +
-                       host_abi + " (another major version is incompatible); rebuild the plugin "
+    problems.push_back("built against Patchbay ABI " + plugin_abi +
+                       " but this host implements ABI " + host_abi +
+                       " (another major version is incompatible); rebuild the plugin "
                        "against this host's SDK");
   } else if (minor > PB_ABI_VERSION_MINOR) {
-    problems.push_back("built against Patchbay ABI " + plugin_abi + ", newer than this host's ABI " +
-                       host_abi + "; upgrade Patchbay or rebuild the plugin against this host's SDK");
+    problems.push_back("built against Patchbay ABI " + plugin_abi +
+                       ", newer than this host's ABI " + host_abi +
+                       "; upgrade Patchbay or rebuild the plugin against this host's SDK");
   }
 }
 
@@ -107,8 +109,8 @@ std::vector<std::string> validate_metadata(const PluginMetadata& m, Version host
   return problems;
 }
 
-std::vector<std::string> validate_descriptor(const pb_plugin_descriptor* d,
-                                             const PluginMetadata& m, Version host) {
+std::vector<std::string> validate_descriptor(const pb_plugin_descriptor* d, const PluginMetadata& m,
+                                             Version host) {
   if (d == nullptr) return {"the entry '" PB_PLUGIN_ENTRY_SYMBOL "' returned NULL"};
   if (d->struct_size < kPluginDescriptorSize10) {
     return {"pb_plugin_descriptor struct_size " + std::to_string(d->struct_size) +
@@ -156,11 +158,12 @@ std::vector<std::string> validate_descriptor(const pb_plugin_descriptor* d,
     if (c->vtable == nullptr) {
       problems.push_back(what + ": required 'vtable' is NULL");
     } else if (kind != nullptr) {
-      for (const std::string& p : kind->check_vtable(c->vtable)) problems.push_back(what + ": " + p);
+      for (const std::string& p : kind->check_vtable(c->vtable))
+        problems.push_back(what + ": " + p);
     }
     if (c->config_field_count > 0 && c->config_fields == nullptr) {
-      problems.push_back(what + ": config_field_count is " +
-                         std::to_string(c->config_field_count) + " but config_fields is NULL");
+      problems.push_back(what + ": config_field_count is " + std::to_string(c->config_field_count) +
+                         " but config_fields is NULL");
     } else if (c->config_field_count > 0 && c->config_fields->struct_size < kConfigFieldSize10) {
       problems.push_back(what + ": pb_config_field struct_size " +
                          std::to_string(c->config_fields->struct_size) +

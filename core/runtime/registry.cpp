@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 class PluginLibrary {
  public:
   explicit PluginLibrary(const fs::path& file)
-      : library_(file.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local) {}
+      : library_(file.string(),
+                 boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local) {}
   const pb_plugin_descriptor* call_entry() {
     // The alias is a pointer variable holding the entry function's address.
     auto& entry = library_.get_alias<const pb_plugin_descriptor*()>(PB_PLUGIN_ENTRY_SYMBOL);
@@ -53,12 +54,18 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 
 std::string kind_name(pb_component_kind kind) {
   switch (kind) {
-    case PB_KIND_TOKENIZER: return "tokenizer";
-    case PB_KIND_ATTENTION: return "attention";
-    case PB_KIND_FEEDFORWARD: return "feedforward";
-    case PB_KIND_OPTIMIZER: return "optimizer";
-    case PB_KIND_PARALLELISM: return "parallelism";
-    case PB_KIND_SAMPLER: return "sampler";
+    case PB_KIND_TOKENIZER:
+      return "tokenizer";
+    case PB_KIND_ATTENTION:
+      return "attention";
+    case PB_KIND_FEEDFORWARD:
+      return "feedforward";
+    case PB_KIND_OPTIMIZER:
+      return "optimizer";
+    case PB_KIND_PARALLELISM:
+      return "parallelism";
+    case PB_KIND_SAMPLER:
+      return "sampler";
   }
   return "kind " + std::to_string(static_cast<int>(kind));
 }
@@ -116,8 +123,8 @@ void Registry::examine(const fs::path& file, LoadMode mode) {
     for (const ComponentMetadata& mine : metadata.components) {
       for (const ComponentMetadata& theirs : p->metadata.components) {
         if (mine.kind == theirs.kind && mine.name == theirs.name) {
-          refuse(file, "provides " + mine.kind + " '" + mine.name +
-                           "', which plugin '" + p->metadata.name + "' (" + p->file.string() +
+          refuse(file, "provides " + mine.kind + " '" + mine.name + "', which plugin '" +
+                           p->metadata.name + "' (" + p->file.string() +
                            ") already provides; component names must be unique per kind: "
                            "rename one of them or remove one file from the plugin path");
           return;
@@ -207,11 +214,12 @@ const ComponentEntry& Registry::find(pb_component_kind kind, std::string_view na
   std::sort(available.begin(), available.end());
   std::string message = "no " + kind_text + " named '" + std::string(name) + "'.";
   const std::vector<std::string> close = suggestions(kind, name);
-  if (!close.empty() && edit_distance(name, close.front()) <= std::max<size_t>(2, name.size() / 3)) {
+  if (!close.empty() &&
+      edit_distance(name, close.front()) <= std::max<size_t>(2, name.size() / 3)) {
     message += " Did you mean '" + close.front() + "'?";
   }
-  message += " Available " + kind_text + "s: " +
-             (available.empty() ? std::string("none") : join(available, ", ")) + ".";
+  message += " Available " + kind_text +
+             "s: " + (available.empty() ? std::string("none") : join(available, ", ")) + ".";
   std::vector<std::string> searched;
   for (const fs::path& p : searched_) searched.push_back(p.string());
   message += " Plugin path searched: " +
@@ -247,8 +255,8 @@ ComponentInstance Registry::create(pb_component_kind kind, std::string_view name
       present = std::string_view(PB_ARRAY_AT(pb_config_value, config.values, k)->key) == key;
     }
     if (!present) {
-      throw Error(ErrorKind::kInternal, what + ": the config handed to create() lacks key '" +
-                                            key + "'; build it with runtime::ComponentConfig");
+      throw Error(ErrorKind::kInternal, what + ": the config handed to create() lacks key '" + key +
+                                            "'; build it with runtime::ComponentConfig");
     }
   }
   void* object = nullptr;
@@ -256,8 +264,9 @@ ComponentInstance Registry::create(pb_component_kind kind, std::string_view name
   throw_if_error(status, what + " could not be created");
   if (object == nullptr) {
     throw Error(ErrorKind::kPluginRefused,
-                what + ": create() reported success but returned no object; this is a bug in "
-                       "the plugin");
+                what +
+                    ": create() reported success but returned no object; this is a bug in "
+                    "the plugin");
   }
   return ComponentInstance(std::shared_ptr<const void>(plugin.library, plugin.library.get()), d,
                            object, plugin.file);

@@ -71,8 +71,8 @@ struct RefusedPlugin {
 };
 
 enum class LoadMode {
-  kLoad,          // load and validate every plugin during scan()
-  kMetadataOnly   // read metadata only; load a plugin when one of its components is used
+  kLoad,         // load and validate every plugin during scan()
+  kMetadataOnly  // read metadata only; load a plugin when one of its components is used
 };
 
 class Registry {
@@ -86,8 +86,7 @@ class Registry {
 
   // Examines every plugin file on `search_path` (see plugin_files()). Never throws for a bad
   // plugin: bad files land in refused(). May be called again with more folders.
-  void scan(const std::vector<std::filesystem::path>& search_path,
-            LoadMode mode = LoadMode::kLoad);
+  void scan(const std::vector<std::filesystem::path>& search_path, LoadMode mode = LoadMode::kLoad);
   // Examines one file (tests, `plugins describe FILE`).
   void scan_file(const std::filesystem::path& file, LoadMode mode = LoadMode::kLoad);
 

@@ -87,7 +87,8 @@ TEST_CASE("malformed default literals are reported as a schema bug") {
     rt::ComponentConfig config(d);
     FAIL("should throw");
   } catch (const patchbay::Error& e) {
-    CHECK(contains(e.what(), "the default of key 'x' ([\"a\" \"b\"]) is not a TOML array of "
-                             "strings"));
+    CHECK(contains(e.what(),
+                   "the default of key 'x' ([\"a\" \"b\"]) is not a TOML array of "
+                   "strings"));
   }
 }

@@ -12,7 +12,8 @@ namespace rt = patchbay::runtime;
 
 TEST_CASE("a text file named .so is refused as not a shared library") {
   ScratchFolder folder("text");
-  const auto file = folder.write("bad.so", std::string(200, '#') + "\nthis is a text file, not a library\n");
+  const auto file =
+      folder.write("bad.so", std::string(200, '#') + "\nthis is a text file, not a library\n");
   const std::string reason = refusal_of(file);
   CHECK(contains(reason, file.string() + ": not a shared library"));
   CHECK(contains(reason, "no ELF magic number"));
@@ -73,8 +74,9 @@ TEST_CASE("a duplicate component name refuses the later file and names the earli
   CHECK(registry.plugins()[0]->metadata.name == "fixture-dup-a");
   REQUIRE(registry.refused().size() == 1);
   const std::string reason = registry.refused()[0].reason;
-  CHECK(contains(reason, fixture("dup_b").string() + ": provides tokenizer 'dup', which plugin "
-                                                     "'fixture-dup-a' (" +
+  CHECK(contains(reason, fixture("dup_b").string() +
+                             ": provides tokenizer 'dup', which plugin "
+                             "'fixture-dup-a' (" +
                              fixture("dup_a").string() + ") already provides"));
   CHECK(registry.find(PB_KIND_TOKENIZER, "dup").name == "dup");
 }

@@ -25,9 +25,8 @@ class ScratchFolder {
  public:
   explicit ScratchFolder(const std::string& tag) {
     static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("patchbay-loader-" + tag + "-" + std::to_string(getpid()) + "-" +
-             std::to_string(counter++));
+    path_ = fs::temp_directory_path() / ("patchbay-loader-" + tag + "-" + std::to_string(getpid()) +
+                                         "-" + std::to_string(counter++));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }

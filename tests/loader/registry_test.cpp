@@ -130,8 +130,9 @@ TEST_CASE("find suggests the closest names of that kind") {
     FAIL("find should throw");
   } catch (const patchbay::Error& e) {
     CHECK(e.kind() == patchbay::ErrorKind::kNotFound);
-    CHECK(contains(e.what(), "no tokenizer named 'identity-bytes'. Did you mean 'identity-byte'? "
-                             "Available tokenizers: factory-fails, identity-byte, throws."));
+    CHECK(contains(e.what(),
+                   "no tokenizer named 'identity-bytes'. Did you mean 'identity-byte'? "
+                   "Available tokenizers: factory-fails, identity-byte, throws."));
     CHECK(contains(e.what(), "Plugin path searched: " + fixture("hello_tokenizer").string()));
   }
   CHECK(registry.suggestions(PB_KIND_TOKENIZER, "throw").front() == "throws");

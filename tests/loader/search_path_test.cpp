@@ -35,9 +35,9 @@ class ScopedEnv {
 
 TEST_CASE("search path order: cli, environment, config, then built-in folders") {
   ScratchFolder cli1("cli1"), cli2("cli2"), env1("env1"), env2("env2"), cfg("cfg");
-  ScopedEnv env("PATCHBAY_PLUGIN_PATH",
-                env1.path().string() + "::" + cli1.path().string() + ":" + env2.path().string() +
-                    ":/nonexistent/patchbay/plugins");
+  ScopedEnv env("PATCHBAY_PLUGIN_PATH", env1.path().string() + "::" + cli1.path().string() + ":" +
+                                            env2.path().string() +
+                                            ":/nonexistent/patchbay/plugins");
   rt::SearchPathOptions options;
   options.cli_paths = {cli1.path().string(), cli2.path().string()};
   options.config_paths = {cfg.path().string()};

@@ -63,8 +63,7 @@ TEST_CASE("a plugin built against the installed SDK only loads and round-trips")
                " -B " + quoted(build) + " -G " + quoted(PATCHBAY_CMAKE_GENERATOR) +
                " -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON" +
                " -DCMAKE_CXX_COMPILER=" + quoted(PATCHBAY_CXX_COMPILER) +
-               " -DCMAKE_PREFIX_PATH=" + quoted(prefix) +
-               " -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF");
+               " -DCMAKE_PREFIX_PATH=" + quoted(prefix) + " -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF");
   run_step("build", cmake + " --build " + quoted(build));
 
   // The plugin saw the installed headers, never the source tree's.

@@ -3,4 +3,5 @@
 
 #include "identity_byte_tokenizer.hpp"
 
-PATCHBAY_PLUGIN("hello-tokenizer", "1.0.0", PATCHBAY_COMPONENT_LIST(&hello::kIdentityByteTokenizer));
+PATCHBAY_PLUGIN("hello-tokenizer", "1.0.0",
+                PATCHBAY_COMPONENT_LIST(&hello::kIdentityByteTokenizer));

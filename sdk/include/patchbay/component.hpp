@@ -57,8 +57,7 @@ struct Status {
 
   // Converts the exception being handled (call only inside a catch block) into a status.
   // `context` names the operation, e.g. "tokenizer encode"; it prefixes the message.
-  static pb_status* from_current_exception(const pb_host_api* host,
-                                           const char* context) noexcept {
+  static pb_status* from_current_exception(const pb_host_api* host, const char* context) noexcept {
     try {
       throw;
     } catch (const PluginError& e) {
@@ -136,9 +135,7 @@ class ConfigView {
   }
   bool has(std::string_view key) const { return lookup(key) != nullptr; }
 
-  int64_t get_int(std::string_view key) const {
-    return require(key, PB_TYPE_INT, "int").int_value;
-  }
+  int64_t get_int(std::string_view key) const { return require(key, PB_TYPE_INT, "int").int_value; }
   // An INT value is accepted and converted (TOML `1` for a float key).
   double get_float(std::string_view key) const {
     const pb_config_value& v = require_present(key);
@@ -163,11 +160,16 @@ class ConfigView {
 
   static const char* type_name(pb_value_type type) {
     switch (type) {
-      case PB_TYPE_BOOL: return "bool";
-      case PB_TYPE_INT: return "int";
-      case PB_TYPE_FLOAT: return "float";
-      case PB_TYPE_STRING: return "string";
-      case PB_TYPE_STRING_ARRAY: return "array of strings";
+      case PB_TYPE_BOOL:
+        return "bool";
+      case PB_TYPE_INT:
+        return "int";
+      case PB_TYPE_FLOAT:
+        return "float";
+      case PB_TYPE_STRING:
+        return "string";
+      case PB_TYPE_STRING_ARRAY:
+        return "array of strings";
     }
     return "unknown type";
   }
@@ -187,10 +189,10 @@ class ConfigView {
       known += (i == 0 ? "" : ", ");
       known += at(i).key;
     }
-    throw PluginError(PB_STATUS_NOT_FOUND,
-                      "config key '" + std::string(key) + "' is absent (keys present: " +
-                          (known.empty() ? std::string("none") : known) +
-                          "); declare it in the component's config schema");
+    throw PluginError(PB_STATUS_NOT_FOUND, "config key '" + std::string(key) +
+                                               "' is absent (keys present: " +
+                                               (known.empty() ? std::string("none") : known) +
+                                               "); declare it in the component's config schema");
   }
   static void check_type(const pb_config_value& v, pb_value_type expected,
                          const char* expected_name) {
@@ -214,8 +216,9 @@ class ConfigView {
 // constexpr builder of schema entries; converts to pb_config_field. Defaults are TOML
 // literals ("0.1", "true", "\"gelu\"", "[\"a\", \"b\"]").
 //   constexpr pb_config_field kFields[] = {
-//       patchbay::Field::integer("vocab_size", "512", "target vocabulary size").range(256, 1 << 20),
-//       patchbay::Field::string("mode", "\"bytes\"", "what a token is").choices("bytes|chars"),
+//       patchbay::Field::integer("vocab_size", "512", "target vocabulary size").range(256, 1 <<
+//       20), patchbay::Field::string("mode", "\"bytes\"", "what a token
+//       is").choices("bytes|chars"),
 //   };
 class Field {
  public:
@@ -258,10 +261,8 @@ class Field {
   constexpr operator pb_config_field() const { return field_; }  // NOLINT: implicit by design
 
  private:
-  constexpr Field(const char* key, pb_value_type type, const char* default_literal,
-                  const char* doc)
-      : field_{sizeof(pb_config_field), key, type, 0, default_literal, 0, 0.0, 0.0, nullptr,
-               doc} {}
+  constexpr Field(const char* key, pb_value_type type, const char* default_literal, const char* doc)
+      : field_{sizeof(pb_config_field), key, type, 0, default_literal, 0, 0.0, 0.0, nullptr, doc} {}
   pb_config_field field_;
 };
 

@@ -49,12 +49,18 @@ namespace patchbay::detail {
 
 constexpr const char* kind_name(pb_component_kind kind) {
   switch (kind) {
-    case PB_KIND_TOKENIZER: return "tokenizer";
-    case PB_KIND_ATTENTION: return "attention";
-    case PB_KIND_FEEDFORWARD: return "feedforward";
-    case PB_KIND_OPTIMIZER: return "optimizer";
-    case PB_KIND_PARALLELISM: return "parallelism";
-    case PB_KIND_SAMPLER: return "sampler";
+    case PB_KIND_TOKENIZER:
+      return "tokenizer";
+    case PB_KIND_ATTENTION:
+      return "attention";
+    case PB_KIND_FEEDFORWARD:
+      return "feedforward";
+    case PB_KIND_OPTIMIZER:
+      return "optimizer";
+    case PB_KIND_PARALLELISM:
+      return "parallelism";
+    case PB_KIND_SAMPLER:
+      return "sampler";
   }
   return "unknown";
 }
@@ -168,21 +174,20 @@ constexpr pb_plugin_descriptor make_plugin_descriptor(
   PATCHBAY_PLUGIN_MIN_HOST(NAME, VERSION, PB_ABI_SINCE_HOST_MAJOR, PB_ABI_SINCE_HOST_MINOR, \
                            PB_ABI_SINCE_HOST_PATCH, __VA_ARGS__)
 
-#define PATCHBAY_PLUGIN_MIN_HOST(NAME, VERSION, HOST_MAJOR, HOST_MINOR, HOST_PATCH, ...)      \
-  namespace patchbay_plugin_registration {                                                    \
-  inline constexpr std::array kComponents = std::to_array<const pb_component_descriptor*>(    \
-      {__VA_ARGS__});                                                                         \
+#define PATCHBAY_PLUGIN_MIN_HOST(NAME, VERSION, HOST_MAJOR, HOST_MINOR, HOST_PATCH, ...)          \
+  namespace patchbay_plugin_registration {                                                        \
+  inline constexpr std::array kComponents =                                                       \
+      std::to_array<const pb_component_descriptor*>({__VA_ARGS__});                               \
   inline constexpr pb_plugin_descriptor kDescriptor = ::patchbay::detail::make_plugin_descriptor( \
-      NAME, VERSION, HOST_MAJOR, HOST_MINOR, HOST_PATCH, kComponents);                        \
-  inline constexpr size_t kMetadataSize = ::patchbay::detail::metadata_size(kDescriptor);     \
-  inline const pb_plugin_descriptor* entry() noexcept { return &kDescriptor; }                \
-  }                                                                                           \
-  extern "C" __attribute__((used, visibility("default"),                                      \
-                            section(PB_PLUGIN_METADATA_SECTION))) const                       \
-      ::patchbay::detail::MetadataText<patchbay_plugin_registration::kMetadataSize>           \
-          patchbay_plugin_metadata =                                                          \
-              ::patchbay::detail::metadata_text<patchbay_plugin_registration::kMetadataSize>( \
-                  patchbay_plugin_registration::kDescriptor);                                 \
-  BOOST_DLL_ALIAS(patchbay_plugin_registration::entry, patchbay_plugin_entry)                  \
-  static_assert(::patchbay::detail::same_text(PB_PLUGIN_ENTRY_SYMBOL, "patchbay_plugin_entry"), \
+      NAME, VERSION, HOST_MAJOR, HOST_MINOR, HOST_PATCH, kComponents);                            \
+  inline constexpr size_t kMetadataSize = ::patchbay::detail::metadata_size(kDescriptor);         \
+  inline const pb_plugin_descriptor* entry() noexcept { return &kDescriptor; }                    \
+  }                                                                                               \
+  extern "C" __attribute__((used, visibility("default"), section(PB_PLUGIN_METADATA_SECTION)))    \
+  const ::patchbay::detail::MetadataText<patchbay_plugin_registration::kMetadataSize>             \
+      patchbay_plugin_metadata =                                                                  \
+          ::patchbay::detail::metadata_text<patchbay_plugin_registration::kMetadataSize>(         \
+              patchbay_plugin_registration::kDescriptor);                                         \
+  BOOST_DLL_ALIAS(patchbay_plugin_registration::entry, patchbay_plugin_entry)                     \
+  static_assert(::patchbay::detail::same_text(PB_PLUGIN_ENTRY_SYMBOL, "patchbay_plugin_entry"),   \
                 "the alias name above must equal PB_PLUGIN_ENTRY_SYMBOL")

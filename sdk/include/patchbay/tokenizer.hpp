@@ -86,8 +86,7 @@ struct TokenizerAdapter {
   static pb_status* create(const pb_host_api* host, const pb_config_view* config,
                            void** out_instance) {
     *out_instance = nullptr;
-    return guarded(host, "tokenizer create",
-                   [&] { *out_instance = new Object(host, config); });
+    return guarded(host, "tokenizer create", [&] { *out_instance = new Object(host, config); });
   }
   static void destroy(void* instance) { delete self(instance); }
 
@@ -105,9 +104,8 @@ struct TokenizerAdapter {
       return 0;  // the C signature has no error channel; 0 means "no vocabulary"
     }
   }
-  static pb_status* encode(const void* p, const char* text, size_t text_len,
-                           int32_t allow_special, int32_t* out_ids, size_t capacity,
-                           size_t* out_count) {
+  static pb_status* encode(const void* p, const char* text, size_t text_len, int32_t allow_special,
+                           int32_t* out_ids, size_t capacity, size_t* out_count) {
     const Object* o = self(p);
     *out_count = 0;
     pb_status* failure = nullptr;
@@ -170,7 +168,7 @@ struct TokenizerAdapter {
 
   static constexpr pb_tokenizer_vtable kVtable = {
       sizeof(pb_tokenizer_vtable), T::kCapabilities, &train, &vocab_size, &encode, &decode,
-      &special_token_count, &special_token, &save, &load};
+      &special_token_count,        &special_token,   &save,  &load};
 };
 
 }  // namespace detail
