@@ -107,10 +107,16 @@ const toml::node* ResolvedConfig::find(std::string_view key_path) const {
 }
 
 void ResolvedConfig::erase_sources_under(std::string_view key_path) {
-  auto it = sources_.lower_bound(key_path);
-  while (it != sources_.end() && it->first.compare(0, key_path.size(), key_path) == 0) {
-    if (key_path_is_under(it->first, key_path)) {
-      it = sources_.erase(it);
+  config::erase_sources_under(sources_, key_path);
+}
+
+void erase_sources_under(ResolvedConfig::SourceMap& sources, std::string_view path) {
+  // Paths under `path` start with it, so they sit in one run of the sorted map (mixed
+  // with siblings such as `pathx`, which are skipped).
+  auto it = sources.lower_bound(path);
+  while (it != sources.end() && it->first.compare(0, path.size(), path) == 0) {
+    if (key_path_is_under(it->first, path)) {
+      it = sources.erase(it);
     } else {
       ++it;
     }

@@ -65,6 +65,8 @@ void record_sources(const toml::node& node, const std::string& path, const std::
 // Records `where` for `path` and everything under `node` (values from the command line).
 void record_sources_at(const toml::node& node, const std::string& path, const SourceLocation& where,
                        ResolvedConfig::SourceMap& sources);
+// Drops the entries of `path` and everything under it.
+void erase_sources_under(ResolvedConfig::SourceMap& sources, std::string_view path);
 // Copies the entries of `path` and everything under it from `from` into `to`.
 void copy_sources_under(const ResolvedConfig::SourceMap& from, std::string_view path,
                         ResolvedConfig::SourceMap& to);

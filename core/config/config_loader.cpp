@@ -3,7 +3,6 @@
 #include "config/config_loader.hpp"
 
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -36,11 +35,7 @@ void merge_into(toml::table& target, ResolvedConfig::SourceMap& target_sources, 
                  key_path);
     } else {
       target.insert_or_assign(key, std::move(node));
-      ResolvedConfig::SourceMap replaced = std::move(target_sources);
-      target_sources.clear();
-      for (auto& entry : replaced) {
-        if (!key_path_is_under(entry.first, key_path)) target_sources.insert(std::move(entry));
-      }
+      erase_sources_under(target_sources, key_path);
       copy_sources_under(source_sources, key_path, target_sources);
     }
   }
@@ -162,11 +157,7 @@ class Composer {
                             sources.count(item_path) ? sources.at(item_path) : where);
     }
     parsed.erase("include");
-    ResolvedConfig::SourceMap kept;
-    for (auto& entry : sources) {
-      if (!key_path_is_under(entry.first, "include")) kept.insert(entry);
-    }
-    sources = std::move(kept);
+    erase_sources_under(sources, "include");
     return includes;
   }
 
