@@ -8,7 +8,9 @@
 #include "common/error.hpp"
 #include "config/config_document.hpp"
 #include "config/config_error.hpp"
+#include "config/closest_names.hpp"
 #include "config/field_schema.hpp"
+#include "config/type_names.hpp"
 
 namespace patchbay::config {
 
@@ -95,6 +97,42 @@ const pb_config_value* ComponentConfigView::find(std::string_view key) const {
     if (key == value.key) return &value;
   }
   return nullptr;
+}
+
+SelectedComponent select_component(const ResolvedConfig& config, const SchemaRegistry& schema,
+                                   const ComponentSchemaLookup& lookup, const std::string& section_path) {
+  const HostSection* section = schema.find(section_path);
+  if (section == nullptr || !section->component_kind || !lookup) {
+    throw Error(ErrorKind::kInternal, "select_component: [" + section_path +
+                                          "] is not a component section, or no component lookup was given");
+  }
+  const char* kind_name = component_kind_name(*section->component_kind);
+  const std::string selector_path = join_key_path(section_path, kComponentSelectorKey);
+  const toml::node* table = config.find(section_path);
+  const toml::node* selector = config.find(selector_path);
+  if (table == nullptr || !table->is_table() || selector == nullptr || !selector->is_string()) {
+    ConfigIssue issue;
+    issue.where = config.locate(selector_path);
+    issue.key_path = selector_path;
+    issue.problem = std::string("no ") + kind_name + " chosen";
+    issue.expected = "a [" + section_path + "] table with kind = \"<" + kind_name + " name>\"";
+    issue.found = selector == nullptr ? "nothing" : describe_value(*selector);
+    issue.fix = "add [" + section_path + "] with a kind key to the config, or --set " + selector_path + "=<name>";
+    throw ConfigError({std::move(issue)});
+  }
+  const std::string name = selector->as_string()->get();
+  const ComponentLookupResult found = lookup(*section->component_kind, name);
+  if (!found.schema) {
+    ConfigIssue issue;
+    issue.where = config.locate(selector_path);
+    issue.key_path = selector_path;
+    issue.problem = std::string("unknown ") + kind_name + " component '" + name + "'";
+    issue.expected = "one of: " + join_names(found.available);
+    issue.found = describe_value(*selector);
+    issue.fix = "validate the config first (patchbay config check)";
+    throw ConfigError({std::move(issue)});
+  }
+  return SelectedComponent{name, ComponentConfigView(*table->as_table(), found.schema->fields, section_path)};
 }
 
 }  // namespace patchbay::config

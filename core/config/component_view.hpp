@@ -13,6 +13,8 @@
 
 #include <toml++/toml.h>
 
+#include "config/config_document.hpp"
+#include "config/schema_registry.hpp"
 #include "patchbay/component.h"
 
 namespace patchbay::config {
@@ -39,5 +41,16 @@ class ComponentConfigView {
   struct Storage;
   std::unique_ptr<Storage> storage_;
 };
+
+// The component a validated config selects in the component section `section_path`
+// ("tokenizer"): its name and the view for its `create`. Throws ConfigError when the
+// section or its `kind` is missing or names no known component, patchbay::Error
+// (kInternal) when `section_path` is not a component section of `schema`.
+struct SelectedComponent {
+  std::string name;  // the section's `kind`
+  ComponentConfigView config;
+};
+SelectedComponent select_component(const ResolvedConfig& config, const SchemaRegistry& schema,
+                                   const ComponentSchemaLookup& lookup, const std::string& section_path);
 
 }  // namespace patchbay::config

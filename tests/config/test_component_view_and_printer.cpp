@@ -81,3 +81,22 @@ TEST_CASE("config show output re-parses to the same document") {
   CHECK(annotated.find("# <command line --set run.plugin_paths=") != std::string::npos);
   CHECK(annotated.find("output_dir = \"runs\"  # <schema default>") != std::string::npos);
 }
+
+TEST_CASE("select_component finds the chosen component and builds its view") {
+  const SchemaRegistry schema = make_host_schema();
+  const ResolvedConfig config = load_config(fixture("valid.toml"), std::vector<std::string>{"tokenizer.mode=chars"});
+  const SelectedComponent selected = select_component(config, schema, fake_tokenizer_lookup(), "tokenizer");
+  CHECK(selected.name == "bpe");
+  CHECK(selected.config.view()->count == 5);
+  CHECK(std::strcmp(selected.config.find("mode")->string_value, "chars") == 0);
+
+  const ResolvedConfig without = load_config_text("[run]\nseed = 1\n", "no_tokenizer.toml");
+  try {
+    select_component(without, schema, fake_tokenizer_lookup(), "tokenizer");
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(e.issues().front().problem == "no tokenizer chosen");
+    CHECK(e.issues().front().fix.find("--set tokenizer.kind=<name>") != std::string::npos);
+  }
+  CHECK_THROWS_AS(select_component(config, schema, fake_tokenizer_lookup(), "run"), patchbay::Error);
+}
