@@ -78,19 +78,23 @@ const char* kSearchOrder =
     "plugin folder, <prefix>/lib/patchbay/plugins. The first file providing a plugin wins.";
 
 int run_plugins_list(const std::vector<std::string>& args, const GlobalOptions& global) {
-  bool metadata_only = false;
+  // By default no plugin code runs (metadata only), so a plugin that would crash on load is
+  // still listed; --check loads each one and runs every validation.
+  bool check = false;
   po::options_description options("Options");
-  options.add_options()("metadata-only", po::bool_switch(&metadata_only),
-                        "read each file's metadata section only; run no plugin code");
-  if (!parse(args, options, {}, "patchbay plugins list [--metadata-only]",
-             std::string("Lists the plugins on the search path, their components, and the files "
-                         "that were refused with the reason.\n") +
+  options.add_options()("check", po::bool_switch(&check),
+                        "also load every plugin and validate its descriptor (runs plugin code)");
+  if (!parse(args, options, {}, "patchbay plugins list [--check]",
+             std::string("Lists the plugins on the search path and their components from each "
+                         "file's metadata\n"
+                         "section (no plugin code runs), and the files that were "
+                         "refused with the reason.\n") +
                  kSearchOrder)) {
     return kExitOk;
   }
   rt::Registry registry;
   const auto path = search_path(global);
-  registry.scan(path, metadata_only ? rt::LoadMode::kMetadataOnly : rt::LoadMode::kLoad);
+  registry.scan(path, check ? rt::LoadMode::kLoad : rt::LoadMode::kMetadataOnly);
 
   std::vector<std::vector<std::string>> rows = {
       {"PLUGIN", "VERSION", "KIND", "COMPONENT", "COMPONENT VERSION", "ABI", "FILE"}};
@@ -117,6 +121,10 @@ int run_plugins_list(const std::vector<std::string>& args, const GlobalOptions& 
     std::cout << "\nRefused files (" << registry.refused().size() << "):\n";
   }
   for (const rt::RefusedPlugin& r : registry.refused()) std::cout << "  " << r.reason << "\n";
+  if (!check) {
+    std::cout << "\n(read from metadata only; `patchbay plugins list --check` loads and validates "
+                 "every plugin)\n";
+  }
   return kExitOk;
 }
 
