@@ -32,6 +32,7 @@ std::vector<AttentionShape> edge_shapes() {
   add(2, 3, 3, 100, 100, 64, false);    // non-causal
   add(1, 2, 2, 1, 37, 64, true);        // decode: one query sees every key
   add(1, 2, 2, 5, 64, 32, true);        // short chunk after a cache
+  add(2, 8, 2, 1, 100, 64, true, true); // GQA decode from a strided cache, two key tiles
   add(1, 4, 2, 130, 130, 128, true);    // GQA, D = 128, three query tiles
   add(1, 6, 1, 70, 70, 32, false);      // multi-query (one kv head)
   add(1, 2, 2, 80, 20, 64, true);       // Tq > Tk: the first 60 rows see no key
