@@ -1,0 +1,104 @@
+// The "mlp" component (see mlp.hpp and README.md). Everything is composed of host ops through
+// patchbay::Tensor, so the engine's autograd provides the backward pass.
+#include "mlp.hpp"
+
+#include <string>
+#include <vector>
+
+namespace patchbay_ffn_mlp {
+namespace {
+
+using patchbay::PluginError;
+using patchbay::Tensor;
+
+// Dropout draws come from their own stream so that they never shift the init draws.
+constexpr uint64_t kDropoutStream = 0x9e3779b97f4a7c15ull;
+
+Activation parse_activation(const std::string& name) {
+  if (name == "gelu") return Activation::kGeluTanh;
+  if (name == "gelu_erf") return Activation::kGeluErf;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "swiglu") return Activation::kSwiGlu;
+  throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                    "activation '" + name + "' is not one of gelu, gelu_erf, relu, swiglu");
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void require_positive(const char* name, int64_t value) {
+  if (value <= 0) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      std::string("layer context ") + name + " must be > 0, got " + std::to_string(value));
+  }
+}
+
+}  // namespace
+
+Mlp::Mlp(const patchbay::Host& host, const patchbay::ConfigView& config)
+    : host_(host),
+      activation_(parse_activation(config.get_string("activation"))),
+      bias_(config.get_bool("bias")),
+      dropout_(config.get_float("dropout")) {}
+
+void Mlp::init(const pb_layer_context& ctx) {
+  require_positive("d_model", ctx.d_model);
+  require_positive("d_ff", ctx.d_ff);
+  if (!(ctx.init_std >= 0) || !(ctx.residual_init_std >= 0)) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "layer context init_std and residual_init_std must be >= 0");
+  }
+  if (ctx.device_type != PB_DEVICE_CPU) {
+    throw PluginError(PB_STATUS_UNSUPPORTED, "mlp creates its parameters on the CPU only (ops randn has no device)");
+  }
+  if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 && ctx.param_dtype != PB_DTYPE_F16) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "param_dtype must be a float dtype (f32, bf16, f16)");
+  }
+  d_model_ = ctx.d_model;
+  const patchbay::Ops ops(host_.api()->ops);
+  patchbay::NoGradGuard no_grad(ops.table());
+  patchbay::Generator init_gen(ops.table(), ctx.seed);
+  auto normal = [&](int64_t rows, int64_t cols, double std) {
+    return ops.randn({rows, cols}, init_gen, ctx.param_dtype) * std;
+  };
+  // Draw order fc, gate, proj: fixed, so a seed always gives the same model.
+  const int64_t c = ctx.d_model;
+  const int64_t f = ctx.d_ff;
+  fc_weight_ = register_parameter("fc.weight", normal(f, c, ctx.init_std));
+  if (bias_) fc_bias_ = register_parameter("fc.bias", ops.zeros({f}, ctx.param_dtype));
+  if (activation_ == Activation::kSwiGlu) {
+    gate_weight_ = register_parameter("gate.weight", normal(f, c, ctx.init_std));
+    if (bias_) gate_bias_ = register_parameter("gate.bias", ops.zeros({f}, ctx.param_dtype));
+  }
+  proj_weight_ = register_parameter("proj.weight", normal(c, f, ctx.residual_init_std));
+  if (bias_) proj_bias_ = register_parameter("proj.bias", ops.zeros({c}, ctx.param_dtype));
+  dropout_gen_ = std::make_unique<patchbay::Generator>(ops.table(), ctx.seed ^ kDropoutStream);
+}
+
+Tensor Mlp::linear(const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  Tensor y = x2.matmul(weight, false, true);  // [N, C] x [out, C]^T = [N, out]
+  return bias.defined() ? y + bias : y;
+}
+
+patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
+  const std::vector<int64_t> shape = x.shape();
+  if (shape.size() != 3 || shape[2] != d_model_) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "mlp: x must be [B, T, " + std::to_string(d_model_) +
+                                                      "] but is " + shape_text(shape));
+  }
+  const Tensor x2 = x.reshape({-1, d_model_});  // [B*T, C]
+  Tensor hidden = linear(x2, fc_weight_, fc_bias_);  // [B*T, d_ff]
+  switch (activation_) {
+    case Activation::kGeluTanh: hidden = hidden.gelu(true); break;
+    case Activation::kGeluErf: hidden = hidden.gelu(false); break;
+    case Activation::kRelu: hidden = hidden.relu(); break;
+    case Activation::kSwiGlu: hidden = linear(x2, gate_weight_, gate_bias_).silu() * hidden; break;
+  }
+  Tensor y = linear(hidden, proj_weight_, proj_bias_).reshape(shape);  // [B, T, C]
+  if (training && dropout_ > 0) y = y.dropout(dropout_, *dropout_gen_, true);
+  return Output{std::move(y), Tensor(), {}};
+}
+
+}  // namespace patchbay_ffn_mlp

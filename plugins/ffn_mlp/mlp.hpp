@@ -1,0 +1,51 @@
+// The "mlp" feed-forward component: y = dropout(proj(act(fc(x)))), or with SwiGLU
+// y = dropout(proj(silu(gate(x)) * fc(x))). Exact formulas, parameter names and init are in
+// README.md; the config schema is kMlpFields below.
+#pragma once
+
+#include <patchbay/feedforward.hpp>
+
+#include <memory>
+#include <string>
+
+namespace patchbay_ffn_mlp {
+
+enum class Activation { kGeluTanh, kGeluErf, kRelu, kSwiGlu };
+
+class Mlp : public patchbay::FeedForward {
+ public:
+  // Every position is mapped on its own: usable in a causal LM.
+  static constexpr uint64_t kCapabilities = PB_FEEDFORWARD_CAP_CAUSAL;
+
+  Mlp(const patchbay::Host& host, const patchbay::ConfigView& config);
+
+  void init(const pb_layer_context& ctx) override;
+  Output forward(const patchbay::Tensor& x, bool training) override;
+
+ private:
+  // x2 [N, C] -> [N, out] with weight [out, C] and an optional bias [out].
+  static patchbay::Tensor linear(const patchbay::Tensor& x2, const patchbay::Tensor& weight,
+                                 const patchbay::Tensor& bias);
+
+  patchbay::Host host_;
+  Activation activation_;
+  bool bias_;
+  double dropout_;
+  int64_t d_model_ = 0;
+  // Parameters (registered in init; undefined bias tensors when bias = false).
+  patchbay::Tensor fc_weight_, fc_bias_, gate_weight_, gate_bias_, proj_weight_, proj_bias_;
+  std::unique_ptr<patchbay::Generator> dropout_gen_;  // seeded from ctx.seed in init
+};
+
+inline constexpr pb_config_field kMlpFields[] = {
+    patchbay::Field::string("activation", "\"gelu\"",
+                            "gelu (tanh approximation, GPT-2), gelu_erf, relu, or swiglu (adds gate.weight)")
+        .choices("gelu|gelu_erf|relu|swiglu"),
+    patchbay::Field::boolean("bias", "true", "add biases to fc, gate and proj"),
+    patchbay::Field::real("dropout", "0.0", "dropout probability on the output, training only").range(0.0, 1.0),
+};
+
+inline constexpr pb_component_descriptor kMlp = patchbay::make_feedforward_component<Mlp>(
+    "mlp", "1.0.0", "dense feed-forward block: fc -> activation (gelu, gelu_erf, relu, swiglu) -> proj", kMlpFields);
+
+}  // namespace patchbay_ffn_mlp
