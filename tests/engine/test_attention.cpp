@@ -40,3 +40,28 @@ TEST_CASE("attention backward matches finite differences") {
          random_tensor({1, 2, 5, 4}, 1202, -1, 1, true)},
         causal ? "attention causal" : "attention");
 }
+
+TEST_CASE("attention never allocates a Tq x Tk matrix") {
+  const int64_t t = 1024, d = 16;
+  Tensor q = random_tensor({1, 1, t, d}, 1300, -1, 1, true), k = random_tensor({1, 1, t, d}, 1301, -1, 1, true),
+         v = random_tensor({1, 1, t, d}, 1302, -1, 1, true);
+  Tensor seed = ones({1, 1, t, d});
+  const size_t before = memory_stats(cpu()).current_bytes;
+  reset_peak(cpu());
+  Tensor out = scaled_dot_product_attention(q, k, v, true);
+  backward(out, seed);
+  const size_t peak = memory_stats(cpu()).peak_bytes - before;
+  CHECK(peak < static_cast<size_t>(t * t) * sizeof(float) / 4);  // T*T f32 would be 4 MiB
+  CHECK(q.grad().shape() == Shape{1, 1, t, d});
+}
+
+TEST_CASE("attention in bf16 is within bf16 rounding of the f32 result") {
+  Tensor q = random_tensor({1, 2, 8, 8}, 1400), k = random_tensor({1, 2, 8, 8}, 1401), v = random_tensor({1, 2, 8, 8}, 1402);
+  Tensor qb = q.to(DType::kBF16), kb = k.to(DType::kBF16), vb = v.to(DType::kBF16);
+  Tensor out = scaled_dot_product_attention(qb, kb, vb, false);
+  CHECK(out.dtype() == DType::kBF16);
+  // Reference on the rounded inputs; the output is a convex combination of v rows (|v| <= 1)
+  // rounded once to bf16: |err| <= 2^-8 (relative) + f32 noise.
+  ref::Array expect = ref::attention(to_array(qb), to_array(kb), to_array(vb), false, 1.0 / std::sqrt(8.0));
+  check_close(out, expect, std::ldexp(1.0, -8), 1e-5, "attention bf16");
+}

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "common/error.hpp"
 #include "test_util.hpp"
@@ -102,4 +103,48 @@ TEST_CASE("layer norm and rms norm") {
   check_gradients([](const std::vector<Tensor>& in) { return rms_norm(in[0], in[1], 1e-6); },
                   {random_tensor({3, c}, 906, -2, 2, true), random_tensor({c}, 907, 0.5, 1.5, true)}, "rms_norm");
   CHECK_THROWS_AS(layer_norm(x, random_tensor({c + 1}, 1), Tensor()), patchbay::Error);
+}
+
+// Large inputs take the oneDNN path, small ones the plain loops (checked above against finite
+// differences). Rows are independent for these ops, so the gradient of the first rows of a
+// large input must equal the gradient of those rows run alone.
+TEST_CASE("oneDNN paths (large inputs) agree with references and with the loop paths") {
+  const int64_t rows = 1024, cols = 32;  // 32768 elements: above the oneDNN threshold
+  Tensor x = random_tensor({rows, cols}, 1500, -2, 2);
+  Tensor gain = random_tensor({cols}, 1501, 0.5, 1.5), bias = random_tensor({cols}, 1502, -0.5, 0.5);
+  std::vector<float> gv = gain.to_vector(), bv = bias.to_vector();
+  check_close(softmax(x), ref::softmax_last(to_array(x), false), 1e-5, 1e-7, "softmax large");
+  check_close(log_softmax(x), ref::softmax_last(to_array(x), true), 1e-5, 1e-5, "log_softmax large");
+  check_close(layer_norm(x, gain, bias), ref::layer_norm_last(to_array(x), ref::Values(gv.begin(), gv.end()),
+                                                              ref::Values(bv.begin(), bv.end()), 1e-5),
+              1e-4, 1e-4, "layer_norm large");
+  check_close(gelu_erf(x), ref::unary(to_array(x), ref::gelu_erf), 1e-5, 1e-5, "gelu_erf large");
+  check_close(silu(x), ref::unary(to_array(x), ref::silu), 1e-5, 1e-5, "silu large");
+
+  using RowOp = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<const char*, RowOp>> ops = {
+      {"softmax", [](const Tensor& t) { return softmax(t); }},
+      {"log_softmax", [](const Tensor& t) { return log_softmax(t); }},
+      {"layer_norm", [&](const Tensor& t) { return layer_norm(t, gain, bias); }},
+      {"gelu_tanh", [](const Tensor& t) { return gelu_tanh(t); }},
+      {"relu", [](const Tensor& t) { return relu(t); }},
+      {"sigmoid", [](const Tensor& t) { return sigmoid(t); }},
+      {"exp", [](const Tensor& t) { return exp(t); }}};
+  Tensor w = random_tensor({rows, cols}, 1503, 0.5, 1.5);
+  for (const auto& [name, op] : ops) {
+    Tensor big = x.clone().set_requires_grad(true);
+    backward(sum(mul(op(big), w)));
+    Tensor small = x.narrow(0, 0, 4).clone().set_requires_grad(true);
+    backward(sum(mul(op(small), w.narrow(0, 0, 4))));
+    ref::Array expect = to_array(small.grad());
+    check_close(big.grad().narrow(0, 0, 4), expect, 1e-4, 1e-5, std::string(name) + " large-vs-small grad");
+  }
+  // matmul above the loop threshold, gradients against reference products.
+  Tensor a = random_tensor({48, 64}, 1504).set_requires_grad(true), b = random_tensor({64, 40}, 1505).set_requires_grad(true);
+  Tensor dc = random_tensor({48, 40}, 1506);
+  Tensor c = matmul(a, b);
+  check_close(c, ref::matmul(to_array(a), to_array(b), false, false), 1e-5, 1e-5, "matmul large");
+  backward(c, dc);
+  check_close(a.grad(), ref::matmul(to_array(dc), to_array(b), false, true), 1e-5, 1e-5, "matmul large dA");
+  check_close(b.grad(), ref::matmul(to_array(a), to_array(dc), true, false), 1e-5, 1e-5, "matmul large dB");
 }

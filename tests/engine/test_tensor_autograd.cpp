@@ -45,6 +45,7 @@ TEST_CASE("views share storage and index correctly") {
   CHECK(e.strides()[1] == 0);
   CHECK(e.to_vector() == std::vector<float>{1, 1, 1, 2, 2, 2});
   CHECK(x.to(DType::kBF16).to(DType::kF32).to_vector() == x.to_vector());
+  CHECK(x.to(DType::kF16).to(DType::kI64).to(DType::kF32).to_vector() == x.to_vector());
   Tensor z = Tensor::empty({0, 4});
   CHECK(z.numel() == 0);
   CHECK(add(z, Tensor::empty({1, 4})).shape() == Shape{0, 4});

@@ -120,7 +120,7 @@ void unary_cpu(UnaryKind kind, double s, const Tensor& x, Tensor& out) {
   const auto sf = static_cast<float>(s);
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
   onednn::EltwiseKind ek;
-  if (x.is_contiguous() && x.numel() > 0 && onednn_kind(kind, &ek)) {
+  if (x.is_contiguous() && x.numel() >= 16384 && onednn_kind(kind, &ek)) {  // small: loop is faster
     onednn::eltwise_forward(ek, onednn::DType::kF32, px, po, x.numel());
     return;
   }
@@ -140,7 +140,7 @@ void unary_backward_cpu(UnaryKind kind, double s, const Tensor& x, const Tensor&
   const int64_t n = x.numel();
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
   onednn::EltwiseKind ek;
-  if (n > 0 && onednn_kind(kind, &ek)) {
+  if (n >= 16384 && onednn_kind(kind, &ek)) {
     if (onednn::eltwise_backward_needs_dst(ek)) {
       Tensor y = Tensor::empty(x.shape(), DType::kF32, x.device());
       onednn::eltwise_forward(ek, onednn::DType::kF32, px, y.data<float>(), n);

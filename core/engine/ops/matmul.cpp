@@ -35,6 +35,8 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor
   const int64_t b_row = p.transpose_b ? 1 : p.n, b_col = p.transpose_b ? p.k : 1;
   const int64_t a_batch = p.broadcast_a ? 0 : p.m * p.k, b_batch = p.broadcast_b ? 0 : p.k * p.n;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
+  // Tiny f32 products (below ~32k multiply-adds) run the loop: a oneDNN call costs more.
+  if (a.dtype() != DType::kF32 || p.batch * p.m * p.n * p.k >= 32768) {
   onednn::MatmulArgs args;
   const onednn::DType dt = a.dtype() == DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
   args.batch = p.batch;
@@ -45,13 +47,15 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor
   args.b = {b.data_ptr(), dt, b_batch, b_row, b_col};
   args.c = {out.data_ptr(), dt, p.m * p.n, p.n, 1};
   onednn::matmul(args);
-#else
+  return;
+  }
+#endif
   if (a.dtype() != DType::kF32)
     throw Error(ErrorKind::kInvalidArgument, "matmul: bf16 needs the oneDNN backend (patchbay_onednn)");
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* pc = out.data<float>();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (p.batch * p.m * p.n * p.k >= 32768)
   for (int64_t bi = 0; bi < p.batch; ++bi)
     for (int64_t i = 0; i < p.m; ++i) {
       float* crow = pc + (bi * p.m + i) * p.n;
@@ -62,7 +66,6 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor
         for (int64_t j = 0; j < p.n; ++j) crow[j] += av * brow[j * b_col];
       }
     }
-#endif
 }
 PATCHBAY_REGISTER_KERNEL(MatmulKernel, "matmul", DeviceType::kCpu, matmul_cpu);
 

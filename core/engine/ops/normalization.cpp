@@ -1,6 +1,6 @@
 // layer_norm (gain + optional bias) and rms_norm over the last dim, on contiguous f32
-// [rows, cols]. Layer norm runs through oneDNN forward/backward (saving per-row mean and
-// variance); RMS norm is an OpenMP loop (oneDNN 2.6 has no RMS norm):
+// [rows, cols]. Layer norm runs through oneDNN forward/backward for large inputs (saving
+// per-row mean and variance; plain loops for small ones); RMS norm is an OpenMP loop (oneDNN 2.6 has no RMS norm):
 //   y = x * r * g,  r = 1/sqrt(mean(x^2) + eps)
 //   dx = r * (g*dy) - x * r^3 / C * sum_j(g*dy*x),   dg = sum_rows(dy * x * r)
 #include <cmath>
@@ -13,6 +13,9 @@
 
 namespace patchbay::engine {
 namespace {
+
+// Below this many elements the plain loops run instead of oneDNN (call overhead dominates).
+constexpr int64_t kOnednnMinElements = 16384;
 
 struct NormShape {
   int64_t rows = 0, cols = 0;
@@ -36,6 +39,7 @@ void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, con
                     Tensor& mean, Tensor& var) {
   if (s.rows * s.cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
+  if (s.rows * s.cols >= kOnednnMinElements) {
   onednn::LayerNormForwardArgs a;
   a.rows = s.rows;
   a.cols = s.cols;
@@ -47,11 +51,13 @@ void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, con
   a.mean = mean.data<float>();
   a.variance = var.data<float>();
   onednn::layer_norm_forward(a);
-#else
+  return;
+  }
+#endif
   const float* px = x.data<float>();
   const float* g = ptr_or_null(gain);
   const float* b = ptr_or_null(bias);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (s.rows * s.cols >= kOnednnMinElements)
   for (int64_t r = 0; r < s.rows; ++r) {
     const float* xr = px + r * s.cols;
     double mu = 0, v = 0;
@@ -66,7 +72,6 @@ void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, con
       y.data<float>()[r * s.cols + j] =
           (xr[j] - static_cast<float>(mu)) * rs * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
   }
-#endif
 }
 PATCHBAY_REGISTER_KERNEL(LayerNormKernel, "layer_norm", DeviceType::kCpu, layer_norm_cpu);
 
@@ -76,6 +81,7 @@ void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& 
   if (dbias.defined()) fill_(dbias, 0.0);
   if (s.rows * s.cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
+  if (s.rows * s.cols >= kOnednnMinElements) {
   onednn::LayerNormBackwardArgs a;
   a.rows = s.rows;
   a.cols = s.cols;
@@ -89,7 +95,9 @@ void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& 
   a.diff_gain = mut_ptr_or_null(dgain);
   a.diff_bias = mut_ptr_or_null(dbias);
   onednn::layer_norm_backward(a);
-#else
+  return;
+  }
+#endif
   const float* px = x.data<float>();
   const float* pg = dy.data<float>();
   const float* g = ptr_or_null(gain);
@@ -113,7 +121,6 @@ void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& 
       pdx[r * s.cols + j] = rs * (gdy - static_cast<float>(sum_gdy / c) - xhat * static_cast<float>(sum_gdy_xhat / c));
     }
   }
-#endif
 }
 PATCHBAY_REGISTER_KERNEL(LayerNormBackwardKernel, "layer_norm_backward", DeviceType::kCpu, layer_norm_backward_cpu);
 

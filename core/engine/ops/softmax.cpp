@@ -1,5 +1,6 @@
 // softmax and log-softmax over the last dim. CPU: oneDNN softmax forward/backward on
-// contiguous f32 [rows, cols] (backward from the saved output), OpenMP loops without it.
+// contiguous f32 [rows, cols] (backward from the saved output) for large inputs; plain loops
+// for small ones and in builds without oneDNN.
 #include <cmath>
 #include <limits>
 
@@ -12,6 +13,10 @@
 namespace patchbay::engine {
 namespace {
 
+// Below this many elements the plain loop beats a oneDNN call (primitive lookup + OpenMP
+// team start dominate; measured ~1-2 us per call on tiny rows).
+constexpr int64_t kOnednnMinElements = 16384;
+
 // y = softmax(x) or log_softmax(x) row-wise; contiguous f32 [rows, cols].
 using SoftmaxKernel = void(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y);
 // dx from the forward output y and dy (softmax: y*(dy - sum dy*y); log: dy - exp(y) sum dy).
@@ -20,12 +25,15 @@ using SoftmaxBackwardKernel = void(bool log, const Tensor& y, const Tensor& dy, 
 void softmax_cpu(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y) {
   if (rows * cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
-  onednn::softmax_forward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax, x.data<float>(),
-                          y.data<float>(), rows, cols);
-#else
+  if (rows * cols >= kOnednnMinElements) {
+    onednn::softmax_forward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax, x.data<float>(),
+                            y.data<float>(), rows, cols);
+    return;
+  }
+#endif
   const float* px = x.data<float>();
   float* py = y.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols >= kOnednnMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = px + r * cols;
     float* yr = py + r * cols;
@@ -36,20 +44,22 @@ void softmax_cpu(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& 
     for (int64_t j = 0; j < cols; ++j)
       yr[j] = log ? xr[j] - mx - static_cast<float>(std::log(s)) : static_cast<float>(std::exp(xr[j] - mx) / s);
   }
-#endif
 }
 PATCHBAY_REGISTER_KERNEL(SoftmaxKernel, "softmax", DeviceType::kCpu, softmax_cpu);
 
 void softmax_backward_cpu(bool log, const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, Tensor& dx) {
   if (rows * cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
-  onednn::softmax_backward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax, y.data<float>(),
-                           dy.data<float>(), dx.data<float>(), rows, cols);
-#else
+  if (rows * cols >= kOnednnMinElements) {
+    onednn::softmax_backward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax, y.data<float>(),
+                             dy.data<float>(), dx.data<float>(), rows, cols);
+    return;
+  }
+#endif
   const float* py = y.data<float>();
   const float* pg = dy.data<float>();
   float* pd = dx.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols >= kOnednnMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* yr = py + r * cols;
     const float* gr = pg + r * cols;
@@ -59,7 +69,6 @@ void softmax_backward_cpu(bool log, const Tensor& y, const Tensor& dy, int64_t r
     for (int64_t j = 0; j < cols; ++j)
       dr[j] = log ? gr[j] - std::exp(yr[j]) * static_cast<float>(s) : yr[j] * (gr[j] - static_cast<float>(s));
   }
-#endif
 }
 PATCHBAY_REGISTER_KERNEL(SoftmaxBackwardKernel, "softmax_backward", DeviceType::kCpu, softmax_backward_cpu);
 
