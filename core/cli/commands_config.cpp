@@ -29,7 +29,7 @@ ConfigCommandLine parse_config_command_line(const std::vector<std::string>& args
   ConfigCommandLine parsed;
   po::options_description options("Options");
   options.add_options()("help,h", po::bool_switch(&parsed.help), "this help")(
-      "set", po::value(&parsed.overrides)->composing(),
+      "set", po::value(&parsed.overrides)->composing()->value_name("path=value"),
       "override a key: path=value, e.g. --set tokenizer.vocab_size=512 (repeatable; value is TOML, "
       "else a bare string)");
   if (is_show) {

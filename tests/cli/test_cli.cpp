@@ -120,6 +120,15 @@ TEST_CASE("config show prints the resolved config with defaults and sources") {
   CHECK(contains(shown.output, "seed = 9  # <command line --set run.seed=9>"));
   CHECK(contains(shown.output, "output_dir = \"runs\"  # <schema default>"));
   CHECK(contains(shown.output, "validation_fraction = 0.05"));
+
+  const Result raw = run_patchbay("config show --raw " + fixture("host_only_bad.toml"));
+  CHECK(raw.exit_code == 0);  // --raw neither validates nor adds defaults
+  CHECK(contains(raw.output, "seeed = 3"));
+  CHECK_FALSE(contains(raw.output, "output_dir"));
+
+  const Result invalid = run_patchbay("config show " + fixture("host_only_bad.toml"));
+  CHECK(invalid.exit_code == 3);
+  CHECK(contains(invalid.output, "run.seeed: unknown key"));
 }
 
 #if PATCHBAY_TEST_HAVE_TOKENIZER_PLUGINS
