@@ -1,0 +1,196 @@
+// The GPT-style language model the host assembles from plugins (contract shared by model
+// assembly, training, evaluation, generation and benchmarks).
+//
+//   tokens [B, T] (i32|i64) -> token embedding wte [V, C] (+ learned wpe [T_max, C] or
+//   sinusoidal, both added to the embeddings; rotary / ALiBi are applied inside attention,
+//   which gets the kind through pb_layer_context::positional) -> dropout -> N blocks ->
+//   final norm -> head -> logits [B, T, V] (f32)
+//   block (pre-norm, default):  x = x + drop(attn(norm1(x)));  x = x + drop(ffn(norm2(x)))
+//   block (post-norm):          x = norm1(x + drop(attn(x)));  x = norm2(x + drop(ffn(x)))
+//   norm: LayerNorm (gain, bias) or RMSNorm (gain); gains start at 1, biases at 0.
+//   head: tied to wte (logits = x @ wte^T) or its own head.weight [V, C].
+// Attention and feed-forward layers are plugin objects chosen per layer from the config
+// (`model.attention.kind = "dense"` or `model.attention.pattern = ["dense", "lsh"]`, cycled
+// over layers); everything else is engine ops in core. A layer that cannot serve a causal
+// LM (attention without PB_ATTENTION_CAP_CAUSAL, feed-forward without
+// PB_FEEDFORWARD_CAP_CAUSAL) is refused at build() with a message naming the layer and the
+// component: it would let tokens see the future.
+//
+// Parameter names are stable (they key checkpoints and optimizer state):
+//   wte.weight, wpe.weight (learned positions only), blocks.<i>.norm1.{gain,bias},
+//   blocks.<i>.attn.<plugin's names>, blocks.<i>.norm2.{gain,bias},
+//   blocks.<i>.ffn.<plugin's names>, norm_f.{gain,bias}, head.weight (untied only)
+//   (the .bias entries exist for LayerNorm only). Order: as listed, block by block.
+//
+// Initialisation: wte, wpe, head ~ N(0, init_std); layers init themselves from
+// pb_layer_context (init_std, residual_init_std = init_std / sqrt(2 * n_layers), as GPT-2)
+// with seed  options.seed * 1000003 + 2 * layer (+1 for the feed-forward); the model's own
+// tensors draw from Generator(options.seed) in the order above. Equal options and equal
+// plugins give bit-identical models.
+//
+// Thread safety: one model is used by one thread at a time (plugins' rule).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "engine/tensor.hpp"
+
+namespace patchbay::config {
+class ResolvedConfig;
+class SchemaRegistry;
+}  // namespace patchbay::config
+
+namespace patchbay::runtime {
+class Registry;
+}
+
+namespace patchbay::model {
+
+enum class NormKind { kLayerNorm, kRmsNorm };
+enum class PositionalKind { kLearned, kSinusoidal, kRotary, kAlibi, kNone };
+
+struct ModelOptions {
+  int64_t vocab_size = 0;  // from the tokenizer
+  int64_t context_length = 256;
+  int64_t n_layers = 4;
+  int64_t n_heads = 4;
+  int64_t d_model = 128;
+  int64_t d_ff = 512;  // 4 * d_model by default ([model] d_ff = 0 means that)
+  NormKind norm = NormKind::kLayerNorm;
+  bool pre_norm = true;
+  PositionalKind positional = PositionalKind::kLearned;
+  double rope_theta = 10000.0;
+  bool tie_embeddings = true;
+  double init_std = 0.02;
+  double norm_eps = 1e-5;
+  double dropout = 0.0;  // on embeddings and residual branches, training only
+  uint64_t seed = 0;
+  // Plugin component per layer: layer i uses attention_kinds[i % size()] with the shared
+  // config table ComponentTables::attention; same for feed-forward.
+  std::vector<std::string> attention_kinds = {"dense"};
+  std::vector<std::string> feedforward_kinds = {"mlp"};
+};
+
+// The component settings of the layers: the [model.attention] and [model.feedforward]
+// tables. Each layer's component receives the keys of its own schema (values or schema
+// defaults); other keys (`kind`, `pattern`, keys of another component of the pattern) are
+// not passed to it. Empty tables give every component its defaults.
+struct ComponentTables {
+  toml::table attention;
+  toml::table feedforward;
+};
+
+struct NamedParameter {
+  std::string name;       // stable, see the header comment
+  engine::Tensor tensor;  // leaf with requires_grad (the layer's own storage: update in place)
+  bool no_weight_decay;   // true for tensors with fewer than 2 dims (biases, norm gains);
+                          // embeddings and matrices are decayed (GPT-2 / nanoGPT practice)
+};
+
+struct ForwardResult {
+  engine::Tensor logits;    // [B, T, V] f32
+  engine::Tensor aux_loss;  // scalar sum of feed-forward auxiliary losses, or undefined
+  // Named statistics from feed-forward layers ("blocks.3.ffn.expert_load": values).
+  std::vector<std::pair<std::string, std::vector<float>>> stats;
+};
+
+// Incremental decoding state: one attention state (KV cache or recurrent) per layer, for
+// `batch` sequences of up to `capacity` positions. Made by LanguageModel::start_decoding,
+// used with that model only, which must outlive it. Move-only.
+class DecodeState {
+ public:
+  DecodeState();
+  ~DecodeState();
+  DecodeState(DecodeState&&) noexcept;
+  DecodeState& operator=(DecodeState&&) noexcept;
+  DecodeState(const DecodeState&) = delete;
+  DecodeState& operator=(const DecodeState&) = delete;
+
+  int64_t batch() const;
+  int64_t capacity() const;
+  int64_t length() const;  // positions already decoded (the next token's position)
+
+ private:
+  friend class LanguageModel;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class LanguageModel {
+ public:
+  // Creates every layer through `registry` (which must stay alive as long as the model) and
+  // initialises every parameter. Throws patchbay::Error(kInvalidArgument) for inconsistent
+  // options (d_model % n_heads, vocab_size < 1, ...) or a non-causal layer, naming the
+  // layer, the component and why; Error(kNotFound) for an unknown component.
+  static std::unique_ptr<LanguageModel> build(const ModelOptions& options, const ComponentTables& tables,
+                                              runtime::Registry& registry);
+  ~LanguageModel();
+  LanguageModel(const LanguageModel&) = delete;
+  LanguageModel& operator=(const LanguageModel&) = delete;
+
+  // tokens [B, T] i32 or i64, 1 <= T <= context_length, ids in [0, vocab_size).
+  // `training` enables dropout (model and plugins). Records autograd when grad mode is on.
+  ForwardResult forward(const engine::Tensor& tokens, bool training);
+
+  // Every parameter, named and ordered as in the header comment.
+  std::vector<NamedParameter> parameters() const;
+  // Number of scalars in parameters(); with exclude_embeddings, without wte and wpe (a tied
+  // head is wte, so it is excluded too; an untied head.weight is counted).
+  int64_t parameter_count(bool exclude_embeddings = false) const;
+  // Training FLOPs per token at sequence length seq_len, PaLM appendix B convention:
+  //   6·N + 12·L·T·C
+  // N = parameters taking part in a matmul: every parameter except wte and wpe, plus V·C for
+  // the output head (tied or not, the head matmul costs the same). 12·L·T·C is attention's
+  // QK^T and AV (forward + backward) at full T, the causal mask not halving it (as PaLM).
+  double flops_per_token(int64_t seq_len) const;
+
+  // Incremental decoding (runs without gradients; needs every attention layer to support
+  // it — a layer with cache kind NONE is an Error(kUnsupported) naming it).
+  // capacity <= context_length positions per sequence.
+  DecodeState start_decoding(int64_t batch, int64_t capacity);
+  // tokens [B, Tn] (i32|i64), B = state.batch(), positions state.length() .. +Tn-1 (must fit
+  // in the capacity: Error(kOutOfRange) otherwise). Appends them to the state and returns
+  // their logits [B, Tn, V] f32, equal (up to rounding) to those forward() gives at the same
+  // positions of the whole sequence. Prefill = one call with the whole prompt.
+  engine::Tensor decode_step(DecodeState& state, const engine::Tensor& tokens);
+
+  const ModelOptions& options() const;
+  // Several lines: dimensions, positional/norm choices, per-layer components, counts.
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  explicit LanguageModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- config ----
+// Declares [model], [model.attention] (component section: kind = "dense", pattern = [...],
+// plus the component's keys) and [model.feedforward] (kind = "mlp", pattern, component keys)
+// in `schema` (after make_host_schema(): call it wherever the host schema is built).
+//   [model] keys: context_length, n_layers, n_heads, d_model, d_ff (0 = 4·d_model), norm
+//   ("layernorm"|"rmsnorm"), norm_position ("pre"|"post"), positional ("learned"|
+//   "sinusoidal"|"rotary"|"alibi"|"none"), rope_theta, tie_embeddings, dropout, init_std,
+//   norm_eps, seed.
+// With a pattern, the validator checks the table's keys against `kind`'s component; each
+// layer's component receives those of the keys its own schema has.
+void declare_model_sections(config::SchemaRegistry& schema);
+
+// The options a validated config (defaults applied or not) describes; vocab_size comes from
+// the tokenizer. Throws Error(kInvalidArgument) naming the key for a value the schema cannot
+// express a rule for (d_model not divisible by n_heads, an empty pattern).
+ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size);
+// The [model.attention] and [model.feedforward] tables (empty when absent).
+ComponentTables component_tables_from_config(const config::ResolvedConfig& config);
+
+// "layernorm"/"rmsnorm", "learned"/..., for describe() and messages.
+const char* norm_kind_name(NormKind kind);
+const char* positional_kind_name(PositionalKind kind);
+
+}  // namespace patchbay::model
