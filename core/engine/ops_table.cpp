@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "engine/ops.hpp"
+#include "engine/ops_positional.hpp"
 
 using patchbay::Error;
 using patchbay::ErrorKind;
@@ -426,6 +427,11 @@ pb_status* memory_stats_fn(pb_device_type dev, int32_t idx, size_t* current, siz
   });
 }
 
+// ---- version 2 ----
+pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, double theta, pb_tensor** out) {
+  return produce("rotary_embedding", out, [&] { return rotary_embedding(unwrap(x, "x"), position_offset, theta); });
+}
+
 }  // namespace
 
 // Defined in ops_table_custom.cpp.
@@ -501,6 +507,7 @@ pb_ops_table make_table() {
   t.topk = topk_fn;
   fill_custom_op_entries(t);
   t.memory_stats = memory_stats_fn;
+  t.rotary_embedding = rotary_embedding_fn;
   return t;
 }
 }  // namespace

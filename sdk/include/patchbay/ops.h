@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION 1
+#define PB_OPS_TABLE_VERSION 2 /* 2: rotary_embedding */
 
 typedef struct pb_tensor pb_tensor;         /* refcounted tensor handle */
 typedef struct pb_generator pb_generator;   /* seeded Philox random generator (owned by its creator) */
@@ -228,6 +228,13 @@ typedef struct pb_ops_table {
   /* ---- memory ---- */
   pb_status* (*memory_stats)(pb_device_type device_type, int32_t device_index, size_t* current_bytes /* out */,
                              size_t* peak_bytes /* out */);
+
+  /* ---- version 2 ---- */
+  /* Rotary position embedding, GPT-NeoX / LLaMA "rotate half" convention: x [..., T, D], D
+   * even, halves x1 = x[..., :D/2], x2 = x[..., D/2:]; with p = position_offset + t and
+   * a = p * theta^(-2i/D): out[i] = x1[i] cos a - x2[i] sin a, out[i + D/2] = x2[i] cos a +
+   * x1[i] sin a. position_offset >= 0 (positions already in a KV cache); theta > 0. */
+  pb_status* (*rotary_embedding)(const pb_tensor* x, int64_t position_offset, double theta, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus
