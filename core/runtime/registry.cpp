@@ -102,6 +102,9 @@ void Registry::examine(const fs::path& file, LoadMode mode) {
   for (const auto& p : plugins_) {
     if (p->file == file) return;  // already examined
   }
+  for (const RefusedPlugin& r : refused_) {
+    if (r.file == file) return;
+  }
   PluginMetadata metadata;
   try {
     metadata = read_plugin_metadata(file);

@@ -25,7 +25,9 @@
 // plugin's components (`patchbay plugins list` describes plugins without running them).
 //
 // Lifetime: a plugin library stays loaded while the Registry or any ComponentInstance made
-// from it is alive (each holds a shared_ptr to the library). Not thread-safe: scan/find from
+// from it is alive (each holds a shared_ptr to the library). References to entries
+// (PluginEntry, ComponentEntry) stay valid while the Registry lives, except those of a
+// plugin whose deferred load fails: it moves to refused(). Not thread-safe: scan/find from
 // one thread; created objects follow their own interface's rules.
 #pragma once
 
