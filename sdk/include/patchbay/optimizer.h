@@ -3,16 +3,26 @@
  * The host registers every trainable parameter once (add_parameter, in a fixed order, with its
  * group options), then per optimisation step computes gradients, clips them, sets the learning
  * rate from its schedule and calls step(). The optimizer updates the parameters in place
- * from their .grad (ops table), keeping its own state (moments, step counts).
+ * from their .grad (ops table), keeping its own state (moments, step counts). It never writes
+ * the gradients.
+ *
+ * Hyperparameters. The learning rate belongs to the host (its schedule; step() receives it).
+ * Every other hyperparameter, weight decay included, is a key of the component's own config
+ * table (so `weight_decay` has each optimizer's customary default: AdamW 0.01, SGD 0). The
+ * host's parameter groups only say, per parameter, how much of the configured weight decay
+ * and of the learning rate applies (pb_param_options: scales, 0 = no decay for biases and
+ * norm gains by default).
  *
  * State that checkpoints: every piece of state is a tensor the optimizer exposes by a stable
- * name ("exp_avg/blocks.0.attn.qkv.weight", "step"); the host saves them and, on resume,
- * overwrites them in place after registering the same parameters. Sharding (ZeRO-1):
- * set_shard(rank, world) before add_parameter makes the optimizer keep state only for the
- * parameters it owns (index % world == rank); the parallelism layer then broadcasts each
- * updated parameter from its owner.
+ * name ("exp_avg/blocks.0.attn.qkv.weight", "step/wte.weight"); all of it exists once the
+ * parameters are registered (before the first step), so the host saves them and, on resume,
+ * overwrites them in place after registering the same parameters; steps then continue as if
+ * never interrupted. Sharding (ZeRO-1): set_shard(rank, world) before add_parameter makes the
+ * optimizer keep state only for the parameters it owns (index % world == rank) and update
+ * only those; the parallelism layer then broadcasts each updated parameter from its owner.
  *
- * Tensors are borrowed unless stated; parameters outlive the optimizer.
+ * Tensors are borrowed unless stated; parameters outlive the optimizer. One object is used by
+ * one thread at a time (it may use threads inside step()).
  */
 #ifndef PATCHBAY_OPTIMIZER_H_
 #define PATCHBAY_OPTIMIZER_H_
@@ -26,32 +36,43 @@ extern "C" {
 #define PB_OPTIMIZER_INTERFACE_MAJOR 1
 #define PB_OPTIMIZER_INTERFACE_MINOR 0
 
-/* Per-parameter options, from the host's parameter groups (by default biases, norm gains and
- * embeddings of size 1 dims get weight_decay 0; see docs). */
+/* Per-parameter options, from the host's parameter groups (core/train/param_groups: by
+ * default parameters with fewer than 2 dims, names ending in ".bias" and names containing
+ * "norm" get weight_decay_scale 0; 2-D weights, embeddings included, get 1). */
 typedef struct pb_param_options {
   size_t struct_size;
-  double weight_decay; /* decoupled (AdamW) or L2 (SGD) coefficient for this parameter */
-  double lr_scale;     /* multiplies the step's learning rate */
-  const char* group;   /* group name, for logs ("decay", "no_decay") */
+  /* Multiplies the component's configured weight decay for this parameter (decoupled for
+   * AdamW, L2 for SGD): 1 = decay as configured, 0 = no decay. >= 0. */
+  double weight_decay_scale;
+  double lr_scale;   /* multiplies the step's learning rate (>= 0; 1 by default) */
+  const char* group; /* group name, for logs ("decay", "no_decay"); nullable */
 } pb_param_options;
 
 typedef struct pb_optimizer_vtable {
   size_t struct_size;
 
-  /* Optional (NULL: no sharding support). Called before the first add_parameter. */
+  /* Optional (NULL: no sharding support). Called at most once, before the first add_parameter
+   * (later calls are refused); 0 <= rank < world_size. */
   pb_status* (*set_shard)(void* self, int64_t rank, int64_t world_size);
 
-  /* Registers parameter number `index` (0, 1, 2, ... in order). `name` and `options` are
-   * borrowed (copy them); `param` stays alive and in place until the optimizer is destroyed. */
+  /* Registers parameter number `index` (0, 1, 2, ... in order; any other index is refused
+   * with PB_STATUS_INVALID_ARGUMENT). `name` (unique, non-empty) and `options` are borrowed
+   * (copy them); `options` is nullable (then scales 1, group "default") and read only within
+   * its struct_size. `param` stays alive and in place until the optimizer is destroyed. An
+   * optimizer that cannot update this parameter (dtype, device) refuses here, naming it, with
+   * PB_STATUS_UNSUPPORTED. The owner creates the parameter's state here (zeros). */
   pb_status* (*add_parameter)(void* self, size_t index, const char* name, pb_tensor* param,
                               const pb_param_options* options);
 
-  /* One update of every owned parameter with learning rate `lr` (already scheduled).
-   * Parameters whose grad is undefined are skipped. */
+  /* One update of every owned parameter with learning rate `lr` (already scheduled, >= 0;
+   * each parameter uses lr * lr_scale). Parameters whose grad is undefined are skipped: their
+   * values and their state (step counts included) stay as they were. */
   pb_status* (*step)(void* self, double lr);
 
-  /* State tensors, index in [0, state_count). *out_name is owned by the optimizer; the tensor
-   * is BORROWED and may be overwritten in place by the host (resume). */
+  /* State tensors of the owned parameters, index in [0, state_count); the count and names
+   * never change after the last add_parameter. *out_name is owned by the optimizer (valid
+   * while it lives); the tensor is BORROWED and may be overwritten in place by the host
+   * (resume). */
   size_t (*state_count)(const void* self);
   pb_status* (*state_tensor)(const void* self, size_t index, const char** out_name /* out */,
                              pb_tensor** out_tensor /* out, borrowed */);

@@ -1,0 +1,8 @@
+// optimizers_basic: registers the built-in optimizers (one file each).
+#include <patchbay/plugin.hpp>
+
+#include "adamw.hpp"
+#include "sgd.hpp"
+
+PATCHBAY_PLUGIN("optimizers_basic", "1.0.0",
+                PATCHBAY_COMPONENT_LIST(&optimizers_basic::kAdamW, &optimizers_basic::kSgd));

@@ -1,0 +1,299 @@
+// Patchbay SDK, header-only C++ layer for optimizers (PB_KIND_OPTIMIZER, patchbay/optimizer.h):
+// write a plain C++ class, get a pb_component_descriptor.
+//
+//   class Sgd : public patchbay::Optimizer {
+//    public:
+//     Sgd(const patchbay::Host& host, const patchbay::ConfigView& config);
+//     void init_state(const Param& p) override {           // once per OWNED parameter
+//       buffers_.push_back(add_state("momentum_buffer/" + p.name, zeros like p.tensor));
+//     }
+//     void update(const Param& p, const patchbay::Tensor& grad, double lr) override {
+//       ...                                                 // p.tensor in place; lr * lr_scale
+//     }
+//   };
+//   inline constexpr pb_config_field kSgdFields[] = {...};
+//   inline constexpr pb_component_descriptor kSgd =
+//       patchbay::make_optimizer_component<Sgd>("sgd", "1.0.0", "summary", kSgdFields);
+//
+// The base class keeps what every optimizer needs: the registered parameters (index, name,
+// tensor handle, options), the shard (rank, world) and which parameters it owns, and the named
+// state tensors in registration order. Its default step() calls update() for every owned
+// parameter whose grad is defined, in index order, with lr * lr_scale; override step() only
+// for an optimizer that needs all gradients at once.
+//
+// The adapter (detail::OptimizerAdapter<T>) fills pb_optimizer_vtable and checks what
+// optimizer.h promises before calling T: set_shard at most once and before any parameter,
+// 0 <= rank < world; parameter indices 0, 1, 2, ... in order; names non-empty and unique;
+// options read within their struct_size (NULL: scales 1, group "default") with finite scales
+// >= 0; lr finite and >= 0; state names unique (checked when registered). Every exception is
+// caught at the boundary: PluginError keeps its code; anything else becomes
+// PB_STATUS_INTERNAL with what(). A host without the tensor engine is refused (UNSUPPORTED).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "patchbay/component.hpp"
+#include "patchbay/optimizer.h"
+#include "patchbay/tensor.hpp"
+
+namespace patchbay {
+
+// Base class of C++ optimizers. Methods may throw (PluginError for a chosen code). One object
+// is used by one thread at a time.
+class Optimizer {
+ public:
+  struct Options {
+    double weight_decay_scale = 1.0;  // multiplies the configured weight decay
+    double lr_scale = 1.0;            // multiplies the step's learning rate
+    std::string group = "default";
+  };
+  struct Param {
+    size_t index = 0;   // registration index (0, 1, 2, ...)
+    std::string name;   // "blocks.0.attn.qkv.weight"
+    Tensor tensor;      // the host's parameter (own reference; updated in place)
+    Options options;
+    bool owned = true;  // index % world == rank
+  };
+  struct State {
+    std::string name;  // "exp_avg/<param name>"
+    Tensor tensor;     // owned by the optimizer; the host may overwrite it in place
+  };
+
+  virtual ~Optimizer() = default;
+
+  // Creates the state of one OWNED parameter with add_state() (zeros: resume overwrites it).
+  // Throw PluginError(PB_STATUS_UNSUPPORTED, ...) for a parameter this optimizer cannot update
+  // (dtype, device, layout), naming it.
+  virtual void init_state(const Param& param) = 0;
+  // Updates one owned parameter in place from its gradient (defined, same shape). `lr` is the
+  // step's learning rate times the parameter's lr_scale.
+  virtual void update(const Param& param, const Tensor& grad, double lr) = 0;
+
+  // One optimisation step over every owned parameter with a defined grad, in index order.
+  virtual void step(double lr) {
+    for (Param& p : params_) {
+      if (!p.owned) continue;
+      Tensor grad = p.tensor.grad();
+      if (!grad.defined()) continue;
+      if (grad.shape() != p.tensor.shape()) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "gradient of '" + p.name + "' has another shape than the parameter");
+      }
+      update(p, grad, lr * p.options.lr_scale);
+    }
+  }
+
+  // ---- what the adapter and derived classes read ----
+  int64_t shard_rank() const { return rank_; }
+  int64_t shard_world() const { return world_; }
+  bool owns(size_t index) const { return static_cast<int64_t>(index % static_cast<size_t>(world_)) == rank_; }
+  // Registration order. Elements never move (deques), so names and handles stay valid.
+  const std::deque<Param>& params() const { return params_; }
+  const std::deque<State>& states() const { return states_; }
+
+  // Called by the adapter (after its argument checks); not meant to be overridden.
+  void set_shard(int64_t rank, int64_t world) {
+    rank_ = rank;
+    world_ = world;
+  }
+  // A parameter refused by init_state() leaves no trace (neither it nor its partial state).
+  void add_param(Param param) {
+    param.owned = owns(param.index);
+    params_.push_back(std::move(param));
+    const size_t states_before = states_.size();
+    try {
+      if (params_.back().owned) init_state(params_.back());
+    } catch (...) {
+      states_.resize(states_before);
+      params_.pop_back();
+      throw;
+    }
+  }
+
+ protected:
+  // Registers a state tensor under a unique name and returns it (a handle sharing storage).
+  Tensor add_state(std::string name, Tensor tensor) {
+    for (const State& s : states_) {
+      if (s.name == name) throw PluginError(PB_STATUS_INTERNAL, "state '" + name + "' registered twice");
+    }
+    states_.push_back(State{std::move(name), std::move(tensor)});
+    return states_.back().tensor;
+  }
+
+ private:
+  std::deque<Param> params_;
+  std::deque<State> states_;
+  int64_t rank_ = 0;
+  int64_t world_ = 1;
+};
+
+namespace detail {
+
+constexpr size_t kParamOptionsMinSize = offsetof(pb_param_options, lr_scale) + sizeof(double);
+
+template <class T>
+struct OptimizerObject {
+  OptimizerObject(const pb_host_api* h, const pb_config_view* config)
+      : host(h), impl(Host(h), ConfigView(config)) {}
+
+  const pb_host_api* host;  // borrowed; outlives the object (component.h)
+  T impl;
+  bool shard_set = false;
+};
+
+inline Optimizer::Options read_param_options(const pb_param_options* options, const std::string& name) {
+  Optimizer::Options out;
+  if (options == nullptr) return out;
+  if (options->struct_size < kParamOptionsMinSize) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "options of '" + name + "': struct_size " +
+                                                      std::to_string(options->struct_size) +
+                                                      " does not cover weight_decay_scale and lr_scale");
+  }
+  out.weight_decay_scale = options->weight_decay_scale;
+  out.lr_scale = options->lr_scale;
+  if (PB_HAS_FIELD(options, pb_param_options, group) && options->group != nullptr) out.group = options->group;
+  auto check = [&](double v, const char* field) {
+    if (!std::isfinite(v) || v < 0) {
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT, "options of '" + name + "': " + field + " = " +
+                                                        std::to_string(v) + " must be finite and >= 0");
+    }
+  };
+  check(out.weight_decay_scale, "weight_decay_scale");
+  check(out.lr_scale, "lr_scale");
+  return out;
+}
+
+template <class T>
+struct OptimizerAdapter {
+  using Object = OptimizerObject<T>;
+  static Object* self(void* p) { return static_cast<Object*>(p); }
+  static const Object* self(const void* p) { return static_cast<const Object*>(p); }
+
+  static pb_status* create(const pb_host_api* host, const pb_config_view* config, void** out_instance) {
+    *out_instance = nullptr;
+    return guarded(host, "optimizer create", [&] {
+      if (host->ops == nullptr) {
+        throw PluginError(PB_STATUS_UNSUPPORTED, "the host has no tensor engine (pb_host_api::ops is NULL)");
+      }
+      *out_instance = new Object(host, config);
+    });
+  }
+  static void destroy(void* instance) { delete self(instance); }
+
+  static pb_status* set_shard(void* p, int64_t rank, int64_t world_size) {
+    Object* o = self(p);
+    return guarded(o->host, "optimizer set_shard", [&] {
+      if (o->shard_set || !o->impl.params().empty()) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "set_shard must be called once, before the first add_parameter");
+      }
+      if (world_size < 1 || rank < 0 || rank >= world_size) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "shard rank " + std::to_string(rank) + " of world " +
+                                                          std::to_string(world_size) +
+                                                          " (expected world >= 1, 0 <= rank < world)");
+      }
+      o->impl.set_shard(rank, world_size);
+      o->shard_set = true;
+    });
+  }
+
+  static pb_status* add_parameter(void* p, size_t index, const char* name, pb_tensor* param,
+                                  const pb_param_options* options) {
+    Object* o = self(p);
+    return guarded(o->host, "optimizer add_parameter", [&] {
+      const size_t expected = o->impl.params().size();
+      if (index != expected) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "parameter index " + std::to_string(index) +
+                                                          " out of order (expected " + std::to_string(expected) +
+                                                          ": indices are 0, 1, 2, ...)");
+      }
+      if (name == nullptr || name[0] == '\0') {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "parameter " + std::to_string(index) + " has no name");
+      }
+      if (param == nullptr) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "parameter '" + std::string(name) + "' is NULL");
+      }
+      for (const Optimizer::Param& q : o->impl.params()) {
+        if (q.name == name) {
+          throw PluginError(PB_STATUS_INVALID_ARGUMENT, "parameter name '" + std::string(name) +
+                                                            "' registered twice (indices " +
+                                                            std::to_string(q.index) + " and " +
+                                                            std::to_string(index) + ")");
+        }
+      }
+      Optimizer::Param entry;
+      entry.index = index;
+      entry.name = name;
+      entry.options = read_param_options(options, entry.name);
+      o->host->ops->retain(param);  // the Param's Tensor owns this reference
+      entry.tensor = Tensor(o->host->ops, param);
+      o->impl.add_param(std::move(entry));
+    });
+  }
+
+  static pb_status* step(void* p, double lr) {
+    Object* o = self(p);
+    return guarded(o->host, "optimizer step", [&] {
+      if (!std::isfinite(lr) || lr < 0) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "learning rate " + std::to_string(lr) +
+                                                          " must be finite and >= 0");
+      }
+      o->impl.step(lr);
+    });
+  }
+
+  static size_t state_count(const void* p) { return self(p)->impl.states().size(); }
+  static pb_status* state_tensor(const void* p, size_t index, const char** out_name, pb_tensor** out_tensor) {
+    const Object* o = self(p);
+    return guarded(o->host, "optimizer state_tensor", [&] {
+      if (out_name == nullptr || out_tensor == nullptr) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "out_name and out_tensor must not be NULL");
+      }
+      const auto& states = o->impl.states();
+      if (index >= states.size()) {
+        throw PluginError(PB_STATUS_OUT_OF_RANGE, "state index " + std::to_string(index) + " >= count " +
+                                                      std::to_string(states.size()));
+      }
+      *out_name = states[index].name.c_str();
+      *out_tensor = states[index].tensor.handle();
+    });
+  }
+
+  static constexpr pb_optimizer_vtable kVtable = {sizeof(pb_optimizer_vtable), &set_shard, &add_parameter, &step,
+                                                  &state_count, &state_tensor};
+};
+
+}  // namespace detail
+
+// The component descriptor of optimizer class T (derived from patchbay::Optimizer and
+// constructible from (const Host&, const ConfigView&)). `fields` must have static storage (a
+// namespace-scope constexpr array); the strings must be literals.
+template <class T>
+constexpr pb_component_descriptor make_optimizer_component(const char* name, const char* version,
+                                                           const char* summary,
+                                                           std::span<const pb_config_field> fields = {}) {
+  static_assert(std::is_base_of_v<Optimizer, T>, "T must derive from patchbay::Optimizer");
+  static_assert(std::is_constructible_v<T, const Host&, const ConfigView&>,
+                "T needs a constructor T(const patchbay::Host&, const patchbay::ConfigView&)");
+  return pb_component_descriptor{sizeof(pb_component_descriptor),
+                                 PB_KIND_OPTIMIZER,
+                                 PB_OPTIMIZER_INTERFACE_MAJOR,
+                                 PB_OPTIMIZER_INTERFACE_MINOR,
+                                 name,
+                                 version,
+                                 summary,
+                                 fields.empty() ? nullptr : fields.data(),
+                                 fields.size(),
+                                 &detail::OptimizerAdapter<T>::create,
+                                 &detail::OptimizerAdapter<T>::destroy,
+                                 &detail::OptimizerAdapter<T>::kVtable};
+}
+
+}  // namespace patchbay
