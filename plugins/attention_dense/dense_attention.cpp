@@ -1,0 +1,158 @@
+// DenseAttention: parameters, whole-sequence forward and KV-cache decoding, all through the
+// host's ops table (patchbay::Tensor); see dense_attention.hpp for the shapes.
+#include "dense_attention.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace patchbay_dense {
+namespace {
+
+using patchbay::PluginError;
+using patchbay::Tensor;
+
+size_t element_size(pb_dtype dtype) {
+  switch (dtype) {
+    case PB_DTYPE_F32:
+    case PB_DTYPE_I32:
+      return 4;
+    case PB_DTYPE_BF16:
+    case PB_DTYPE_F16:
+      return 2;
+    case PB_DTYPE_I64:
+      return 8;
+  }
+  return 0;
+}
+
+// Copies src into the (strided) view dst, element for element, converting to dst's dtype.
+// CPU tensors only: the cache lives where the parameters live.
+void copy_into(Tensor& dst, const Tensor& src) {
+  Tensor packed = src.to(dst.dtype()).contiguous();
+  const pb_ops_table* ops = dst.ops();
+  patchbay::check_ops_status(
+      ops,
+      ops->copy_from_host(dst.handle(), packed.data<void>(),
+                          static_cast<size_t>(packed.numel()) * element_size(packed.dtype())),
+      "kv cache write");
+}
+
+// The KV cache of one decoding run: keys and values [B, H, capacity, Dh].
+class KvCache : public patchbay::AttentionState {
+ public:
+  KvCache(int64_t batch, int64_t capacity, Tensor keys, Tensor values)
+      : AttentionState(batch, capacity), k(std::move(keys)), v(std::move(values)) {}
+  Tensor k, v;
+};
+
+}  // namespace
+
+DenseAttention::DenseAttention(const patchbay::Host& host, const patchbay::ConfigView& config)
+    : host_(host),
+      ops_(host.api()->ops),
+      causal_(config.get_bool("causal")),
+      dropout_(config.get_float("dropout")) {
+  if (!(dropout_ >= 0.0 && dropout_ < 1.0))
+    throw PluginError(PB_STATUS_OUT_OF_RANGE, "dropout must lie in [0, 1), found " + std::to_string(dropout_));
+}
+
+void DenseAttention::init(const pb_layer_context& ctx) {
+  if (ctx.causal != 0 && !causal_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'dense' is configured with causal = false but the model is a causal language "
+                      "model; set causal = true (the default) or build a bidirectional model");
+  if (ctx.device_type != PB_DEVICE_CPU)
+    throw PluginError(PB_STATUS_UNSUPPORTED, "attention 'dense' keeps its parameters and KV cache on the CPU; "
+                                             "device " + std::to_string(static_cast<int>(ctx.device_type)) +
+                                             " is not supported yet");
+  if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 && ctx.param_dtype != PB_DTYPE_F16)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "param_dtype must be a float dtype, found " +
+                                                      std::to_string(static_cast<int>(ctx.param_dtype)));
+  d_model_ = ctx.d_model;
+  n_heads_ = ctx.n_heads;
+  head_dim_ = d_model_ / n_heads_;
+  max_seq_len_ = ctx.max_seq_len;
+  rotary_ = ctx.positional == PB_POSITIONAL_ROTARY;
+  rope_theta_ = ctx.rope_theta > 0 ? ctx.rope_theta : 10000.0;
+  if (rotary_ && head_dim_ % 2 != 0)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "rotary positions need an even head dim, found d_model " +
+                                                      std::to_string(d_model_) + " / n_heads " +
+                                                      std::to_string(n_heads_) + " = " + std::to_string(head_dim_));
+  dtype_ = ctx.param_dtype;
+
+  // One generator for the four tensors, in declaration order, so equal seeds give equal layers.
+  patchbay::Generator init_generator(ops_.table(), ctx.seed);
+  const int64_t c = d_model_;
+  qkv_weight_ = add_parameter("qkv.weight", (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
+  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * c}, dtype_));
+  proj_weight_ =
+      add_parameter("proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
+  proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
+  // Dropout draws from its own stream, so turning it on does not change the initialisation.
+  dropout_generator_ = std::make_unique<patchbay::Generator>(ops_.table(), ctx.seed ^ 0x9e3779b97f4a7c15ull);
+}
+
+DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t position_offset) const {
+  const std::vector<int64_t> shape = x.shape();
+  if (shape.size() != 3 || shape[2] != d_model_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'dense' expects x [B, T, " + std::to_string(d_model_) + "], found a tensor of rank " +
+                          std::to_string(shape.size()) + (shape.size() == 3 ? " with C " + std::to_string(shape[2]) : ""));
+  const int64_t b = shape[0], t = shape[1];
+  Tensor qkv = x.to(dtype_).matmul(qkv_weight_, false, true) + qkv_bias_;  // [B, T, 3C]
+  auto head = [&](int64_t which) {  // [B, T, C] block `which` -> [B, H, T, Dh]
+    Tensor part = qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
+    return part.permute({0, 2, 1, 3});
+  };
+  Heads heads{head(0), head(1), head(2)};
+  if (rotary_) {
+    heads.q = patchbay::rotary_embedding(heads.q, position_offset, rope_theta_);
+    heads.k = patchbay::rotary_embedding(heads.k, position_offset, rope_theta_);
+  }
+  return heads;
+}
+
+Tensor DenseAttention::project_out(const Tensor& o) const {
+  const int64_t b = o.size(0), t = o.size(2);
+  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, d_model_});  // [B, T, C]
+  return merged.matmul(proj_weight_, false, true) + proj_bias_;
+}
+
+Tensor DenseAttention::forward(const Tensor& x, bool training) {
+  if (x.dim() == 3 && max_seq_len_ > 0 && x.size(1) > max_seq_len_)
+    throw PluginError(PB_STATUS_OUT_OF_RANGE, "sequence of " + std::to_string(x.size(1)) +
+                                                  " positions exceeds max_seq_len " + std::to_string(max_seq_len_));
+  Heads h = project_heads(x, 0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  Tensor y = project_out(ops_.attention(h.q, h.k, h.v, causal_, scale));
+  if (training && dropout_ > 0.0) y = y.dropout(dropout_, *dropout_generator_, true);
+  return y;
+}
+
+std::unique_ptr<patchbay::AttentionState> DenseAttention::create_state(int64_t batch, int64_t capacity) {
+  if (!causal_)
+    throw PluginError(PB_STATUS_UNSUPPORTED, "incremental decoding needs a causal layer; this one is configured "
+                                             "with causal = false");
+  if (max_seq_len_ > 0 && capacity > max_seq_len_)
+    throw PluginError(PB_STATUS_OUT_OF_RANGE, "capacity " + std::to_string(capacity) + " exceeds max_seq_len " +
+                                                  std::to_string(max_seq_len_));
+  const std::vector<int64_t> shape = {batch, n_heads_, capacity, head_dim_};
+  return std::make_unique<KvCache>(batch, capacity, ops_.zeros(shape, dtype_), ops_.zeros(shape, dtype_));
+}
+
+Tensor DenseAttention::forward_step(patchbay::AttentionState& state, const Tensor& x) {
+  auto& cache = static_cast<KvCache&>(state);
+  const int64_t start = cache.length(), steps = x.size(1), end = start + steps;
+  Heads h = project_heads(x, start);
+  Tensor k_slot = cache.k.slice(2, start, end), v_slot = cache.v.slice(2, start, end);
+  copy_into(k_slot, h.k);
+  copy_into(v_slot, h.v);
+  cache.advance(steps);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  // Bottom-right causal alignment: query i (absolute position start + i) sees keys 0..start + i.
+  Tensor o = ops_.attention(h.q.to(dtype_), cache.k.slice(2, 0, end), cache.v.slice(2, 0, end), true, scale);
+  return project_out(o);
+}
+
+}  // namespace patchbay_dense

@@ -1,0 +1,70 @@
+// The "dense" attention component: multi-head self-attention over the engine's fused
+// scaled-dot-product attention (ops->attention, which never materialises T x T), with
+// optional rotary positions and a KV cache for decoding.
+//
+//   x [B, T, C] -> qkv = x W_qkv^T + b_qkv [B, T, 3C] -> q, k, v [B, H, T, Dh] (Dh = C / H)
+//   -> rotary(q), rotary(k) at positions offset + t (when ctx.positional == ROTARY)
+//   -> o = softmax(q k^T / sqrt(Dh) + causal mask) v [B, H, T, Dh] -> [B, T, C]
+//   -> y = o W_proj^T + b_proj -> dropout (training only)
+// Parameters (GPT-2 names and layout, [out, in]): qkv.weight [3C, C] ~ N(0, init_std),
+// qkv.bias [3C] = 0, proj.weight [C, C] ~ N(0, residual_init_std), proj.bias [C] = 0, drawn
+// in that order from one generator seeded with ctx.seed. The 3C rows of qkv are q, k, v in
+// that order, each C rows split into heads h * Dh .. (h + 1) * Dh.
+// KV cache: k, v [B, H, capacity, Dh] in the parameters' dtype; a step writes positions
+// [len, len + Tn) and attends over [0, len + Tn) with the causal mask aligned bottom-right
+// (query i of the step sees keys j <= len + i).
+#pragma once
+
+#include <patchbay/attention.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace patchbay_dense {
+
+class DenseAttention : public patchbay::Attention {
+ public:
+  static constexpr uint64_t kCapabilities =
+      PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL | PB_ATTENTION_CAP_ROTARY;
+  static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
+  static constexpr const char* kComplexity =
+      "time O(T^2 C), memory O(T C) (fused attention); decode O(len C) per token, cache 2 B len C";
+
+  DenseAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
+
+  void init(const pb_layer_context& ctx) override;
+  patchbay::Tensor forward(const patchbay::Tensor& x, bool training) override;
+  std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
+  patchbay::Tensor forward_step(patchbay::AttentionState& state, const patchbay::Tensor& x) override;
+
+ private:
+  struct Heads {
+    patchbay::Tensor q, k, v;  // [B, H, T, Dh]
+  };
+  // Projects x [B, T, C] and splits heads; rotary at positions offset + t when enabled.
+  Heads project_heads(const patchbay::Tensor& x, int64_t position_offset) const;
+  // o [B, H, T, Dh] -> merged [B, T, C] -> output projection.
+  patchbay::Tensor project_out(const patchbay::Tensor& o) const;
+
+  patchbay::Host host_;
+  patchbay::Ops ops_;
+  bool causal_;      // config `causal`: mask future positions
+  double dropout_;   // config `dropout`: on the output, training only
+  int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
+  bool rotary_ = false;
+  double rope_theta_ = 10000.0;
+  pb_dtype dtype_ = PB_DTYPE_F32;
+  std::unique_ptr<patchbay::Generator> dropout_generator_;  // seeded from ctx.seed
+  patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+};
+
+inline constexpr pb_config_field kDenseConfigFields[] = {
+    patchbay::Field::boolean("causal", "true",
+                             "mask future positions; false only for a bidirectional (encoder) model"),
+    patchbay::Field::real("dropout", "0.0", "dropout on the attention output, training only").range(0.0, 0.99),
+};
+
+inline constexpr pb_component_descriptor kDenseAttention = patchbay::make_attention_component<DenseAttention>(
+    "dense", "1.0.0", "multi-head causal self-attention (fused, GPT-2 layout) with a KV cache", kDenseConfigFields);
+
+}  // namespace patchbay_dense

@@ -1,0 +1,311 @@
+// Patchbay SDK, header-only C++ layer for attention layers (PB_KIND_ATTENTION,
+// patchbay/attention.h): write a C++ class that reads like a PyTorch module, get a
+// pb_component_descriptor.
+//
+//   class MyAttention : public patchbay::Attention {
+//    public:
+//     static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_ROTARY;
+//     static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
+//     static constexpr const char* kComplexity = "time O(T^2 d), memory O(T d)";
+//     MyAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
+//     void init(const pb_layer_context& ctx) override;       // add_parameter(...) here
+//     patchbay::Tensor forward(const patchbay::Tensor& x, bool training) override;
+//     // with a cache (kCacheKind != NONE):
+//     std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
+//     patchbay::Tensor forward_step(patchbay::AttentionState& state, const patchbay::Tensor& x) override;
+//   };
+//   inline constexpr pb_config_field kMyFields[] = {...};    // may be empty: omit it
+//   inline constexpr pb_component_descriptor kMyAttention =
+//       patchbay::make_attention_component<MyAttention>("mine", "1.0.0", "summary", kMyFields);
+//
+// The adapter (detail::AttentionAdapter<T>) fills pb_attention_vtable and:
+//  - copies the host's pb_layer_context into a full-size one (fields a host of an older minor
+//    did not send are zero), and refuses, before T::init runs, what the declared capabilities
+//    exclude: a causal context without CAP_CAUSAL, a non-causal one without CAP_NONCAUSAL,
+//    rotary without CAP_ROTARY, ALiBi without CAP_ALIBI, and d_model not a positive multiple of
+//    n_heads (all PB_STATUS_INVALID_ARGUMENT, naming the field and the value);
+//  - hands out the parameters T registered with add_parameter(), names and tensors owned by T;
+//  - runs forward_step with gradient recording off, checks x is [B, Tn, C] with B the state's
+//    batch, and that the state has room (PB_STATUS_OUT_OF_RANGE otherwise), so T does not;
+//  - catches every exception at the boundary: PluginError keeps its code; anything else
+//    becomes PB_STATUS_INTERNAL with what(), std::bad_alloc PB_STATUS_OUT_OF_MEMORY.
+// The descriptor is constexpr so that PATCHBAY_PLUGIN can write the metadata at compile time.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "patchbay/attention.h"
+#include "patchbay/component.hpp"
+#include "patchbay/tensor.hpp"
+
+namespace patchbay {
+
+// One decoding state (a KV cache, a recurrent state). The adapter keeps length() and
+// capacity() honest: forward_step is only called with Tn <= capacity() - length() new tokens.
+class AttentionState {
+ public:
+  AttentionState(int64_t batch, int64_t capacity) : batch_(batch), capacity_(capacity) {}
+  virtual ~AttentionState() = default;
+  AttentionState(const AttentionState&) = delete;
+  AttentionState& operator=(const AttentionState&) = delete;
+
+  int64_t batch() const { return batch_; }
+  int64_t capacity() const { return capacity_; }
+  int64_t length() const { return length_; }  // positions already in the state
+  // Called by the layer's forward_step once the new positions are stored.
+  void advance(int64_t steps) { length_ += steps; }
+
+ private:
+  int64_t batch_;
+  int64_t capacity_;
+  int64_t length_ = 0;
+};
+
+// Base class of C++ attention layers. Methods may throw (PluginError for a chosen code).
+// One object is used by one thread at a time (attention.h).
+class Attention {
+ public:
+  // Static declarations read by make_attention_component; a derived class shadows them.
+  static constexpr uint64_t kCapabilities = 0;                              // PB_ATTENTION_CAP_*
+  static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_NONE;
+  static constexpr const char* kComplexity = "";
+
+  struct Parameter {
+    std::string name;  // "qkv.weight"; stable: the host keys checkpoints with it
+    Tensor tensor;     // leaf with requires_grad, owned by the layer
+  };
+
+  virtual ~Attention() = default;
+  // Allocates the parameters (add_parameter) for `ctx`; called once, after the constructor.
+  // The adapter has already refused contexts the capabilities exclude.
+  virtual void init(const pb_layer_context& ctx) = 0;
+  // x [B, T, C] -> [B, T, C]; composed of ops so that autograd gives the backward.
+  virtual Tensor forward(const Tensor& x, bool training) = 0;
+  // Decoding (kCacheKind != NONE). create_state gets batch >= 1, capacity >= 1.
+  virtual std::unique_ptr<AttentionState> create_state(int64_t /*batch*/, int64_t /*capacity*/) {
+    throw PluginError(PB_STATUS_UNSUPPORTED, "this attention layer has no decoding state (cache_kind NONE)");
+  }
+  // x [B, Tn, C] continuing the state's positions -> [B, Tn, C]; must store the new positions
+  // and call state.advance(Tn). Runs with gradient recording off.
+  virtual Tensor forward_step(AttentionState& /*state*/, const Tensor& /*x*/) {
+    throw PluginError(PB_STATUS_UNSUPPORTED, "this attention layer has no decoding state (cache_kind NONE)");
+  }
+
+  // Parameters in registration order. References stay valid while the layer lives.
+  const std::deque<Parameter>& parameters() const { return parameters_; }
+
+ protected:
+  // Registers a parameter (sets requires_grad) and returns it. Names must be unique.
+  Tensor& add_parameter(std::string name, Tensor tensor) {
+    for (const Parameter& p : parameters_)
+      if (p.name == name) throw PluginError(PB_STATUS_INTERNAL, "parameter '" + name + "' registered twice");
+    tensor.requires_grad(true);
+    parameters_.push_back(Parameter{std::move(name), std::move(tensor)});
+    return parameters_.back().tensor;
+  }
+
+ private:
+  std::deque<Parameter> parameters_;  // a deque: push_back never moves the names handed out
+};
+
+// ops->rotary_embedding (pb_ops_table version 2) as a Tensor function: x [..., T, D] rotated
+// for positions position_offset + t, GPT-NeoX "rotate half" convention (patchbay/ops.h).
+// Throws PluginError(PB_STATUS_UNSUPPORTED) on a host whose table predates the op.
+inline Tensor rotary_embedding(const Tensor& x, int64_t position_offset, double theta) {
+  const pb_ops_table* ops = x.ops();
+  if (!PB_HAS_FIELD(ops, pb_ops_table, rotary_embedding) || ops->rotary_embedding == nullptr)
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this host's ops table (version " + std::to_string(ops->version) +
+                          ") has no rotary_embedding (version 2); upgrade Patchbay or use another positional "
+                          "encoding");
+  pb_tensor* out = nullptr;
+  check_ops_status(ops, ops->rotary_embedding(x.handle(), position_offset, theta, &out), "rotary_embedding");
+  return Tensor(ops, out);
+}
+
+namespace detail {
+
+template <class T>
+struct AttentionObject {
+  AttentionObject(const pb_host_api* h, const pb_config_view* config) : host(h), impl(Host(h), ConfigView(config)) {}
+  const pb_host_api* host;
+  T impl;
+  int64_t d_model = 0;  // from init; forward_step checks x against it
+};
+
+// A borrowed pb_tensor* as a Tensor holding its own reference.
+inline Tensor borrow(const pb_host_api* host, const pb_tensor* t) {
+  if (t == nullptr) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "tensor argument is NULL");
+  pb_tensor* handle = const_cast<pb_tensor*>(t);  // the table's retain takes a non-const handle
+  host->ops->retain(handle);
+  return Tensor(host->ops, handle);
+}
+
+inline void refuse_context(const pb_layer_context& ctx, uint64_t capabilities) {
+  auto refuse = [](const std::string& why) { throw PluginError(PB_STATUS_INVALID_ARGUMENT, why); };
+  if (ctx.causal != 0 && (capabilities & PB_ATTENTION_CAP_CAUSAL) == 0)
+    refuse("this attention layer cannot be causal (no PB_ATTENTION_CAP_CAUSAL) and would let tokens see "
+           "the future in a causal language model; choose a causal attention kind");
+  if (ctx.causal == 0 && (capabilities & PB_ATTENTION_CAP_NONCAUSAL) == 0)
+    refuse("this attention layer is causal only (no PB_ATTENTION_CAP_NONCAUSAL); it cannot serve a "
+           "bidirectional model");
+  if (ctx.positional == PB_POSITIONAL_ROTARY && (capabilities & PB_ATTENTION_CAP_ROTARY) == 0)
+    refuse("positional 'rotary' asked for, but this attention layer does not apply rotary embeddings "
+           "(no PB_ATTENTION_CAP_ROTARY); choose another positional encoding");
+  if (ctx.positional == PB_POSITIONAL_ALIBI && (capabilities & PB_ATTENTION_CAP_ALIBI) == 0)
+    refuse("positional 'alibi' asked for, but this attention layer does not apply ALiBi (no "
+           "PB_ATTENTION_CAP_ALIBI); choose another positional encoding");
+  if (ctx.d_model <= 0 || ctx.n_heads <= 0 || ctx.d_model % ctx.n_heads != 0)
+    refuse("d_model " + std::to_string(ctx.d_model) + " must be a positive multiple of n_heads " +
+           std::to_string(ctx.n_heads));
+}
+
+template <class T>
+struct AttentionAdapter {
+  using Object = AttentionObject<T>;
+  static Object* self(void* p) { return static_cast<Object*>(p); }
+  static const Object* self(const void* p) { return static_cast<const Object*>(p); }
+
+  static pb_status* create(const pb_host_api* host, const pb_config_view* config, void** out_instance) {
+    *out_instance = nullptr;
+    return guarded(host, "attention create", [&] {
+      if (host->ops == nullptr)
+        throw PluginError(PB_STATUS_UNSUPPORTED, "this host was built without the tensor engine (ops is NULL)");
+      *out_instance = new Object(host, config);
+    });
+  }
+  static void destroy(void* instance) { delete self(instance); }
+
+  static pb_status* init(void* p, const pb_layer_context* ctx) {
+    Object* o = self(p);
+    return guarded(o->host, "attention init", [&] {
+      if (ctx == nullptr) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "layer context is NULL");
+      if (!o->impl.parameters().empty())
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "init called twice on one attention object");
+      pb_layer_context full{};
+      std::memcpy(&full, ctx, ctx->struct_size < sizeof(full) ? ctx->struct_size : sizeof(full));
+      full.struct_size = sizeof(full);
+      refuse_context(full, T::kCapabilities);
+      o->impl.init(full);
+      o->d_model = full.d_model;
+    });
+  }
+  static size_t parameter_count(const void* p) { return self(p)->impl.parameters().size(); }
+  static pb_status* parameter(const void* p, size_t index, const char** out_name, pb_tensor** out_tensor) {
+    const Object* o = self(p);
+    const auto& params = o->impl.parameters();
+    if (index >= params.size())
+      return Status::error(o->host, PB_STATUS_OUT_OF_RANGE,
+                           "parameter index " + std::to_string(index) + " >= count " + std::to_string(params.size()));
+    *out_name = params[index].name.c_str();
+    *out_tensor = params[index].tensor.handle();
+    return nullptr;
+  }
+  static pb_status* forward(void* p, const pb_tensor* x, int32_t training, pb_tensor** out_y) {
+    Object* o = self(p);
+    return guarded(o->host, "attention forward", [&] {
+      if (o->d_model == 0) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "forward before init");
+      Tensor y = o->impl.forward(borrow(o->host, x), training != 0);
+      *out_y = y.release();
+    });
+  }
+  static pb_status* state_create(void* p, int64_t batch, int64_t capacity, void** out_state) {
+    Object* o = self(p);
+    *out_state = nullptr;
+    return guarded(o->host, "attention state_create", [&] {
+      if (o->d_model == 0) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "state_create before init");
+      if (batch < 1 || capacity < 1)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "state_create needs batch >= 1 and capacity >= 1, found " +
+                                                          std::to_string(batch) + " and " + std::to_string(capacity));
+      std::unique_ptr<AttentionState> state = o->impl.create_state(batch, capacity);
+      if (!state) throw PluginError(PB_STATUS_INTERNAL, "create_state returned no state");
+      *out_state = state.release();
+    });
+  }
+  static void state_destroy(void* /*p*/, void* state) { delete static_cast<AttentionState*>(state); }
+  static pb_status* forward_step(void* p, void* state_ptr, const pb_tensor* x, pb_tensor** out_y) {
+    Object* o = self(p);
+    return guarded(o->host, "attention forward_step", [&] {
+      if (state_ptr == nullptr) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "state is NULL");
+      AttentionState& state = *static_cast<AttentionState*>(state_ptr);
+      NoGradGuard no_grad(o->host->ops);
+      Tensor input = borrow(o->host, x);
+      const std::vector<int64_t> shape = input.shape();
+      if (shape.size() != 3 || shape[0] != state.batch() || shape[2] != o->d_model)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "forward_step expects x [" + std::to_string(state.batch()) + ", Tn, " +
+                              std::to_string(o->d_model) + "] (the state's batch, d_model), found " +
+                              shape_text(shape));
+      if (shape[1] > state.capacity() - state.length())
+        throw PluginError(PB_STATUS_OUT_OF_RANGE,
+                          "forward_step of " + std::to_string(shape[1]) + " positions after " +
+                              std::to_string(state.length()) + " exceeds the state's capacity " +
+                              std::to_string(state.capacity()) + "; create the state with a larger capacity");
+      const int64_t before = state.length();
+      Tensor y = o->impl.forward_step(state, input);
+      if (state.length() != before + shape[1])
+        throw PluginError(PB_STATUS_INTERNAL, "forward_step did not advance the state by the " +
+                                                  std::to_string(shape[1]) + " new positions");
+      *out_y = y.release();
+    });
+  }
+  static int64_t state_length(const void* /*p*/, const void* state) {
+    return static_cast<const AttentionState*>(state)->length();
+  }
+
+  static std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+  static constexpr bool kHasCache = T::kCacheKind != PB_ATTENTION_CACHE_NONE;
+  static constexpr pb_attention_vtable kVtable = {sizeof(pb_attention_vtable),
+                                                  T::kCapabilities,
+                                                  T::kCacheKind,
+                                                  T::kComplexity,
+                                                  &init,
+                                                  &parameter_count,
+                                                  &parameter,
+                                                  &forward,
+                                                  kHasCache ? &state_create : nullptr,
+                                                  kHasCache ? &state_destroy : nullptr,
+                                                  kHasCache ? &forward_step : nullptr,
+                                                  kHasCache ? &state_length : nullptr};
+};
+
+}  // namespace detail
+
+// The component descriptor of attention class T (derived from patchbay::Attention and
+// constructible from (const Host&, const ConfigView&)). `fields` must have static storage
+// (a namespace-scope constexpr array); the strings must be literals.
+template <class T>
+constexpr pb_component_descriptor make_attention_component(const char* name, const char* version, const char* summary,
+                                                           std::span<const pb_config_field> fields = {}) {
+  static_assert(std::is_base_of_v<Attention, T>, "T must derive from patchbay::Attention");
+  static_assert(std::is_constructible_v<T, const Host&, const ConfigView&>,
+                "T needs a constructor T(const patchbay::Host&, const patchbay::ConfigView&)");
+  static_assert((T::kCapabilities & (PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL)) != 0,
+                "an attention layer must declare PB_ATTENTION_CAP_CAUSAL, PB_ATTENTION_CAP_NONCAUSAL or both");
+  return pb_component_descriptor{sizeof(pb_component_descriptor),
+                                 PB_KIND_ATTENTION,
+                                 PB_ATTENTION_INTERFACE_MAJOR,
+                                 PB_ATTENTION_INTERFACE_MINOR,
+                                 name,
+                                 version,
+                                 summary,
+                                 fields.empty() ? nullptr : fields.data(),
+                                 fields.size(),
+                                 &detail::AttentionAdapter<T>::create,
+                                 &detail::AttentionAdapter<T>::destroy,
+                                 &detail::AttentionAdapter<T>::kVtable};
+}
+
+}  // namespace patchbay
