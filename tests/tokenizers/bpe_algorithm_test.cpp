@@ -88,6 +88,34 @@ TEST_CASE("invalid UTF-8 bytes become one-byte pieces and nothing is lost") {
   }
 }
 
+TEST_CASE("the ASCII fast path gives exactly the PCRE2 pieces") {
+  const Gpt2PreTokenizer pre;
+  auto reference = [&](std::string_view text) {
+    Pieces pieces;
+    pre.split_with_pcre2(text, [&](std::string_view p) { pieces.emplace_back(p); });
+    return pieces;
+  };
+  std::mt19937_64 rng(6);
+  // Every ASCII byte (controls, \x1c-\x1f, quotes) often, with non-ASCII and invalid bytes.
+  auto ascii_heavy = [&](size_t n) {
+    static const std::vector<std::string> extra = {"é", "\u00a0", "\u2028", "\u0085", "日", "👋", "\xff", "\xc3",
+                                                   "'s", "'re", "'ll", "  ", "\n\n", " 1", " a", "'"};
+    std::string s;
+    while (s.size() < n) {
+      if (rng() % 4 == 0) {
+        s += extra[rng() % extra.size()];
+      } else {
+        s.push_back(static_cast<char>(rng() % 128));
+      }
+    }
+    return s;
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::string text = trial % 3 == 0 ? random_mixed_text(rng, 1 + rng() % 200) : ascii_heavy(1 + rng() % 200);
+    REQUIRE(pre.split_to_vector(text) == reference(text));
+  }
+}
+
 TEST_CASE("cutting at a safe cut gives the same pieces as the whole text") {
   const Gpt2PreTokenizer pre;
   std::mt19937_64 rng(2);
