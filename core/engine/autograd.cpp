@@ -40,8 +40,8 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record_op(const std::string& name, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs,
-               BackwardFn backward) {
+void record_op_node(std::string_view name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+                    BackwardFn backward) {
   if (!any_requires_grad(inputs)) return;
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
@@ -49,7 +49,7 @@ void record_op(const std::string& name, const std::vector<Tensor>& inputs, std::
     shapes.push_back(o->shape());
     dtypes.push_back(o->dtype());
   }
-  auto node = std::make_shared<Node>(name, inputs, std::move(shapes), std::move(dtypes), std::move(backward));
+  auto node = std::make_shared<Node>(std::string(name), inputs, std::move(shapes), std::move(dtypes), std::move(backward));
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!is_floating(outputs[i]->dtype())) continue;  // integer outputs (indices) carry no grad
     TensorImpl* impl = outputs[i]->impl();

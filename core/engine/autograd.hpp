@@ -16,6 +16,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/tensor.hpp"
@@ -68,9 +70,16 @@ class NoGradGuard {
 bool any_requires_grad(const std::vector<Tensor>& inputs);
 
 // Attaches a new Node to `outputs` (sets grad_fn, output_index, requires_grad) when
-// any_requires_grad(inputs); otherwise does nothing.
-void record_op(const std::string& name, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs,
-               BackwardFn backward);
+// any_requires_grad(inputs); otherwise does nothing (and never builds the std::function, so
+// ops run without grad pay nothing for their backward closure).
+void record_op_node(std::string_view name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+                    BackwardFn backward);
+template <class Backward>
+void record_op(std::string_view name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+               Backward&& backward) {
+  if (!any_requires_grad(inputs)) return;
+  record_op_node(name, inputs, outputs, BackwardFn(std::forward<Backward>(backward)));
+}
 
 // Runs the backward pass from `root`. With an undefined `seed`, root must have one element
 // and the seed is 1. keep_graph=false releases each node after use (a second backward

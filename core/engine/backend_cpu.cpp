@@ -1,6 +1,9 @@
 // The CPU backend (synchronous stream, 64-byte aligned caching allocator, memcpy/fill) and
 // the process-wide backend and kernel registries.
+#include <array>
 #include <cstdlib>
+#include <shared_mutex>
+#include <string_view>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -69,21 +72,33 @@ BackendRegistry& backend_registry() {
   return *registry;
 }
 
+// Kernels by op name, one slot per device type. Lookups take a shared lock and do not
+// allocate (heterogeneous string_view lookup); registration happens during static init.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 struct KernelRegistry {
-  std::mutex mutex;
-  std::unordered_map<std::string, ErasedKernel> kernels;  // key: "op@device"
+  std::shared_mutex mutex;
+  std::unordered_map<std::string, std::array<ErasedKernel, 2>, StringHash, std::equal_to<>> kernels;
 };
 KernelRegistry& kernel_registry() {
   static auto* registry = new KernelRegistry();
   return *registry;
 }
-std::string kernel_key(std::string_view op, DeviceType device) {
-  return std::string(op) + (device == DeviceType::kCpu ? "@cpu" : "@cuda");
-}
+size_t device_slot(DeviceType device) { return device == DeviceType::kCpu ? 0 : 1; }
 
 }  // namespace
 
 Backend& backend_for(Device device) {
+  // Fast path for the CPU (every allocation and free asks): created once, never replaced.
+  if (device.type == DeviceType::kCpu && device.index == 0) {
+    static Backend* const cpu_backend = [] {
+      static std::unique_ptr<Backend>* holder = new std::unique_ptr<Backend>(make_cpu_backend(0));
+      return holder->get();
+    }();
+    return *cpu_backend;
+  }
   BackendRegistry& r = backend_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto key = std::make_pair(static_cast<int>(device.type), device.index);
@@ -111,18 +126,21 @@ void reset_peak(Device device) { backend_for(device).reset_peak(); }
 
 void register_kernel_erased(std::string_view op, DeviceType device, ErasedKernel kernel) {
   KernelRegistry& r = kernel_registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.kernels[kernel_key(op, device)] = kernel;
+  std::unique_lock<std::shared_mutex> lock(r.mutex);
+  auto it = r.kernels.find(op);
+  if (it == r.kernels.end()) it = r.kernels.emplace(std::string(op), std::array<ErasedKernel, 2>{}).first;
+  it->second[device_slot(device)] = kernel;
 }
 
 ErasedKernel find_kernel_erased(std::string_view op, DeviceType device) {
   KernelRegistry& r = kernel_registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.kernels.find(kernel_key(op, device));
-  if (it == r.kernels.end())
-    throw Error(ErrorKind::kInvalidArgument, "op '" + std::string(op) + "' has no kernel for device type " +
-                                                 (device == DeviceType::kCpu ? "cpu" : "cuda"));
-  return it->second;
+  {
+    std::shared_lock<std::shared_mutex> lock(r.mutex);
+    auto it = r.kernels.find(op);
+    if (it != r.kernels.end() && it->second[device_slot(device)]) return it->second[device_slot(device)];
+  }
+  throw Error(ErrorKind::kInvalidArgument, "op '" + std::string(op) + "' has no kernel for device type " +
+                                               (device == DeviceType::kCpu ? "cpu" : "cuda"));
 }
 
 }  // namespace patchbay::engine
