@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "common/error.hpp"
 #include "test_util.hpp"
@@ -171,4 +172,25 @@ TEST_CASE("generator is deterministic and independent of chunking") {
   s = std::sqrt(s / 1000);
   CHECK(std::fabs(m) < 0.15);
   CHECK(std::fabs(s - 1.0) < 0.1);
+}
+
+TEST_CASE("grad mode is thread-local") {
+  NoGradGuard guard;
+  CHECK(!grad_enabled());
+  bool other_thread_enabled = false;
+  std::thread t([&] { other_thread_enabled = grad_enabled(); });
+  t.join();
+  CHECK(other_thread_enabled);
+}
+
+TEST_CASE("f16 and bf16 element-wise ops round the f32 result once") {
+  Tensor a = random_tensor({16}, 20, -4, 4), b = random_tensor({16}, 21, -4, 4);
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    Tensor ah = a.to(dt), bh = b.to(dt);
+    Tensor sum16 = add(ah, bh);
+    CHECK(sum16.dtype() == dt);
+    // Exactly the rounding of the f32 sum of the rounded inputs.
+    Tensor expect = add(ah.to(DType::kF32), bh.to(DType::kF32)).to(dt);
+    CHECK(sum16.to_vector() == expect.to_vector());
+  }
 }
