@@ -1,0 +1,139 @@
+// AttentionHandle (see attention_handle.hpp): status-to-Error translation and the crossing of
+// engine tensors as the ops table's pb_tensor handles.
+#include "runtime/attention_handle.hpp"
+
+#include <utility>
+
+#include "common/error.hpp"
+#include "engine/ops_table.hpp"
+#include "runtime/host_api.hpp"
+
+namespace patchbay::engine {
+// Defined in engine/ops_table.cpp (shared with ops_table_custom.cpp): a new pb_tensor handle
+// holding one reference to `t`, and the engine tensor behind a handle.
+pb_tensor* ops_table_wrap(Tensor t);
+const Tensor& ops_table_tensor(const pb_tensor* t);
+}  // namespace patchbay::engine
+
+namespace patchbay::runtime {
+namespace {
+
+// Owns one reference to a handle made for a call.
+struct HandleDeleter {
+  const pb_ops_table* ops;
+  void operator()(pb_tensor* t) const { ops->release(t); }
+};
+using OwnedHandle = std::unique_ptr<pb_tensor, HandleDeleter>;
+
+const pb_attention_vtable* vtable_of(const ComponentInstance& instance) {
+  return static_cast<const pb_attention_vtable*>(instance.component()->vtable);
+}
+
+}  // namespace
+
+AttentionHandle::State::State(std::shared_ptr<const ComponentInstance> owner, void* state, int64_t batch,
+                              int64_t capacity)
+    : owner_(std::move(owner)), state_(state), batch_(batch), capacity_(capacity) {}
+
+AttentionHandle::State::State(State&& other) noexcept
+    : owner_(std::move(other.owner_)),
+      state_(std::exchange(other.state_, nullptr)),
+      batch_(other.batch_),
+      capacity_(other.capacity_) {}
+
+AttentionHandle::State& AttentionHandle::State::operator=(State&& other) noexcept {
+  if (this != &other) {
+    reset();
+    owner_ = std::move(other.owner_);
+    state_ = std::exchange(other.state_, nullptr);
+    batch_ = other.batch_;
+    capacity_ = other.capacity_;
+  }
+  return *this;
+}
+
+AttentionHandle::State::~State() { reset(); }
+
+void AttentionHandle::State::reset() noexcept {
+  if (state_ != nullptr) vtable_of(*owner_)->state_destroy(owner_->get(), state_);
+  state_ = nullptr;
+  owner_.reset();
+}
+
+int64_t AttentionHandle::State::length() const {
+  return state_ == nullptr ? 0 : vtable_of(*owner_)->state_length(owner_->get(), state_);
+}
+
+AttentionHandle::AttentionHandle(ComponentInstance instance, const pb_host_api* host)
+    : instance_(std::make_shared<const ComponentInstance>(std::move(instance))), vtable_(nullptr), host_(host) {
+  if (!*instance_ || instance_->component()->kind != PB_KIND_ATTENTION)
+    throw Error(ErrorKind::kInternal, "AttentionHandle needs an attention instance");
+  if (host_ == nullptr || host_->ops != engine::host_ops_table())
+    throw Error(ErrorKind::kInternal,
+                context("the host api handed to the plugin does not carry the engine's ops table; call "
+                        "runtime::set_host_ops(engine::host_ops_table()) before creating layers"));
+  vtable_ = vtable_of(*instance_);
+}
+
+std::string AttentionHandle::context(const char* operation) const {
+  return "attention '" + instance_->name() + "' (" + instance_->file().string() + "): " + operation;
+}
+
+engine::Tensor AttentionHandle::take(pb_tensor* handle, const char* operation) const {
+  if (handle == nullptr)
+    throw Error(ErrorKind::kInternal, context(operation) + " returned success but no tensor (a plugin bug)");
+  OwnedHandle owned(handle, HandleDeleter{host_->ops});
+  return engine::ops_table_tensor(owned.get());
+}
+
+void AttentionHandle::init(const pb_layer_context& ctx) {
+  pb_layer_context sized = ctx;
+  sized.struct_size = sizeof(pb_layer_context);
+  throw_if_error(vtable_->init(instance_->get(), &sized), context("init failed"));
+}
+
+std::vector<AttentionHandle::Parameter> AttentionHandle::parameters() const {
+  std::vector<Parameter> out;
+  const size_t count = vtable_->parameter_count(instance_->get());
+  for (size_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    pb_tensor* tensor = nullptr;  // borrowed from the layer
+    throw_if_error(vtable_->parameter(instance_->get(), i, &name, &tensor), context("parameter failed"));
+    if (name == nullptr || tensor == nullptr)
+      throw Error(ErrorKind::kInternal, context("parameter") + " #" + std::to_string(i) +
+                                            " returned a NULL name or tensor (a plugin bug)");
+    out.push_back(Parameter{name, engine::ops_table_tensor(tensor)});
+  }
+  return out;
+}
+
+engine::Tensor AttentionHandle::forward(const engine::Tensor& x, bool training) const {
+  OwnedHandle input(engine::ops_table_wrap(x), HandleDeleter{host_->ops});
+  pb_tensor* y = nullptr;
+  throw_if_error(vtable_->forward(instance_->get(), input.get(), training ? 1 : 0, &y), context("forward failed"));
+  return take(y, "forward");
+}
+
+AttentionHandle::State AttentionHandle::state_create(int64_t batch, int64_t capacity) const {
+  if (cache_kind() == PB_ATTENTION_CACHE_NONE)
+    throw Error(ErrorKind::kInvalidArgument,
+                context("state_create") + ": this layer has no decoding state (cache_kind NONE); it cannot be "
+                                          "used for incremental generation");
+  void* state = nullptr;
+  throw_if_error(vtable_->state_create(instance_->get(), batch, capacity, &state), context("state_create failed"));
+  if (state == nullptr)
+    throw Error(ErrorKind::kInternal, context("state_create") + " returned success but no state (a plugin bug)");
+  return State(instance_, state, batch, capacity);
+}
+
+engine::Tensor AttentionHandle::forward_step(State& state, const engine::Tensor& x) const {
+  if (state.state_ == nullptr || state.owner_ != instance_)
+    throw Error(ErrorKind::kInternal, context("forward_step") + ": the state was not made by this layer");
+  OwnedHandle input(engine::ops_table_wrap(x), HandleDeleter{host_->ops});
+  pb_tensor* y = nullptr;
+  throw_if_error(vtable_->forward_step(instance_->get(), state.state_, input.get(), &y),
+                 context("forward_step failed"));
+  return take(y, "forward_step");
+}
+
+}  // namespace patchbay::runtime

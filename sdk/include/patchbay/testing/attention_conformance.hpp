@@ -1,0 +1,438 @@
+// Patchbay SDK conformance kit for attention layers (PB_KIND_ATTENTION), header-only, doctest.
+//
+// Every attention plugin, built-in or third-party, runs the same checks against its C ABI
+// (pb_attention_vtable), through the host's ops table, so what passes here is what the host
+// relies on:
+//   - parameters: at least one; names non-empty and unique; tensors float leaves with
+//     requires_grad, finite; equal seeds give equal values, different seeds different ones;
+//     an index past the end is PB_STATUS_OUT_OF_RANGE;
+//   - forward maps [B, T, C] to [B, T, C], finite, deterministic;
+//   - causality (CAP_CAUSAL, causal context): perturbing tokens t+1.. leaves the outputs at
+//     positions <= t unchanged, and changes the output at t+1 (so the check can fail);
+//   - incremental decoding (cache_kind != NONE): prefill then one token at a time, and
+//     chunks of several tokens, give the whole-sequence forward's outputs within
+//     `decode_tolerance`; state_length counts the positions; a step past the capacity is
+//     PB_STATUS_OUT_OF_RANGE and a wrong batch or width is refused;
+//   - gradients of forward with respect to x and every parameter match central finite
+//     differences (patchbay/testing/gradcheck.hpp) on a tiny f32 configuration;
+//   - refusals at init: a causal context for a layer without CAP_CAUSAL (the "non-causal
+//     attention in a causal LM" message), rotary without CAP_ROTARY, d_model not a multiple
+//     of n_heads — all PB_STATUS_INVALID_ARGUMENT with a message.
+// Rotary positions are exercised too when the layer declares CAP_ROTARY.
+//
+// The kit needs a host with the tensor engine (pb_host_api::ops): attention layers compute
+// with it. Use (needs only sdk headers, doctest and such a host):
+//
+//   #include <patchbay/testing/attention_conformance.hpp>
+//   namespace pt = patchbay::testing;
+//   TEST_CASE("my attention conforms") {
+//     pt::AttentionFactory make = [&] {      // a fresh, un-initialised object on every call
+//       void* object = ...;                 // descriptor->create(host, &config, &object)
+//       return pt::AttentionUnderTest(vtable, object, host, [=] { descriptor->destroy(object); });
+//     };
+//     pt::check_attention_conformance(make, pt::AttentionConformanceOptions{});
+//   }
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "patchbay/attention.h"
+#include "patchbay/tensor.hpp"
+#include "patchbay/testing/gradcheck.hpp"
+
+namespace patchbay::testing {
+
+// One attention object under test. Move-only; `release` destroys the object (and whatever
+// keeps its code loaded) when the handle dies.
+class AttentionUnderTest {
+ public:
+  AttentionUnderTest() = default;
+  AttentionUnderTest(const pb_attention_vtable* vtable, void* instance, const pb_host_api* host,
+                     std::function<void()> release)
+      : vtable_(vtable), instance_(instance), host_(host), release_(std::move(release)) {}
+  ~AttentionUnderTest() {
+    if (release_) release_();
+  }
+  AttentionUnderTest(AttentionUnderTest&& o) noexcept { *this = std::move(o); }
+  AttentionUnderTest& operator=(AttentionUnderTest&& o) noexcept {
+    if (this != &o) {
+      if (release_) release_();
+      vtable_ = std::exchange(o.vtable_, nullptr);
+      instance_ = std::exchange(o.instance_, nullptr);
+      host_ = std::exchange(o.host_, nullptr);
+      release_ = std::exchange(o.release_, nullptr);
+    }
+    return *this;
+  }
+
+  const pb_attention_vtable* vtable() const { return vtable_; }
+  void* instance() const { return instance_; }
+  const pb_host_api* host() const { return host_; }
+  const pb_ops_table* ops() const { return host_->ops; }
+  bool has(uint64_t capability) const { return (vtable_->capabilities & capability) != 0; }
+  bool has_cache() const { return vtable_->cache_kind != PB_ATTENTION_CACHE_NONE; }
+
+  void init(const pb_layer_context& ctx) { expect_ok(vtable_->init(instance_, &ctx), "init"); }
+  std::vector<std::pair<std::string, Tensor>> parameters() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    const size_t count = vtable_->parameter_count(instance_);
+    for (size_t i = 0; i < count; ++i) {
+      const char* name = nullptr;
+      pb_tensor* tensor = nullptr;
+      expect_ok(vtable_->parameter(instance_, i, &name, &tensor), "parameter");
+      REQUIRE(name != nullptr);
+      REQUIRE(tensor != nullptr);
+      ops()->retain(tensor);  // borrowed from the layer; the Tensor holds its own reference
+      out.emplace_back(name, Tensor(ops(), tensor));
+    }
+    return out;
+  }
+  Tensor forward(const Tensor& x, bool training = false) const {
+    pb_tensor* y = nullptr;
+    expect_ok(vtable_->forward(instance_, x.handle(), training ? 1 : 0, &y), "forward");
+    REQUIRE(y != nullptr);
+    return Tensor(ops(), y);
+  }
+
+  // A decoding state, destroyed with its handle (which must not outlive the object).
+  class State {
+   public:
+    State(const AttentionUnderTest* owner, void* state) : owner_(owner), state_(state) {}
+    ~State() {
+      if (state_ != nullptr) owner_->vtable_->state_destroy(owner_->instance_, state_);
+    }
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
+    void* get() const { return state_; }
+    int64_t length() const { return owner_->vtable_->state_length(owner_->instance_, state_); }
+
+   private:
+    const AttentionUnderTest* owner_;
+    void* state_;
+  };
+  std::unique_ptr<State> state_create(int64_t batch, int64_t capacity) const {
+    void* state = nullptr;
+    expect_ok(vtable_->state_create(instance_, batch, capacity, &state), "state_create");
+    REQUIRE(state != nullptr);
+    return std::make_unique<State>(this, state);
+  }
+  Tensor forward_step(const State& state, const Tensor& x) const {
+    pb_tensor* y = nullptr;
+    expect_ok(vtable_->forward_step(instance_, state.get(), x.handle(), &y), "forward_step");
+    REQUIRE(y != nullptr);
+    return Tensor(ops(), y);
+  }
+
+  // The status code of a call expected to fail (the status is released; its message must
+  // not be empty). PB_STATUS_OK when it did not fail.
+  pb_status_code code_of(pb_status* st) const {
+    if (st == nullptr) return PB_STATUS_OK;
+    const pb_status_code code = host_->status_code(st);
+    const char* message = host_->status_message(st);
+    CHECK_MESSAGE((message != nullptr && message[0] != '\0'), "a failing call returned a status without a message");
+    host_->status_free(st);
+    return code;
+  }
+
+ private:
+  void expect_ok(pb_status* st, const char* operation) const {
+    if (st == nullptr) return;
+    const std::string message = host_->status_message(st) ? host_->status_message(st) : "";
+    const int code = static_cast<int>(host_->status_code(st));
+    host_->status_free(st);
+    FAIL(operation << " failed with status " << code << ": " << message);
+  }
+
+  const pb_attention_vtable* vtable_ = nullptr;
+  void* instance_ = nullptr;
+  const pb_host_api* host_ = nullptr;
+  std::function<void()> release_;
+};
+
+// Returns a fresh, un-initialised object with the configuration under test on every call.
+using AttentionFactory = std::function<AttentionUnderTest()>;
+
+struct AttentionConformanceOptions {
+  // Shape of the main checks: x [batch, seq_len, d_model].
+  int64_t batch = 2;
+  int64_t seq_len = 12;
+  int64_t d_model = 16;
+  int64_t n_heads = 2;
+  // Prefill length of the incremental check, then 1 token per step; a second run uses
+  // chunks of decode_chunk tokens.
+  int64_t prefill = 5;
+  int64_t decode_chunk = 3;
+  // Larger than GPT-2's 0.02 so the attention pattern is far from uniform and a wrong mask
+  // or cache shows up clearly.
+  double init_std = 0.3;
+  double decode_tolerance = 1e-4;     // max |incremental - full|
+  double causality_tolerance = 1e-6;  // max change at positions <= t
+  uint64_t seed = 1234;
+  // Tiny configuration of the finite-difference check (each element is perturbed twice).
+  int64_t grad_seq_len = 4;
+  int64_t grad_d_model = 8;
+  int64_t grad_n_heads = 2;
+  GradcheckOptions gradcheck;
+};
+
+namespace attention_kit_detail {
+
+inline pb_layer_context layer_context(const AttentionConformanceOptions& o, int64_t d_model, int64_t n_heads,
+                                      int64_t max_seq_len, bool causal, pb_positional_kind positional,
+                                      uint64_t seed) {
+  pb_layer_context ctx{};
+  ctx.struct_size = sizeof(pb_layer_context);
+  ctx.d_model = d_model;
+  ctx.n_heads = n_heads;
+  ctx.d_ff = 4 * d_model;
+  ctx.max_seq_len = max_seq_len;
+  ctx.layer_index = 0;
+  ctx.n_layers = 1;
+  ctx.causal = causal ? 1 : 0;
+  ctx.positional = positional;
+  ctx.rope_theta = 10000.0;
+  ctx.init_std = o.init_std;
+  ctx.residual_init_std = o.init_std;
+  ctx.seed = seed;
+  ctx.param_dtype = PB_DTYPE_F32;
+  ctx.device_type = PB_DEVICE_CPU;
+  ctx.device_index = 0;
+  return ctx;
+}
+
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
+  }
+  return worst;
+}
+
+inline bool all_finite(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+// The positional encodings to run the checks under: none, and rotary when declared.
+inline std::vector<pb_positional_kind> positionals(const AttentionUnderTest& layer) {
+  std::vector<pb_positional_kind> out = {PB_POSITIONAL_NONE};
+  if (layer.has(PB_ATTENTION_CAP_ROTARY)) out.push_back(PB_POSITIONAL_ROTARY);
+  return out;
+}
+
+inline const char* positional_name(pb_positional_kind kind) {
+  return kind == PB_POSITIONAL_ROTARY ? "rotary" : "none";
+}
+
+// A causal (when possible) layer initialised for the main checks.
+inline AttentionUnderTest ready_layer(const AttentionFactory& make, const AttentionConformanceOptions& o,
+                                      pb_positional_kind positional, uint64_t seed) {
+  AttentionUnderTest layer = make();
+  REQUIRE(layer.vtable() != nullptr);
+  REQUIRE(layer.instance() != nullptr);
+  REQUIRE(layer.ops() != nullptr);
+  REQUIRE(layer.vtable()->struct_size >= sizeof(pb_attention_vtable));
+  layer.init(layer_context(o, o.d_model, o.n_heads, o.seq_len, layer.has(PB_ATTENTION_CAP_CAUSAL), positional,
+                           seed));
+  return layer;
+}
+
+// Runs `steps` (chunk lengths summing to seq_len) through one state; returns the outputs
+// concatenated along T.
+inline Tensor decode_in_chunks(const AttentionUnderTest& layer, const Tensor& x, const std::vector<int64_t>& steps) {
+  const int64_t batch = x.size(0), total = x.size(1);
+  std::unique_ptr<AttentionUnderTest::State> state = layer.state_create(batch, total);
+  CHECK(state->length() == 0);
+  std::vector<Tensor> outputs;
+  int64_t at = 0;
+  for (int64_t n : steps) {
+    Tensor y = layer.forward_step(*state, x.slice(1, at, at + n));
+    CHECK(y.shape() == std::vector<int64_t>{batch, n, x.size(2)});
+    outputs.push_back(y);
+    at += n;
+    CHECK(state->length() == at);
+  }
+  return Ops(layer.ops()).concat(outputs, 1);
+}
+
+}  // namespace attention_kit_detail
+
+// Runs every check as a doctest SUBCASE of the calling TEST_CASE.
+inline void check_attention_conformance(const AttentionFactory& make, const AttentionConformanceOptions& o) {
+  namespace detail = attention_kit_detail;
+  using detail::max_abs_diff;
+  AttentionUnderTest probe = make();
+  REQUIRE(probe.ops() != nullptr);
+  const bool causal = probe.has(PB_ATTENTION_CAP_CAUSAL);
+  const std::vector<pb_positional_kind> positionals = detail::positionals(probe);
+  Ops ops(probe.ops());
+  Generator input_generator(probe.ops(), o.seed);
+  const Tensor x = ops.uniform({o.batch, o.seq_len, o.d_model}, input_generator, -1.0, 1.0);
+
+  SUBCASE("parameters are named, unique, float leaves with gradients, seeded") {
+    AttentionUnderTest layer = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+    const auto params = layer.parameters();
+    REQUIRE(!params.empty());
+    std::set<std::string> names;
+    for (const auto& [name, tensor] : params) {
+      CAPTURE(name);
+      CHECK(!name.empty());
+      CHECK(names.insert(name).second);
+      CHECK(tensor.requires_grad());
+      CHECK(tensor.dtype() == PB_DTYPE_F32);
+      CHECK(tensor.numel() > 0);
+      CHECK(detail::all_finite(tensor.to_vector()));
+    }
+    const char* name = nullptr;
+    pb_tensor* tensor = nullptr;
+    CHECK(layer.code_of(layer.vtable()->parameter(layer.instance(), params.size(), &name, &tensor)) ==
+          PB_STATUS_OUT_OF_RANGE);
+    AttentionUnderTest same = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+    AttentionUnderTest other = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed + 1);
+    const auto same_params = same.parameters(), other_params = other.parameters();
+    REQUIRE(same_params.size() == params.size());
+    REQUIRE(other_params.size() == params.size());
+    double seed_difference = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      CHECK(same_params[i].first == params[i].first);
+      CHECK(max_abs_diff(same_params[i].second.to_vector(), params[i].second.to_vector()) == 0.0);
+      seed_difference += max_abs_diff(other_params[i].second.to_vector(), params[i].second.to_vector());
+    }
+    CHECK_MESSAGE(seed_difference > 0.0, "a different seed gave identical parameters");
+  }
+
+  SUBCASE("forward maps [B, T, C] to [B, T, C], finite and deterministic") {
+    for (pb_positional_kind positional : positionals) {
+      CAPTURE(detail::positional_name(positional));
+      AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
+      NoGradGuard no_grad(layer.ops());
+      const Tensor y = layer.forward(x);
+      CHECK(y.shape() == x.shape());
+      CHECK(detail::all_finite(y.to_vector()));
+      CHECK(max_abs_diff(layer.forward(x).to_vector(), y.to_vector()) == 0.0);
+      const Tensor short_x = x.slice(1, 0, 3);
+      CHECK(layer.forward(short_x).shape() == short_x.shape());
+      const Tensor wrong_width = ops.zeros({o.batch, 3, o.d_model + 1});
+      pb_tensor* out = nullptr;
+      CHECK(layer.code_of(layer.vtable()->forward(layer.instance(), wrong_width.handle(), 0, &out)) !=
+            PB_STATUS_OK);
+    }
+  }
+
+  if (causal) {
+    SUBCASE("causality: perturbing tokens after t leaves outputs at <= t unchanged") {
+      for (pb_positional_kind positional : positionals) {
+        CAPTURE(detail::positional_name(positional));
+        AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
+        NoGradGuard no_grad(layer.ops());
+        const Tensor y = layer.forward(x);
+        for (int64_t t : {int64_t{0}, o.seq_len / 2, o.seq_len - 2}) {
+          CAPTURE(t);
+          Generator noise_generator(layer.ops(), o.seed + 100 + static_cast<uint64_t>(t));
+          const Tensor noise = ops.uniform({o.batch, o.seq_len - t - 1, o.d_model}, noise_generator, -2.0, 2.0);
+          const Tensor perturbed = ops.concat({x.slice(1, 0, t + 1), x.slice(1, t + 1, o.seq_len) + noise}, 1);
+          const Tensor y2 = layer.forward(perturbed);
+          CHECK(max_abs_diff(y2.slice(1, 0, t + 1).to_vector(), y.slice(1, 0, t + 1).to_vector()) <=
+                o.causality_tolerance);
+          CHECK_MESSAGE(max_abs_diff(y2.slice(1, t + 1, t + 2).to_vector(), y.slice(1, t + 1, t + 2).to_vector()) >
+                            1e-4,
+                        "perturbing token " << t + 1 << " did not change its own output");
+        }
+      }
+    }
+  }
+
+  if (causal && probe.has_cache()) {
+    SUBCASE("incremental decoding equals the whole-sequence forward") {
+      for (pb_positional_kind positional : positionals) {
+        CAPTURE(detail::positional_name(positional));
+        AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
+        NoGradGuard no_grad(layer.ops());
+        const std::vector<float> full = layer.forward(x).to_vector();
+        std::vector<int64_t> one_by_one = {o.prefill};
+        for (int64_t t = o.prefill; t < o.seq_len; ++t) one_by_one.push_back(1);
+        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, one_by_one).to_vector(), full) <= o.decode_tolerance);
+        std::vector<int64_t> chunks;
+        for (int64_t t = 0; t < o.seq_len; t += o.decode_chunk) chunks.push_back(std::min(o.decode_chunk, o.seq_len - t));
+        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, chunks).to_vector(), full) <= o.decode_tolerance);
+        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, {o.seq_len}).to_vector(), full) <= o.decode_tolerance);
+      }
+    }
+
+    SUBCASE("decoding refuses a step past the capacity, a wrong batch or width") {
+      AttentionUnderTest layer = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+      NoGradGuard no_grad(layer.ops());
+      std::unique_ptr<AttentionUnderTest::State> state = layer.state_create(o.batch, 4);
+      layer.forward_step(*state, x.slice(1, 0, 3));
+      pb_tensor* out = nullptr;
+      const Tensor two = x.slice(1, 3, 5);
+      CHECK(layer.code_of(layer.vtable()->forward_step(layer.instance(), state->get(), two.handle(), &out)) ==
+            PB_STATUS_OUT_OF_RANGE);
+      CHECK(out == nullptr);
+      const Tensor wrong_batch = x.slice(0, 0, 1).slice(1, 3, 4);
+      CHECK(layer.code_of(layer.vtable()->forward_step(layer.instance(), state->get(), wrong_batch.handle(),
+                                                       &out)) != PB_STATUS_OK);
+      const Tensor wrong_width = ops.zeros({o.batch, 1, o.d_model + 2});
+      CHECK(layer.code_of(layer.vtable()->forward_step(layer.instance(), state->get(), wrong_width.handle(),
+                                                       &out)) != PB_STATUS_OK);
+      CHECK(state->length() == 3);  // refused steps leave the state as it was
+      layer.forward_step(*state, x.slice(1, 3, 4));
+      CHECK(state->length() == 4);
+    }
+  }
+
+  SUBCASE("gradients of x and every parameter match finite differences") {
+    for (pb_positional_kind positional : positionals) {
+      CAPTURE(detail::positional_name(positional));
+      AttentionUnderTest layer = make();
+      layer.init(detail::layer_context(o, o.grad_d_model, o.grad_n_heads, o.grad_seq_len, causal, positional, o.seed));
+      Generator g(layer.ops(), o.seed + 7);
+      Tensor input = ops.uniform({1, o.grad_seq_len, o.grad_d_model}, g, -1.0, 1.0);
+      input.requires_grad(true);
+      std::vector<Tensor> inputs = {input};
+      std::vector<std::string> names = {"x"};
+      for (auto& [name, tensor] : layer.parameters()) {
+        inputs.push_back(tensor);  // perturbed in place: the layer reads the same storage
+        names.push_back(name);
+      }
+      GradcheckResult r = gradcheck(
+          layer.ops(), [&](const std::vector<Tensor>& in) { return layer.forward(in[0]); }, inputs, o.gradcheck);
+      CHECK_MESSAGE(r.ok, r.message << " (input 0 is x, then the parameters in order)");
+    }
+  }
+
+  SUBCASE("init refuses contexts the layer cannot serve") {
+    auto init_code = [&](const pb_layer_context& ctx) {
+      AttentionUnderTest layer = make();
+      return layer.code_of(layer.vtable()->init(layer.instance(), &ctx));
+    };
+    if (!causal) {
+      // The "non-causal attention in a causal language model" refusal.
+      CHECK(init_code(detail::layer_context(o, o.d_model, o.n_heads, o.seq_len, true, PB_POSITIONAL_NONE, o.seed)) ==
+            PB_STATUS_INVALID_ARGUMENT);
+    }
+    if (!probe.has(PB_ATTENTION_CAP_ROTARY)) {
+      CHECK(init_code(detail::layer_context(o, o.d_model, o.n_heads, o.seq_len, causal, PB_POSITIONAL_ROTARY,
+                                            o.seed)) == PB_STATUS_INVALID_ARGUMENT);
+    }
+    CHECK(init_code(detail::layer_context(o, o.d_model + 1, o.n_heads, o.seq_len, causal, PB_POSITIONAL_NONE,
+                                          o.seed)) == PB_STATUS_INVALID_ARGUMENT);
+    CHECK(init_code(detail::layer_context(o, o.d_model, 0, o.seq_len, causal, PB_POSITIONAL_NONE, o.seed)) ==
+          PB_STATUS_INVALID_ARGUMENT);
+  }
+}
+
+}  // namespace patchbay::testing
