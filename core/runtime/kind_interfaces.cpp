@@ -40,7 +40,8 @@ void require(const char* kind, std::initializer_list<Function> functions,
              std::vector<std::string>& problems) {
   for (const Function& f : functions) {
     if (f.address == nullptr) {
-      problems.push_back(std::string("required ") + kind + " callback '" + f.name + "' is NULL");
+      problems.push_back(std::string("required ") + kind + " callback '" + f.name +
+                         "' is NULL; the interface header says it must be set");
     }
   }
 }

@@ -61,6 +61,9 @@ std::string known_kinds() {
 
 const char* or_null(const char* s) { return s != nullptr ? s : "(NULL)"; }
 
+constexpr const char* kFillIt =
+    "; set it (make_tokenizer_component and the other SDK helpers fill every callback)";
+
 }  // namespace
 
 const KindInterface* kind_interface(pb_component_kind kind) {
@@ -153,10 +156,12 @@ std::vector<std::string> validate_descriptor(const pb_plugin_descriptor* d, cons
     said.components.push_back(ComponentMetadata{kind_text, or_null(c->name), or_null(c->version),
                                                 c->interface_major, c->interface_minor});
     if (c->version == nullptr) problems.push_back(what + ": version is NULL");
-    if (c->create == nullptr) problems.push_back(what + ": required callback 'create' is NULL");
-    if (c->destroy == nullptr) problems.push_back(what + ": required callback 'destroy' is NULL");
+    if (c->create == nullptr)
+      problems.push_back(what + ": required callback 'create' is NULL" + kFillIt);
+    if (c->destroy == nullptr)
+      problems.push_back(what + ": required callback 'destroy' is NULL" + kFillIt);
     if (c->vtable == nullptr) {
-      problems.push_back(what + ": required 'vtable' is NULL");
+      problems.push_back(what + ": required 'vtable' is NULL" + kFillIt);
     } else if (kind != nullptr) {
       for (const std::string& p : kind->check_vtable(c->vtable))
         problems.push_back(what + ": " + p);
@@ -172,7 +177,8 @@ std::vector<std::string> validate_descriptor(const pb_plugin_descriptor* d, cons
       try {
         ComponentConfig defaults(*c);  // keys unique, defaults parse and lie in range
       } catch (const Error& e) {
-        problems.push_back(e.what());
+        problems.push_back(std::string(e.what()) +
+                           " (checking the schema's defaults; fix the component's schema)");
       }
     }
   }
