@@ -8,6 +8,7 @@ SchemaRegistry make_host_schema() {
   declare_run_section(schema);
   declare_data_section(schema);
   declare_tokenizer_section(schema);
+  declare_train_sections(schema);
   return schema;
 }
 

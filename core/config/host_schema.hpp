@@ -10,6 +10,7 @@ namespace patchbay::config {
 void declare_run_section(SchemaRegistry& schema);        // [run]
 void declare_data_section(SchemaRegistry& schema);       // [data]
 void declare_tokenizer_section(SchemaRegistry& schema);  // [tokenizer] -> tokenizer component
+void declare_train_sections(SchemaRegistry& schema);     // [train], [optimizer] -> optimizer, [eval]
 
 // Every host section, parents before children.
 SchemaRegistry make_host_schema();

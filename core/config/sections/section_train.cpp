@@ -1,0 +1,77 @@
+// [train], [optimizer] and [eval]: what `patchbay train`, `patchbay eval` and
+// `patchbay bench train` read. The run's name, folder and seed stay in [run]; the optimizer's
+// own coefficients (betas, eps, weight_decay, momentum) are the [optimizer] component's keys,
+// so they are validated against the plugin's schema like [tokenizer]'s.
+#include "config/host_schema.hpp"
+#include "patchbay/component.hpp"
+
+namespace patchbay::config {
+
+namespace {
+
+constexpr double kMaxInt = 9007199254740992.0;  // 2^53: exact in a double
+
+HostSection train_section() {
+  HostSection section;
+  section.path = "train";
+  section.summary = "training loop: batch shape, steps, learning-rate schedule, clipping, cadences";
+  section.fields = {
+      Field::integer("batch_size", "8", "sequences per micro-batch").range(1, 1 << 20),
+      Field::integer("seq_len", "128", "tokens per sequence (at most model.context_length)").range(1, 1 << 20),
+      Field::integer("grad_accum_steps", "1", "micro-batches summed into one optimizer update").range(1, 1 << 16),
+      Field::integer("max_steps", "1000", "optimizer updates of the whole run").range(1, kMaxInt),
+      Field::real("lr", "0.001", "peak learning rate (reached at the end of warmup)").range(0.0, 1e6),
+      Field::real("min_lr", "0.0", "floor of the linear / cosine decay").range(0.0, 1e6),
+      Field::integer("warmup_steps", "0", "updates of linear warmup from 0 to lr").range(0, kMaxInt),
+      Field::string("schedule", "\"cosine\"", "learning-rate schedule after warmup").choices("cosine|linear|constant"),
+      Field::real("grad_clip", "1.0", "global gradient-norm limit (0: no clipping)").range(0.0, 1e12),
+      Field::integer("eval_every", "200", "updates between validation passes (0: only at the end)").range(0, kMaxInt),
+      Field::integer("eval_batches", "20", "validation batches per evaluation (fixed, evenly spaced windows)")
+          .range(1, kMaxInt),
+      Field::integer("checkpoint_every", "500", "updates between checkpoints (0: only at the end)").range(0, kMaxInt),
+      Field::integer("log_every", "10", "updates between metrics.jsonl records").range(1, kMaxInt),
+      Field::integer("sample_every", "0", "updates between printed samples (0: only at the end)").range(0, kMaxInt),
+      Field::string("sample_prompt", "\"\"", "text the samples continue (empty: start from the first token)"),
+      Field::integer("sample_tokens", "200", "tokens per sample (0: no samples)").range(0, 1 << 20),
+      Field::real("sample_temperature", "0.8", "softmax temperature of the samples (0: greedy)").range(0.0, 100.0),
+      Field::string("out_dir", "\"\"", "run directory (empty: <run.output_dir>/<run.name>)"),
+      Field::string("device", "\"cpu\"", "device the run uses").choices("cpu"),
+  };
+  return section;
+}
+
+HostSection optimizer_section() {
+  HostSection section;
+  section.path = "optimizer";
+  section.summary = "the optimizer component and its settings (learning rate: [train] lr and schedule)";
+  section.component_kind = PB_KIND_OPTIMIZER;
+  // Not always_present: a config without [optimizer] gets `kind = "adamw"` from the trainer
+  // before validation (train/train_config.hpp), so config tests need no optimizer plugin.
+  section.fields = {
+      Field::string("kind", nullptr, "optimizer component name, e.g. \"adamw\" or \"sgd\" (patchbay plugins list)")
+          .required(),
+  };
+  return section;
+}
+
+HostSection eval_section() {
+  HostSection section;
+  section.path = "eval";
+  section.summary = "evaluation by `patchbay eval` (training uses [train] eval_batches)";
+  section.fields = {
+      Field::string("split", "\"val\"", "split evaluated").choices("val|train"),
+      Field::integer("batches", "0", "batches evaluated (0: train.eval_batches)").range(0, kMaxInt),
+      Field::integer("batch_size", "0", "sequences per batch (0: train.batch_size)").range(0, 1 << 20),
+  };
+  return section;
+}
+
+}  // namespace
+
+void declare_train_sections(SchemaRegistry& schema) {
+  schema.add_section(train_section());
+  schema.add_section(optimizer_section());
+  schema.add_section(eval_section());
+}
+
+}  // namespace patchbay::config
