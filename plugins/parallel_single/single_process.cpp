@@ -18,13 +18,21 @@ size_t element_size(pb_dtype dtype) {
   throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
-// Copies every element of `from` into `to` (same numel and dtype, checked by the adapter),
-// through host memory so that any layout or device the engine supports works.
+// Copies every element of `from` into `to` (same numel and dtype, checked by the adapter).
+// Contiguous CPU tensors are copied byte for byte; anything else goes through host memory so
+// that any layout or device the engine supports works.
 void copy_elements(const patchbay::Tensor& from, const patchbay::Tensor& to) {
   const pb_ops_table* ops = from.ops();
-  std::vector<unsigned char> bytes(static_cast<size_t>(from.numel()) * element_size(from.dtype()));
-  patchbay::check_ops_status(ops, ops->copy_to_host(from.handle(), bytes.data(), bytes.size()), "copy in");
-  patchbay::check_ops_status(ops, ops->copy_from_host(to.handle(), bytes.data(), bytes.size()), "copy out");
+  const size_t bytes = static_cast<size_t>(from.numel()) * element_size(from.dtype());
+  if (bytes == 0) return;
+  const bool on_cpu = ops->device_type(from.handle()) == PB_DEVICE_CPU && ops->device_type(to.handle()) == PB_DEVICE_CPU;
+  if (on_cpu && from.is_contiguous() && to.is_contiguous()) {
+    std::memmove(to.data<unsigned char>(), from.data<unsigned char>(), bytes);
+    return;
+  }
+  std::vector<unsigned char> staging(bytes);
+  patchbay::check_ops_status(ops, ops->copy_to_host(from.handle(), staging.data(), bytes), "copy in");
+  patchbay::check_ops_status(ops, ops->copy_from_host(to.handle(), staging.data(), bytes), "copy out");
 }
 
 }  // namespace
