@@ -97,7 +97,11 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
     case Activation::kSwiGlu: hidden = linear(x2, gate_weight_, gate_bias_).silu() * hidden; break;
   }
   Tensor y = linear(hidden, proj_weight_, proj_bias_).reshape(shape);  // [B, T, C]
-  if (training && dropout_ > 0) y = y.dropout(dropout_, *dropout_gen_, true);
+  if (training && dropout_ >= 1.0) {
+    y = y * 0.0;  // everything dropped; the engine's dropout takes p in [0, 1) only
+  } else if (training && dropout_ > 0) {
+    y = y.dropout(dropout_, *dropout_gen_, true);
+  }
   return Output{std::move(y), Tensor(), {}};
 }
 

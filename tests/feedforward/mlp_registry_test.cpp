@@ -214,6 +214,12 @@ TEST_CASE("mlp dropout: training only, on the output, scaled by 1/(1-p)") {
   // 1024 outputs, p = 0.5: the count of dropped ones is 512 +- 16 (one std).
   CHECK(zeros > 400);
   CHECK(zeros < 624);
+
+  rt::ComponentConfig all_config(loaded.mlp());
+  all_config.set_float("dropout", 1.0);
+  rt::FeedForwardHandle all = loaded.make(all_config);
+  all.init(context(64, 128, 0.5, 8));
+  for (float v : all.forward(x, true).y.to_vector()) REQUIRE(v == 0.0f);
 }
 
 TEST_CASE("mlp refusals become patchbay::Error naming the component and the file") {
