@@ -233,7 +233,7 @@ inline std::vector<pb_positional_kind> positionals(const AttentionUnderTest& lay
   return out;
 }
 
-inline const char* positional_name(pb_positional_kind kind) {
+inline std::string positional_name(pb_positional_kind kind) {
   return kind == PB_POSITIONAL_ROTARY ? "rotary" : "none";
 }
 
@@ -316,7 +316,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
 
   SUBCASE("forward maps [B, T, C] to [B, T, C], finite and deterministic") {
     for (pb_positional_kind positional : positionals) {
-      CAPTURE(detail::positional_name(positional));
+      const std::string positional_text = detail::positional_name(positional);
+      CAPTURE(positional_text);
       AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
       NoGradGuard no_grad(layer.ops());
       const Tensor y = layer.forward(x);
@@ -335,7 +336,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
   if (causal) {
     SUBCASE("causality: perturbing tokens after t leaves outputs at <= t unchanged") {
       for (pb_positional_kind positional : positionals) {
-        CAPTURE(detail::positional_name(positional));
+        const std::string positional_text = detail::positional_name(positional);
+      CAPTURE(positional_text);
         AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
         NoGradGuard no_grad(layer.ops());
         const Tensor y = layer.forward(x);
@@ -358,7 +360,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
   if (causal && probe.has_cache()) {
     SUBCASE("incremental decoding equals the whole-sequence forward") {
       for (pb_positional_kind positional : positionals) {
-        CAPTURE(detail::positional_name(positional));
+        const std::string positional_text = detail::positional_name(positional);
+      CAPTURE(positional_text);
         AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
         NoGradGuard no_grad(layer.ops());
         const std::vector<float> full = layer.forward(x).to_vector();
@@ -396,7 +399,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
 
   SUBCASE("gradients of x and every parameter match finite differences") {
     for (pb_positional_kind positional : positionals) {
-      CAPTURE(detail::positional_name(positional));
+      const std::string positional_text = detail::positional_name(positional);
+      CAPTURE(positional_text);
       AttentionUnderTest layer = make();
       layer.init(detail::layer_context(o, o.grad_d_model, o.grad_n_heads, o.grad_seq_len, causal, positional, o.seed));
       Generator g(layer.ops(), o.seed + 7);
