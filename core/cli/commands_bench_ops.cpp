@@ -29,7 +29,9 @@ namespace po = boost::program_options;
 namespace eng = patchbay::engine;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Best time per call of fn over `repeats` samples, each running enough calls to last min_s.
 template <class Fn>
@@ -54,7 +56,8 @@ void bench_dispatch(bool quick) {
   const int repeats = quick ? 3 : 7;
   double raw = best_seconds_per_call(
       [&] {
-        for (int i = 0; i < 8; ++i) z[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + y[static_cast<size_t>(i)];
+        for (int i = 0; i < 8; ++i)
+          z[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + y[static_cast<size_t>(i)];
         asm volatile("" : : "r"(z.data()) : "memory");
       },
       repeats, 0.02);
@@ -76,9 +79,10 @@ struct GemmShape {
 };
 
 void bench_matmul(bool quick) {
-  std::printf("\n(b) matmul GFLOP/s, engine (dispatch + allocation + oneDNN) vs raw oneDNN, same shape\n");
-  std::printf("  %-26s %5s %6s %6s %5s %12s %12s %7s  %s\n", "shape (GPT-2 small, T=512)", "M", "N", "K", "dtype",
-              "engine", "raw oneDNN", "ratio", "oneDNN impl");
+  std::printf(
+      "\n(b) matmul GFLOP/s, engine (dispatch + allocation + oneDNN) vs raw oneDNN, same shape\n");
+  std::printf("  %-26s %5s %6s %6s %5s %12s %12s %7s  %s\n", "shape (GPT-2 small, T=512)", "M", "N",
+              "K", "dtype", "engine", "raw oneDNN", "ratio", "oneDNN impl");
   std::vector<GemmShape> shapes = {{"qkv projection", 512, 2304, 768},
                                    {"attn out projection", 512, 768, 768},
                                    {"mlp up", 512, 3072, 768},
@@ -88,19 +92,23 @@ void bench_matmul(bool quick) {
   for (const GemmShape& s : shapes)
     for (eng::DType dt : {eng::DType::kF32, eng::DType::kBF16}) {
       eng::Generator gen(1);
-      eng::Tensor a = eng::uniform({s.m, s.k}, gen, -1, 1, dt), b = eng::uniform({s.k, s.n}, gen, -1, 1, dt);
+      eng::Tensor a = eng::uniform({s.m, s.k}, gen, -1, 1, dt),
+                  b = eng::uniform({s.k, s.n}, gen, -1, 1, dt);
       eng::NoGradGuard guard;
-      double sec = best_seconds_per_call([&] { eng::Tensor c = eng::matmul(a, b); }, quick ? 3 : 5, 0.05);
-      double flop = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      double sec =
+          best_seconds_per_call([&] { eng::Tensor c = eng::matmul(a, b); }, quick ? 3 : 5, 0.05);
+      double flop =
+          2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
       onednn::GemmRateOptions opt;
       opt.repeats = quick ? 3 : 5;
       opt.output_dtype = dt == eng::DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
       onednn::GemmRate raw = onednn::measure_onednn_matmul_rate(
           s.m, s.n, s.k, dt == eng::DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32, opt);
       double engine_gflops = flop / sec / 1e9;
-      std::printf("  %-26s %5ld %6ld %6ld %5s %12.1f %12.1f %7.2f  %s\n", s.what, static_cast<long>(s.m),
-                  static_cast<long>(s.n), static_cast<long>(s.k), eng::dtype_name(dt), engine_gflops,
-                  raw.median_gflops, engine_gflops / raw.median_gflops, raw.implementation.c_str());
+      std::printf("  %-26s %5ld %6ld %6ld %5s %12.1f %12.1f %7.2f  %s\n", s.what,
+                  static_cast<long>(s.m), static_cast<long>(s.n), static_cast<long>(s.k),
+                  eng::dtype_name(dt), engine_gflops, raw.median_gflops,
+                  engine_gflops / raw.median_gflops, raw.implementation.c_str());
     }
 }
 
@@ -116,21 +124,24 @@ kernels::AttentionParams shape_params(int64_t heads, int64_t t, int64_t d, bool 
   p.heads = p.kv_heads = heads;
   p.q_len = p.kv_len = t;
   p.head_dim = d;
-  p.q_strides = p.k_strides = p.v_strides = p.out_strides = p.dout_strides = p.dq_strides = p.dk_strides =
-      p.dv_strides = kernels::contiguous_attention_strides(heads, t, d);
+  p.q_strides = p.k_strides = p.v_strides = p.out_strides = p.dout_strides = p.dq_strides =
+      p.dk_strides = p.dv_strides = kernels::contiguous_attention_strides(heads, t, d);
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   p.causal = causal;
   return p;
 }
 
 void bench_attention(const AttentionOptions& o) {
-  std::printf("\n(c) attention forward+backward, B=1 H=%ld D=%ld %s, f32\n", static_cast<long>(o.heads),
-              static_cast<long>(o.head_dim), o.causal ? "causal" : "full");
-  std::printf("  engine = scaled_dot_product_attention (flash kernel) incl. autograd; peak = engine tensors\n"
-              "  (allocator peak above the start) + the kernel's own scratch; naive = double-precision\n"
-              "  reference kernel (materialises T x T), memory = its workspace + inputs/outputs\n");
-  std::printf("  %6s | %10s %10s %12s | %10s %10s %12s\n", "T", "fwd ms", "bwd ms", "peak MiB", "naive fwd", "naive bwd",
-              "naive MiB");
+  std::printf("\n(c) attention forward+backward, B=1 H=%ld D=%ld %s, f32\n",
+              static_cast<long>(o.heads), static_cast<long>(o.head_dim),
+              o.causal ? "causal" : "full");
+  std::printf(
+      "  engine = scaled_dot_product_attention (flash kernel) incl. autograd; peak = engine "
+      "tensors\n"
+      "  (allocator peak above the start) + the kernel's own scratch; naive = double-precision\n"
+      "  reference kernel (materialises T x T), memory = its workspace + inputs/outputs\n");
+  std::printf("  %6s | %10s %10s %12s | %10s %10s %12s\n", "T", "fwd ms", "bwd ms", "peak MiB",
+              "naive fwd", "naive bwd", "naive MiB");
   for (int64_t t : o.seq_lens) {
     eng::Generator gen(3);
     eng::Shape shape{1, o.heads, t, o.head_dim};
@@ -157,26 +168,32 @@ void bench_attention(const AttentionOptions& o) {
     }
     out = eng::Tensor();
     kernels::AttentionParams p = shape_params(o.heads, t, o.head_dim, o.causal);
-    size_t scratch = std::max(kernels::attention_flash_workspace_bytes(p, kernels::AttentionPass::forward),
-                              kernels::attention_flash_workspace_bytes(p, kernels::AttentionPass::backward));
-    double peak_mib = static_cast<double>(eng::memory_stats(eng::cpu()).peak_bytes - base + scratch) / (1 << 20);
-    std::printf("  %6ld | %10.1f %10.1f %12.1f |", static_cast<long>(t), fwd * 1e3, bwd * 1e3, peak_mib);
-    size_t naive_ws = std::max(kernels::attention_reference_workspace_bytes(p, kernels::AttentionPass::forward),
-                               kernels::attention_reference_workspace_bytes(p, kernels::AttentionPass::backward));
+    size_t scratch =
+        std::max(kernels::attention_flash_workspace_bytes(p, kernels::AttentionPass::forward),
+                 kernels::attention_flash_workspace_bytes(p, kernels::AttentionPass::backward));
+    double peak_mib =
+        static_cast<double>(eng::memory_stats(eng::cpu()).peak_bytes - base + scratch) / (1 << 20);
+    std::printf("  %6ld | %10.1f %10.1f %12.1f |", static_cast<long>(t), fwd * 1e3, bwd * 1e3,
+                peak_mib);
+    size_t naive_ws =
+        std::max(kernels::attention_reference_workspace_bytes(p, kernels::AttentionPass::forward),
+                 kernels::attention_reference_workspace_bytes(p, kernels::AttentionPass::backward));
     size_t io_bytes = static_cast<size_t>(8 * shape[1] * t * o.head_dim) * sizeof(float);
     if (naive_ws + io_bytes > (size_t{4} << 30)) {
-      std::printf(" skipped: naive needs %.1f GiB (> 4 GiB)\n", static_cast<double>(naive_ws + io_bytes) / (1 << 30));
+      std::printf(" skipped: naive needs %.1f GiB (> 4 GiB)\n",
+                  static_cast<double>(naive_ws + io_bytes) / (1 << 30));
       continue;
     }
     if (t > o.naive_max_seq) {
-      std::printf(" skipped: T > --naive-max-seq %ld (would need %.0f MiB)\n", static_cast<long>(o.naive_max_seq),
+      std::printf(" skipped: T > --naive-max-seq %ld (would need %.0f MiB)\n",
+                  static_cast<long>(o.naive_max_seq),
                   static_cast<double>(naive_ws + io_bytes) / (1 << 20));
       continue;
     }
     const size_t n = static_cast<size_t>(o.heads * t * o.head_dim);
-    std::vector<float> qv(q.data<float>(), q.data<float>() + n), kv(k.data<float>(), k.data<float>() + n),
-        vv(v.data<float>(), v.data<float>() + n), ov(n), dout(n, 1.f), dq(n), dk(n), dv(n),
-        lse(static_cast<size_t>(o.heads * t));
+    std::vector<float> qv(q.data<float>(), q.data<float>() + n),
+        kv(k.data<float>(), k.data<float>() + n), vv(v.data<float>(), v.data<float>() + n), ov(n),
+        dout(n, 1.f), dq(n), dk(n), dv(n), lse(static_cast<size_t>(o.heads * t));
     p.q = qv.data();
     p.k = kv.data();
     p.v = vv.data();
@@ -196,7 +213,8 @@ void bench_attention(const AttentionOptions& o) {
       std::printf(" naive failed: %s\n", err.c_str());
       continue;
     }
-    std::printf(" %10.1f %10.1f %12.1f\n", nf * 1e3, nb * 1e3, static_cast<double>(naive_ws + io_bytes) / (1 << 20));
+    std::printf(" %10.1f %10.1f %12.1f\n", nf * 1e3, nb * 1e3,
+                static_cast<double>(naive_ws + io_bytes) / (1 << 20));
   }
 }
 
@@ -209,11 +227,13 @@ int run_bench_ops(const std::vector<std::string>& args, const GlobalOptions&) {
   options.add_options()("help,h", "show this help")(
       "quick", po::bool_switch(&quick), "small sizes only (a few seconds; for smoke tests)")(
       "parts", po::value(&parts), "comma-separated subset of dispatch,matmul,attention")(
-      "seq-len", po::value(&seq_lens)->multitoken(), "attention sequence lengths (default 256 .. 16384)")(
-      "heads", po::value(&att.heads), "attention heads (default 4)")(
+      "seq-len", po::value(&seq_lens)->multitoken(),
+      "attention sequence lengths (default 256 .. 16384)")("heads", po::value(&att.heads),
+                                                           "attention heads (default 4)")(
       "head-dim", po::value(&att.head_dim), "attention head dim (default 64)")(
-      "naive-max-seq", po::value(&att.naive_max_seq), "longest T for the naive reference (default 4096)")(
-      "no-causal", "full (non-causal) attention");
+      "naive-max-seq", po::value(&att.naive_max_seq),
+      "longest T for the naive reference (default 4096)")("no-causal",
+                                                          "full (non-causal) attention");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(options).run(), vm);
@@ -223,9 +243,11 @@ int run_bench_ops(const std::vector<std::string>& args, const GlobalOptions&) {
     return kExitUsage;
   }
   if (vm.count("help")) {
-    std::cout << "Usage: patchbay bench ops [options]\nTimes the tensor engine: dispatch overhead, matmul "
-                 "GFLOP/s vs raw oneDNN, fused attention vs naive.\nThreads follow OMP_NUM_THREADS.\n"
-              << options;
+    std::cout
+        << "Usage: patchbay bench ops [options]\nTimes the tensor engine: dispatch overhead, "
+           "matmul "
+           "GFLOP/s vs raw oneDNN, fused attention vs naive.\nThreads follow OMP_NUM_THREADS.\n"
+        << options;
     return kExitOk;
   }
   att.causal = vm.count("no-causal") == 0;
@@ -235,8 +257,10 @@ int run_bench_ops(const std::vector<std::string>& args, const GlobalOptions&) {
   if (quick) att.naive_max_seq = std::min<int64_t>(att.naive_max_seq, 512);
   onednn::MachineInfo info = onednn::machine_info();
   std::printf("machine: %s\n  CPU model: %s | logical CPUs: %d | OpenMP threads: %d\n",
-              onednn::machine_info_line(info).c_str(), info.cpu_model.c_str(), info.logical_cpus, omp_get_max_threads());
-  std::printf("  flash kernel ISA: %s\n", kernels::kernel_isa_name(kernels::attention_flash_resolved_isa()));
+              onednn::machine_info_line(info).c_str(), info.cpu_model.c_str(), info.logical_cpus,
+              omp_get_max_threads());
+  std::printf("  flash kernel ISA: %s\n",
+              kernels::kernel_isa_name(kernels::attention_flash_resolved_isa()));
   if (parts.find("dispatch") != std::string::npos) bench_dispatch(quick);
   if (parts.find("matmul") != std::string::npos) bench_matmul(quick);
   if (parts.find("attention") != std::string::npos) bench_attention(att);
@@ -245,6 +269,8 @@ int run_bench_ops(const std::vector<std::string>& args, const GlobalOptions&) {
 
 }  // namespace
 
-PATCHBAY_REGISTER_COMMAND({"bench ops", "Benchmark the tensor engine (dispatch, matmul, fused attention)", run_bench_ops});
+PATCHBAY_REGISTER_COMMAND({"bench ops",
+                           "Benchmark the tensor engine (dispatch, matmul, fused attention)",
+                           run_bench_ops});
 
 }  // namespace patchbay::cli

@@ -40,8 +40,8 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record_op_node(std::string_view name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
-                    BackwardFn backward) {
+void record_op_node(std::string_view name, const std::vector<Tensor>& inputs,
+                    const std::vector<Tensor*>& outputs, BackwardFn backward) {
   if (!any_requires_grad(inputs)) return;
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
@@ -49,7 +49,8 @@ void record_op_node(std::string_view name, const std::vector<Tensor>& inputs, co
     shapes.push_back(o->shape());
     dtypes.push_back(o->dtype());
   }
-  auto node = std::make_shared<Node>(std::string(name), inputs, std::move(shapes), std::move(dtypes), std::move(backward));
+  auto node = std::make_shared<Node>(std::string(name), inputs, std::move(shapes),
+                                     std::move(dtypes), std::move(backward));
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!is_floating(outputs[i]->dtype())) continue;  // integer outputs (indices) carry no grad
     TensorImpl* impl = outputs[i]->impl();
@@ -62,16 +63,19 @@ void record_op_node(std::string_view name, const std::vector<Tensor>& inputs, co
 void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
   if (!root.defined() || !root.requires_grad())
     throw Error(ErrorKind::kInvalidArgument,
-                "backward: the tensor does not require grad (no input had requires_grad, or it was made under "
+                "backward: the tensor does not require grad (no input had requires_grad, or it was "
+                "made under "
                 "NoGradGuard)");
   Tensor root_grad = seed;
   if (!root_grad.defined()) {
     if (root.numel() != 1)
-      throw Error(ErrorKind::kInvalidArgument, "backward: implicit seed needs a one-element loss, found " +
-                                                   root.str() + "; pass a seed gradient");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "backward: implicit seed needs a one-element loss, found " + root.str() +
+                      "; pass a seed gradient");
     root_grad = ones(root.shape(), root.dtype(), root.device());
   } else if (root_grad.shape() != root.shape()) {
-    throw Error(ErrorKind::kInvalidArgument, "backward: seed " + root_grad.str() + " does not match " + root.str());
+    throw Error(ErrorKind::kInvalidArgument,
+                "backward: seed " + root_grad.str() + " does not match " + root.str());
   }
   NoGradGuard no_grad;
   if (!root.grad_fn()) {  // a leaf: its gradient is the seed itself
@@ -88,8 +92,9 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
   while (!stack.empty()) {
     auto& [node, next_input] = stack.back();
     if (node->released())
-      throw Error(ErrorKind::kInvalidArgument, "backward: the graph through '" + node->name() +
-                                                   "' was already freed by an earlier backward; pass keep_graph");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "backward: the graph through '" + node->name() +
+                      "' was already freed by an earlier backward; pass keep_graph");
     if (next_input < node->inputs().size()) {
       const Tensor& in = node->inputs()[next_input++];
       Node* child = in.defined() ? in.grad_fn().get() : nullptr;
@@ -121,8 +126,8 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
       Tensor g = input_grads[i];
       if (!in.defined() || !in.requires_grad() || !g.defined()) continue;
       if (g.shape() != in.shape())
-        throw Error(ErrorKind::kInternal, "backward of '" + node->name() + "' gave gradient " + g.str() +
-                                              " for input " + in.str());
+        throw Error(ErrorKind::kInternal, "backward of '" + node->name() + "' gave gradient " +
+                                              g.str() + " for input " + in.str());
       if (g.dtype() != in.dtype()) g = g.to(in.dtype());
       if (in.grad_fn()) {
         auto& slot = pending[in.grad_fn().get()];
@@ -147,10 +152,12 @@ void CustomOpContext::save_for_backward(const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) saved_.push_back(t.defined() ? t.detach() : Tensor());
 }
 
-std::vector<Tensor> apply_custom_op(const std::shared_ptr<CustomOp>& op, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> apply_custom_op(const std::shared_ptr<CustomOp>& op,
+                                    const std::vector<Tensor>& inputs) {
   auto ctx = std::make_shared<CustomOpContext>();
   std::vector<bool> needs;
-  for (const Tensor& t : inputs) needs.push_back(grad_enabled() && t.defined() && t.requires_grad());
+  for (const Tensor& t : inputs)
+    needs.push_back(grad_enabled() && t.defined() && t.requires_grad());
   ctx->set_needs_input_grad(needs);
   std::vector<Tensor> outputs;
   {
@@ -161,14 +168,16 @@ std::vector<Tensor> apply_custom_op(const std::shared_ptr<CustomOp>& op, const s
   }
   std::vector<Tensor*> out_ptrs;
   for (Tensor& o : outputs) out_ptrs.push_back(&o);
-  record_op(op->name(), inputs, out_ptrs, [op, ctx, n = inputs.size()](const std::vector<Tensor>& grads) {
-    std::vector<Tensor> g = op->backward(*ctx, grads);
-    if (g.size() != n)
-      throw Error(ErrorKind::kInvalidArgument, "custom op '" + op->name() + "' backward returned " +
-                                                   std::to_string(g.size()) + " gradients for " + std::to_string(n) +
-                                                   " inputs");
-    return g;
-  });
+  record_op(op->name(), inputs, out_ptrs,
+            [op, ctx, n = inputs.size()](const std::vector<Tensor>& grads) {
+              std::vector<Tensor> g = op->backward(*ctx, grads);
+              if (g.size() != n)
+                throw Error(ErrorKind::kInvalidArgument,
+                            "custom op '" + op->name() + "' backward returned " +
+                                std::to_string(g.size()) + " gradients for " + std::to_string(n) +
+                                " inputs");
+              return g;
+            });
   return outputs;
 }
 

@@ -37,9 +37,15 @@ class Node {
   size_t num_outputs() const { return output_shapes_.size(); }
   const Shape& output_shape(size_t i) const { return output_shapes_[i]; }
   DType output_dtype(size_t i) const { return output_dtypes_[i]; }
-  std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) const { return backward_(grad_outputs); }
+  std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) const {
+    return backward_(grad_outputs);
+  }
   // Drops saved state after use (backward frees the graph as it goes, as PyTorch does by default).
-  void release() { backward_ = nullptr; inputs_.clear(); released_ = true; }
+  void release() {
+    backward_ = nullptr;
+    inputs_.clear();
+    released_ = true;
+  }
   bool released() const { return released_; }
 
  private:
@@ -72,11 +78,11 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 // Attaches a new Node to `outputs` (sets grad_fn, output_index, requires_grad) when
 // any_requires_grad(inputs); otherwise does nothing (and never builds the std::function, so
 // ops run without grad pay nothing for their backward closure).
-void record_op_node(std::string_view name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
-                    BackwardFn backward);
+void record_op_node(std::string_view name, const std::vector<Tensor>& inputs,
+                    const std::vector<Tensor*>& outputs, BackwardFn backward);
 template <class Backward>
-void record_op(std::string_view name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
-               Backward&& backward) {
+void record_op(std::string_view name, const std::vector<Tensor>& inputs,
+               const std::vector<Tensor*>& outputs, Backward&& backward) {
   if (!any_requires_grad(inputs)) return;
   record_op_node(name, inputs, outputs, BackwardFn(std::forward<Backward>(backward)));
 }
@@ -108,10 +114,12 @@ class CustomOp {
   // Runs with grad mode off. Returns the outputs (new tensors).
   virtual std::vector<Tensor> forward(CustomOpContext& ctx, const std::vector<Tensor>& inputs) = 0;
   // Runs with grad mode off. One gradient per input (undefined where none).
-  virtual std::vector<Tensor> backward(CustomOpContext& ctx, const std::vector<Tensor>& grad_outputs) = 0;
+  virtual std::vector<Tensor> backward(CustomOpContext& ctx,
+                                       const std::vector<Tensor>& grad_outputs) = 0;
 };
 
 // Runs op->forward and, when grad is needed, records a Node that calls op->backward.
-std::vector<Tensor> apply_custom_op(const std::shared_ptr<CustomOp>& op, const std::vector<Tensor>& inputs);
+std::vector<Tensor> apply_custom_op(const std::shared_ptr<CustomOp>& op,
+                                    const std::vector<Tensor>& inputs);
 
 }  // namespace patchbay::engine

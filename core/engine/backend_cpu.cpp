@@ -2,11 +2,11 @@
 // the process-wide backend and kernel registries.
 #include <array>
 #include <cstdlib>
-#include <shared_mutex>
-#include <string_view>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <shared_mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/error.hpp"
@@ -32,22 +32,26 @@ class CpuBackend final : public Backend {
   Device device() const override { return cpu(); }
   void* allocate(size_t bytes) override { return allocator_.allocate(bytes); }
   void free(void* ptr, size_t bytes) override { allocator_.free(ptr, bytes); }
-  void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes, Stream&) override {
+  void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
+            Stream&) override {
     if (dst_device.type != DeviceType::kCpu || src_device.type != DeviceType::kCpu)
       throw Error(ErrorKind::kInvalidArgument, "cpu backend copy: both sides must be cpu (got " +
-                                                   src_device.str() + " -> " + dst_device.str() + ")");
+                                                   src_device.str() + " -> " + dst_device.str() +
+                                                   ")");
     if (bytes) std::memcpy(dst, src, bytes);
   }
   void fill(void* dst, const void* pattern, size_t pattern_bytes, size_t count, Stream&) override {
     auto* d = static_cast<char*>(dst);
     bool zero = true;
-    for (size_t i = 0; i < pattern_bytes; ++i) zero = zero && static_cast<const char*>(pattern)[i] == 0;
+    for (size_t i = 0; i < pattern_bytes; ++i)
+      zero = zero && static_cast<const char*>(pattern)[i] == 0;
     if (zero) {
       std::memset(dst, 0, pattern_bytes * count);
       return;
     }
 #pragma omp parallel for if (count > (1 << 16))
-    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) std::memcpy(d + i * pattern_bytes, pattern, pattern_bytes);
+    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
+      std::memcpy(d + i * pattern_bytes, pattern, pattern_bytes);
   }
   Stream& default_stream() override { return stream_; }
   MemoryStats memory_stats() const override { return allocator_.stats(); }
@@ -106,10 +110,11 @@ Backend& backend_for(Device device) {
   if (it != r.backends.end()) return *it->second;
   auto f = r.factories.find(device.type);
   if (f == r.factories.end())
-    throw Error(ErrorKind::kInvalidArgument,
-                "no backend for device " + device.str() + " in this build; use cpu or build with CUDA");
+    throw Error(ErrorKind::kInvalidArgument, "no backend for device " + device.str() +
+                                                 " in this build; use cpu or build with CUDA");
   if (device.type == DeviceType::kCpu && device.index != 0)
-    throw Error(ErrorKind::kInvalidArgument, "cpu device index must be 0, found " + std::to_string(device.index));
+    throw Error(ErrorKind::kInvalidArgument,
+                "cpu device index must be 0, found " + std::to_string(device.index));
   auto& slot = r.backends[key];
   slot = f->second(device.index);
   return *slot;
@@ -128,7 +133,8 @@ void register_kernel_erased(std::string_view op, DeviceType device, ErasedKernel
   KernelRegistry& r = kernel_registry();
   std::unique_lock<std::shared_mutex> lock(r.mutex);
   auto it = r.kernels.find(op);
-  if (it == r.kernels.end()) it = r.kernels.emplace(std::string(op), std::array<ErasedKernel, 2>{}).first;
+  if (it == r.kernels.end())
+    it = r.kernels.emplace(std::string(op), std::array<ErasedKernel, 2>{}).first;
   it->second[device_slot(device)] = kernel;
 }
 
@@ -137,9 +143,11 @@ ErasedKernel find_kernel_erased(std::string_view op, DeviceType device) {
   {
     std::shared_lock<std::shared_mutex> lock(r.mutex);
     auto it = r.kernels.find(op);
-    if (it != r.kernels.end() && it->second[device_slot(device)]) return it->second[device_slot(device)];
+    if (it != r.kernels.end() && it->second[device_slot(device)])
+      return it->second[device_slot(device)];
   }
-  throw Error(ErrorKind::kInvalidArgument, "op '" + std::string(op) + "' has no kernel for device type " +
+  throw Error(ErrorKind::kInvalidArgument, "op '" + std::string(op) +
+                                               "' has no kernel for device type " +
                                                (device == DeviceType::kCpu ? "cpu" : "cuda"));
 }
 

@@ -50,7 +50,8 @@ class Backend {
   virtual void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
                     Stream& stream) = 0;
   // Writes `count` copies of the `pattern_bytes`-long pattern to dst.
-  virtual void fill(void* dst, const void* pattern, size_t pattern_bytes, size_t count, Stream& stream) = 0;
+  virtual void fill(void* dst, const void* pattern, size_t pattern_bytes, size_t count,
+                    Stream& stream) = 0;
   virtual Stream& default_stream() = 0;
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak() = 0;

@@ -34,6 +34,6 @@ bool register_kernel(std::string_view op, DeviceType device, Signature* kernel) 
 #define PATCHBAY_KERNEL_CONCAT2(a, b) a##b
 #define PATCHBAY_KERNEL_CONCAT(a, b) PATCHBAY_KERNEL_CONCAT2(a, b)
 // PATCHBAY_REGISTER_KERNEL(AddKernel, "add", DeviceType::kCpu, add_cpu);
-#define PATCHBAY_REGISTER_KERNEL(Signature, op, device, fn)                                    \
+#define PATCHBAY_REGISTER_KERNEL(Signature, op, device, fn)                               \
   [[maybe_unused]] static const bool PATCHBAY_KERNEL_CONCAT(patchbay_kernel_, __LINE__) = \
       ::patchbay::engine::register_kernel<Signature>(op, device, fn)

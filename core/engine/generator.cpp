@@ -6,7 +6,8 @@ namespace patchbay::engine {
 void Philox4x32::generate(uint64_t counter, uint64_t key, uint32_t out[4]) {
   constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
+  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0,
+           c3 = 0;
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = static_cast<uint64_t>(kMul0) * c0;

@@ -17,7 +17,10 @@ class Generator {
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
   uint64_t seed() const { return seed_; }
   uint64_t offset() const { return offset_; }
-  void set_state(uint64_t seed, uint64_t offset) { seed_ = seed; offset_ = offset; }
+  void set_state(uint64_t seed, uint64_t offset) {
+    seed_ = seed;
+    offset_ = offset;
+  }
   // Reserves `count` 32-bit words; returns the first counter block (4 words per block).
   uint64_t reserve(uint64_t count) {
     uint64_t first = offset_;
@@ -31,6 +34,8 @@ class Generator {
 };
 
 // Uniform float in [0, 1) from a 32-bit word (24 high bits).
-inline float uint32_to_unit_float(uint32_t x) { return static_cast<float>(x >> 8) * (1.0f / 16777216.0f); }
+inline float uint32_to_unit_float(uint32_t x) {
+  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
+}
 
 }  // namespace patchbay::engine

@@ -27,7 +27,8 @@ Tensor full(const Shape& shape, double value, DType dtype = DType::kF32, Device 
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 // [start, end) in steps of `step`: ceil((end - start) / step) elements.
-Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::kI64, Device device = cpu());
+Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::kI64,
+              Device device = cpu());
 // Standard normal / uniform [low, high) from `gen` (deterministic given the seed and the
 // number of values drawn before; independent of OMP_NUM_THREADS).
 Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::kF32, Device device = cpu());
@@ -88,7 +89,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 // ---- normalisation and softmax (over the last dim) ----
 Tensor softmax(const Tensor& x);
 Tensor log_softmax(const Tensor& x);
-// y = (x - mean) / sqrt(var + eps) * gain + bias over the last dim; gain/bias [C] (bias may be undefined).
+// y = (x - mean) / sqrt(var + eps) * gain + bias over the last dim; gain/bias [C] (bias may be
+// undefined).
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, double eps = 1e-5);
 // y = x / sqrt(mean(x^2) + eps) * gain over the last dim; gain [C].
 Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps = 1e-6);

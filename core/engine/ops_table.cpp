@@ -54,9 +54,12 @@ void default_status_free(pb_status* s) {
   if (e != &g_out_of_memory_status) delete e;
 }
 
-StatusFunctions g_status{default_status_create, default_status_code, default_status_message, default_status_free};
+StatusFunctions g_status{default_status_create, default_status_code, default_status_message,
+                         default_status_free};
 
-pb_status* status_create(pb_status_code code, const char* message) { return g_status.create(code, message); }
+pb_status* status_create(pb_status_code code, const char* message) {
+  return g_status.create(code, message);
+}
 pb_status_code status_code(const pb_status* s) { return g_status.code(s); }
 const char* status_message(const pb_status* s) { return g_status.message(s); }
 void status_free(pb_status* s) {
@@ -65,11 +68,16 @@ void status_free(pb_status* s) {
 
 pb_status_code code_of(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidArgument: return PB_STATUS_INVALID_ARGUMENT;
-    case ErrorKind::kNotFound: return PB_STATUS_NOT_FOUND;
-    case ErrorKind::kIo: return PB_STATUS_IO_ERROR;
-    case ErrorKind::kNumeric: return PB_STATUS_OUT_OF_RANGE;
-    default: return PB_STATUS_INTERNAL;
+    case ErrorKind::kInvalidArgument:
+      return PB_STATUS_INVALID_ARGUMENT;
+    case ErrorKind::kNotFound:
+      return PB_STATUS_NOT_FOUND;
+    case ErrorKind::kIo:
+      return PB_STATUS_IO_ERROR;
+    case ErrorKind::kNumeric:
+      return PB_STATUS_OUT_OF_RANGE;
+    default:
+      return PB_STATUS_INTERNAL;
   }
 }
 
@@ -107,12 +115,14 @@ Tensor unwrap_nullable(const pb_tensor* t) { return t ? t->tensor : Tensor(); }
 
 DType to_dtype_enum(pb_dtype d) {
   if (d < PB_DTYPE_F32 || d > PB_DTYPE_I64)
-    throw Error(ErrorKind::kInvalidArgument, "unknown pb_dtype " + std::to_string(static_cast<int>(d)));
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown pb_dtype " + std::to_string(static_cast<int>(d)));
   return static_cast<DType>(d);
 }
 Device to_device(pb_device_type type, int32_t index) {
   if (type != PB_DEVICE_CPU && type != PB_DEVICE_CUDA)
-    throw Error(ErrorKind::kInvalidArgument, "unknown pb_device_type " + std::to_string(static_cast<int>(type)));
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown pb_device_type " + std::to_string(static_cast<int>(type)));
   return Device{type == PB_DEVICE_CPU ? DeviceType::kCpu : DeviceType::kCuda, index};
 }
 Shape to_shape(const int64_t* values, size_t n, const char* name) {
@@ -150,7 +160,8 @@ int is_contiguous(const pb_tensor* t) { return t->tensor.is_contiguous() ? 1 : 0
 
 void require_cpu(const Tensor& t, const char* what) {
   if (t.device().type != DeviceType::kCpu)
-    throw Error(ErrorKind::kInvalidArgument, std::string(what) + ": tensor is on " + t.device().str() + ", expected cpu");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(what) + ": tensor is on " + t.device().str() + ", expected cpu");
 }
 
 pb_status* data_ptr(pb_tensor* t, void** out) {
@@ -165,8 +176,9 @@ pb_status* copy_to_host(const pb_tensor* t, void* dst, size_t dst_bytes) {
     const Tensor& x = unwrap(t);
     require_cpu(x, "copy_to_host");
     if (dst_bytes < x.nbytes())
-      throw Error(ErrorKind::kInvalidArgument, "destination holds " + std::to_string(dst_bytes) + " bytes, " +
-                                                   x.str() + " needs " + std::to_string(x.nbytes()));
+      throw Error(ErrorKind::kInvalidArgument, "destination holds " + std::to_string(dst_bytes) +
+                                                   " bytes, " + x.str() + " needs " +
+                                                   std::to_string(x.nbytes()));
     if (x.nbytes()) require(dst, "dst");
     Tensor target = Tensor::wrap(dst, x.shape(), x.dtype());
     copy_(target, x);
@@ -177,8 +189,9 @@ pb_status* copy_from_host(pb_tensor* t, const void* src, size_t src_bytes) {
     Tensor& x = t ? t->tensor : throw Error(ErrorKind::kInvalidArgument, "tensor must not be NULL");
     require_cpu(x, "copy_from_host");
     if (src_bytes != x.nbytes())
-      throw Error(ErrorKind::kInvalidArgument, "source holds " + std::to_string(src_bytes) + " bytes, " + x.str() +
-                                                   " needs " + std::to_string(x.nbytes()));
+      throw Error(ErrorKind::kInvalidArgument, "source holds " + std::to_string(src_bytes) +
+                                                   " bytes, " + x.str() + " needs " +
+                                                   std::to_string(x.nbytes()));
     if (x.nbytes()) require(src, "src");
     Tensor source = Tensor::wrap(const_cast<void*>(src), x.shape(), x.dtype());
     copy_(x, source);
@@ -186,11 +199,17 @@ pb_status* copy_from_host(pb_tensor* t, const void* src, size_t src_bytes) {
 }
 
 // ---- creation ----
-pb_status* empty(const int64_t* s, size_t n, pb_dtype dt, pb_device_type dev, int32_t idx, pb_tensor** out) {
-  return produce("empty", out, [&] { return Tensor::empty(to_shape(s, n, "shape"), to_dtype_enum(dt), to_device(dev, idx)); });
+pb_status* empty(const int64_t* s, size_t n, pb_dtype dt, pb_device_type dev, int32_t idx,
+                 pb_tensor** out) {
+  return produce("empty", out, [&] {
+    return Tensor::empty(to_shape(s, n, "shape"), to_dtype_enum(dt), to_device(dev, idx));
+  });
 }
-pb_status* full(const int64_t* s, size_t n, double v, pb_dtype dt, pb_device_type dev, int32_t idx, pb_tensor** out) {
-  return produce("full", out, [&] { return engine::full(to_shape(s, n, "shape"), v, to_dtype_enum(dt), to_device(dev, idx)); });
+pb_status* full(const int64_t* s, size_t n, double v, pb_dtype dt, pb_device_type dev, int32_t idx,
+                pb_tensor** out) {
+  return produce("full", out, [&] {
+    return engine::full(to_shape(s, n, "shape"), v, to_dtype_enum(dt), to_device(dev, idx));
+  });
 }
 pb_status* from_data(const void* data, const int64_t* s, size_t n, pb_dtype dt, pb_tensor** out) {
   return produce("from_data", out, [&] {
@@ -200,7 +219,8 @@ pb_status* from_data(const void* data, const int64_t* s, size_t n, pb_dtype dt, 
   });
 }
 pb_status* arange(double start, double end, double step, pb_dtype dt, pb_tensor** out) {
-  return produce("arange", out, [&] { return engine::arange(start, end, step, to_dtype_enum(dt)); });
+  return produce("arange", out,
+                 [&] { return engine::arange(start, end, step, to_dtype_enum(dt)); });
 }
 pb_status* generator_create(uint64_t seed, pb_generator** out) {
   return guarded("generator_create", [&] {
@@ -215,7 +235,8 @@ pb_status* randn(pb_generator* g, const int64_t* s, size_t n, pb_dtype dt, pb_te
     return engine::randn(to_shape(s, n, "shape"), g->gen, to_dtype_enum(dt));
   });
 }
-pb_status* uniform(pb_generator* g, const int64_t* s, size_t n, double lo, double hi, pb_dtype dt, pb_tensor** out) {
+pb_status* uniform(pb_generator* g, const int64_t* s, size_t n, double lo, double hi, pb_dtype dt,
+                   pb_tensor** out) {
   return produce("uniform", out, [&] {
     require(g, "generator");
     return engine::uniform(to_shape(s, n, "shape"), g->gen, lo, hi, to_dtype_enum(dt));
@@ -241,7 +262,8 @@ void zero_grad(pb_tensor* t) {
   if (t) t->tensor.zero_grad();
 }
 pb_status* backward_fn(pb_tensor* loss, pb_tensor* seed) {
-  return guarded("backward", [&] { engine::backward(unwrap(loss, "loss"), unwrap_nullable(seed)); });
+  return guarded("backward",
+                 [&] { engine::backward(unwrap(loss, "loss"), unwrap_nullable(seed)); });
 }
 pb_status* detach(const pb_tensor* t, pb_tensor** out) {
   return produce("detach", out, [&] { return unwrap(t).detach(); });
@@ -253,66 +275,99 @@ pb_status* unary(pb_unary_op op, const pb_tensor* x, pb_tensor** out) {
   return produce("unary", out, [&]() -> Tensor {
     const Tensor& t = unwrap(x, "x");
     switch (op) {
-      case PB_UNARY_NEG: return neg(t);
-      case PB_UNARY_ABS: return abs(t);
-      case PB_UNARY_EXP: return exp(t);
-      case PB_UNARY_LOG: return log(t);
-      case PB_UNARY_SQRT: return sqrt(t);
-      case PB_UNARY_RSQRT: return rsqrt(t);
-      case PB_UNARY_TANH: return tanh(t);
-      case PB_UNARY_SIGMOID: return sigmoid(t);
-      case PB_UNARY_RELU: return relu(t);
-      case PB_UNARY_GELU_TANH: return gelu_tanh(t);
-      case PB_UNARY_GELU_ERF: return gelu_erf(t);
-      case PB_UNARY_SILU: return silu(t);
-      case PB_UNARY_SOFTMAX: return softmax(t);
-      case PB_UNARY_LOG_SOFTMAX: return log_softmax(t);
+      case PB_UNARY_NEG:
+        return neg(t);
+      case PB_UNARY_ABS:
+        return abs(t);
+      case PB_UNARY_EXP:
+        return exp(t);
+      case PB_UNARY_LOG:
+        return log(t);
+      case PB_UNARY_SQRT:
+        return sqrt(t);
+      case PB_UNARY_RSQRT:
+        return rsqrt(t);
+      case PB_UNARY_TANH:
+        return tanh(t);
+      case PB_UNARY_SIGMOID:
+        return sigmoid(t);
+      case PB_UNARY_RELU:
+        return relu(t);
+      case PB_UNARY_GELU_TANH:
+        return gelu_tanh(t);
+      case PB_UNARY_GELU_ERF:
+        return gelu_erf(t);
+      case PB_UNARY_SILU:
+        return silu(t);
+      case PB_UNARY_SOFTMAX:
+        return softmax(t);
+      case PB_UNARY_LOG_SOFTMAX:
+        return log_softmax(t);
     }
-    throw Error(ErrorKind::kInvalidArgument, "unknown pb_unary_op " + std::to_string(static_cast<int>(op)));
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown pb_unary_op " + std::to_string(static_cast<int>(op)));
   });
 }
 pb_status* binary(pb_binary_op op, const pb_tensor* a, const pb_tensor* b, pb_tensor** out) {
   return produce("binary", out, [&]() -> Tensor {
     const Tensor &x = unwrap(a, "a"), &y = unwrap(b, "b");
     switch (op) {
-      case PB_BINARY_ADD: return add(x, y);
-      case PB_BINARY_SUB: return sub(x, y);
-      case PB_BINARY_MUL: return mul(x, y);
-      case PB_BINARY_DIV: return div(x, y);
+      case PB_BINARY_ADD:
+        return add(x, y);
+      case PB_BINARY_SUB:
+        return sub(x, y);
+      case PB_BINARY_MUL:
+        return mul(x, y);
+      case PB_BINARY_DIV:
+        return div(x, y);
     }
-    throw Error(ErrorKind::kInvalidArgument, "unknown pb_binary_op " + std::to_string(static_cast<int>(op)));
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown pb_binary_op " + std::to_string(static_cast<int>(op)));
   });
 }
 pb_status* scalar(pb_scalar_op op, const pb_tensor* x, double s, pb_tensor** out) {
   return produce("scalar", out, [&]() -> Tensor {
     const Tensor& t = unwrap(x, "x");
     switch (op) {
-      case PB_SCALAR_ADD: return add_scalar(t, s);
-      case PB_SCALAR_MUL: return mul_scalar(t, s);
-      case PB_SCALAR_POW: return pow_scalar(t, s);
+      case PB_SCALAR_ADD:
+        return add_scalar(t, s);
+      case PB_SCALAR_MUL:
+        return mul_scalar(t, s);
+      case PB_SCALAR_POW:
+        return pow_scalar(t, s);
     }
-    throw Error(ErrorKind::kInvalidArgument, "unknown pb_scalar_op " + std::to_string(static_cast<int>(op)));
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown pb_scalar_op " + std::to_string(static_cast<int>(op)));
   });
 }
 pb_status* matmul_fn(const pb_tensor* a, const pb_tensor* b, int ta, int tb, pb_tensor** out) {
-  return produce("matmul", out, [&] { return matmul(unwrap(a, "a"), unwrap(b, "b"), ta != 0, tb != 0); });
+  return produce("matmul", out,
+                 [&] { return matmul(unwrap(a, "a"), unwrap(b, "b"), ta != 0, tb != 0); });
 }
-pb_status* layer_norm_fn(const pb_tensor* x, const pb_tensor* g, const pb_tensor* b, double eps, pb_tensor** out) {
-  return produce("layer_norm", out, [&] { return layer_norm(unwrap(x, "x"), unwrap(g, "gain"), unwrap_nullable(b), eps); });
+pb_status* layer_norm_fn(const pb_tensor* x, const pb_tensor* g, const pb_tensor* b, double eps,
+                         pb_tensor** out) {
+  return produce("layer_norm", out, [&] {
+    return layer_norm(unwrap(x, "x"), unwrap(g, "gain"), unwrap_nullable(b), eps);
+  });
 }
 pb_status* rms_norm_fn(const pb_tensor* x, const pb_tensor* g, double eps, pb_tensor** out) {
   return produce("rms_norm", out, [&] { return rms_norm(unwrap(x, "x"), unwrap(g, "gain"), eps); });
 }
-pb_status* reduce(pb_reduce_op op, const pb_tensor* x, const int64_t* dims, size_t n, int keepdim, pb_tensor** out) {
+pb_status* reduce(pb_reduce_op op, const pb_tensor* x, const int64_t* dims, size_t n, int keepdim,
+                  pb_tensor** out) {
   return produce("reduce", out, [&]() -> Tensor {
     std::vector<int64_t> d = to_shape(dims, n, "dims");
     const Tensor& t = unwrap(x, "x");
     switch (op) {
-      case PB_REDUCE_SUM: return sum(t, d, keepdim != 0);
-      case PB_REDUCE_MEAN: return mean(t, d, keepdim != 0);
-      case PB_REDUCE_MAX: return max(t, d, keepdim != 0);
+      case PB_REDUCE_SUM:
+        return sum(t, d, keepdim != 0);
+      case PB_REDUCE_MEAN:
+        return mean(t, d, keepdim != 0);
+      case PB_REDUCE_MAX:
+        return max(t, d, keepdim != 0);
     }
-    throw Error(ErrorKind::kInvalidArgument, "unknown pb_reduce_op " + std::to_string(static_cast<int>(op)));
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown pb_reduce_op " + std::to_string(static_cast<int>(op)));
   });
 }
 pb_status* reshape_fn(const pb_tensor* x, const int64_t* s, size_t n, pb_tensor** out) {
@@ -327,7 +382,8 @@ pb_status* permute_fn(const pb_tensor* x, const int64_t* d, size_t n, pb_tensor*
 pb_status* transpose_fn(const pb_tensor* x, int64_t d0, int64_t d1, pb_tensor** out) {
   return produce("transpose", out, [&] { return transpose(unwrap(x, "x"), d0, d1); });
 }
-pb_status* slice_fn(const pb_tensor* x, int64_t dim, int64_t start, int64_t end, int64_t step, pb_tensor** out) {
+pb_status* slice_fn(const pb_tensor* x, int64_t dim, int64_t start, int64_t end, int64_t step,
+                    pb_tensor** out) {
   return produce("slice", out, [&] { return slice(unwrap(x, "x"), dim, start, end, step); });
 }
 pb_status* expand_fn(const pb_tensor* x, const int64_t* s, size_t n, pb_tensor** out) {
@@ -351,39 +407,51 @@ pb_status* stack_fn(const pb_tensor* const* xs, size_t n, int64_t dim, pb_tensor
 pb_status* to_dtype_fn(const pb_tensor* x, pb_dtype dt, pb_tensor** out) {
   return produce("to_dtype", out, [&] { return to_dtype(unwrap(x, "x"), to_dtype_enum(dt)); });
 }
-pb_status* masked_fill_fn(const pb_tensor* x, const pb_tensor* mask, double value, pb_tensor** out) {
-  return produce("masked_fill", out, [&] { return masked_fill(unwrap(x, "x"), unwrap(mask, "mask"), value); });
+pb_status* masked_fill_fn(const pb_tensor* x, const pb_tensor* mask, double value,
+                          pb_tensor** out) {
+  return produce("masked_fill", out,
+                 [&] { return masked_fill(unwrap(x, "x"), unwrap(mask, "mask"), value); });
 }
-pb_status* dropout_fn(const pb_tensor* x, double p, pb_generator* g, int training, pb_tensor** out) {
+pb_status* dropout_fn(const pb_tensor* x, double p, pb_generator* g, int training,
+                      pb_tensor** out) {
   return produce("dropout", out, [&] {
     require(g, "generator");
     return dropout(unwrap(x, "x"), p, g->gen, training != 0);
   });
 }
-pb_status* attention_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v, int causal, double scale,
-                        pb_tensor** out) {
+pb_status* attention_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v, int causal,
+                        double scale, pb_tensor** out) {
   return produce("attention", out, [&] {
     std::optional<double> s;
     if (scale > 0) s = scale;
-    return scaled_dot_product_attention(unwrap(q, "q"), unwrap(k, "k"), unwrap(v, "v"), causal != 0, s);
+    return scaled_dot_product_attention(unwrap(q, "q"), unwrap(k, "k"), unwrap(v, "v"), causal != 0,
+                                        s);
   });
 }
 
 // ---- indexing ----
 pb_status* embedding_fn(const pb_tensor* w, const pb_tensor* ids, pb_tensor** out) {
-  return produce("embedding", out, [&] { return embedding(unwrap(w, "weights"), unwrap(ids, "ids")); });
+  return produce("embedding", out,
+                 [&] { return embedding(unwrap(w, "weights"), unwrap(ids, "ids")); });
 }
-pb_status* cross_entropy_fn(const pb_tensor* logits, const pb_tensor* targets, int64_t ignore_index, double smoothing,
-                            pb_loss_reduction reduction, pb_tensor** out) {
+pb_status* cross_entropy_fn(const pb_tensor* logits, const pb_tensor* targets, int64_t ignore_index,
+                            double smoothing, pb_loss_reduction reduction, pb_tensor** out) {
   return produce("cross_entropy", out, [&] {
     CrossEntropyOptions o;
     o.ignore_index = ignore_index;
     o.label_smoothing = smoothing;
     switch (reduction) {
-      case PB_LOSS_MEAN: o.reduction = LossReduction::kMean; break;
-      case PB_LOSS_SUM: o.reduction = LossReduction::kSum; break;
-      case PB_LOSS_NONE: o.reduction = LossReduction::kNone; break;
-      default: throw Error(ErrorKind::kInvalidArgument, "unknown pb_loss_reduction");
+      case PB_LOSS_MEAN:
+        o.reduction = LossReduction::kMean;
+        break;
+      case PB_LOSS_SUM:
+        o.reduction = LossReduction::kSum;
+        break;
+      case PB_LOSS_NONE:
+        o.reduction = LossReduction::kNone;
+        break;
+      default:
+        throw Error(ErrorKind::kInvalidArgument, "unknown pb_loss_reduction");
     }
     return cross_entropy(unwrap(logits, "logits"), unwrap(targets, "targets"), o);
   });
@@ -392,12 +460,14 @@ pb_status* cumsum_fn(const pb_tensor* x, int64_t dim, int reverse, pb_tensor** o
   return produce("cumsum", out, [&] { return cumsum(unwrap(x, "x"), dim, reverse != 0); });
 }
 pb_status* gather_fn(const pb_tensor* x, int64_t dim, const pb_tensor* index, pb_tensor** out) {
-  return produce("gather", out, [&] { return gather(unwrap(x, "x"), dim, unwrap(index, "index")); });
+  return produce("gather", out,
+                 [&] { return gather(unwrap(x, "x"), dim, unwrap(index, "index")); });
 }
-pb_status* scatter_add_fn(const pb_tensor* x, int64_t dim, const pb_tensor* index, const pb_tensor* src,
-                          pb_tensor** out) {
-  return produce("scatter_add", out,
-                 [&] { return scatter_add(unwrap(x, "x"), dim, unwrap(index, "index"), unwrap(src, "src")); });
+pb_status* scatter_add_fn(const pb_tensor* x, int64_t dim, const pb_tensor* index,
+                          const pb_tensor* src, pb_tensor** out) {
+  return produce("scatter_add", out, [&] {
+    return scatter_add(unwrap(x, "x"), dim, unwrap(index, "index"), unwrap(src, "src"));
+  });
 }
 pb_status* values_indices(const char* what, pb_tensor** values, pb_tensor** indices,
                           const std::function<ValuesIndices()>& fn) {
@@ -409,14 +479,18 @@ pb_status* values_indices(const char* what, pb_tensor** values, pb_tensor** indi
     *indices = wrap(r.indices);
   });
 }
-pb_status* sort_fn(const pb_tensor* x, int64_t dim, int desc, pb_tensor** values, pb_tensor** indices) {
-  return values_indices("sort", values, indices, [&] { return sort(unwrap(x, "x"), dim, desc != 0); });
+pb_status* sort_fn(const pb_tensor* x, int64_t dim, int desc, pb_tensor** values,
+                   pb_tensor** indices) {
+  return values_indices("sort", values, indices,
+                        [&] { return sort(unwrap(x, "x"), dim, desc != 0); });
 }
 pb_status* argsort_fn(const pb_tensor* x, int64_t dim, int desc, pb_tensor** out) {
   return produce("argsort", out, [&] { return argsort(unwrap(x, "x"), dim, desc != 0); });
 }
-pb_status* topk_fn(const pb_tensor* x, int64_t k, int64_t dim, int largest, pb_tensor** values, pb_tensor** indices) {
-  return values_indices("topk", values, indices, [&] { return topk(unwrap(x, "x"), k, dim, largest != 0); });
+pb_status* topk_fn(const pb_tensor* x, int64_t k, int64_t dim, int largest, pb_tensor** values,
+                   pb_tensor** indices) {
+  return values_indices("topk", values, indices,
+                        [&] { return topk(unwrap(x, "x"), k, dim, largest != 0); });
 }
 
 pb_status* memory_stats_fn(pb_device_type dev, int32_t idx, size_t* current, size_t* peak) {
@@ -428,8 +502,10 @@ pb_status* memory_stats_fn(pb_device_type dev, int32_t idx, size_t* current, siz
 }
 
 // ---- version 2 ----
-pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, double theta, pb_tensor** out) {
-  return produce("rotary_embedding", out, [&] { return rotary_embedding(unwrap(x, "x"), position_offset, theta); });
+pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, double theta,
+                               pb_tensor** out) {
+  return produce("rotary_embedding", out,
+                 [&] { return rotary_embedding(unwrap(x, "x"), position_offset, theta); });
 }
 
 }  // namespace

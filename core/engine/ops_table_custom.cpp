@@ -27,7 +27,8 @@ namespace {
 
 class CCustomOp final : public CustomOp {
  public:
-  explicit CCustomOp(const pb_custom_op_desc& desc) : desc_(desc), name_(desc.name ? desc.name : "custom") {}
+  explicit CCustomOp(const pb_custom_op_desc& desc)
+      : desc_(desc), name_(desc.name ? desc.name : "custom") {}
   ~CCustomOp() override {
     if (desc_.destroy) desc_.destroy(desc_.user_data);
   }
@@ -42,12 +43,14 @@ class CCustomOp final : public CustomOp {
     return take(s, out, "forward", true);
   }
 
-  std::vector<Tensor> backward(CustomOpContext& ctx, const std::vector<Tensor>& grad_outputs) override {
+  std::vector<Tensor> backward(CustomOpContext& ctx,
+                               const std::vector<Tensor>& grad_outputs) override {
     pb_custom_ctx c{&ctx, {}};
     Handles grads(grad_outputs);
     const size_t num_inputs = ctx.needs_input_grad().size();
     std::vector<pb_tensor*> out(num_inputs, nullptr);
-    pb_status* s = desc_.backward(desc_.user_data, &c, grads.data(), grads.size(), out.data(), out.size());
+    pb_status* s =
+        desc_.backward(desc_.user_data, &c, grads.data(), grads.size(), out.data(), out.size());
     release_all(c.saved);
     return take(s, out, "backward", false);
   }
@@ -72,16 +75,18 @@ class CCustomOp final : public CustomOp {
     hs.clear();
   }
 
-  std::vector<Tensor> take(pb_status* s, std::vector<pb_tensor*>& out, const char* which, bool all_required) {
+  std::vector<Tensor> take(pb_status* s, std::vector<pb_tensor*>& out, const char* which,
+                           bool all_required) {
     std::vector<Tensor> result;
     for (pb_tensor* h : out) result.push_back(h ? ops_table_tensor(h) : Tensor());
     release_all(out);
     if (s)
-      throw Error(ErrorKind::kInvalidArgument, "custom op '" + name_ + "' " + which + ": " + ops_table_status_text(s));
+      throw Error(ErrorKind::kInvalidArgument,
+                  "custom op '" + name_ + "' " + which + ": " + ops_table_status_text(s));
     for (size_t i = 0; all_required && i < result.size(); ++i)
       if (!result[i].defined())
-        throw Error(ErrorKind::kInvalidArgument, "custom op '" + name_ + "' forward left output " +
-                                                     std::to_string(i) + " NULL");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "custom op '" + name_ + "' forward left output " + std::to_string(i) + " NULL");
     return result;
   }
 
@@ -101,15 +106,19 @@ namespace patchbay::engine {
 namespace {
 
 pb_status* custom_op_create(const pb_custom_op_desc* desc, pb_custom_op** out) {
-  if (!desc || !out) return ops_table_status(PB_STATUS_INVALID_ARGUMENT, "custom_op_create: desc and out must not be NULL");
+  if (!desc || !out)
+    return ops_table_status(PB_STATUS_INVALID_ARGUMENT,
+                            "custom_op_create: desc and out must not be NULL");
   if (desc->struct_size < sizeof(pb_custom_op_desc))
-    return ops_table_status(PB_STATUS_INVALID_ARGUMENT, "custom_op_create: desc->struct_size " +
-                                                            std::to_string(desc->struct_size) + " is smaller than " +
-                                                            std::to_string(sizeof(pb_custom_op_desc)));
+    return ops_table_status(PB_STATUS_INVALID_ARGUMENT,
+                            "custom_op_create: desc->struct_size " +
+                                std::to_string(desc->struct_size) + " is smaller than " +
+                                std::to_string(sizeof(pb_custom_op_desc)));
   if (!desc->forward || !desc->backward || desc->num_outputs == 0)
-    return ops_table_status(PB_STATUS_INVALID_ARGUMENT, std::string("custom_op_create: op '") +
-                                                            (desc->name ? desc->name : "?") +
-                                                            "' needs forward, backward and num_outputs >= 1");
+    return ops_table_status(PB_STATUS_INVALID_ARGUMENT,
+                            std::string("custom_op_create: op '") +
+                                (desc->name ? desc->name : "?") +
+                                "' needs forward, backward and num_outputs >= 1");
   try {
     *out = new pb_custom_op{std::make_shared<CCustomOp>(*desc), desc->num_outputs};
     return nullptr;
@@ -120,17 +129,20 @@ pb_status* custom_op_create(const pb_custom_op_desc* desc, pb_custom_op** out) {
 
 void custom_op_release(pb_custom_op* op) { delete op; }
 
-pb_status* custom_op_apply(pb_custom_op* op, pb_tensor* const* inputs, size_t num_inputs, pb_tensor** outputs,
-                           size_t num_outputs) {
+pb_status* custom_op_apply(pb_custom_op* op, pb_tensor* const* inputs, size_t num_inputs,
+                           pb_tensor** outputs, size_t num_outputs) {
   if (!op || !outputs || (num_inputs && !inputs))
-    return ops_table_status(PB_STATUS_INVALID_ARGUMENT, "custom_op_apply: op, inputs and outputs must not be NULL");
+    return ops_table_status(PB_STATUS_INVALID_ARGUMENT,
+                            "custom_op_apply: op, inputs and outputs must not be NULL");
   if (num_outputs != op->num_outputs)
-    return ops_table_status(PB_STATUS_INVALID_ARGUMENT, "custom_op_apply: op '" + op->op->name() + "' has " +
-                                                            std::to_string(op->num_outputs) + " outputs, " +
-                                                            std::to_string(num_outputs) + " requested");
+    return ops_table_status(PB_STATUS_INVALID_ARGUMENT,
+                            "custom_op_apply: op '" + op->op->name() + "' has " +
+                                std::to_string(op->num_outputs) + " outputs, " +
+                                std::to_string(num_outputs) + " requested");
   try {
     std::vector<Tensor> in;
-    for (size_t i = 0; i < num_inputs; ++i) in.push_back(inputs[i] ? ops_table_tensor(inputs[i]) : Tensor());
+    for (size_t i = 0; i < num_inputs; ++i)
+      in.push_back(inputs[i] ? ops_table_tensor(inputs[i]) : Tensor());
     std::vector<Tensor> out = apply_custom_op(op->op, in);
     for (size_t i = 0; i < num_outputs; ++i) outputs[i] = ops_table_wrap(out[i]);
     return nullptr;
@@ -143,14 +155,18 @@ pb_status* custom_op_apply(pb_custom_op* op, pb_tensor* const* inputs, size_t nu
 
 pb_status* ctx_save_for_backward(pb_custom_ctx* ctx, pb_tensor* const* tensors, size_t count) {
   if (!ctx || (count && !tensors))
-    return ops_table_status(PB_STATUS_INVALID_ARGUMENT, "ctx_save_for_backward: ctx and tensors must not be NULL");
+    return ops_table_status(PB_STATUS_INVALID_ARGUMENT,
+                            "ctx_save_for_backward: ctx and tensors must not be NULL");
   std::vector<Tensor> ts;
-  for (size_t i = 0; i < count; ++i) ts.push_back(tensors[i] ? ops_table_tensor(tensors[i]) : Tensor());
+  for (size_t i = 0; i < count; ++i)
+    ts.push_back(tensors[i] ? ops_table_tensor(tensors[i]) : Tensor());
   ctx->ctx->save_for_backward(ts);
   return nullptr;
 }
 
-size_t ctx_num_saved(const pb_custom_ctx* ctx) { return ctx ? ctx->ctx->saved_tensors().size() : 0; }
+size_t ctx_num_saved(const pb_custom_ctx* ctx) {
+  return ctx ? ctx->ctx->saved_tensors().size() : 0;
+}
 
 pb_tensor* ctx_saved(const pb_custom_ctx* ctx, size_t index) {
   if (!ctx || index >= ctx->ctx->saved_tensors().size()) return nullptr;
@@ -158,7 +174,8 @@ pb_tensor* ctx_saved(const pb_custom_ctx* ctx, size_t index) {
   if (c->saved.size() != ctx->ctx->saved_tensors().size()) {
     for (pb_tensor* h : c->saved) host_ops_table()->release(h);
     c->saved.clear();
-    for (const Tensor& t : ctx->ctx->saved_tensors()) c->saved.push_back(t.defined() ? ops_table_wrap(t) : nullptr);
+    for (const Tensor& t : ctx->ctx->saved_tensors())
+      c->saved.push_back(t.defined() ? ops_table_wrap(t) : nullptr);
   }
   return c->saved[index];
 }

@@ -47,16 +47,19 @@ int64_t normalize_dim(int64_t dim, int64_t ndim, const char* what) {
   int64_t d = dim < 0 ? dim + ndim : dim;
   if (d < 0 || d >= ndim)
     throw Error(ErrorKind::kInvalidArgument, std::string(what) + ": dim " + std::to_string(dim) +
-                                                 " is out of range for a tensor with " + std::to_string(ndim) +
-                                                 " dims");
+                                                 " is out of range for a tensor with " +
+                                                 std::to_string(ndim) + " dims");
   return d;
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape)
-    if (d < 0) throw Error(ErrorKind::kInvalidArgument, "Tensor::empty: negative size in shape " + shape_str(shape));
+    if (d < 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "Tensor::empty: negative size in shape " + shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(device, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(
+      device, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -72,23 +75,28 @@ Tensor Tensor::from_data(const void* data, const Shape& shape, DType dtype, Devi
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape, DType dtype) {
   if (static_cast<int64_t>(values.size()) != shape_numel(shape))
-    throw Error(ErrorKind::kInvalidArgument, "Tensor::from_vector: " + std::to_string(values.size()) +
-                                                 " values for shape " + shape_str(shape));
+    throw Error(ErrorKind::kInvalidArgument,
+                "Tensor::from_vector: " + std::to_string(values.size()) + " values for shape " +
+                    shape_str(shape));
   Tensor t = empty(shape, dtype);
-  for (size_t i = 0; i < values.size(); ++i) store_from_f64(t.data_ptr(), static_cast<int64_t>(i), dtype, values[i]);
+  for (size_t i = 0; i < values.size(); ++i)
+    store_from_f64(t.data_ptr(), static_cast<int64_t>(i), dtype, values[i]);
   return t;
 }
 
 Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(device, data, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(
+      device, data, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
-int64_t Tensor::size(int64_t d) const { return impl_->shape[normalize_dim(d, dim(), "Tensor::size")]; }
+int64_t Tensor::size(int64_t d) const {
+  return impl_->shape[normalize_dim(d, dim(), "Tensor::size")];
+}
 int64_t Tensor::numel() const { return shape_numel(impl_->shape); }
 
 bool Tensor::is_contiguous() const {
@@ -107,15 +115,18 @@ std::string Tensor::str() const {
 }
 
 void* Tensor::data_ptr() const {
-  return static_cast<char*>(impl_->storage->data()) + impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
+  return static_cast<char*>(impl_->storage->data()) +
+         impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
 }
 
 std::vector<float> Tensor::to_vector() const {
   if (device().type != DeviceType::kCpu)
-    throw Error(ErrorKind::kInvalidArgument, "Tensor::to_vector: tensor is on " + device().str() + ", expected cpu");
+    throw Error(ErrorKind::kInvalidArgument,
+                "Tensor::to_vector: tensor is on " + device().str() + ", expected cpu");
   Tensor c = contiguous();
   std::vector<float> out(static_cast<size_t>(c.numel()));
-  for (int64_t i = 0; i < c.numel(); ++i) out[static_cast<size_t>(i)] = load_as_f32(c.data_ptr(), i, c.dtype());
+  for (int64_t i = 0; i < c.numel(); ++i)
+    out[static_cast<size_t>(i)] = load_as_f32(c.data_ptr(), i, c.dtype());
   return out;
 }
 
@@ -123,16 +134,19 @@ double Tensor::item() const {
   if (numel() != 1)
     throw Error(ErrorKind::kInvalidArgument, "Tensor::item: expected one element, found " + str());
   if (device().type != DeviceType::kCpu)
-    throw Error(ErrorKind::kInvalidArgument, "Tensor::item: tensor is on " + device().str() + ", expected cpu");
+    throw Error(ErrorKind::kInvalidArgument,
+                "Tensor::item: tensor is on " + device().str() + ", expected cpu");
   return load_as_f64(data_ptr(), 0, dtype());
 }
 
 Tensor& Tensor::set_requires_grad(bool value) {
   if (!is_leaf())
-    throw Error(ErrorKind::kInvalidArgument,
-                "set_requires_grad: only leaf tensors can change requires_grad; use detach() first");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "set_requires_grad: only leaf tensors can change requires_grad; use detach() first");
   if (value && !is_floating(dtype()))
-    throw Error(ErrorKind::kInvalidArgument, "set_requires_grad: " + str() + " is not a float tensor");
+    throw Error(ErrorKind::kInvalidArgument,
+                "set_requires_grad: " + str() + " is not a float tensor");
   impl_->requires_grad = value;
   return *this;
 }

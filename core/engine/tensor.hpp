@@ -50,7 +50,7 @@ class Storage {
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape shape;
-  Shape strides;  // in elements; 0 for broadcast (expanded) dims
+  Shape strides;       // in elements; 0 for broadcast (expanded) dims
   int64_t offset = 0;  // in elements
   DType dtype = DType::kF32;
   // autograd
@@ -68,8 +68,10 @@ class Tensor {
   // ---- creation (contents uninitialised for empty) ----
   static Tensor empty(const Shape& shape, DType dtype = DType::kF32, Device device = cpu());
   // Copies `count` elements of `dtype` from host memory `data` (count must equal numel).
-  static Tensor from_data(const void* data, const Shape& shape, DType dtype = DType::kF32, Device device = cpu());
-  static Tensor from_vector(const std::vector<float>& values, const Shape& shape, DType dtype = DType::kF32);
+  static Tensor from_data(const void* data, const Shape& shape, DType dtype = DType::kF32,
+                          Device device = cpu());
+  static Tensor from_vector(const std::vector<float>& values, const Shape& shape,
+                            DType dtype = DType::kF32);
   // Zero-copy view of external memory (contiguous); see Storage's external constructor.
   static Tensor wrap(void* data, const Shape& shape, DType dtype, Device device = cpu());
 
@@ -90,7 +92,9 @@ class Tensor {
   // Pointer to element 0 of this view (storage base + offset). CPU tensors only for reads.
   void* data_ptr() const;
   template <class T>
-  T* data() const { return static_cast<T*>(data_ptr()); }
+  T* data() const {
+    return static_cast<T*>(data_ptr());
+  }
   // Reads a 1-element tensor as double.
   double item() const;
   // All elements in row-major order, converted to f32 (works on any view).
@@ -119,7 +123,7 @@ class Tensor {
   Tensor expand(const Shape& shape) const;  // broadcast size-1 dims (stride 0), no copy
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze(int64_t dim) const;
-  Tensor contiguous() const;  // *this when already contiguous
+  Tensor contiguous() const;     // *this when already contiguous
   Tensor to(DType dtype) const;  // *this when already that dtype
   Tensor clone() const;
 

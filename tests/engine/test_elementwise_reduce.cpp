@@ -46,10 +46,12 @@ TEST_CASE("unary ops and activations: forward and gradient") {
   uint64_t seed = 100;
   for (const UnaryCase& c : cases) {
     Tensor x = random_tensor({3, 5}, seed++, c.low, c.high);
-    check_close(c.op(x), ref::unary(to_array(x), c.reference), 1e-5, 1e-5, std::string(c.name) + " forward");
+    check_close(c.op(x), ref::unary(to_array(x), c.reference), 1e-5, 1e-5,
+                std::string(c.name) + " forward");
     // non-contiguous input
     Tensor xt = random_tensor({5, 3}, seed++, c.low, c.high).transpose(0, 1);
-    check_close(c.op(xt), ref::unary(to_array(xt), c.reference), 1e-5, 1e-5, std::string(c.name) + " strided");
+    check_close(c.op(xt), ref::unary(to_array(xt), c.reference), 1e-5, 1e-5,
+                std::string(c.name) + " strided");
     check_gradients([&](const std::vector<Tensor>& in) { return c.op(in[0]); },
                     {random_tensor({2, 4}, seed++, c.low, c.high, true)}, c.name);
   }
@@ -61,13 +63,18 @@ TEST_CASE("unary ops and activations: forward and gradient") {
 
 TEST_CASE("scalar ops") {
   Tensor x = random_tensor({4}, 7, 0.5, 2);
-  check_close(pow_scalar(x, 2.5), ref::unary(to_array(x), [](double v) { return std::pow(v, 2.5); }), 1e-5, 1e-6, "pow");
-  check_close(add_scalar(x, 3), ref::unary(to_array(x), [](double v) { return v + 3; }), 1e-6, 1e-6, "add_scalar");
-  check_close(x * 3.0, ref::unary(to_array(x), [](double v) { return v * 3; }), 1e-6, 1e-6, "mul_scalar");
+  check_close(pow_scalar(x, 2.5),
+              ref::unary(to_array(x), [](double v) { return std::pow(v, 2.5); }), 1e-5, 1e-6,
+              "pow");
+  check_close(add_scalar(x, 3), ref::unary(to_array(x), [](double v) { return v + 3; }), 1e-6, 1e-6,
+              "add_scalar");
+  check_close(x * 3.0, ref::unary(to_array(x), [](double v) { return v * 3; }), 1e-6, 1e-6,
+              "mul_scalar");
   check_gradients([](const std::vector<Tensor>& in) { return pow_scalar(in[0], 3.0); },
                   {random_tensor({5}, 8, 0.5, 2, true)}, "pow_scalar");
-  check_gradients([](const std::vector<Tensor>& in) { return add_scalar(mul_scalar(in[0], -2), 1); },
-                  {random_tensor({5}, 9, -1, 1, true)}, "scalar chain");
+  check_gradients(
+      [](const std::vector<Tensor>& in) { return add_scalar(mul_scalar(in[0], -2), 1); },
+      {random_tensor({5}, 9, -1, 1, true)}, "scalar chain");
 }
 
 TEST_CASE("binary ops broadcast both ways and differentiate") {
@@ -81,17 +88,21 @@ TEST_CASE("binary ops broadcast both ways and differentiate") {
       {"mul", &mul, [](double a, double b) { return a * b; }},
       {"div", &div, [](double a, double b) { return a / b; }},
   };
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{2, 1, 4}, {3, 1}}, {{1}, {2, 2}}, {{}, {3}}, {{0, 3}, {3}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{2, 3}, {2, 3}},    {{2, 3}, {3}},
+                                                       {{2, 1, 4}, {3, 1}}, {{1}, {2, 2}},
+                                                       {{}, {3}},           {{0, 3}, {3}}};
   uint64_t seed = 200;
   for (const Case& c : cases)
     for (const auto& [sa, sb] : shapes) {
       Tensor a = random_tensor(sa, seed++, 0.5, 2), b = random_tensor(sb, seed++, 0.5, 2);
       std::string what = std::string(c.name) + " " + shape_str(sa) + " x " + shape_str(sb);
-      check_close(c.op(a, b), ref::broadcast_binary(to_array(a), to_array(b), c.ref), 1e-6, 1e-6, what);
+      check_close(c.op(a, b), ref::broadcast_binary(to_array(a), to_array(b), c.ref), 1e-6, 1e-6,
+                  what);
       if (shape_numel(sa) > 0)
-        check_gradients([&](const std::vector<Tensor>& in) { return c.op(in[0], in[1]); },
-                        {random_tensor(sa, seed++, 0.5, 2, true), random_tensor(sb, seed++, 0.5, 2, true)}, what);
+        check_gradients(
+            [&](const std::vector<Tensor>& in) { return c.op(in[0], in[1]); },
+            {random_tensor(sa, seed++, 0.5, 2, true), random_tensor(sb, seed++, 0.5, 2, true)},
+            what);
     }
   CHECK_THROWS_AS(mul(random_tensor({2, 3}, 1), random_tensor({2}, 2)), patchbay::Error);
 }
@@ -102,9 +113,12 @@ TEST_CASE("reductions over dims with keepdim") {
   for (const auto& dims : dim_sets)
     for (bool keep : {false, true}) {
       std::string what = "dims " + shape_str(dims) + (keep ? " keep" : "");
-      check_close(sum(x, dims, keep), ref::reduce(to_array(x), dims, keep, "sum"), 1e-5, 1e-6, "sum " + what);
-      check_close(mean(x, dims, keep), ref::reduce(to_array(x), dims, keep, "mean"), 1e-5, 1e-6, "mean " + what);
-      check_close(max(x, dims, keep), ref::reduce(to_array(x), dims, keep, "max"), 0, 0, "max " + what);
+      check_close(sum(x, dims, keep), ref::reduce(to_array(x), dims, keep, "sum"), 1e-5, 1e-6,
+                  "sum " + what);
+      check_close(mean(x, dims, keep), ref::reduce(to_array(x), dims, keep, "mean"), 1e-5, 1e-6,
+                  "mean " + what);
+      check_close(max(x, dims, keep), ref::reduce(to_array(x), dims, keep, "max"), 0, 0,
+                  "max " + what);
       check_gradients([&](const std::vector<Tensor>& in) { return sum(in[0], dims, keep); },
                       {random_tensor({2, 3, 4}, 301, -1, 1, true)}, "sum grad " + what);
       check_gradients([&](const std::vector<Tensor>& in) { return mean(in[0], dims, keep); },
@@ -114,31 +128,43 @@ TEST_CASE("reductions over dims with keepdim") {
     }
   // Strided input and zero-size reduction.
   Tensor xt = x.permute({2, 0, 1});
-  check_close(sum(xt, {1}), ref::reduce(to_array(xt), {1}, false, "sum"), 1e-5, 1e-6, "sum strided");
+  check_close(sum(xt, {1}), ref::reduce(to_array(xt), {1}, false, "sum"), 1e-5, 1e-6,
+              "sum strided");
   CHECK(sum(Tensor::empty({0, 3}), {0}).to_vector() == std::vector<float>{0, 0, 0});
   CHECK_THROWS_AS(max(Tensor::empty({0, 3}), {0}), patchbay::Error);
 }
 
 TEST_CASE("shape ops: permute, slice, concat, stack with gradients") {
   Tensor x = random_tensor({2, 3, 4}, 400);
-  check_close(permute(x, {2, 0, 1}).contiguous(), ref::permute(to_array(x), {2, 0, 1}), 0, 0, "permute");
-  Tensor a = random_tensor({2, 3}, 401), b = random_tensor({2, 1}, 402), c = random_tensor({2, 2}, 403);
-  check_close(concat({a, b, c}, 1), ref::concat({to_array(a), to_array(b), to_array(c)}, 1), 0, 0, "concat");
+  check_close(permute(x, {2, 0, 1}).contiguous(), ref::permute(to_array(x), {2, 0, 1}), 0, 0,
+              "permute");
+  Tensor a = random_tensor({2, 3}, 401), b = random_tensor({2, 1}, 402),
+         c = random_tensor({2, 2}, 403);
+  check_close(concat({a, b, c}, 1), ref::concat({to_array(a), to_array(b), to_array(c)}, 1), 0, 0,
+              "concat");
   Tensor s = stack({a, a}, 0);
   CHECK(s.shape() == Shape{2, 2, 3});
   check_gradients(
       [](const std::vector<Tensor>& in) {
         Tensor p = permute(in[0], {1, 0, 2}).reshape({3, 8});
-        Tensor sl = p.slice(1, 1, 7, 2);  // [3, 3]
+        Tensor sl = p.slice(1, 1, 7, 2);                // [3, 3]
         return concat({sl, in[1].transpose(0, 1)}, 0);  // [3+3, 3]
       },
-      {random_tensor({2, 3, 4}, 404, -1, 1, true), random_tensor({3, 3}, 405, -1, 1, true)}, "view chain");
-  check_gradients([](const std::vector<Tensor>& in) { return stack({in[0], in[1]}, 1); },
-                  {random_tensor({2, 3}, 406, -1, 1, true), random_tensor({2, 3}, 407, -1, 1, true)}, "stack");
-  check_gradients([](const std::vector<Tensor>& in) { return in[0].unsqueeze(1).expand({3, 4, 2}); },
-                  {random_tensor({3, 2}, 408, -1, 1, true)}, "expand");
-  check_gradients([](const std::vector<Tensor>& in) { return in[0].to(DType::kBF16).to(DType::kF32); },
-                  {random_tensor({3}, 409, -1, 1, true)}, "to dtype", 1e-2, 5e-2, 5e-2);
+      {random_tensor({2, 3, 4}, 404, -1, 1, true), random_tensor({3, 3}, 405, -1, 1, true)},
+      "view chain");
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        return stack({in[0], in[1]}, 1);
+      },
+      {random_tensor({2, 3}, 406, -1, 1, true), random_tensor({2, 3}, 407, -1, 1, true)}, "stack");
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        return in[0].unsqueeze(1).expand({3, 4, 2});
+      },
+      {random_tensor({3, 2}, 408, -1, 1, true)}, "expand");
+  check_gradients(
+      [](const std::vector<Tensor>& in) { return in[0].to(DType::kBF16).to(DType::kF32); },
+      {random_tensor({3}, 409, -1, 1, true)}, "to dtype", 1e-2, 5e-2, 5e-2);
 }
 
 TEST_CASE("masked_fill and dropout") {

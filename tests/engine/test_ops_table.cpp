@@ -89,9 +89,11 @@ TEST_CASE("gradcheck through the table passes on composed ops and catches a wron
   patchbay::Generator gen(table(), 9);
   patchbay::Tensor a = ops.uniform({3, 4}, gen, -1, 1).requires_grad(true);
   patchbay::Tensor g = ops.uniform({4}, gen, 0.5, 1.5).requires_grad(true);
-  auto r = patchbay::testing::gradcheck(
-      table(), [](const std::vector<patchbay::Tensor>& in) { return in[0].rms_norm(in[1]).softmax().tanh(); },
-      {a, g});
+  auto r = patchbay::testing::gradcheck(table(),
+                                        [](const std::vector<patchbay::Tensor>& in) {
+                                          return in[0].rms_norm(in[1]).softmax().tanh();
+                                        },
+                                        {a, g});
   CHECK_MESSAGE(r.ok, r.message);
 }
 
@@ -101,11 +103,13 @@ struct DoubleOp {
   const pb_ops_table* ops;
   bool wrong;
 };
-pb_status* double_forward(void* ud, pb_custom_ctx*, pb_tensor* const* in, size_t, pb_tensor** out, size_t) {
+pb_status* double_forward(void* ud, pb_custom_ctx*, pb_tensor* const* in, size_t, pb_tensor** out,
+                          size_t) {
   auto* d = static_cast<DoubleOp*>(ud);
   return d->ops->scalar(PB_SCALAR_MUL, in[0], 2.0, &out[0]);
 }
-pb_status* double_backward(void* ud, pb_custom_ctx* ctx, pb_tensor* const* g, size_t, pb_tensor** gin, size_t) {
+pb_status* double_backward(void* ud, pb_custom_ctx* ctx, pb_tensor* const* g, size_t,
+                           pb_tensor** gin, size_t) {
   auto* d = static_cast<DoubleOp*>(ud);
   if (!d->ops->ctx_needs_input_grad(ctx, 0)) return nullptr;
   return d->ops->scalar(PB_SCALAR_MUL, g[0], d->wrong ? 3.0 : 2.0, &gin[0]);

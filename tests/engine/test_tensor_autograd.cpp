@@ -27,7 +27,8 @@ TEST_CASE("bf16 and f16 conversions round to nearest even") {
   CHECK(f32_to_f16(5.9604645e-8f) == 0x0001);  // smallest subnormal
   CHECK(f32_to_f16(2.98e-8f) == 0x0000);       // below half the smallest subnormal
   CHECK(f32_to_f16(-2.0f) == 0xc000);
-  for (uint32_t h = 0; h < 0x7c00; h += 7) CHECK(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))) == h);
+  for (uint32_t h = 0; h < 0x7c00; h += 7)
+    CHECK(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))) == h);
 }
 
 TEST_CASE("views share storage and index correctly") {
@@ -145,16 +146,21 @@ TEST_CASE("custom op forward and backward") {
 
 TEST_CASE("add: forward vs reference, broadcasting, non-contiguous, gradients") {
   Tensor a = random_tensor({2, 3, 4}, 1), b = random_tensor({3, 1}, 2);
-  check_close(add(a, b), ref::broadcast_binary(to_array(a), to_array(b), [](double x, double y) { return x + y; }),
-              1e-6, 1e-6, "add broadcast");
+  check_close(
+      add(a, b),
+      ref::broadcast_binary(to_array(a), to_array(b), [](double x, double y) { return x + y; }),
+      1e-6, 1e-6, "add broadcast");
   Tensor at = a.transpose(0, 2);  // [4, 3, 2], strided
   Tensor c = random_tensor({4, 1, 2}, 3);
-  check_close(add(at, c), ref::broadcast_binary(to_array(at), to_array(c), [](double x, double y) { return x + y; }),
-              1e-6, 1e-6, "add strided");
+  check_close(
+      add(at, c),
+      ref::broadcast_binary(to_array(at), to_array(c), [](double x, double y) { return x + y; }),
+      1e-6, 1e-6, "add strided");
   CHECK_THROWS_AS(add(a, random_tensor({2}, 4)), patchbay::Error);
   CHECK_THROWS_AS(add(a, a.to(DType::kBF16)), patchbay::Error);
   check_gradients([](const std::vector<Tensor>& in) { return add(in[0], in[1]); },
-                  {random_tensor({2, 3}, 5, -1, 1, true), random_tensor({3}, 6, -1, 1, true)}, "add");
+                  {random_tensor({2, 3}, 5, -1, 1, true), random_tensor({3}, 6, -1, 1, true)},
+                  "add");
 }
 
 TEST_CASE("generator is deterministic and independent of chunking") {

@@ -30,9 +30,10 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, double low = -1.0
 }
 
 // max |a - b| / (atol + rtol |b|) <= 1 elementwise, with a message naming the worst element.
-inline void check_close(const std::vector<double>& actual, const std::vector<double>& expected, double rtol,
-                        double atol, const std::string& what) {
-  REQUIRE_MESSAGE(actual.size() == expected.size(), what << ": size " << actual.size() << " vs " << expected.size());
+inline void check_close(const std::vector<double>& actual, const std::vector<double>& expected,
+                        double rtol, double atol, const std::string& what) {
+  REQUIRE_MESSAGE(actual.size() == expected.size(),
+                  what << ": size " << actual.size() << " vs " << expected.size());
   double worst = 0.0;
   size_t worst_i = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
@@ -43,22 +44,24 @@ inline void check_close(const std::vector<double>& actual, const std::vector<dou
       worst_i = i;
     }
   }
-  CHECK_MESSAGE(worst <= 1.0, what << ": element " << worst_i << " is " << actual[worst_i] << ", expected "
-                                   << expected[worst_i] << " (rtol " << rtol << ", atol " << atol << ")");
+  CHECK_MESSAGE(worst <= 1.0, what << ": element " << worst_i << " is " << actual[worst_i]
+                                   << ", expected " << expected[worst_i] << " (rtol " << rtol
+                                   << ", atol " << atol << ")");
 }
 
 inline void check_close(const Tensor& actual, const ref::Array& expected, double rtol, double atol,
                         const std::string& what) {
-  CHECK_MESSAGE(actual.shape() == expected.shape, what << ": shape " << shape_str(actual.shape()) << " vs "
-                                                       << shape_str(expected.shape));
+  CHECK_MESSAGE(actual.shape() == expected.shape, what << ": shape " << shape_str(actual.shape())
+                                                       << " vs " << shape_str(expected.shape));
   std::vector<float> v = actual.to_vector();
   check_close(std::vector<double>(v.begin(), v.end()), expected.values, rtol, atol, what);
 }
 
 // Compares d(sum(f(x) * w))/dx from backward() with central differences (eps on each input
 // element, evaluated in f32 with grad off). Inputs must be f32 leaves with requires_grad.
-inline void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
-                            const std::string& what, double eps = 1e-3, double rtol = 1e-2, double atol = 1e-3) {
+inline void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                            std::vector<Tensor> inputs, const std::string& what, double eps = 1e-3,
+                            double rtol = 1e-2, double atol = 1e-3) {
   Tensor out = f(inputs);
   Tensor weights = random_tensor(out.shape(), 12345, 0.5, 1.5);
   for (Tensor& x : inputs) x.zero_grad();

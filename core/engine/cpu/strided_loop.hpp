@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <array>
-#include <stdexcept>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/tensor.hpp"
@@ -31,12 +31,14 @@ void for_each_row(const Shape& shape_in, const std::array<Shape, N>& strides_in,
   for (size_t d = 0; d < shape_in.size(); ++d) {
     if (shape_in[d] == 1) continue;
     bool merge = ndim > 0;
-    for (size_t i = 0; i < N && merge; ++i) merge = strides[i][ndim - 1] == strides_in[i][d] * shape_in[d];
+    for (size_t i = 0; i < N && merge; ++i)
+      merge = strides[i][ndim - 1] == strides_in[i][d] * shape_in[d];
     if (merge) {
       shape[ndim - 1] *= shape_in[d];
       for (size_t i = 0; i < N; ++i) strides[i][ndim - 1] = strides_in[i][d];
     } else {
-      if (ndim == kMaxDims) throw std::length_error("for_each_row: more than 16 non-mergeable dims");
+      if (ndim == kMaxDims)
+        throw std::length_error("for_each_row: more than 16 non-mergeable dims");
       shape[ndim] = shape_in[d];
       for (size_t i = 0; i < N; ++i) strides[i][ndim] = strides_in[i][d];
       ++ndim;

@@ -21,16 +21,16 @@ struct AttentionShape {
   bool causal = false;
 };
 // out [B,H,Tq,D], lse [B,H,Tq] (out); all contiguous f32.
-using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
-                             Tensor& lse);
+using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                             const Tensor& v, Tensor& out, Tensor& lse);
 // dq, dk, dv (out, overwritten) from the forward's tensors and dout.
-using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const Tensor& out, const Tensor& lse, const Tensor& dout, Tensor& dq, Tensor& dk,
-                                     Tensor& dv);
+using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                                     const Tensor& v, const Tensor& out, const Tensor& lse,
+                                     const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
 
 #ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
-kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const Tensor& out, const Tensor& lse) {
+kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                                     const Tensor& v, const Tensor& out, const Tensor& lse) {
   kernels::AttentionParams p;
   p.batch = s.batch;
   p.heads = s.heads;
@@ -58,25 +58,28 @@ kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, c
   return p;
 }
 
-void attention_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
-                   Tensor& lse) {
+void attention_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                   Tensor& out, Tensor& lse) {
   std::string err = kernels::attention_flash_forward(make_params(s, q, k, v, out, lse));
-  if (!err.empty()) throw Error(ErrorKind::kInvalidArgument, "scaled_dot_product_attention: " + err);
+  if (!err.empty())
+    throw Error(ErrorKind::kInvalidArgument, "scaled_dot_product_attention: " + err);
 }
 
-void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                            const Tensor& out, const Tensor& lse, const Tensor& dout, Tensor& dq, Tensor& dk,
-                            Tensor& dv) {
+void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                            const Tensor& v, const Tensor& out, const Tensor& lse,
+                            const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
   kernels::AttentionParams p = make_params(s, q, k, v, out, lse);
   p.dout = dout.data<float>();
   p.dq = dq.data<float>();
   p.dk = dk.data<float>();
   p.dv = dv.data<float>();
   std::string err = kernels::attention_flash_backward(p);
-  if (!err.empty()) throw Error(ErrorKind::kInvalidArgument, "scaled_dot_product_attention backward: " + err);
+  if (!err.empty())
+    throw Error(ErrorKind::kInvalidArgument, "scaled_dot_product_attention backward: " + err);
 }
 PATCHBAY_REGISTER_KERNEL(AttentionKernel, "attention", DeviceType::kCpu, attention_cpu);
-PATCHBAY_REGISTER_KERNEL(AttentionBackwardKernel, "attention_backward", DeviceType::kCpu, attention_backward_cpu);
+PATCHBAY_REGISTER_KERNEL(AttentionBackwardKernel, "attention_backward", DeviceType::kCpu,
+                         attention_backward_cpu);
 #endif
 
 }  // namespace
@@ -86,11 +89,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const char* op = "scaled_dot_product_attention";
   detail::check_same(q, k, op);
   detail::check_same(q, v, op);
-  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || k.shape() != v.shape() || q.size(0) != k.size(0) ||
-      q.size(3) != k.size(3) || k.size(1) == 0 || q.size(1) % k.size(1) != 0)
-    throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": expected q [B,H,Tq,D], k and v [B,Hkv,Tk,D] with "
-                                                 "H a multiple of Hkv, found " + q.str() + ", " + k.str() + ", " +
-                                                 v.str());
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || k.shape() != v.shape() ||
+      q.size(0) != k.size(0) || q.size(3) != k.size(3) || k.size(1) == 0 ||
+      q.size(1) % k.size(1) != 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(op) +
+                    ": expected q [B,H,Tq,D], k and v [B,Hkv,Tk,D] with "
+                    "H a multiple of Hkv, found " +
+                    q.str() + ", " + k.str() + ", " + v.str());
   AttentionShape s;
   s.batch = q.size(0);
   s.heads = q.size(1);
@@ -99,8 +105,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   s.kv_len = k.size(2);
   s.head_dim = q.size(3);
   s.causal = causal;
-  s.scale = static_cast<float>(scale.value_or(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(s.head_dim, 1)))));
-  Tensor q32 = detail::as_f32_contiguous(q), k32 = detail::as_f32_contiguous(k), v32 = detail::as_f32_contiguous(v);
+  s.scale = static_cast<float>(
+      scale.value_or(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(s.head_dim, 1)))));
+  Tensor q32 = detail::as_f32_contiguous(q), k32 = detail::as_f32_contiguous(k),
+         v32 = detail::as_f32_contiguous(v);
   Tensor out = Tensor::empty(q.shape(), DType::kF32, q.device());
   Tensor lse = Tensor::empty({s.batch, s.heads, s.q_len}, DType::kF32, q.device());
   if (out.numel() > 0) {
@@ -112,7 +120,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   }
   Tensor result = detail::from_f32(out, q.dtype());
   record_op(op, {q, k, v}, {&result},
-            [s, q32, k32, v32, out_saved = out.detach(), lse, dt = q.dtype()](const std::vector<Tensor>& g) {
+            [s, q32, k32, v32, out_saved = out.detach(), lse,
+             dt = q.dtype()](const std::vector<Tensor>& g) {
               Tensor dout = detail::as_f32_contiguous(g[0]);
               Tensor dq = zeros(q32.shape(), DType::kF32, q32.device());
               Tensor dk = zeros(k32.shape(), DType::kF32, q32.device());

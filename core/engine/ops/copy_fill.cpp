@@ -15,10 +15,11 @@ using FillKernel = void(Tensor& dst, double value);
 
 template <class Load, class Store>
 void copy_rows(const Tensor& src, Tensor& dst, Load load, Store store) {
-  loops::for_each_row<2>(dst.shape(), {src.strides(), dst.strides()},
-                       [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-                         for (int64_t i = 0; i < n; ++i) store(off[1] + i * st[1], load(off[0] + i * st[0]));
-                       });
+  loops::for_each_row<2>(
+      dst.shape(), {src.strides(), dst.strides()},
+      [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+        for (int64_t i = 0; i < n; ++i) store(off[1] + i * st[1], load(off[0] + i * st[0]));
+      });
 }
 
 void copy_cpu(const Tensor& src, Tensor& dst) {
@@ -28,22 +29,29 @@ void copy_cpu(const Tensor& src, Tensor& dst) {
   if (st == dt && dtype_size(st) == 4) {
     auto* ps = static_cast<const uint32_t*>(s);
     auto* pd = static_cast<uint32_t*>(d);
-    copy_rows(src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint32_t v) { pd[i] = v; });
+    copy_rows(
+        src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint32_t v) { pd[i] = v; });
   } else if (st == dt && dtype_size(st) == 2) {
     auto* ps = static_cast<const uint16_t*>(s);
     auto* pd = static_cast<uint16_t*>(d);
-    copy_rows(src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint16_t v) { pd[i] = v; });
+    copy_rows(
+        src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint16_t v) { pd[i] = v; });
   } else if (st == DType::kF32 && dt == DType::kBF16) {
     auto* ps = static_cast<const float*>(s);
     auto* pd = static_cast<uint16_t*>(d);
-    copy_rows(src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, float v) { pd[i] = f32_to_bf16(v); });
+    copy_rows(
+        src, dst, [ps](int64_t i) { return ps[i]; },
+        [pd](int64_t i, float v) { pd[i] = f32_to_bf16(v); });
   } else if (st == DType::kBF16 && dt == DType::kF32) {
     auto* ps = static_cast<const uint16_t*>(s);
     auto* pd = static_cast<float*>(d);
-    copy_rows(src, dst, [ps](int64_t i) { return bf16_to_f32(ps[i]); }, [pd](int64_t i, float v) { pd[i] = v; });
+    copy_rows(
+        src, dst, [ps](int64_t i) { return bf16_to_f32(ps[i]); },
+        [pd](int64_t i, float v) { pd[i] = v; });
   } else {
-    copy_rows(src, dst, [s, st](int64_t i) { return load_as_f64(s, i, st); },
-              [d, dt](int64_t i, double v) { store_from_f64(d, i, dt, v); });
+    copy_rows(
+        src, dst, [s, st](int64_t i) { return load_as_f64(s, i, st); },
+        [d, dt](int64_t i, double v) { store_from_f64(d, i, dt, v); });
   }
 }
 PATCHBAY_REGISTER_KERNEL(CopyKernel, "copy", DeviceType::kCpu, copy_cpu);
@@ -58,10 +66,11 @@ void fill_cpu(Tensor& dst, double value) {
     b.fill(d, pattern, dtype_size(dt), static_cast<size_t>(dst.numel()), b.default_stream());
     return;
   }
-  loops::for_each_row<1>(dst.shape(), {dst.strides()},
-                       [&](const std::array<int64_t, 1>& off, int64_t n, const std::array<int64_t, 1>& st) {
-                         for (int64_t i = 0; i < n; ++i) store_from_f64(d, off[0] + i * st[0], dt, value);
-                       });
+  loops::for_each_row<1>(
+      dst.shape(), {dst.strides()},
+      [&](const std::array<int64_t, 1>& off, int64_t n, const std::array<int64_t, 1>& st) {
+        for (int64_t i = 0; i < n; ++i) store_from_f64(d, off[0] + i * st[0], dt, value);
+      });
 }
 PATCHBAY_REGISTER_KERNEL(FillKernel, "fill", DeviceType::kCpu, fill_cpu);
 
@@ -69,7 +78,8 @@ PATCHBAY_REGISTER_KERNEL(FillKernel, "fill", DeviceType::kCpu, fill_cpu);
 
 void copy_(Tensor& dst, const Tensor& src) {
   if (src.device() != dst.device())
-    throw Error(ErrorKind::kInvalidArgument, "copy_: devices differ: " + src.str() + " -> " + dst.str());
+    throw Error(ErrorKind::kInvalidArgument,
+                "copy_: devices differ: " + src.str() + " -> " + dst.str());
   Tensor expanded;
   {
     NoGradGuard no_grad;
@@ -108,7 +118,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
     }
     if (!ok)
       throw Error(ErrorKind::kInvalidArgument, "concat: every tensor must match " + first.str() +
-                                                   " except in dim " + std::to_string(d) + ", found " + x.str());
+                                                   " except in dim " + std::to_string(d) +
+                                                   ", found " + x.str());
     out_shape[static_cast<size_t>(d)] += x.shape()[static_cast<size_t>(d)];
   }
   Tensor out = Tensor::empty(out_shape, first.dtype(), first.device());
@@ -122,12 +133,13 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
     at += len;
   }
   record_op("concat", xs, {&out}, [d, starts, xs_shapes = [&] {
-    std::vector<int64_t> lens;
-    for (const Tensor& x : xs) lens.push_back(x.shape()[static_cast<size_t>(d)]);
-    return lens;
-  }()](const std::vector<Tensor>& g) {
+              std::vector<int64_t> lens;
+              for (const Tensor& x : xs) lens.push_back(x.shape()[static_cast<size_t>(d)]);
+              return lens;
+            }()](const std::vector<Tensor>& g) {
     std::vector<Tensor> grads;
-    for (size_t i = 0; i < starts.size(); ++i) grads.push_back(g[0].narrow(d, starts[i], xs_shapes[i]));
+    for (size_t i = 0; i < starts.size(); ++i)
+      grads.push_back(g[0].narrow(d, starts[i], xs_shapes[i]));
     return grads;
   });
   return out;
@@ -140,7 +152,8 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   for (const Tensor& x : xs) {
     if (x.shape() != xs.front().shape())
       throw Error(ErrorKind::kInvalidArgument, "stack: every tensor must have shape " +
-                                                   shape_str(xs.front().shape()) + ", found " + x.str());
+                                                   shape_str(xs.front().shape()) + ", found " +
+                                                   x.str());
     expanded.push_back(unsqueeze(x, d));
   }
   return concat(expanded, d);

@@ -11,11 +11,11 @@ namespace {
 
 // Writes count f32 values into out (contiguous f32). normal: standard normal (Box-Muller on
 // pairs of words); else uniform [low, high).
-using RandomKernel = void(float* out, int64_t count, uint64_t first_block, uint64_t seed, bool normal,
-                          double low, double high);
+using RandomKernel = void(float* out, int64_t count, uint64_t first_block, uint64_t seed,
+                          bool normal, double low, double high);
 
-void random_cpu(float* out, int64_t count, uint64_t first_block, uint64_t seed, bool normal, double low,
-                double high) {
+void random_cpu(float* out, int64_t count, uint64_t first_block, uint64_t seed, bool normal,
+                double low, double high) {
   const int64_t blocks = (count + 3) / 4;
 #pragma omp parallel for schedule(static) if (count > 65536)
   for (int64_t b = 0; b < blocks; ++b) {
@@ -34,7 +34,8 @@ void random_cpu(float* out, int64_t count, uint64_t first_block, uint64_t seed, 
       }
     } else {
       for (int j = 0; j < 4; ++j)
-        v[j] = static_cast<float>(low + (high - low) * static_cast<double>(uint32_to_unit_float(w[j])));
+        v[j] = static_cast<float>(low +
+                                  (high - low) * static_cast<double>(uint32_to_unit_float(w[j])));
     }
     for (int j = 0; j < 4; ++j) {
       int64_t i = b * 4 + j;
@@ -44,14 +45,15 @@ void random_cpu(float* out, int64_t count, uint64_t first_block, uint64_t seed, 
 }
 PATCHBAY_REGISTER_KERNEL(RandomKernel, "random", DeviceType::kCpu, random_cpu);
 
-Tensor random_tensor(const Shape& shape, Generator& gen, bool normal, double low, double high, DType dtype,
-                     Device device) {
+Tensor random_tensor(const Shape& shape, Generator& gen, bool normal, double low, double high,
+                     DType dtype, Device device) {
   if (!is_floating(dtype))
-    throw Error(ErrorKind::kInvalidArgument, std::string("random: expected a float dtype, found ") + dtype_name(dtype));
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("random: expected a float dtype, found ") + dtype_name(dtype));
   Tensor out = Tensor::empty(shape, DType::kF32, device);
   uint64_t first = gen.reserve(static_cast<uint64_t>(out.numel()));
-  find_kernel<RandomKernel>("random", device.type)(out.data<float>(), out.numel(), first, gen.seed(), normal, low,
-                                                   high);
+  find_kernel<RandomKernel>("random", device.type)(out.data<float>(), out.numel(), first,
+                                                   gen.seed(), normal, low, high);
   return detail::from_f32(out, dtype);
 }
 
@@ -62,8 +64,12 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   fill_(t, value);
   return t;
 }
-Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
-Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0.0, dtype, device);
+}
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1.0, dtype, device);
+}
 Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype(), x.device()); }
 Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype(), x.device()); }
 
@@ -73,7 +79,8 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   double n = std::ceil((end - start) / step);
   auto count = static_cast<int64_t>(std::max(0.0, n));
   Tensor host = Tensor::empty({count}, dtype, cpu());
-  for (int64_t i = 0; i < count; ++i) store_from_f64(host.data_ptr(), i, dtype, start + static_cast<double>(i) * step);
+  for (int64_t i = 0; i < count; ++i)
+    store_from_f64(host.data_ptr(), i, dtype, start + static_cast<double>(i) * step);
   if (device.type == DeviceType::kCpu) return host;
   return Tensor::from_data(host.data_ptr(), {count}, dtype, device);
 }
@@ -81,7 +88,8 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
 Tensor randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
   return random_tensor(shape, gen, true, 0.0, 1.0, dtype, device);
 }
-Tensor uniform(const Shape& shape, Generator& gen, double low, double high, DType dtype, Device device) {
+Tensor uniform(const Shape& shape, Generator& gen, double low, double high, DType dtype,
+               Device device) {
   return random_tensor(shape, gen, false, low, high, dtype, device);
 }
 

@@ -17,8 +17,21 @@ namespace {
 
 enum class BinaryKind { kSub, kMul, kDiv };
 enum class UnaryKind {
-  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kRelu, kGeluTanh, kGeluErf, kSilu,
-  kAddScalar, kMulScalar, kPowScalar
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kGeluTanh,
+  kGeluErf,
+  kSilu,
+  kAddScalar,
+  kMulScalar,
+  kPowScalar
 };
 
 // out = a (op) b; a, b expanded to out's shape; all f32.
@@ -26,43 +39,72 @@ using BinaryKernel = void(BinaryKind kind, const Tensor& a, const Tensor& b, Ten
 // out = f(x) (scalar parameter s for the *Scalar kinds); x any strides, out contiguous; f32.
 using UnaryKernel = void(UnaryKind kind, double s, const Tensor& x, Tensor& out);
 // dx = grad * f'(x); all contiguous f32 of one shape.
-using UnaryBackwardKernel = void(UnaryKind kind, double s, const Tensor& x, const Tensor& grad, Tensor& dx);
+using UnaryBackwardKernel = void(UnaryKind kind, double s, const Tensor& x, const Tensor& grad,
+                                 Tensor& dx);
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kInvSqrt2 = 0.7071067811865476f;
 
 inline float unary_value(UnaryKind k, float s, float x) {
   switch (k) {
-    case UnaryKind::kNeg: return -x;
-    case UnaryKind::kAbs: return std::fabs(x);
-    case UnaryKind::kExp: return std::exp(x);
-    case UnaryKind::kLog: return std::log(x);
-    case UnaryKind::kSqrt: return std::sqrt(x);
-    case UnaryKind::kRsqrt: return 1.0f / std::sqrt(x);
-    case UnaryKind::kTanh: return std::tanh(x);
-    case UnaryKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case UnaryKind::kRelu: return x > 0.0f ? x : 0.0f;
-    case UnaryKind::kGeluTanh: return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    case UnaryKind::kGeluErf: return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-    case UnaryKind::kSilu: return x / (1.0f + std::exp(-x));
-    case UnaryKind::kAddScalar: return x + s;
-    case UnaryKind::kMulScalar: return x * s;
-    case UnaryKind::kPowScalar: return std::pow(x, s);
+    case UnaryKind::kNeg:
+      return -x;
+    case UnaryKind::kAbs:
+      return std::fabs(x);
+    case UnaryKind::kExp:
+      return std::exp(x);
+    case UnaryKind::kLog:
+      return std::log(x);
+    case UnaryKind::kSqrt:
+      return std::sqrt(x);
+    case UnaryKind::kRsqrt:
+      return 1.0f / std::sqrt(x);
+    case UnaryKind::kTanh:
+      return std::tanh(x);
+    case UnaryKind::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case UnaryKind::kRelu:
+      return x > 0.0f ? x : 0.0f;
+    case UnaryKind::kGeluTanh:
+      return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+    case UnaryKind::kGeluErf:
+      return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+    case UnaryKind::kSilu:
+      return x / (1.0f + std::exp(-x));
+    case UnaryKind::kAddScalar:
+      return x + s;
+    case UnaryKind::kMulScalar:
+      return x * s;
+    case UnaryKind::kPowScalar:
+      return std::pow(x, s);
   }
   return 0.0f;
 }
 
 inline float unary_derivative(UnaryKind k, float s, float x) {
   switch (k) {
-    case UnaryKind::kNeg: return -1.0f;
-    case UnaryKind::kAbs: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
-    case UnaryKind::kExp: return std::exp(x);
-    case UnaryKind::kLog: return 1.0f / x;
-    case UnaryKind::kSqrt: return 0.5f / std::sqrt(x);
-    case UnaryKind::kRsqrt: return -0.5f / (x * std::sqrt(x));
-    case UnaryKind::kTanh: { float t = std::tanh(x); return 1.0f - t * t; }
-    case UnaryKind::kSigmoid: { float g = 1.0f / (1.0f + std::exp(-x)); return g * (1.0f - g); }
-    case UnaryKind::kRelu: return x > 0.0f ? 1.0f : 0.0f;
+    case UnaryKind::kNeg:
+      return -1.0f;
+    case UnaryKind::kAbs:
+      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+    case UnaryKind::kExp:
+      return std::exp(x);
+    case UnaryKind::kLog:
+      return 1.0f / x;
+    case UnaryKind::kSqrt:
+      return 0.5f / std::sqrt(x);
+    case UnaryKind::kRsqrt:
+      return -0.5f / (x * std::sqrt(x));
+    case UnaryKind::kTanh: {
+      float t = std::tanh(x);
+      return 1.0f - t * t;
+    }
+    case UnaryKind::kSigmoid: {
+      float g = 1.0f / (1.0f + std::exp(-x));
+      return g * (1.0f - g);
+    }
+    case UnaryKind::kRelu:
+      return x > 0.0f ? 1.0f : 0.0f;
     case UnaryKind::kGeluTanh: {
       float u = kSqrt2OverPi * (x + 0.044715f * x * x * x);
       float t = std::tanh(u);
@@ -70,11 +112,18 @@ inline float unary_derivative(UnaryKind k, float s, float x) {
       return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
     }
     case UnaryKind::kGeluErf:
-      return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * 0.3989422804014327f * std::exp(-0.5f * x * x);
-    case UnaryKind::kSilu: { float g = 1.0f / (1.0f + std::exp(-x)); return g * (1.0f + x * (1.0f - g)); }
-    case UnaryKind::kAddScalar: return 1.0f;
-    case UnaryKind::kMulScalar: return s;
-    case UnaryKind::kPowScalar: return s == 0.0f ? 0.0f : s * std::pow(x, s - 1.0f);
+      return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) +
+             x * 0.3989422804014327f * std::exp(-0.5f * x * x);
+    case UnaryKind::kSilu: {
+      float g = 1.0f / (1.0f + std::exp(-x));
+      return g * (1.0f + x * (1.0f - g));
+    }
+    case UnaryKind::kAddScalar:
+      return 1.0f;
+    case UnaryKind::kMulScalar:
+      return s;
+    case UnaryKind::kPowScalar:
+      return s == 0.0f ? 0.0f : s * std::pow(x, s - 1.0f);
   }
   return 0.0f;
 }
@@ -83,33 +132,59 @@ void binary_cpu(BinaryKind kind, const Tensor& a, const Tensor& b, Tensor& out) 
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* po = out.data<float>();
-  loops::for_each_row<3>(out.shape(), {a.strides(), b.strides(), out.strides()},
-                       [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
-                         const float* x = pa + off[0];
-                         const float* y = pb + off[1];
-                         float* z = po + off[2];
-                         switch (kind) {
-                           case BinaryKind::kSub: for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] - y[i * st[1]]; break;
-                           case BinaryKind::kMul: for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] * y[i * st[1]]; break;
-                           case BinaryKind::kDiv: for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] / y[i * st[1]]; break;
-                         }
-                       });
+  loops::for_each_row<3>(
+      out.shape(), {a.strides(), b.strides(), out.strides()},
+      [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
+        const float* x = pa + off[0];
+        const float* y = pb + off[1];
+        float* z = po + off[2];
+        switch (kind) {
+          case BinaryKind::kSub:
+            for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] - y[i * st[1]];
+            break;
+          case BinaryKind::kMul:
+            for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] * y[i * st[1]];
+            break;
+          case BinaryKind::kDiv:
+            for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] / y[i * st[1]];
+            break;
+        }
+      });
 }
 PATCHBAY_REGISTER_KERNEL(BinaryKernel, "binary", DeviceType::kCpu, binary_cpu);
 
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
 bool onednn_kind(UnaryKind k, onednn::EltwiseKind* out) {
   switch (k) {
-    case UnaryKind::kRelu: *out = onednn::EltwiseKind::kRelu; return true;
-    case UnaryKind::kGeluTanh: *out = onednn::EltwiseKind::kGeluTanh; return true;
-    case UnaryKind::kGeluErf: *out = onednn::EltwiseKind::kGeluErf; return true;
-    case UnaryKind::kTanh: *out = onednn::EltwiseKind::kTanh; return true;
-    case UnaryKind::kSigmoid: *out = onednn::EltwiseKind::kLogistic; return true;
-    case UnaryKind::kExp: *out = onednn::EltwiseKind::kExp; return true;
-    case UnaryKind::kLog: *out = onednn::EltwiseKind::kLog; return true;
-    case UnaryKind::kSqrt: *out = onednn::EltwiseKind::kSqrt; return true;
-    case UnaryKind::kSilu: *out = onednn::EltwiseKind::kSwish; return true;
-    default: return false;
+    case UnaryKind::kRelu:
+      *out = onednn::EltwiseKind::kRelu;
+      return true;
+    case UnaryKind::kGeluTanh:
+      *out = onednn::EltwiseKind::kGeluTanh;
+      return true;
+    case UnaryKind::kGeluErf:
+      *out = onednn::EltwiseKind::kGeluErf;
+      return true;
+    case UnaryKind::kTanh:
+      *out = onednn::EltwiseKind::kTanh;
+      return true;
+    case UnaryKind::kSigmoid:
+      *out = onednn::EltwiseKind::kLogistic;
+      return true;
+    case UnaryKind::kExp:
+      *out = onednn::EltwiseKind::kExp;
+      return true;
+    case UnaryKind::kLog:
+      *out = onednn::EltwiseKind::kLog;
+      return true;
+    case UnaryKind::kSqrt:
+      *out = onednn::EltwiseKind::kSqrt;
+      return true;
+    case UnaryKind::kSilu:
+      *out = onednn::EltwiseKind::kSwish;
+      return true;
+    default:
+      return false;
   }
 }
 #endif
@@ -125,11 +200,12 @@ void unary_cpu(UnaryKind kind, double s, const Tensor& x, Tensor& out) {
     return;
   }
 #endif
-  loops::for_each_row<2>(x.shape(), {x.strides(), out.strides()},
-                       [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-                         for (int64_t i = 0; i < n; ++i)
-                           po[off[1] + i * st[1]] = unary_value(kind, sf, px[off[0] + i * st[0]]);
-                       });
+  loops::for_each_row<2>(
+      x.shape(), {x.strides(), out.strides()},
+      [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+        for (int64_t i = 0; i < n; ++i)
+          po[off[1] + i * st[1]] = unary_value(kind, sf, px[off[0] + i * st[0]]);
+      });
 }
 PATCHBAY_REGISTER_KERNEL(UnaryKernel, "unary", DeviceType::kCpu, unary_cpu);
 
@@ -155,7 +231,8 @@ void unary_backward_cpu(UnaryKind kind, double s, const Tensor& x, const Tensor&
 #pragma omp parallel for schedule(static) if (n > 32768)
   for (int64_t i = 0; i < n; ++i) pd[i] = pg[i] * unary_derivative(kind, sf, px[i]);
 }
-PATCHBAY_REGISTER_KERNEL(UnaryBackwardKernel, "unary_backward", DeviceType::kCpu, unary_backward_cpu);
+PATCHBAY_REGISTER_KERNEL(UnaryBackwardKernel, "unary_backward", DeviceType::kCpu,
+                         unary_backward_cpu);
 
 Tensor binary(BinaryKind kind, const char* name, const Tensor& a, const Tensor& b) {
   detail::check_same(a, b, name);
@@ -169,9 +246,11 @@ Tensor binary(BinaryKind kind, const char* name, const Tensor& a, const Tensor& 
     const Shape& sa = a_saved.shape();
     const Shape& sb = b_saved.shape();
     switch (kind) {
-      case BinaryKind::kSub: return std::vector<Tensor>{sum_to_shape(g[0], sa), sum_to_shape(neg(g[0]), sb)};
+      case BinaryKind::kSub:
+        return std::vector<Tensor>{sum_to_shape(g[0], sa), sum_to_shape(neg(g[0]), sb)};
       case BinaryKind::kMul:
-        return std::vector<Tensor>{sum_to_shape(mul(g[0], b_saved), sa), sum_to_shape(mul(g[0], a_saved), sb)};
+        return std::vector<Tensor>{sum_to_shape(mul(g[0], b_saved), sa),
+                                   sum_to_shape(mul(g[0], a_saved), sb)};
       case BinaryKind::kDiv: {
         Tensor ga = div(g[0], b_saved);
         Tensor gb = neg(div(mul(ga, a_saved), b_saved));  // -g a / b^2
@@ -204,9 +283,15 @@ Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryKind::kSub, "
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryKind::kMul, "mul", a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryKind::kDiv, "div", a, b); }
 Tensor neg(const Tensor& x) { return unary(UnaryKind::kNeg, "neg", x); }
-Tensor add_scalar(const Tensor& x, double s) { return unary(UnaryKind::kAddScalar, "add_scalar", x, s); }
-Tensor mul_scalar(const Tensor& x, double s) { return unary(UnaryKind::kMulScalar, "mul_scalar", x, s); }
-Tensor pow_scalar(const Tensor& x, double p) { return unary(UnaryKind::kPowScalar, "pow_scalar", x, p); }
+Tensor add_scalar(const Tensor& x, double s) {
+  return unary(UnaryKind::kAddScalar, "add_scalar", x, s);
+}
+Tensor mul_scalar(const Tensor& x, double s) {
+  return unary(UnaryKind::kMulScalar, "mul_scalar", x, s);
+}
+Tensor pow_scalar(const Tensor& x, double p) {
+  return unary(UnaryKind::kPowScalar, "pow_scalar", x, p);
+}
 Tensor exp(const Tensor& x) { return unary(UnaryKind::kExp, "exp", x); }
 Tensor log(const Tensor& x) { return unary(UnaryKind::kLog, "log", x); }
 Tensor sqrt(const Tensor& x) { return unary(UnaryKind::kSqrt, "sqrt", x); }

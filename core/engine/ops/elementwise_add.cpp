@@ -19,18 +19,19 @@ void add_cpu(const Tensor& a, const Tensor& b, Tensor& out) {
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* po = out.data<float>();
-  loops::for_each_row<3>(out.shape(), {a.strides(), b.strides(), out.strides()},
-                       [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
-                         const float* x = pa + off[0];
-                         const float* y = pb + off[1];
-                         float* z = po + off[2];
-                         if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+  loops::for_each_row<3>(
+      out.shape(), {a.strides(), b.strides(), out.strides()},
+      [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
+        const float* x = pa + off[0];
+        const float* y = pb + off[1];
+        float* z = po + off[2];
+        if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
 #pragma omp simd
-                           for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
-                         } else {
-                           for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] + y[i * st[1]];
-                         }
-                       });
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) z[i * st[2]] = x[i * st[0]] + y[i * st[1]];
+        }
+      });
 }
 PATCHBAY_REGISTER_KERNEL(AddKernel, "add", DeviceType::kCpu, add_cpu);
 
@@ -39,10 +40,12 @@ PATCHBAY_REGISTER_KERNEL(AddKernel, "add", DeviceType::kCpu, add_cpu);
 Tensor add(const Tensor& a, const Tensor& b) {
   // Validation: messages name the op and say what was expected and found.
   if (a.dtype() != b.dtype() || !is_floating(a.dtype()))
-    throw Error(ErrorKind::kInvalidArgument, "add: expected two float tensors of one dtype, found " + a.str() +
-                                                 " and " + b.str() + "; convert with to()");
+    throw Error(ErrorKind::kInvalidArgument,
+                "add: expected two float tensors of one dtype, found " + a.str() + " and " +
+                    b.str() + "; convert with to()");
   if (a.device() != b.device())
-    throw Error(ErrorKind::kInvalidArgument, "add: operands on different devices: " + a.str() + " and " + b.str());
+    throw Error(ErrorKind::kInvalidArgument,
+                "add: operands on different devices: " + a.str() + " and " + b.str());
   Shape out_shape = broadcast_shapes(a.shape(), b.shape());
   // Compute in f32: bf16/f16 inputs are widened, the result rounded once at the end.
   Tensor a32 = a.detach().to(DType::kF32), b32 = b.detach().to(DType::kF32);

@@ -18,13 +18,14 @@ void masked_fill_cpu(const Tensor& x, const Tensor& mask, double value, Tensor& 
   const DType mt = mask.dtype();
   float* po = out.data<float>();
   const auto v = static_cast<float>(value);
-  loops::for_each_row<3>(out.shape(), {x.strides(), mask.strides(), out.strides()},
-                         [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
-                           for (int64_t i = 0; i < n; ++i) {
-                             bool masked = load_as_f64(pm, off[1] + i * st[1], mt) != 0.0;
-                             po[off[2] + i * st[2]] = masked ? v : px[off[0] + i * st[0]];
-                           }
-                         });
+  loops::for_each_row<3>(
+      out.shape(), {x.strides(), mask.strides(), out.strides()},
+      [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
+        for (int64_t i = 0; i < n; ++i) {
+          bool masked = load_as_f64(pm, off[1] + i * st[1], mt) != 0.0;
+          po[off[2] + i * st[2]] = masked ? v : px[off[0] + i * st[0]];
+        }
+      });
 }
 PATCHBAY_REGISTER_KERNEL(MaskedFillKernel, "masked_fill", DeviceType::kCpu, masked_fill_cpu);
 
@@ -47,10 +48,12 @@ PATCHBAY_REGISTER_KERNEL(DropoutMaskKernel, "dropout_mask", DeviceType::kCpu, dr
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   detail::check_float(x, "masked_fill");
   if (!mask.defined() || mask.device() != x.device())
-    throw Error(ErrorKind::kInvalidArgument, "masked_fill: mask must be defined and on " + x.device().str());
+    throw Error(ErrorKind::kInvalidArgument,
+                "masked_fill: mask must be defined and on " + x.device().str());
   Shape shape = broadcast_shapes(x.shape(), mask.shape());
   if (shape != x.shape())
-    throw Error(ErrorKind::kInvalidArgument, "masked_fill: mask " + mask.str() + " must broadcast to " + x.str() +
+    throw Error(ErrorKind::kInvalidArgument, "masked_fill: mask " + mask.str() +
+                                                 " must broadcast to " + x.str() +
                                                  " without growing it");
   Tensor out = Tensor::empty(shape, DType::kF32, x.device());
   Tensor m = mask.detach().expand(shape);
@@ -65,7 +68,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 Tensor dropout(const Tensor& x, double p, Generator& gen, bool training) {
   detail::check_float(x, "dropout");
   if (!(p >= 0.0 && p < 1.0))
-    throw Error(ErrorKind::kInvalidArgument, "dropout: p must be in [0, 1), found " + std::to_string(p));
+    throw Error(ErrorKind::kInvalidArgument,
+                "dropout: p must be in [0, 1), found " + std::to_string(p));
   if (!training || p == 0.0) return x;
   Tensor keep;
   {

@@ -37,21 +37,22 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
   // Tiny f32 products (below ~32k multiply-adds) run the loop: a oneDNN call costs more.
   if (a.dtype() != DType::kF32 || p.batch * p.m * p.n * p.k >= 32768) {
-  onednn::MatmulArgs args;
-  const onednn::DType dt = a.dtype() == DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
-  args.batch = p.batch;
-  args.m = p.m;
-  args.n = p.n;
-  args.k = p.k;
-  args.a = {a.data_ptr(), dt, a_batch, a_row, a_col};
-  args.b = {b.data_ptr(), dt, b_batch, b_row, b_col};
-  args.c = {out.data_ptr(), dt, p.m * p.n, p.n, 1};
-  onednn::matmul(args);
-  return;
+    onednn::MatmulArgs args;
+    const onednn::DType dt = a.dtype() == DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
+    args.batch = p.batch;
+    args.m = p.m;
+    args.n = p.n;
+    args.k = p.k;
+    args.a = {a.data_ptr(), dt, a_batch, a_row, a_col};
+    args.b = {b.data_ptr(), dt, b_batch, b_row, b_col};
+    args.c = {out.data_ptr(), dt, p.m * p.n, p.n, 1};
+    onednn::matmul(args);
+    return;
   }
 #endif
   if (a.dtype() != DType::kF32)
-    throw Error(ErrorKind::kInvalidArgument, "matmul: bf16 needs the oneDNN backend (patchbay_onednn)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "matmul: bf16 needs the oneDNN backend (patchbay_onednn)");
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* pc = out.data<float>();
@@ -86,8 +87,9 @@ Tensor batched_operand(const Tensor& x, const Shape& batch, bool* broadcast) {
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   detail::check_same(a, b, "matmul");
   if (a.dim() < 2 || b.dim() < 2)
-    throw Error(ErrorKind::kInvalidArgument, "matmul: expected operands with >= 2 dims, found " + a.str() + " and " +
-                                                 b.str() + "; unsqueeze vectors first");
+    throw Error(ErrorKind::kInvalidArgument, "matmul: expected operands with >= 2 dims, found " +
+                                                 a.str() + " and " + b.str() +
+                                                 "; unsqueeze vectors first");
   MatmulProblem p;
   p.transpose_a = transpose_a;
   p.transpose_b = transpose_b;
@@ -96,9 +98,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   const int64_t kb = b.size(transpose_b ? -1 : -2);
   p.n = b.size(transpose_b ? -2 : -1);
   if (kb != p.k)
-    throw Error(ErrorKind::kInvalidArgument, "matmul: inner dims differ (" + std::to_string(p.k) + " vs " +
-                                                 std::to_string(kb) + ") for " + a.str() + (transpose_a ? "^T" : "") +
-                                                 " @ " + b.str() + (transpose_b ? "^T" : ""));
+    throw Error(ErrorKind::kInvalidArgument, "matmul: inner dims differ (" + std::to_string(p.k) +
+                                                 " vs " + std::to_string(kb) + ") for " + a.str() +
+                                                 (transpose_a ? "^T" : "") + " @ " + b.str() +
+                                                 (transpose_b ? "^T" : ""));
   Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
   p.batch = shape_numel(batch);
   // bf16 runs natively in oneDNN; f16 (and bf16 without oneDNN) is computed in f32.
@@ -122,13 +125,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     NoGradGuard no_grad;
     out = out.to(a.dtype());
   }
-  record_op("matmul", {a, b}, {&out},
-            [a_s = a.detach(), b_s = b.detach(), transpose_a, transpose_b](const std::vector<Tensor>& g) {
-              const Tensor& dc = g[0];
-              Tensor da = transpose_a ? matmul(b_s, dc, transpose_b, true) : matmul(dc, b_s, false, !transpose_b);
-              Tensor db = transpose_b ? matmul(dc, a_s, true, transpose_a) : matmul(a_s, dc, !transpose_a, false);
-              return std::vector<Tensor>{sum_to_shape(da, a_s.shape()), sum_to_shape(db, b_s.shape())};
-            });
+  record_op(
+      "matmul", {a, b}, {&out},
+      [a_s = a.detach(), b_s = b.detach(), transpose_a, transpose_b](const std::vector<Tensor>& g) {
+        const Tensor& dc = g[0];
+        Tensor da =
+            transpose_a ? matmul(b_s, dc, transpose_b, true) : matmul(dc, b_s, false, !transpose_b);
+        Tensor db =
+            transpose_b ? matmul(dc, a_s, true, transpose_a) : matmul(a_s, dc, !transpose_a, false);
+        return std::vector<Tensor>{sum_to_shape(da, a_s.shape()), sum_to_shape(db, b_s.shape())};
+      });
   return out;
 }
 

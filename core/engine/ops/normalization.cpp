@@ -1,6 +1,7 @@
 // layer_norm (gain + optional bias) and rms_norm over the last dim, on contiguous f32
 // [rows, cols]. Layer norm runs through oneDNN forward/backward for large inputs (saving
-// per-row mean and variance; plain loops for small ones); RMS norm is an OpenMP loop (oneDNN 2.6 has no RMS norm):
+// per-row mean and variance; plain loops for small ones); RMS norm is an OpenMP loop (oneDNN 2.6
+// has no RMS norm):
 //   y = x * r * g,  r = 1/sqrt(mean(x^2) + eps)
 //   dx = r * (g*dy) - x * r^3 / C * sum_j(g*dy*x),   dg = sum_rows(dy * x * r)
 #include <cmath>
@@ -22,36 +23,39 @@ struct NormShape {
   float eps = 0.f;
 };
 // y = layer_norm(x) with optional gain/bias (undefined tensors); mean/var [rows] (out).
-using LayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain, const Tensor& bias, Tensor& y,
-                             Tensor& mean, Tensor& var);
+using LayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain,
+                             const Tensor& bias, Tensor& y, Tensor& mean, Tensor& var);
 // dx, dgain, dbias (dgain/dbias may be undefined = not wanted).
-using LayerNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& mean,
-                                     const Tensor& var, const Tensor& gain, Tensor& dx, Tensor& dgain, Tensor& dbias);
+using LayerNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy,
+                                     const Tensor& mean, const Tensor& var, const Tensor& gain,
+                                     Tensor& dx, Tensor& dgain, Tensor& dbias);
 // y = rms_norm(x) * gain; rstd [rows] (out).
-using RmsNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y, Tensor& rstd);
-using RmsNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& gain,
-                                   const Tensor& rstd, Tensor& dx, Tensor& dgain);
+using RmsNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y,
+                           Tensor& rstd);
+using RmsNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy,
+                                   const Tensor& gain, const Tensor& rstd, Tensor& dx,
+                                   Tensor& dgain);
 
 const float* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
 float* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
 
-void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, const Tensor& bias, Tensor& y,
-                    Tensor& mean, Tensor& var) {
+void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, const Tensor& bias,
+                    Tensor& y, Tensor& mean, Tensor& var) {
   if (s.rows * s.cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (s.rows * s.cols >= kOnednnMinElements) {
-  onednn::LayerNormForwardArgs a;
-  a.rows = s.rows;
-  a.cols = s.cols;
-  a.epsilon = s.eps;
-  a.src = x.data<float>();
-  a.gain = ptr_or_null(gain);
-  a.bias = ptr_or_null(bias);
-  a.dst = y.data<float>();
-  a.mean = mean.data<float>();
-  a.variance = var.data<float>();
-  onednn::layer_norm_forward(a);
-  return;
+    onednn::LayerNormForwardArgs a;
+    a.rows = s.rows;
+    a.cols = s.cols;
+    a.epsilon = s.eps;
+    a.src = x.data<float>();
+    a.gain = ptr_or_null(gain);
+    a.bias = ptr_or_null(bias);
+    a.dst = y.data<float>();
+    a.mean = mean.data<float>();
+    a.variance = var.data<float>();
+    onednn::layer_norm_forward(a);
+    return;
   }
 #endif
   const float* px = x.data<float>();
@@ -75,27 +79,28 @@ void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, con
 }
 PATCHBAY_REGISTER_KERNEL(LayerNormKernel, "layer_norm", DeviceType::kCpu, layer_norm_cpu);
 
-void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& mean,
-                             const Tensor& var, const Tensor& gain, Tensor& dx, Tensor& dgain, Tensor& dbias) {
+void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy,
+                             const Tensor& mean, const Tensor& var, const Tensor& gain, Tensor& dx,
+                             Tensor& dgain, Tensor& dbias) {
   if (dgain.defined()) fill_(dgain, 0.0);
   if (dbias.defined()) fill_(dbias, 0.0);
   if (s.rows * s.cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (s.rows * s.cols >= kOnednnMinElements) {
-  onednn::LayerNormBackwardArgs a;
-  a.rows = s.rows;
-  a.cols = s.cols;
-  a.epsilon = s.eps;
-  a.src = x.data<float>();
-  a.diff_dst = dy.data<float>();
-  a.mean = mean.data<float>();
-  a.variance = var.data<float>();
-  a.gain = ptr_or_null(gain);
-  a.diff_src = dx.data<float>();
-  a.diff_gain = mut_ptr_or_null(dgain);
-  a.diff_bias = mut_ptr_or_null(dbias);
-  onednn::layer_norm_backward(a);
-  return;
+    onednn::LayerNormBackwardArgs a;
+    a.rows = s.rows;
+    a.cols = s.cols;
+    a.epsilon = s.eps;
+    a.src = x.data<float>();
+    a.diff_dst = dy.data<float>();
+    a.mean = mean.data<float>();
+    a.variance = var.data<float>();
+    a.gain = ptr_or_null(gain);
+    a.diff_src = dx.data<float>();
+    a.diff_gain = mut_ptr_or_null(dgain);
+    a.diff_bias = mut_ptr_or_null(dbias);
+    onednn::layer_norm_backward(a);
+    return;
   }
 #endif
   const float* px = x.data<float>();
@@ -118,13 +123,16 @@ void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& 
     for (int64_t j = 0; j < s.cols; ++j) {
       float xhat = (px[r * s.cols + j] - mu) * rs;
       float gdy = pg[r * s.cols + j] * (g ? g[j] : 1.f);
-      pdx[r * s.cols + j] = rs * (gdy - static_cast<float>(sum_gdy / c) - xhat * static_cast<float>(sum_gdy_xhat / c));
+      pdx[r * s.cols + j] = rs * (gdy - static_cast<float>(sum_gdy / c) -
+                                  xhat * static_cast<float>(sum_gdy_xhat / c));
     }
   }
 }
-PATCHBAY_REGISTER_KERNEL(LayerNormBackwardKernel, "layer_norm_backward", DeviceType::kCpu, layer_norm_backward_cpu);
+PATCHBAY_REGISTER_KERNEL(LayerNormBackwardKernel, "layer_norm_backward", DeviceType::kCpu,
+                         layer_norm_backward_cpu);
 
-void rms_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y, Tensor& rstd) {
+void rms_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y,
+                  Tensor& rstd) {
   const float* px = x.data<float>();
   const float* g = gain.data<float>();
   float* py = y.data<float>();
@@ -142,8 +150,8 @@ void rms_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, Tenso
 }
 PATCHBAY_REGISTER_KERNEL(RmsNormKernel, "rms_norm", DeviceType::kCpu, rms_norm_cpu);
 
-void rms_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy, const Tensor& gain,
-                           const Tensor& rstd, Tensor& dx, Tensor& dgain) {
+void rms_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy,
+                           const Tensor& gain, const Tensor& rstd, Tensor& dx, Tensor& dgain) {
   const float* px = x.data<float>();
   const float* pdy = dy.data<float>();
   const float* g = gain.data<float>();
@@ -164,46 +172,58 @@ void rms_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy
 #pragma omp parallel for schedule(static) if (s.rows * s.cols > 16384)
     for (int64_t j = 0; j < s.cols; ++j) {
       double acc = 0;
-      for (int64_t r = 0; r < s.rows; ++r) acc += static_cast<double>(pdy[r * s.cols + j]) * px[r * s.cols + j] * pr[r];
+      for (int64_t r = 0; r < s.rows; ++r)
+        acc += static_cast<double>(pdy[r * s.cols + j]) * px[r * s.cols + j] * pr[r];
       pdg[j] = static_cast<float>(acc);
     }
   }
 }
-PATCHBAY_REGISTER_KERNEL(RmsNormBackwardKernel, "rms_norm_backward", DeviceType::kCpu, rms_norm_backward_cpu);
+PATCHBAY_REGISTER_KERNEL(RmsNormBackwardKernel, "rms_norm_backward", DeviceType::kCpu,
+                         rms_norm_backward_cpu);
 
-NormShape check_norm(const char* op, const Tensor& x, const Tensor& gain, const Tensor& bias, double eps) {
+NormShape check_norm(const char* op, const Tensor& x, const Tensor& gain, const Tensor& bias,
+                     double eps) {
   detail::check_float(x, op);
-  if (x.dim() == 0) throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": expected >= 1 dim, found a scalar");
+  if (x.dim() == 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(op) + ": expected >= 1 dim, found a scalar");
   const int64_t c = x.size(-1);
   for (const Tensor* p : {&gain, &bias})
     if (p->defined() && (p->shape() != Shape{c} || p->dtype() != x.dtype()))
-      throw Error(ErrorKind::kInvalidArgument, detail::shape_message(op, "gain/bias of shape [" + std::to_string(c) +
-                                                                             "] and dtype " + dtype_name(x.dtype()),
-                                                                     *p));
+      throw Error(ErrorKind::kInvalidArgument,
+                  detail::shape_message(op,
+                                        "gain/bias of shape [" + std::to_string(c) +
+                                            "] and dtype " + dtype_name(x.dtype()),
+                                        *p));
   return NormShape{c ? x.numel() / c : 0, c, static_cast<float>(eps)};
 }
 
-Tensor f32_or_undefined(const Tensor& t) { return t.defined() ? detail::as_f32_contiguous(t) : Tensor(); }
+Tensor f32_or_undefined(const Tensor& t) {
+  return t.defined() ? detail::as_f32_contiguous(t) : Tensor();
+}
 
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, double eps) {
   NormShape s = check_norm("layer_norm", x, gain, bias, eps);
-  Tensor x32 = detail::as_f32_contiguous(x), g32 = f32_or_undefined(gain), b32 = f32_or_undefined(bias);
+  Tensor x32 = detail::as_f32_contiguous(x), g32 = f32_or_undefined(gain),
+         b32 = f32_or_undefined(bias);
   Tensor y = Tensor::empty(x.shape(), DType::kF32, x.device());
-  Tensor mu = Tensor::empty({s.rows}, DType::kF32, x.device()), var = Tensor::empty({s.rows}, DType::kF32, x.device());
+  Tensor mu = Tensor::empty({s.rows}, DType::kF32, x.device()),
+         var = Tensor::empty({s.rows}, DType::kF32, x.device());
   find_kernel<LayerNormKernel>("layer_norm", x.device().type)(s, x32, g32, b32, y, mu, var);
   Tensor out = detail::from_f32(y, x.dtype());
   record_op("layer_norm", {x, gain, bias}, {&out},
-            [s, x32, g32, mu, var, dt = x.dtype(), want_g = gain.defined(), want_b = bias.defined()](
-                const std::vector<Tensor>& g) {
+            [s, x32, g32, mu, var, dt = x.dtype(), want_g = gain.defined(),
+             want_b = bias.defined()](const std::vector<Tensor>& g) {
               Tensor dy = detail::as_f32_contiguous(g[0]);
               Tensor dx = Tensor::empty(x32.shape(), DType::kF32, x32.device());
               Tensor dg = want_g ? Tensor::empty({s.cols}, DType::kF32, x32.device()) : Tensor();
               Tensor db = want_b ? Tensor::empty({s.cols}, DType::kF32, x32.device()) : Tensor();
-              find_kernel<LayerNormBackwardKernel>("layer_norm_backward", x32.device().type)(s, x32, dy, mu, var, g32,
-                                                                                            dx, dg, db);
-              return std::vector<Tensor>{detail::from_f32(dx, dt), want_g ? detail::from_f32(dg, dt) : Tensor(),
+              find_kernel<LayerNormBackwardKernel>("layer_norm_backward", x32.device().type)(
+                  s, x32, dy, mu, var, g32, dx, dg, db);
+              return std::vector<Tensor>{detail::from_f32(dx, dt),
+                                         want_g ? detail::from_f32(dg, dt) : Tensor(),
                                          want_b ? detail::from_f32(db, dt) : Tensor()};
             });
   return out;
@@ -217,13 +237,15 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps) {
   Tensor rstd = Tensor::empty({s.rows}, DType::kF32, x.device());
   find_kernel<RmsNormKernel>("rms_norm", x.device().type)(s, x32, g32, y, rstd);
   Tensor out = detail::from_f32(y, x.dtype());
-  record_op("rms_norm", {x, gain}, {&out}, [s, x32, g32, rstd, dt = x.dtype()](const std::vector<Tensor>& g) {
-    Tensor dy = detail::as_f32_contiguous(g[0]);
-    Tensor dx = Tensor::empty(x32.shape(), DType::kF32, x32.device());
-    Tensor dg = Tensor::empty({s.cols}, DType::kF32, x32.device());
-    find_kernel<RmsNormBackwardKernel>("rms_norm_backward", x32.device().type)(s, x32, dy, g32, rstd, dx, dg);
-    return std::vector<Tensor>{detail::from_f32(dx, dt), detail::from_f32(dg, dt)};
-  });
+  record_op("rms_norm", {x, gain}, {&out},
+            [s, x32, g32, rstd, dt = x.dtype()](const std::vector<Tensor>& g) {
+              Tensor dy = detail::as_f32_contiguous(g[0]);
+              Tensor dx = Tensor::empty(x32.shape(), DType::kF32, x32.device());
+              Tensor dg = Tensor::empty({s.cols}, DType::kF32, x32.device());
+              find_kernel<RmsNormBackwardKernel>("rms_norm_backward", x32.device().type)(
+                  s, x32, dy, g32, rstd, dx, dg);
+              return std::vector<Tensor>{detail::from_f32(dx, dt), detail::from_f32(dg, dt)};
+            });
   return out;
 }
 

@@ -10,7 +10,8 @@
 namespace patchbay::engine::detail {
 
 inline void check_float(const Tensor& x, const char* op) {
-  if (!x.defined()) throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": input tensor is undefined");
+  if (!x.defined())
+    throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": input tensor is undefined");
   if (!is_floating(x.dtype()))
     throw Error(ErrorKind::kInvalidArgument,
                 std::string(op) + ": expected a float tensor (f32, bf16, f16), found " + x.str());
@@ -20,8 +21,9 @@ inline void check_same(const Tensor& a, const Tensor& b, const char* op) {
   check_float(a, op);
   check_float(b, op);
   if (a.dtype() != b.dtype() || a.device() != b.device())
-    throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": operands must share dtype and device, found " +
-                                                 a.str() + " and " + b.str() + "; convert with to()");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(op) + ": operands must share dtype and device, found " + a.str() +
+                    " and " + b.str() + "; convert with to()");
 }
 
 // A detached f32 version of x (a view when x is f32 already).

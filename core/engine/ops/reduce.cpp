@@ -15,12 +15,14 @@ namespace {
 enum class ReduceKind { kSum, kMax };
 
 // x: contiguous f32 [outer, inner]; out: contiguous f32 [outer]; argmax: [outer] (max only).
-using ReduceKernel = void(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner, Tensor& out,
-                          int64_t* argmax);
+using ReduceKernel = void(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner,
+                          Tensor& out, int64_t* argmax);
 // Scatters grad [outer] into dx [outer, inner] (zeros elsewhere) at argmax.
-using MaxBackwardKernel = void(const Tensor& grad, const int64_t* argmax, int64_t outer, int64_t inner, Tensor& dx);
+using MaxBackwardKernel = void(const Tensor& grad, const int64_t* argmax, int64_t outer,
+                               int64_t inner, Tensor& dx);
 
-void reduce_cpu(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner, Tensor& out, int64_t* argmax) {
+void reduce_cpu(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner, Tensor& out,
+                int64_t* argmax) {
   const float* px = x.data<float>();
   float* po = out.data<float>();
 #pragma omp parallel for schedule(static) if (outer * inner > 32768)
@@ -47,7 +49,8 @@ void reduce_cpu(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner, 
 }
 PATCHBAY_REGISTER_KERNEL(ReduceKernel, "reduce", DeviceType::kCpu, reduce_cpu);
 
-void max_backward_cpu(const Tensor& grad, const int64_t* argmax, int64_t outer, int64_t inner, Tensor& dx) {
+void max_backward_cpu(const Tensor& grad, const int64_t* argmax, int64_t outer, int64_t inner,
+                      Tensor& dx) {
   const float* pg = grad.data<float>();
   float* pd = dx.data<float>();
 #pragma omp parallel for schedule(static) if (outer * inner > 32768)
@@ -65,12 +68,14 @@ struct ReducePlan {
   int64_t outer = 1, inner = 1;
 };
 
-ReducePlan plan_reduce(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* op) {
+ReducePlan plan_reduce(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
+                       const char* op) {
   std::vector<bool> reduced(static_cast<size_t>(x.dim()), dims.empty());
   for (int64_t d : dims) {
     int64_t nd = normalize_dim(d, x.dim(), op);
     if (reduced[static_cast<size_t>(nd)])
-      throw Error(ErrorKind::kInvalidArgument, std::string(op) + ": dim " + std::to_string(nd) + " listed twice");
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(op) + ": dim " + std::to_string(nd) + " listed twice");
     reduced[static_cast<size_t>(nd)] = true;
   }
   ReducePlan p;
@@ -95,7 +100,8 @@ ReducePlan plan_reduce(const Tensor& x, const std::vector<int64_t>& dims, bool k
   return p;
 }
 
-Tensor reduce_forward(ReduceKind kind, const Tensor& x, const ReducePlan& p, std::vector<int64_t>* argmax) {
+Tensor reduce_forward(ReduceKind kind, const Tensor& x, const ReducePlan& p,
+                      std::vector<int64_t>* argmax) {
   Tensor rows = detail::as_f32(x).permute(p.permutation).contiguous();
   Tensor out = Tensor::empty(p.out_shape, DType::kF32, x.device());
   if (argmax) argmax->assign(static_cast<size_t>(p.outer), 0);
@@ -113,9 +119,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw Error(ErrorKind::kInvalidArgument, "broadcast: shapes " + shape_str(a) + " and " + shape_str(b) +
-                                                   " are not broadcastable (dim " + std::to_string(i) + ": " +
-                                                   std::to_string(da) + " vs " + std::to_string(db) + ")");
+      throw Error(ErrorKind::kInvalidArgument, "broadcast: shapes " + shape_str(a) + " and " +
+                                                   shape_str(b) + " are not broadcastable (dim " +
+                                                   std::to_string(i) + ": " + std::to_string(da) +
+                                                   " vs " + std::to_string(db) + ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -126,7 +133,8 @@ Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {
   const size_t lead = grad.shape().size() - shape.size();
   std::vector<int64_t> dims;
   for (size_t i = 0; i < grad.shape().size(); ++i)
-    if (i < lead || (shape[i - lead] == 1 && grad.shape()[i] != 1)) dims.push_back(static_cast<int64_t>(i));
+    if (i < lead || (shape[i - lead] == 1 && grad.shape()[i] != 1))
+      dims.push_back(static_cast<int64_t>(i));
   if (dims.empty()) return reshape(grad, shape);
   return reshape(sum(grad, dims, true), shape);
 }
@@ -144,7 +152,8 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   detail::check_float(x, "mean");
   ReducePlan p = plan_reduce(x, dims, keepdim, "mean");
-  if (p.inner == 0) return full(p.out_shape, std::numeric_limits<double>::quiet_NaN(), x.dtype(), x.device());
+  if (p.inner == 0)
+    return full(p.out_shape, std::numeric_limits<double>::quiet_NaN(), x.dtype(), x.device());
   return mul_scalar(sum(x, dims, keepdim), 1.0 / static_cast<double>(p.inner));
 }
 
@@ -155,17 +164,21 @@ Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
     throw Error(ErrorKind::kInvalidArgument, "max: cannot reduce over an empty dim of " + x.str());
   auto argmax = std::make_shared<std::vector<int64_t>>();
   Tensor out = detail::from_f32(reduce_forward(ReduceKind::kMax, x, p, argmax.get()), x.dtype());
-  record_op("max", {x}, {&out}, [p, argmax, x_shape = x.shape(), dt = x.dtype()](const std::vector<Tensor>& g) {
-    Tensor g32 = detail::as_f32_contiguous(g[0]);
-    // dx in permuted layout [kept..., reduced...], then permuted back.
-    Shape permuted_shape;
-    for (int64_t d : p.permutation) permuted_shape.push_back(x_shape[static_cast<size_t>(d)]);
-    Tensor dx = Tensor::empty(permuted_shape, DType::kF32, g[0].device());
-    find_kernel<MaxBackwardKernel>("max_backward", g[0].device().type)(g32, argmax->data(), p.outer, p.inner, dx);
-    Shape inverse(p.permutation.size());
-    for (size_t i = 0; i < p.permutation.size(); ++i) inverse[static_cast<size_t>(p.permutation[i])] = static_cast<int64_t>(i);
-    return std::vector<Tensor>{detail::from_f32(dx.permute(inverse).contiguous(), dt)};
-  });
+  record_op("max", {x}, {&out},
+            [p, argmax, x_shape = x.shape(), dt = x.dtype()](const std::vector<Tensor>& g) {
+              Tensor g32 = detail::as_f32_contiguous(g[0]);
+              // dx in permuted layout [kept..., reduced...], then permuted back.
+              Shape permuted_shape;
+              for (int64_t d : p.permutation)
+                permuted_shape.push_back(x_shape[static_cast<size_t>(d)]);
+              Tensor dx = Tensor::empty(permuted_shape, DType::kF32, g[0].device());
+              find_kernel<MaxBackwardKernel>("max_backward", g[0].device().type)(
+                  g32, argmax->data(), p.outer, p.inner, dx);
+              Shape inverse(p.permutation.size());
+              for (size_t i = 0; i < p.permutation.size(); ++i)
+                inverse[static_cast<size_t>(p.permutation[i])] = static_cast<int64_t>(i);
+              return std::vector<Tensor>{detail::from_f32(dx.permute(inverse).contiguous(), dt)};
+            });
   return out;
 }
 

@@ -20,14 +20,15 @@ constexpr int64_t kOnednnMinElements = 16384;
 // y = softmax(x) or log_softmax(x) row-wise; contiguous f32 [rows, cols].
 using SoftmaxKernel = void(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y);
 // dx from the forward output y and dy (softmax: y*(dy - sum dy*y); log: dy - exp(y) sum dy).
-using SoftmaxBackwardKernel = void(bool log, const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, Tensor& dx);
+using SoftmaxBackwardKernel = void(bool log, const Tensor& y, const Tensor& dy, int64_t rows,
+                                   int64_t cols, Tensor& dx);
 
 void softmax_cpu(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y) {
   if (rows * cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (rows * cols >= kOnednnMinElements) {
-    onednn::softmax_forward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax, x.data<float>(),
-                            y.data<float>(), rows, cols);
+    onednn::softmax_forward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax,
+                            x.data<float>(), y.data<float>(), rows, cols);
     return;
   }
 #endif
@@ -42,17 +43,19 @@ void softmax_cpu(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& 
     double s = 0.0;
     for (int64_t j = 0; j < cols; ++j) s += std::exp(xr[j] - mx);
     for (int64_t j = 0; j < cols; ++j)
-      yr[j] = log ? xr[j] - mx - static_cast<float>(std::log(s)) : static_cast<float>(std::exp(xr[j] - mx) / s);
+      yr[j] = log ? xr[j] - mx - static_cast<float>(std::log(s))
+                  : static_cast<float>(std::exp(xr[j] - mx) / s);
   }
 }
 PATCHBAY_REGISTER_KERNEL(SoftmaxKernel, "softmax", DeviceType::kCpu, softmax_cpu);
 
-void softmax_backward_cpu(bool log, const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, Tensor& dx) {
+void softmax_backward_cpu(bool log, const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols,
+                          Tensor& dx) {
   if (rows * cols == 0) return;
 #ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (rows * cols >= kOnednnMinElements) {
-    onednn::softmax_backward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax, y.data<float>(),
-                             dy.data<float>(), dx.data<float>(), rows, cols);
+    onednn::softmax_backward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax,
+                             y.data<float>(), dy.data<float>(), dx.data<float>(), rows, cols);
     return;
   }
 #endif
@@ -67,26 +70,32 @@ void softmax_backward_cpu(bool log, const Tensor& y, const Tensor& dy, int64_t r
     double s = 0.0;
     for (int64_t j = 0; j < cols; ++j) s += log ? gr[j] : gr[j] * yr[j];
     for (int64_t j = 0; j < cols; ++j)
-      dr[j] = log ? gr[j] - std::exp(yr[j]) * static_cast<float>(s) : yr[j] * (gr[j] - static_cast<float>(s));
+      dr[j] = log ? gr[j] - std::exp(yr[j]) * static_cast<float>(s)
+                  : yr[j] * (gr[j] - static_cast<float>(s));
   }
 }
-PATCHBAY_REGISTER_KERNEL(SoftmaxBackwardKernel, "softmax_backward", DeviceType::kCpu, softmax_backward_cpu);
+PATCHBAY_REGISTER_KERNEL(SoftmaxBackwardKernel, "softmax_backward", DeviceType::kCpu,
+                         softmax_backward_cpu);
 
 Tensor softmax_impl(const Tensor& x, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   detail::check_float(x, name);
-  if (x.dim() == 0) throw Error(ErrorKind::kInvalidArgument, std::string(name) + ": expected >= 1 dim, found a scalar");
+  if (x.dim() == 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(name) + ": expected >= 1 dim, found a scalar");
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;
   Tensor x32 = detail::as_f32_contiguous(x);
   Tensor y = Tensor::empty(x.shape(), DType::kF32, x.device());
   find_kernel<SoftmaxKernel>("softmax", x.device().type)(log, x32, rows, cols, y);
   Tensor out = detail::from_f32(y, x.dtype());
-  record_op(name, {x}, {&out}, [log, y_saved = y.detach(), rows, cols, dt = x.dtype()](const std::vector<Tensor>& g) {
-    Tensor dy = detail::as_f32_contiguous(g[0]);
-    Tensor dx = Tensor::empty(y_saved.shape(), DType::kF32, y_saved.device());
-    find_kernel<SoftmaxBackwardKernel>("softmax_backward", y_saved.device().type)(log, y_saved, dy, rows, cols, dx);
-    return std::vector<Tensor>{detail::from_f32(dx, dt)};
-  });
+  record_op(name, {x}, {&out},
+            [log, y_saved = y.detach(), rows, cols, dt = x.dtype()](const std::vector<Tensor>& g) {
+              Tensor dy = detail::as_f32_contiguous(g[0]);
+              Tensor dx = Tensor::empty(y_saved.shape(), DType::kF32, y_saved.device());
+              find_kernel<SoftmaxBackwardKernel>("softmax_backward", y_saved.device().type)(
+                  log, y_saved, dy, rows, cols, dx);
+              return std::vector<Tensor>{detail::from_f32(dx, dt)};
+            });
   return out;
 }
 

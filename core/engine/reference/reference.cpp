@@ -45,7 +45,8 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da != db && da != 1 && db != 1) throw std::invalid_argument("reference: shapes do not broadcast");
+    if (da != db && da != 1 && db != 1)
+      throw std::invalid_argument("reference: shapes do not broadcast");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -59,13 +60,15 @@ int64_t numel(const Shape& shape) {
   return n;
 }
 
-Array broadcast_binary(const Array& a, const Array& b, const std::function<double(double, double)>& f) {
+Array broadcast_binary(const Array& a, const Array& b,
+                       const std::function<double(double, double)>& f) {
   Array out{broadcast_shape(a.shape, b.shape), {}};
   out.values.resize(static_cast<size_t>(numel(out.shape)));
   for (int64_t i = 0; i < numel(out.shape); ++i) {
     Shape idx = unravel(i, out.shape);
-    out.values[static_cast<size_t>(i)] = f(a.values[static_cast<size_t>(broadcast_index(idx, a.shape))],
-                                           b.values[static_cast<size_t>(broadcast_index(idx, b.shape))]);
+    out.values[static_cast<size_t>(i)] =
+        f(a.values[static_cast<size_t>(broadcast_index(idx, a.shape))],
+          b.values[static_cast<size_t>(broadcast_index(idx, b.shape))]);
   }
   return out;
 }
@@ -83,14 +86,17 @@ Array reduce(const Array& x, std::vector<int64_t> dims, bool keepdim, const char
   Shape keep_shape;
   for (size_t i = 0; i < x.shape.size(); ++i) keep_shape.push_back(reduced[i] ? 1 : x.shape[i]);
   const std::string kind = op;
-  Values acc(static_cast<size_t>(numel(keep_shape)), kind == "max" ? -std::numeric_limits<double>::infinity() : 0.0);
+  Values acc(static_cast<size_t>(numel(keep_shape)),
+             kind == "max" ? -std::numeric_limits<double>::infinity() : 0.0);
   Values count(acc.size(), 0.0);
   for (int64_t i = 0; i < numel(x.shape); ++i) {
     Shape idx = unravel(i, x.shape);
     auto o = static_cast<size_t>(broadcast_index(idx, keep_shape));
     double v = x.values[static_cast<size_t>(i)];
-    if (kind == "max") acc[o] = std::max(acc[o], v);
-    else acc[o] += v;
+    if (kind == "max")
+      acc[o] = std::max(acc[o], v);
+    else
+      acc[o] += v;
     count[o] += 1.0;
   }
   if (kind == "mean")
@@ -112,7 +118,8 @@ Array matmul(const Array& a, const Array& b, bool ta, bool tb) {
   out_shape.push_back(m);
   out_shape.push_back(n);
   Array out{out_shape, Values(static_cast<size_t>(numel(out_shape)), 0.0)};
-  const int64_t a_mat = a.shape[ra - 2] * a.shape[ra - 1], b_mat = b.shape[rb - 2] * b.shape[rb - 1];
+  const int64_t a_mat = a.shape[ra - 2] * a.shape[ra - 1],
+                b_mat = b.shape[rb - 2] * b.shape[rb - 1];
   for (int64_t bi = 0; bi < numel(batch); ++bi) {
     Shape idx = unravel(bi, batch);
     int64_t oa = broadcast_index(idx, batch_a) * a_mat, ob = broadcast_index(idx, batch_b) * b_mat;
@@ -172,11 +179,13 @@ Array rms_norm_last(const Array& x, const Values& gain, double eps) {
   int64_t c = x.shape.back();
   for (int64_t r = 0; r < numel(x.shape) / c; ++r) {
     double ms = 0.0;
-    for (int64_t j = 0; j < c; ++j) ms += x.values[static_cast<size_t>(r * c + j)] * x.values[static_cast<size_t>(r * c + j)];
+    for (int64_t j = 0; j < c; ++j)
+      ms += x.values[static_cast<size_t>(r * c + j)] * x.values[static_cast<size_t>(r * c + j)];
     ms /= static_cast<double>(c);
     for (int64_t j = 0; j < c; ++j)
-      out.values[static_cast<size_t>(r * c + j)] =
-          x.values[static_cast<size_t>(r * c + j)] / std::sqrt(ms + eps) * gain[static_cast<size_t>(j)];
+      out.values[static_cast<size_t>(r * c + j)] = x.values[static_cast<size_t>(r * c + j)] /
+                                                   std::sqrt(ms + eps) *
+                                                   gain[static_cast<size_t>(j)];
   }
   return out;
 }
@@ -189,7 +198,8 @@ Array permute(const Array& x, const Shape& dims) {
   for (int64_t i = 0; i < numel(out_shape); ++i) {
     Shape idx = unravel(i, out_shape);
     int64_t src = 0;
-    for (size_t j = 0; j < dims.size(); ++j) src += idx[j] * in_strides[static_cast<size_t>(dims[j])];
+    for (size_t j = 0; j < dims.size(); ++j)
+      src += idx[j] * in_strides[static_cast<size_t>(dims[j])];
     out.values[static_cast<size_t>(i)] = x.values[static_cast<size_t>(src)];
   }
   return out;
@@ -230,8 +240,10 @@ Array attention(const Array& q, const Array& k, const Array& v, bool causal, dou
         bool visible = !causal || j <= i + (Tk - Tq);
         double dot = 0.0;
         for (int64_t d = 0; d < D; ++d)
-          dot += q.values[static_cast<size_t>((bh * Tq + i) * D + d)] * k.values[static_cast<size_t>((bh * Tk + j) * D + d)];
-        s[static_cast<size_t>(j)] = visible ? dot * scale : -std::numeric_limits<double>::infinity();
+          dot += q.values[static_cast<size_t>((bh * Tq + i) * D + d)] *
+                 k.values[static_cast<size_t>((bh * Tk + j) * D + d)];
+        s[static_cast<size_t>(j)] =
+            visible ? dot * scale : -std::numeric_limits<double>::infinity();
         mx = std::max(mx, s[static_cast<size_t>(j)]);
       }
       if (mx == -std::numeric_limits<double>::infinity()) continue;  // no visible key: zeros
@@ -240,7 +252,8 @@ Array attention(const Array& q, const Array& k, const Array& v, bool causal, dou
       for (int64_t j = 0; j < Tk; ++j) {
         double p = std::exp(s[static_cast<size_t>(j)] - mx) / total;
         for (int64_t d = 0; d < D; ++d)
-          out.values[static_cast<size_t>((bh * Tq + i) * D + d)] += p * v.values[static_cast<size_t>((bh * Tk + j) * D + d)];
+          out.values[static_cast<size_t>((bh * Tq + i) * D + d)] +=
+              p * v.values[static_cast<size_t>((bh * Tk + j) * D + d)];
       }
     }
   return out;

@@ -20,7 +20,8 @@ struct Array {
 
 int64_t numel(const Shape& shape);
 // Element-wise binary op with numpy broadcasting.
-Array broadcast_binary(const Array& a, const Array& b, const std::function<double(double, double)>& f);
+Array broadcast_binary(const Array& a, const Array& b,
+                       const std::function<double(double, double)>& f);
 Array unary(const Array& x, const std::function<double(double)>& f);
 // Reduce over the listed dims (all when empty) with keepdim; op is "sum", "mean" or "max".
 Array reduce(const Array& x, std::vector<int64_t> dims, bool keepdim, const char* op);

@@ -35,8 +35,9 @@ extern "C" {
 
 #define PB_OPS_TABLE_VERSION 2 /* 2: rotary_embedding */
 
-typedef struct pb_tensor pb_tensor;         /* refcounted tensor handle */
-typedef struct pb_generator pb_generator;   /* seeded Philox random generator (owned by its creator) */
+typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
+typedef struct pb_generator
+    pb_generator; /* seeded Philox random generator (owned by its creator) */
 typedef struct pb_custom_op pb_custom_op;   /* registered custom op (refcounted) */
 typedef struct pb_custom_ctx pb_custom_ctx; /* per-call context of a custom op (borrowed) */
 
@@ -60,14 +61,19 @@ typedef enum pb_unary_op {
   PB_UNARY_TANH = 6,
   PB_UNARY_SIGMOID = 7,
   PB_UNARY_RELU = 8,
-  PB_UNARY_GELU_TANH = 9, /* 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
-  PB_UNARY_GELU_ERF = 10, /* 0.5x(1+erf(x/sqrt 2)) */
-  PB_UNARY_SILU = 11,     /* x*sigmoid(x) */
-  PB_UNARY_SOFTMAX = 12,     /* over the last dim */
-  PB_UNARY_LOG_SOFTMAX = 13  /* over the last dim */
+  PB_UNARY_GELU_TANH = 9,   /* 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
+  PB_UNARY_GELU_ERF = 10,   /* 0.5x(1+erf(x/sqrt 2)) */
+  PB_UNARY_SILU = 11,       /* x*sigmoid(x) */
+  PB_UNARY_SOFTMAX = 12,    /* over the last dim */
+  PB_UNARY_LOG_SOFTMAX = 13 /* over the last dim */
 } pb_unary_op;
 
-typedef enum pb_binary_op { PB_BINARY_ADD = 0, PB_BINARY_SUB = 1, PB_BINARY_MUL = 2, PB_BINARY_DIV = 3 } pb_binary_op;
+typedef enum pb_binary_op {
+  PB_BINARY_ADD = 0,
+  PB_BINARY_SUB = 1,
+  PB_BINARY_MUL = 2,
+  PB_BINARY_DIV = 3
+} pb_binary_op;
 
 typedef enum pb_scalar_op {
   PB_SCALAR_ADD = 0, /* x + s */
@@ -77,26 +83,30 @@ typedef enum pb_scalar_op {
 
 typedef enum pb_reduce_op { PB_REDUCE_SUM = 0, PB_REDUCE_MEAN = 1, PB_REDUCE_MAX = 2 } pb_reduce_op;
 
-typedef enum pb_loss_reduction { PB_LOSS_MEAN = 0, PB_LOSS_SUM = 1, PB_LOSS_NONE = 2 } pb_loss_reduction;
+typedef enum pb_loss_reduction {
+  PB_LOSS_MEAN = 0,
+  PB_LOSS_SUM = 1,
+  PB_LOSS_NONE = 2
+} pb_loss_reduction;
 
 /* A custom op: a forward and a backward written by the plugin (e.g. a fused kernel). The
  * engine calls forward with grad recording off; when an input requires grad it records a
  * node whose backward calls `backward`. */
 typedef struct pb_custom_op_desc {
   size_t struct_size;
-  const char* name;    /* borrowed; copied at creation. For messages and graph dumps. */
-  size_t num_outputs;  /* >= 1 */
-  void* user_data;     /* passed to every callback; released by `destroy` */
+  const char* name;   /* borrowed; copied at creation. For messages and graph dumps. */
+  size_t num_outputs; /* >= 1 */
+  void* user_data;    /* passed to every callback; released by `destroy` */
   /* inputs: borrowed, num_inputs (entries may be NULL when the caller passed NULL).
    * outputs: write num_outputs NEW references (the engine takes them). May call
    * ctx_save_for_backward. Return NULL or a status made with status_create. */
-  pb_status* (*forward)(void* user_data, pb_custom_ctx* ctx, pb_tensor* const* inputs, size_t num_inputs,
-                        pb_tensor** outputs /* out */, size_t num_outputs);
+  pb_status* (*forward)(void* user_data, pb_custom_ctx* ctx, pb_tensor* const* inputs,
+                        size_t num_inputs, pb_tensor** outputs /* out */, size_t num_outputs);
   /* grad_outputs: borrowed, num_outputs, never NULL (zeros for unused outputs).
    * grad_inputs: pre-set to NULL; write a NEW reference with the input's shape for each
    * input that needs a gradient (ctx_needs_input_grad), or leave NULL. */
-  pb_status* (*backward)(void* user_data, pb_custom_ctx* ctx, pb_tensor* const* grad_outputs, size_t num_outputs,
-                         pb_tensor** grad_inputs /* out */, size_t num_inputs);
+  pb_status* (*backward)(void* user_data, pb_custom_ctx* ctx, pb_tensor* const* grad_outputs,
+                         size_t num_outputs, pb_tensor** grad_inputs /* out */, size_t num_inputs);
   /* Called once when the last reference to the op goes away; may be NULL. */
   void (*destroy)(void* user_data);
 } pb_custom_op_desc;
@@ -137,16 +147,18 @@ typedef struct pb_ops_table {
   /* ---- creation ---- */
   pb_status* (*empty)(const int64_t* shape, size_t ndim, pb_dtype dtype, pb_device_type device_type,
                       int32_t device_index, pb_tensor** out);
-  pb_status* (*full)(const int64_t* shape, size_t ndim, double value, pb_dtype dtype, pb_device_type device_type,
-                     int32_t device_index, pb_tensor** out);
+  pb_status* (*full)(const int64_t* shape, size_t ndim, double value, pb_dtype dtype,
+                     pb_device_type device_type, int32_t device_index, pb_tensor** out);
   /* CPU tensor with a copy of `data` (numel elements of dtype, row-major). */
-  pb_status* (*from_data)(const void* data, const int64_t* shape, size_t ndim, pb_dtype dtype, pb_tensor** out);
+  pb_status* (*from_data)(const void* data, const int64_t* shape, size_t ndim, pb_dtype dtype,
+                          pb_tensor** out);
   pb_status* (*arange)(double start, double end, double step, pb_dtype dtype, pb_tensor** out);
   pb_status* (*generator_create)(uint64_t seed, pb_generator** out);
   void (*generator_free)(pb_generator* gen); /* NULL allowed */
-  pb_status* (*randn)(pb_generator* gen, const int64_t* shape, size_t ndim, pb_dtype dtype, pb_tensor** out);
-  pb_status* (*uniform)(pb_generator* gen, const int64_t* shape, size_t ndim, double low, double high,
-                        pb_dtype dtype, pb_tensor** out);
+  pb_status* (*randn)(pb_generator* gen, const int64_t* shape, size_t ndim, pb_dtype dtype,
+                      pb_tensor** out);
+  pb_status* (*uniform)(pb_generator* gen, const int64_t* shape, size_t ndim, double low,
+                        double high, pb_dtype dtype, pb_tensor** out);
 
   /* ---- autograd ---- */
   pb_status* (*set_requires_grad)(pb_tensor* t, int requires_grad); /* leaves only */
@@ -167,22 +179,26 @@ typedef struct pb_ops_table {
 
   /* ---- linear algebra, normalisation ---- */
   /* a [..., M, K] (stored [..., K, M] when transpose_a), b [..., K, N] (or [..., N, K]). */
-  pb_status* (*matmul)(const pb_tensor* a, const pb_tensor* b, int transpose_a, int transpose_b, pb_tensor** out);
+  pb_status* (*matmul)(const pb_tensor* a, const pb_tensor* b, int transpose_a, int transpose_b,
+                       pb_tensor** out);
   /* gain [C]; bias nullable. Over the last dim. */
-  pb_status* (*layer_norm)(const pb_tensor* x, const pb_tensor* gain, const pb_tensor* bias, double eps,
-                           pb_tensor** out);
+  pb_status* (*layer_norm)(const pb_tensor* x, const pb_tensor* gain, const pb_tensor* bias,
+                           double eps, pb_tensor** out);
   pb_status* (*rms_norm)(const pb_tensor* x, const pb_tensor* gain, double eps, pb_tensor** out);
 
   /* ---- reductions: dims may be NULL with num_dims 0 (= all dims) ---- */
-  pb_status* (*reduce)(pb_reduce_op op, const pb_tensor* x, const int64_t* dims, size_t num_dims, int keepdim,
-                       pb_tensor** out);
+  pb_status* (*reduce)(pb_reduce_op op, const pb_tensor* x, const int64_t* dims, size_t num_dims,
+                       int keepdim, pb_tensor** out);
 
   /* ---- shape ops ---- */
-  pb_status* (*reshape)(const pb_tensor* x, const int64_t* shape, size_t ndim, pb_tensor** out); /* -1 infers */
-  pb_status* (*view)(const pb_tensor* x, const int64_t* shape, size_t ndim, pb_tensor** out);    /* no copy */
+  pb_status* (*reshape)(const pb_tensor* x, const int64_t* shape, size_t ndim,
+                        pb_tensor** out); /* -1 infers */
+  pb_status* (*view)(const pb_tensor* x, const int64_t* shape, size_t ndim,
+                     pb_tensor** out); /* no copy */
   pb_status* (*permute)(const pb_tensor* x, const int64_t* dims, size_t ndim, pb_tensor** out);
   pb_status* (*transpose)(const pb_tensor* x, int64_t dim0, int64_t dim1, pb_tensor** out);
-  pb_status* (*slice)(const pb_tensor* x, int64_t dim, int64_t start, int64_t end, int64_t step, pb_tensor** out);
+  pb_status* (*slice)(const pb_tensor* x, int64_t dim, int64_t start, int64_t end, int64_t step,
+                      pb_tensor** out);
   pb_status* (*expand)(const pb_tensor* x, const int64_t* shape, size_t ndim, pb_tensor** out);
   pb_status* (*contiguous)(const pb_tensor* x, pb_tensor** out);
   pb_status* (*concat)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
@@ -190,26 +206,29 @@ typedef struct pb_ops_table {
   pb_status* (*to_dtype)(const pb_tensor* x, pb_dtype dtype, pb_tensor** out);
 
   /* ---- masking, regularisation, attention ---- */
-  pb_status* (*masked_fill)(const pb_tensor* x, const pb_tensor* mask, double value, pb_tensor** out);
-  pb_status* (*dropout)(const pb_tensor* x, double p, pb_generator* gen, int training, pb_tensor** out);
+  pb_status* (*masked_fill)(const pb_tensor* x, const pb_tensor* mask, double value,
+                            pb_tensor** out);
+  pb_status* (*dropout)(const pb_tensor* x, double p, pb_generator* gen, int training,
+                        pb_tensor** out);
   /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D]; scale <= 0 means 1/sqrt(D); causal is bottom-right aligned. */
-  pb_status* (*attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v, int causal, double scale,
-                          pb_tensor** out);
+  pb_status* (*attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v, int causal,
+                          double scale, pb_tensor** out);
 
   /* ---- indexing ---- */
   pb_status* (*embedding)(const pb_tensor* weights, const pb_tensor* ids, pb_tensor** out);
   /* logits [N, V] (or [..., V]), targets integer [N] (or [...]). */
-  pb_status* (*cross_entropy)(const pb_tensor* logits, const pb_tensor* targets, int64_t ignore_index,
-                              double label_smoothing, pb_loss_reduction reduction, pb_tensor** out);
+  pb_status* (*cross_entropy)(const pb_tensor* logits, const pb_tensor* targets,
+                              int64_t ignore_index, double label_smoothing,
+                              pb_loss_reduction reduction, pb_tensor** out);
   pb_status* (*cumsum)(const pb_tensor* x, int64_t dim, int reverse, pb_tensor** out);
   pb_status* (*gather)(const pb_tensor* x, int64_t dim, const pb_tensor* index, pb_tensor** out);
-  pb_status* (*scatter_add)(const pb_tensor* x, int64_t dim, const pb_tensor* index, const pb_tensor* src,
-                            pb_tensor** out);
+  pb_status* (*scatter_add)(const pb_tensor* x, int64_t dim, const pb_tensor* index,
+                            const pb_tensor* src, pb_tensor** out);
   pb_status* (*sort)(const pb_tensor* x, int64_t dim, int descending, pb_tensor** values /* out */,
                      pb_tensor** indices /* out */);
   pb_status* (*argsort)(const pb_tensor* x, int64_t dim, int descending, pb_tensor** out);
-  pb_status* (*topk)(const pb_tensor* x, int64_t k, int64_t dim, int largest, pb_tensor** values /* out */,
-                     pb_tensor** indices /* out */);
+  pb_status* (*topk)(const pb_tensor* x, int64_t k, int64_t dim, int largest,
+                     pb_tensor** values /* out */, pb_tensor** indices /* out */);
 
   /* ---- custom ops ---- */
   /* desc is borrowed (copied). *out holds one reference; release with custom_op_release. */
@@ -226,15 +245,16 @@ typedef struct pb_ops_table {
   int (*ctx_needs_input_grad)(const pb_custom_ctx* ctx, size_t input_index);
 
   /* ---- memory ---- */
-  pb_status* (*memory_stats)(pb_device_type device_type, int32_t device_index, size_t* current_bytes /* out */,
-                             size_t* peak_bytes /* out */);
+  pb_status* (*memory_stats)(pb_device_type device_type, int32_t device_index,
+                             size_t* current_bytes /* out */, size_t* peak_bytes /* out */);
 
   /* ---- version 2 ---- */
   /* Rotary position embedding, GPT-NeoX / LLaMA "rotate half" convention: x [..., T, D], D
    * even, halves x1 = x[..., :D/2], x2 = x[..., D/2:]; with p = position_offset + t and
    * a = p * theta^(-2i/D): out[i] = x1[i] cos a - x2[i] sin a, out[i + D/2] = x2[i] cos a +
    * x1[i] sin a. position_offset >= 0 (positions already in a KV cache); theta > 0. */
-  pb_status* (*rotary_embedding)(const pb_tensor* x, int64_t position_offset, double theta, pb_tensor** out);
+  pb_status* (*rotary_embedding)(const pb_tensor* x, int64_t position_offset, double theta,
+                                 pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus

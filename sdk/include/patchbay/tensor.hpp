@@ -81,12 +81,15 @@ class Tensor {
   std::vector<float> to_vector() const {
     Tensor f = to(PB_DTYPE_F32);
     std::vector<float> v(static_cast<size_t>(f.numel()));
-    check_ops_status(ops_, ops_->copy_to_host(f.h_, v.data(), v.size() * sizeof(float)), "to_vector");
+    check_ops_status(ops_, ops_->copy_to_host(f.h_, v.data(), v.size() * sizeof(float)),
+                     "to_vector");
     return v;
   }
   double item() const {
     std::vector<float> v = to_vector();
-    if (v.size() != 1) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "item: tensor has " + std::to_string(v.size()) + " elements");
+    if (v.size() != 1)
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                        "item: tensor has " + std::to_string(v.size()) + " elements");
     return v[0];
   }
   // Element 0 of the view (index with strides()).
@@ -110,11 +113,17 @@ class Tensor {
   }
   void zero_grad() { ops_->zero_grad(h_); }
   void backward() const { check_ops_status(ops_, ops_->backward(h_, nullptr), "backward"); }
-  void backward(const Tensor& seed) const { check_ops_status(ops_, ops_->backward(h_, seed.h_), "backward"); }
-  Tensor detach() const { return make("detach", [&](pb_tensor** o) { return ops_->detach(h_, o); }); }
+  void backward(const Tensor& seed) const {
+    check_ops_status(ops_, ops_->backward(h_, seed.h_), "backward");
+  }
+  Tensor detach() const {
+    return make("detach", [&](pb_tensor** o) { return ops_->detach(h_, o); });
+  }
 
   // ---- element-wise ----
-  Tensor unary(pb_unary_op op) const { return make("unary", [&](pb_tensor** o) { return ops_->unary(op, h_, o); }); }
+  Tensor unary(pb_unary_op op) const {
+    return make("unary", [&](pb_tensor** o) { return ops_->unary(op, h_, o); });
+  }
   Tensor binary(pb_binary_op op, const Tensor& b) const {
     return make("binary", [&](pb_tensor** o) { return ops_->binary(op, h_, b.h_, o); });
   }
@@ -139,10 +148,12 @@ class Tensor {
 
   // ---- linear algebra, normalisation ----
   Tensor matmul(const Tensor& b, bool transpose_a = false, bool transpose_b = false) const {
-    return make("matmul", [&](pb_tensor** o) { return ops_->matmul(h_, b.h_, transpose_a, transpose_b, o); });
+    return make("matmul",
+                [&](pb_tensor** o) { return ops_->matmul(h_, b.h_, transpose_a, transpose_b, o); });
   }
   Tensor layer_norm(const Tensor& gain, const Tensor& bias, double eps = 1e-5) const {
-    return make("layer_norm", [&](pb_tensor** o) { return ops_->layer_norm(h_, gain.h_, bias.h_, eps, o); });
+    return make("layer_norm",
+                [&](pb_tensor** o) { return ops_->layer_norm(h_, gain.h_, bias.h_, eps, o); });
   }
   Tensor rms_norm(const Tensor& gain, double eps = 1e-6) const {
     return make("rms_norm", [&](pb_tensor** o) { return ops_->rms_norm(h_, gain.h_, eps, o); });
@@ -150,11 +161,19 @@ class Tensor {
 
   // ---- reductions ----
   Tensor reduce(pb_reduce_op op, const std::vector<int64_t>& dims, bool keepdim) const {
-    return make("reduce", [&](pb_tensor** o) { return ops_->reduce(op, h_, dims.data(), dims.size(), keepdim, o); });
+    return make("reduce", [&](pb_tensor** o) {
+      return ops_->reduce(op, h_, dims.data(), dims.size(), keepdim, o);
+    });
   }
-  Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const { return reduce(PB_REDUCE_SUM, dims, keepdim); }
-  Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const { return reduce(PB_REDUCE_MEAN, dims, keepdim); }
-  Tensor max(const std::vector<int64_t>& dims = {}, bool keepdim = false) const { return reduce(PB_REDUCE_MAX, dims, keepdim); }
+  Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const {
+    return reduce(PB_REDUCE_SUM, dims, keepdim);
+  }
+  Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const {
+    return reduce(PB_REDUCE_MEAN, dims, keepdim);
+  }
+  Tensor max(const std::vector<int64_t>& dims = {}, bool keepdim = false) const {
+    return reduce(PB_REDUCE_MAX, dims, keepdim);
+  }
 
   // ---- shape ----
   Tensor reshape(const std::vector<int64_t>& s) const {
@@ -175,17 +194,23 @@ class Tensor {
   Tensor expand(const std::vector<int64_t>& s) const {
     return make("expand", [&](pb_tensor** o) { return ops_->expand(h_, s.data(), s.size(), o); });
   }
-  Tensor contiguous() const { return make("contiguous", [&](pb_tensor** o) { return ops_->contiguous(h_, o); }); }
-  Tensor to(pb_dtype dt) const { return make("to", [&](pb_tensor** o) { return ops_->to_dtype(h_, dt, o); }); }
+  Tensor contiguous() const {
+    return make("contiguous", [&](pb_tensor** o) { return ops_->contiguous(h_, o); });
+  }
+  Tensor to(pb_dtype dt) const {
+    return make("to", [&](pb_tensor** o) { return ops_->to_dtype(h_, dt, o); });
+  }
   Tensor masked_fill(const Tensor& mask, double value) const {
-    return make("masked_fill", [&](pb_tensor** o) { return ops_->masked_fill(h_, mask.h_, value, o); });
+    return make("masked_fill",
+                [&](pb_tensor** o) { return ops_->masked_fill(h_, mask.h_, value, o); });
   }
   inline Tensor dropout(double p, Generator& gen, bool training = true) const;
 
  private:
   template <class Call>
   Tensor make(const char* what, Call&& call) const {
-    if (!h_) throw PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(what) + ": tensor is undefined");
+    if (!h_)
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(what) + ": tensor is undefined");
     pb_tensor* out = nullptr;
     check_ops_status(ops_, call(&out), what);
     return Tensor(ops_, out);
@@ -223,59 +248,84 @@ class Generator {
 };
 
 inline Tensor Tensor::dropout(double p, Generator& gen, bool training) const {
-  return make("dropout", [&](pb_tensor** o) { return ops_->dropout(h_, p, gen.handle(), training, o); });
+  return make("dropout",
+              [&](pb_tensor** o) { return ops_->dropout(h_, p, gen.handle(), training, o); });
 }
 
 // Free-function creators and multi-tensor ops, bound to one table.
 class Ops {
  public:
   explicit Ops(const pb_ops_table* ops) : ops_(ops) {
-    if (!ops_) throw PluginError(PB_STATUS_UNSUPPORTED, "this host was built without the tensor engine (ops is NULL)");
+    if (!ops_)
+      throw PluginError(PB_STATUS_UNSUPPORTED,
+                        "this host was built without the tensor engine (ops is NULL)");
   }
   const pb_ops_table* table() const { return ops_; }
 
   Tensor empty(const std::vector<int64_t>& s, pb_dtype dt = PB_DTYPE_F32) const {
-    return make("empty", [&](pb_tensor** o) { return ops_->empty(s.data(), s.size(), dt, PB_DEVICE_CPU, 0, o); });
+    return make("empty", [&](pb_tensor** o) {
+      return ops_->empty(s.data(), s.size(), dt, PB_DEVICE_CPU, 0, o);
+    });
   }
   Tensor full(const std::vector<int64_t>& s, double v, pb_dtype dt = PB_DTYPE_F32) const {
-    return make("full", [&](pb_tensor** o) { return ops_->full(s.data(), s.size(), v, dt, PB_DEVICE_CPU, 0, o); });
+    return make("full", [&](pb_tensor** o) {
+      return ops_->full(s.data(), s.size(), v, dt, PB_DEVICE_CPU, 0, o);
+    });
   }
-  Tensor zeros(const std::vector<int64_t>& s, pb_dtype dt = PB_DTYPE_F32) const { return full(s, 0.0, dt); }
-  Tensor ones(const std::vector<int64_t>& s, pb_dtype dt = PB_DTYPE_F32) const { return full(s, 1.0, dt); }
+  Tensor zeros(const std::vector<int64_t>& s, pb_dtype dt = PB_DTYPE_F32) const {
+    return full(s, 0.0, dt);
+  }
+  Tensor ones(const std::vector<int64_t>& s, pb_dtype dt = PB_DTYPE_F32) const {
+    return full(s, 1.0, dt);
+  }
   Tensor from_vector(const std::vector<float>& v, const std::vector<int64_t>& s) const {
-    return make("from_vector", [&](pb_tensor** o) { return ops_->from_data(v.data(), s.data(), s.size(), PB_DTYPE_F32, o); });
+    return make("from_vector", [&](pb_tensor** o) {
+      return ops_->from_data(v.data(), s.data(), s.size(), PB_DTYPE_F32, o);
+    });
   }
   Tensor from_vector(const std::vector<int64_t>& v, const std::vector<int64_t>& s) const {
-    return make("from_vector", [&](pb_tensor** o) { return ops_->from_data(v.data(), s.data(), s.size(), PB_DTYPE_I64, o); });
+    return make("from_vector", [&](pb_tensor** o) {
+      return ops_->from_data(v.data(), s.data(), s.size(), PB_DTYPE_I64, o);
+    });
   }
   Tensor arange(double start, double end, double step = 1.0, pb_dtype dt = PB_DTYPE_I64) const {
     return make("arange", [&](pb_tensor** o) { return ops_->arange(start, end, step, dt, o); });
   }
   Tensor randn(const std::vector<int64_t>& s, Generator& g, pb_dtype dt = PB_DTYPE_F32) const {
-    return make("randn", [&](pb_tensor** o) { return ops_->randn(g.handle(), s.data(), s.size(), dt, o); });
+    return make("randn",
+                [&](pb_tensor** o) { return ops_->randn(g.handle(), s.data(), s.size(), dt, o); });
   }
   Tensor uniform(const std::vector<int64_t>& s, Generator& g, double lo = 0, double hi = 1,
                  pb_dtype dt = PB_DTYPE_F32) const {
-    return make("uniform", [&](pb_tensor** o) { return ops_->uniform(g.handle(), s.data(), s.size(), lo, hi, dt, o); });
+    return make("uniform", [&](pb_tensor** o) {
+      return ops_->uniform(g.handle(), s.data(), s.size(), lo, hi, dt, o);
+    });
   }
   Tensor concat(const std::vector<Tensor>& xs, int64_t dim) const {
     std::vector<const pb_tensor*> hs = handles(xs);
-    return make("concat", [&](pb_tensor** o) { return ops_->concat(hs.data(), hs.size(), dim, o); });
+    return make("concat",
+                [&](pb_tensor** o) { return ops_->concat(hs.data(), hs.size(), dim, o); });
   }
   Tensor stack(const std::vector<Tensor>& xs, int64_t dim) const {
     std::vector<const pb_tensor*> hs = handles(xs);
     return make("stack", [&](pb_tensor** o) { return ops_->stack(hs.data(), hs.size(), dim, o); });
   }
-  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale = 0.0) const {
-    return make("attention", [&](pb_tensor** o) { return ops_->attention(q.handle(), k.handle(), v.handle(), causal, scale, o); });
+  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                   double scale = 0.0) const {
+    return make("attention", [&](pb_tensor** o) {
+      return ops_->attention(q.handle(), k.handle(), v.handle(), causal, scale, o);
+    });
   }
   Tensor embedding(const Tensor& weights, const Tensor& ids) const {
-    return make("embedding", [&](pb_tensor** o) { return ops_->embedding(weights.handle(), ids.handle(), o); });
+    return make("embedding",
+                [&](pb_tensor** o) { return ops_->embedding(weights.handle(), ids.handle(), o); });
   }
   Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100,
-                       double label_smoothing = 0.0, pb_loss_reduction reduction = PB_LOSS_MEAN) const {
+                       double label_smoothing = 0.0,
+                       pb_loss_reduction reduction = PB_LOSS_MEAN) const {
     return make("cross_entropy", [&](pb_tensor** o) {
-      return ops_->cross_entropy(logits.handle(), targets.handle(), ignore_index, label_smoothing, reduction, o);
+      return ops_->cross_entropy(logits.handle(), targets.handle(), ignore_index, label_smoothing,
+                                 reduction, o);
     });
   }
 

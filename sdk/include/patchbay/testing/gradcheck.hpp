@@ -34,11 +34,12 @@ struct GradcheckOptions {
 
 struct GradcheckResult {
   bool ok = true;
-  std::string message;    // the worst element of the first failing input, or "ok"
-  double worst_ratio = 0; // max |a - n| / (atol + rtol |n|) over all inputs (<= 1 passes)
+  std::string message;     // the worst element of the first failing input, or "ok"
+  double worst_ratio = 0;  // max |a - n| / (atol + rtol |n|) over all inputs (<= 1 passes)
 };
 
-inline GradcheckResult gradcheck(const pb_ops_table* ops, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+inline GradcheckResult gradcheck(const pb_ops_table* ops,
+                                 const std::function<Tensor(const std::vector<Tensor>&)>& f,
                                  std::vector<Tensor> inputs, const GradcheckOptions& options = {}) {
   Ops make(ops);
   GradcheckResult result;
@@ -84,8 +85,8 @@ inline GradcheckResult gradcheck(const pb_ops_table* ops, const std::function<Te
         result.worst_ratio = std::isnan(ratio) ? INFINITY : ratio;
         if (result.worst_ratio > 1 && result.ok) {
           std::ostringstream os;
-          os << "input " << k << " element " << i << ": analytic " << analytic[i] << " vs numeric " << numeric
-             << " (rtol " << options.rtol << ", atol " << options.atol << ")";
+          os << "input " << k << " element " << i << ": analytic " << analytic[i] << " vs numeric "
+             << numeric << " (rtol " << options.rtol << ", atol " << options.atol << ")";
           result.message = os.str();
         }
       }
