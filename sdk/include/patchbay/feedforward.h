@@ -7,6 +7,8 @@
  * Parameters and init follow patchbay/model_layer.h. Tensors in results are new references
  * the caller releases; statistics arrays are owned by the layer and valid until its next
  * forward() or its destruction.
+ *
+ * Thread safety: one object is used by one thread at a time.
  */
 #ifndef PATCHBAY_FEEDFORWARD_H_
 #define PATCHBAY_FEEDFORWARD_H_
@@ -46,11 +48,18 @@ typedef struct pb_feedforward_vtable {
   size_t struct_size;
   uint64_t capabilities; /* PB_FEEDFORWARD_CAP_* */
 
+  /* Allocates and initialises the parameters for `ctx` (borrowed). Called once, right after
+   * create(). A context the layer cannot serve is PB_STATUS_INVALID_ARGUMENT with a message. */
   pb_status* (*init)(void* self, const pb_layer_context* ctx);
+  /* Parameters, index in [0, parameter_count). *out_name is owned by the layer ("fc.weight",
+   * unique, [A-Za-z0-9_.]+) and *out_tensor is BORROWED; both live as long as the layer. */
   size_t (*parameter_count)(const void* self);
   pb_status* (*parameter)(const void* self, size_t index, const char** out_name /* out */,
                           pb_tensor** out_tensor /* out, borrowed */);
-  /* x [B, T, C] borrowed. `training` enables dropout, router noise and training capacity. */
+  /* x [B, T, C] borrowed; y has x's shape and dtype. `training` enables dropout, router noise
+   * and training capacity. Records autograd when gradients are enabled. The layer writes only
+   * the result fields that lie inside result->struct_size. x whose last dim is not d_model is
+   * PB_STATUS_INVALID_ARGUMENT. */
   pb_status* (*forward)(void* self, const pb_tensor* x, int32_t training,
                         pb_feedforward_result* result /* out */);
 } pb_feedforward_vtable;

@@ -5,6 +5,11 @@
  * blocking and must be called by every rank in the same order. The strategy (single, data
  * parallel, ZeRO-1, tensor parallel) is the plugin's `strategy` field; the host reads it to
  * decide where to reduce gradients and how to shard the optimizer.
+ *
+ * Tensors are borrowed handles; collectives write into the tensors they are given (never
+ * replace them). Invalid arguments (NULL tensor, unknown op, root outside [0, world), shapes or
+ * dtypes that do not match) are PB_STATUS_INVALID_ARGUMENT with a message. rank() and
+ * world_size() never fail. Thread safety: one object is used by one thread at a time.
  */
 #ifndef PATCHBAY_PARALLELISM_H_
 #define PATCHBAY_PARALLELISM_H_
