@@ -151,11 +151,11 @@ class LanguageModel {
   double flops_per_token(int64_t seq_len) const;
 
   // Incremental decoding (runs without gradients; needs every attention layer to support
-  // it — a layer with cache kind NONE is an Error(kUnsupported) naming it).
+  // it — a layer with cache kind NONE is an Error(kInvalidArgument) naming it).
   // capacity <= context_length positions per sequence.
   DecodeState start_decoding(int64_t batch, int64_t capacity);
   // tokens [B, Tn] (i32|i64), B = state.batch(), positions state.length() .. +Tn-1 (must fit
-  // in the capacity: Error(kOutOfRange) otherwise). Appends them to the state and returns
+  // in the capacity: Error(kInvalidArgument) otherwise). Appends them to the state and returns
   // their logits [B, Tn, V] f32, equal (up to rounding) to those forward() gives at the same
   // positions of the whole sequence. Prefill = one call with the whole prompt.
   engine::Tensor decode_step(DecodeState& state, const engine::Tensor& tokens);

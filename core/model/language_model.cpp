@@ -1,0 +1,211 @@
+// LanguageModel (see language_model.hpp): forward, incremental decoding, parameters,
+// counts. Building (options checks, plugin layers, initialisation) is in model_build.cpp;
+// the shared state of both files is model_impl.hpp.
+#include <cmath>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "engine/ops.hpp"
+#include "model/model_impl.hpp"
+
+namespace patchbay::model {
+
+namespace eng = engine;
+
+// ---- DecodeState ----
+
+DecodeState::DecodeState() = default;
+DecodeState::~DecodeState() = default;
+DecodeState::DecodeState(DecodeState&&) noexcept = default;
+DecodeState& DecodeState::operator=(DecodeState&&) noexcept = default;
+int64_t DecodeState::batch() const { return impl_ ? impl_->batch : 0; }
+int64_t DecodeState::capacity() const { return impl_ ? impl_->capacity : 0; }
+int64_t DecodeState::length() const { return impl_ ? impl_->length : 0; }
+
+// ---- LanguageModel::Impl ----
+
+eng::Tensor LanguageModel::Impl::norm(const Norm& n, const eng::Tensor& x) const {
+  return options.norm == NormKind::kRmsNorm ? eng::rms_norm(x, n.gain, options.norm_eps)
+                                            : eng::layer_norm(x, n.gain, n.bias, options.norm_eps);
+}
+
+eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t position_offset, bool training) {
+  const int64_t t = tokens.size(1);
+  eng::Tensor x = eng::embedding(wte, tokens);  // [B, T, C]
+  if (options.positional == PositionalKind::kLearned) {
+    x = x + eng::narrow(wpe, 0, position_offset, t);  // [T, C] broadcast over B
+  } else if (options.positional == PositionalKind::kSinusoidal) {
+    x = x + eng::narrow(sinusoid, 0, position_offset, t);
+  }
+  return eng::dropout(x, options.dropout, dropout_generator, training && options.dropout > 0);
+}
+
+eng::Tensor LanguageModel::Impl::head_logits(const eng::Tensor& x) const {
+  const int64_t b = x.size(0), t = x.size(1), c = x.size(2);
+  const eng::Tensor rows = eng::reshape(x, {b * t, c});
+  const eng::Tensor logits = eng::matmul(rows, options.tie_embeddings ? wte : head, false, true);  // [B*T, V]
+  return eng::reshape(logits, {b, t, options.vocab_size});
+}
+
+eng::Tensor LanguageModel::Impl::residual_dropout(const eng::Tensor& branch, bool training) {
+  return eng::dropout(branch, options.dropout, dropout_generator, training && options.dropout > 0);
+}
+
+// One block on x [B, T, C]. `state` is null for a whole-sequence forward, else the layer's
+// decoding state (positions continue after what it holds).
+eng::Tensor LanguageModel::Impl::block_forward(size_t index, const eng::Tensor& x, bool training,
+                                                runtime::AttentionHandle::State* state, ForwardResult* result) {
+  Block& block = blocks[index];
+  auto attend = [&](const eng::Tensor& h) {
+    return state != nullptr ? block.attn->forward_step(*state, h) : block.attn->forward(h, training);
+  };
+  auto feed_forward = [&](const eng::Tensor& h) {
+    runtime::FeedForwardHandle::Output out = block.ffn->forward(h, training);
+    if (result != nullptr) {
+      if (out.aux_loss.defined()) {
+        const eng::Tensor aux = eng::reshape(out.aux_loss.to(eng::DType::kF32), {});
+        result->aux_loss = result->aux_loss.defined() ? result->aux_loss + aux : aux;
+      }
+      for (runtime::FeedForwardHandle::Stat& s : out.stats) {
+        result->stats.emplace_back("blocks." + std::to_string(index) + ".ffn." + s.name, std::move(s.values));
+      }
+    }
+    return out.y;
+  };
+  if (options.pre_norm) {
+    eng::Tensor h = x + residual_dropout(attend(norm(block.norm1, x)), training);
+    return h + residual_dropout(feed_forward(norm(block.norm2, h)), training);
+  }
+  eng::Tensor h = norm(block.norm1, x + residual_dropout(attend(x), training));
+  return norm(block.norm2, h + residual_dropout(feed_forward(h), training));
+}
+
+void LanguageModel::Impl::check_tokens(const eng::Tensor& tokens, const char* what) const {
+  if (!tokens.defined() || tokens.dim() != 2 ||
+      (tokens.dtype() != eng::DType::kI32 && tokens.dtype() != eng::DType::kI64)) {
+    throw Error(ErrorKind::kInvalidArgument, std::string(what) + ": expected tokens [B, T] of i32 or i64, found " +
+                                                 (tokens.defined() ? tokens.str() : std::string("an undefined tensor")));
+  }
+  if (tokens.size(0) < 1 || tokens.size(1) < 1) {
+    throw Error(ErrorKind::kInvalidArgument, std::string(what) + ": tokens " + tokens.str() + " are empty");
+  }
+}
+
+// ---- LanguageModel ----
+
+LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LanguageModel::~LanguageModel() = default;
+
+const ModelOptions& LanguageModel::options() const { return impl_->options; }
+
+ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
+  Impl& m = *impl_;
+  m.check_tokens(tokens, "LanguageModel::forward");
+  if (tokens.size(1) > m.options.context_length) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "LanguageModel::forward: " + std::to_string(tokens.size(1)) + " positions exceed the context length " +
+                    std::to_string(m.options.context_length) + " (model.context_length)");
+  }
+  ForwardResult result;
+  eng::Tensor x = m.embed(tokens, 0, training);
+  for (size_t i = 0; i < m.blocks.size(); ++i) x = m.block_forward(i, x, training, nullptr, &result);
+  result.logits = m.head_logits(m.norm(m.norm_f, x));
+  return result;
+}
+
+std::vector<NamedParameter> LanguageModel::parameters() const { return impl_->parameters; }
+
+int64_t LanguageModel::parameter_count(bool exclude_embeddings) const {
+  int64_t total = 0;
+  for (const NamedParameter& p : impl_->parameters) total += p.tensor.numel();
+  if (exclude_embeddings) {
+    total -= impl_->wte.numel();
+    if (impl_->wpe.defined()) total -= impl_->wpe.numel();
+  }
+  return total;
+}
+
+double LanguageModel::flops_per_token(int64_t seq_len) const {
+  const ModelOptions& o = impl_->options;
+  // Matmul parameters: all but the embedding tables, plus the head (V x C, tied or not).
+  double n = static_cast<double>(parameter_count(true));
+  if (o.tie_embeddings) n += static_cast<double>(o.vocab_size) * static_cast<double>(o.d_model);
+  return 6.0 * n + 12.0 * static_cast<double>(o.n_layers) * static_cast<double>(seq_len) *
+                       static_cast<double>(o.d_model);
+}
+
+DecodeState LanguageModel::start_decoding(int64_t batch, int64_t capacity) {
+  Impl& m = *impl_;
+  if (batch < 1 || capacity < 1 || capacity > m.options.context_length) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "start_decoding: need batch >= 1 and 1 <= capacity <= context_length (" +
+                    std::to_string(m.options.context_length) + "), found batch " + std::to_string(batch) +
+                    ", capacity " + std::to_string(capacity));
+  }
+  DecodeState state;
+  state.impl_ = std::make_unique<DecodeState::Impl>();
+  state.impl_->owner = impl_.get();
+  state.impl_->batch = batch;
+  state.impl_->capacity = capacity;
+  for (size_t i = 0; i < m.blocks.size(); ++i) {
+    try {
+      state.impl_->layers.push_back(m.blocks[i].attn->state_create(batch, capacity));
+    } catch (const Error& e) {
+      throw Error(e.kind(), "block " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return state;
+}
+
+eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& tokens) {
+  Impl& m = *impl_;
+  m.check_tokens(tokens, "LanguageModel::decode_step");
+  if (!state.impl_ || state.impl_->owner != impl_.get()) {
+    throw Error(ErrorKind::kInvalidArgument, "decode_step: the state was not made by this model's start_decoding");
+  }
+  DecodeState::Impl& s = *state.impl_;
+  if (s.broken) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "decode_step: an earlier step failed part-way, so the layers' caches disagree; start a new state");
+  }
+  if (tokens.size(0) != s.batch) {
+    throw Error(ErrorKind::kInvalidArgument, "decode_step: tokens " + tokens.str() + " for a state of batch " +
+                                                 std::to_string(s.batch));
+  }
+  if (s.length + tokens.size(1) > s.capacity) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "decode_step: " + std::to_string(tokens.size(1)) + " more positions after " + std::to_string(s.length) +
+                    " exceed the state's capacity " + std::to_string(s.capacity));
+  }
+  eng::NoGradGuard no_grad;
+  s.broken = true;  // until every layer has taken the step
+  eng::Tensor x = m.embed(tokens, s.length, false);
+  for (size_t i = 0; i < m.blocks.size(); ++i) x = m.block_forward(i, x, false, &s.layers[i], nullptr);
+  eng::Tensor logits = m.head_logits(m.norm(m.norm_f, x));
+  s.length += tokens.size(1);
+  s.broken = false;
+  return logits;
+}
+
+std::string LanguageModel::describe() const {
+  const Impl& m = *impl_;
+  const ModelOptions& o = m.options;
+  std::ostringstream out;
+  out << "GPT: vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers << " blocks, "
+      << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
+  out << "  " << norm_kind_name(o.norm) << " (" << (o.pre_norm ? "pre" : "post") << "-norm), positions "
+      << positional_kind_name(o.positional) << ", head " << (o.tie_embeddings ? "tied to wte" : "untied")
+      << ", dropout " << o.dropout << "\n";
+  auto join = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  out << "  attention: " << join(o.attention_kinds) << (o.attention_kinds.size() > 1 ? " (cycled)" : "")
+      << "; feed-forward: " << join(o.feedforward_kinds) << (o.feedforward_kinds.size() > 1 ? " (cycled)" : "")
+      << "\n";
+  out << "  parameters: " << parameter_count() << " (" << parameter_count(true) << " without embeddings)";
+  return out.str();
+}
+
+}  // namespace patchbay::model

@@ -1,0 +1,57 @@
+// The insides of LanguageModel and DecodeState, shared by language_model.cpp (forward,
+// decoding, counts) and model_build.cpp (construction). Private to core/model.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/generator.hpp"
+#include "engine/tensor.hpp"
+#include "model/language_model.hpp"
+#include "runtime/attention_handle.hpp"
+#include "runtime/feedforward_handle.hpp"
+
+namespace patchbay::model {
+
+struct Norm {
+  engine::Tensor gain;  // [C], starts at 1
+  engine::Tensor bias;  // [C], starts at 0; undefined for RMSNorm
+};
+
+struct Block {
+  Norm norm1, norm2;
+  std::unique_ptr<runtime::AttentionHandle> attn;
+  std::unique_ptr<runtime::FeedForwardHandle> ffn;
+};
+
+struct LanguageModel::Impl {
+  ModelOptions options;
+  engine::Tensor wte;       // [V, C]
+  engine::Tensor wpe;       // [T_max, C], learned positions only
+  engine::Tensor sinusoid;  // [T_max, C], sinusoidal positions only (constant, no grad)
+  engine::Tensor head;      // [V, C], untied head only
+  std::vector<Block> blocks;
+  Norm norm_f;
+  std::vector<NamedParameter> parameters;  // every parameter, in the documented order
+  engine::Generator dropout_generator;      // model-level dropout masks
+
+  engine::Tensor norm(const Norm& n, const engine::Tensor& x) const;
+  // tokens [B, T] at positions offset.. -> [B, T, C] (token + absolute positions, dropout).
+  engine::Tensor embed(const engine::Tensor& tokens, int64_t position_offset, bool training);
+  engine::Tensor head_logits(const engine::Tensor& x) const;  // [B, T, C] -> [B, T, V]
+  engine::Tensor residual_dropout(const engine::Tensor& branch, bool training);
+  engine::Tensor block_forward(size_t index, const engine::Tensor& x, bool training, runtime::AttentionHandle::State* state,
+                               ForwardResult* result);
+  void check_tokens(const engine::Tensor& tokens, const char* what) const;
+};
+
+struct DecodeState::Impl {
+  const void* owner = nullptr;  // the LanguageModel::Impl that made it
+  int64_t batch = 0;
+  int64_t capacity = 0;
+  int64_t length = 0;
+  bool broken = false;  // a step failed part-way: the layers' states disagree
+  std::vector<runtime::AttentionHandle::State> layers;  // one per block
+};
+
+}  // namespace patchbay::model

@@ -1,0 +1,164 @@
+// SamplerHandle and SamplerChain (see sampler_handle.hpp).
+#include "runtime/sampler_handle.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "common/error.hpp"
+#include "runtime/host_api.hpp"
+
+namespace patchbay::runtime {
+
+SamplerHandle::SamplerHandle(ComponentInstance instance, const pb_host_api* host, std::string label,
+                             std::string settings)
+    : host_(host), label_(std::move(label)), settings_(std::move(settings)) {
+  if (!instance || instance.component()->kind != PB_KIND_SAMPLER) {
+    throw Error(ErrorKind::kInternal, "SamplerHandle needs a sampler instance (" + label_ + ")");
+  }
+  vtable_ = static_cast<const pb_sampler_vtable*>(instance.component()->vtable);
+  object_ = instance.get();
+  root_ = std::make_shared<const ComponentInstance>(std::move(instance));
+}
+
+SamplerHandle::SamplerHandle(std::shared_ptr<const ComponentInstance> root, ComponentInstance own,
+                             const pb_host_api* host, std::string label, std::string settings)
+    : root_(std::move(root)),
+      own_(std::move(own)),
+      object_(own_.get()),
+      vtable_(static_cast<const pb_sampler_vtable*>(root_->component()->vtable)),
+      host_(host),
+      label_(std::move(label)),
+      settings_(std::move(settings)) {}
+
+SamplerHandle::SamplerHandle(SamplerHandle&&) noexcept = default;
+SamplerHandle& SamplerHandle::operator=(SamplerHandle&&) noexcept = default;
+// own_ (a clone) is destroyed before root_ releases the library: members die in reverse order.
+SamplerHandle::~SamplerHandle() = default;
+
+std::string SamplerHandle::name() const { return root_->name(); }
+
+std::string SamplerHandle::context(const std::string& operation) const {
+  return "sampler '" + name() + "' (" + label_ + ", " + root_->file().string() + "): " + operation;
+}
+
+void SamplerHandle::apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
+  if (!is_processor()) throw Error(ErrorKind::kInternal, context("apply called on a selector"));
+  if (prompt_len > history.size()) {
+    throw Error(ErrorKind::kInvalidArgument, context("prompt_len " + std::to_string(prompt_len) +
+                                                     " exceeds the history length " + std::to_string(history.size())));
+  }
+  throw_if_error(vtable_->apply(object_, logits.data(), logits.size(), history.empty() ? nullptr : history.data(),
+                                history.size(), prompt_len),
+                 context("apply failed"));
+  // The processor contract: no NaN or +inf, at least one finite logit left.
+  bool any_finite = false;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float z = logits[i];
+    if (std::isnan(z) || z == INFINITY) {
+      throw Error(ErrorKind::kPluginRefused,
+                  context("apply wrote " + std::string(std::isnan(z) ? "NaN" : "+inf") + " at id " +
+                          std::to_string(i) + "; processors may only write finite values or -inf"));
+    }
+    any_finite = any_finite || std::isfinite(z);
+  }
+  if (!any_finite && !logits.empty()) {
+    throw Error(ErrorKind::kPluginRefused,
+                context("apply removed every token (all logits -inf) instead of returning an error"));
+  }
+}
+
+int32_t SamplerHandle::select(std::span<const float> logits) {
+  if (!is_selector()) throw Error(ErrorKind::kInternal, context("select called on a processor"));
+  int32_t token = -1;
+  throw_if_error(vtable_->select(object_, logits.data(), logits.size(), &token), context("select failed"));
+  if (token < 0 || static_cast<size_t>(token) >= logits.size() || !std::isfinite(logits[token])) {
+    throw Error(ErrorKind::kPluginRefused,
+                context("select returned id " + std::to_string(token) + ", which is outside [0, " +
+                        std::to_string(logits.size()) + ") or has a non-finite logit"));
+  }
+  return token;
+}
+
+void SamplerHandle::accept(int32_t token) {
+  throw_if_error(vtable_->accept(object_, token), context("accept(" + std::to_string(token) + ") failed"));
+}
+
+void SamplerHandle::reset() { throw_if_error(vtable_->reset(object_), context("reset failed")); }
+
+SamplerHandle SamplerHandle::clone() const {
+  void* copy = nullptr;
+  throw_if_error(vtable_->clone(object_, &copy), context("clone failed"));
+  if (copy == nullptr) throw Error(ErrorKind::kPluginRefused, context("clone returned no object"));
+  // The clone keeps root_ (and so the library) alive; it is destroyed with the component's destroy.
+  ComponentInstance own(std::static_pointer_cast<const void>(root_), root_->component(), copy, root_->file());
+  return SamplerHandle(root_, std::move(own), host_, label_, settings_);
+}
+
+// ---- SamplerChain ----
+
+SamplerChain::SamplerChain(std::vector<SamplerHandle> entries) : entries_(std::move(entries)) {
+  if (entries_.empty()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "sampler chain is empty: it needs exactly one selector (e.g. \"sample\" or \"greedy\") as its "
+                "last entry, optionally preceded by processors");
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const SamplerHandle& e = entries_[i];
+    const bool last = i + 1 == entries_.size();
+    if (e.is_selector() && !last) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  e.label() + " (name = \"" + e.name() + "\") is a selector but is not the last entry of the chain (" +
+                      std::to_string(i + 1) + " of " + std::to_string(entries_.size()) +
+                      "): a chain is processors followed by exactly one selector; move it to the end or remove it");
+    }
+    if (!e.is_selector() && last) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "sampler chain has no selector: its last entry " + e.label() + " (name = \"" + e.name() +
+                      "\") is a logits processor; end the chain with a selector such as \"sample\", \"greedy\", "
+                      "\"mirostat_v1\" or \"mirostat_v2\"");
+    }
+  }
+}
+
+void SamplerChain::apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
+  for (size_t i = 0; i + 1 < entries_.size(); ++i) entries_[i].apply(logits, history, prompt_len);
+}
+
+int32_t SamplerChain::select(std::span<const float> logits) {
+  if (entries_.empty()) throw Error(ErrorKind::kInternal, "select on an empty sampler chain");
+  return entries_.back().select(logits);
+}
+
+void SamplerChain::accept(int32_t token) {
+  for (SamplerHandle& e : entries_) e.accept(token);
+}
+
+int32_t SamplerChain::next(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_len) {
+  scratch_.assign(logits.begin(), logits.end());
+  apply(scratch_, history, prompt_len);
+  const int32_t token = select(scratch_);
+  accept(token);
+  return token;
+}
+
+void SamplerChain::reset() {
+  for (SamplerHandle& e : entries_) e.reset();
+}
+
+SamplerChain SamplerChain::clone() const {
+  std::vector<SamplerHandle> copies;
+  copies.reserve(entries_.size());
+  for (const SamplerHandle& e : entries_) copies.push_back(e.clone());
+  return SamplerChain(std::move(copies));
+}
+
+std::string SamplerChain::describe() const {
+  std::string out;
+  for (const SamplerHandle& e : entries_) {
+    if (!out.empty()) out += " -> ";
+    out += e.name() + "(" + e.settings() + ")";
+  }
+  return out;
+}
+
+}  // namespace patchbay::runtime
