@@ -200,3 +200,17 @@ TEST_CASE("f16 and bf16 element-wise ops round the f32 result once") {
     CHECK(sum16.to_vector() == expect.to_vector());
   }
 }
+
+TEST_CASE("arange, full and fill on views") {
+  Tensor r = arange(0, 5);
+  CHECK(r.dtype() == DType::kI64);
+  CHECK(r.to_vector() == std::vector<float>{0, 1, 2, 3, 4});
+  CHECK(arange(1, 2, 0.25, DType::kF32).to_vector() == std::vector<float>{1, 1.25f, 1.5f, 1.75f});
+  CHECK(arange(3, 0, -1).to_vector() == std::vector<float>{3, 2, 1});
+  CHECK(arange(0, 0).numel() == 0);
+  Tensor m = zeros({3, 4});
+  Tensor column = m.slice(1, 1, 2);  // strided view
+  fill_(column, 7);
+  CHECK(m.to_vector() == std::vector<float>{0, 7, 0, 0, 0, 7, 0, 0, 0, 7, 0, 0});
+  CHECK(full({2}, 2.5, DType::kBF16).to_vector() == std::vector<float>{2.5f, 2.5f});
+}
