@@ -104,7 +104,8 @@ class AttentionUnderTest {
     return Tensor(ops(), y);
   }
 
-  // A decoding state, destroyed with its handle (which must not outlive the object).
+  // A decoding state, destroyed with its handle. It points at this AttentionUnderTest: do not
+  // move or destroy the layer while a State lives.
   class State {
    public:
     State(const AttentionUnderTest* owner, void* state) : owner_(owner), state_(state) {}
