@@ -31,8 +31,8 @@ const pb_attention_vtable* vtable_of(const ComponentInstance& instance) {
 
 }  // namespace
 
-AttentionHandle::State::State(std::shared_ptr<const ComponentInstance> owner, void* state, int64_t batch,
-                              int64_t capacity)
+AttentionHandle::State::State(std::shared_ptr<const ComponentInstance> owner, void* state,
+                              int64_t batch, int64_t capacity)
     : owner_(std::move(owner)), state_(state), batch_(batch), capacity_(capacity) {}
 
 AttentionHandle::State::State(State&& other) noexcept
@@ -65,13 +65,16 @@ int64_t AttentionHandle::State::length() const {
 }
 
 AttentionHandle::AttentionHandle(ComponentInstance instance, const pb_host_api* host)
-    : instance_(std::make_shared<const ComponentInstance>(std::move(instance))), vtable_(nullptr), host_(host) {
+    : instance_(std::make_shared<const ComponentInstance>(std::move(instance))),
+      vtable_(nullptr),
+      host_(host) {
   if (!*instance_ || instance_->component()->kind != PB_KIND_ATTENTION)
     throw Error(ErrorKind::kInternal, "AttentionHandle needs an attention instance");
   if (host_ == nullptr || host_->ops != engine::host_ops_table())
-    throw Error(ErrorKind::kInternal,
-                context("the host api handed to the plugin does not carry the engine's ops table; call "
-                        "runtime::set_host_ops(engine::host_ops_table()) before creating layers"));
+    throw Error(
+        ErrorKind::kInternal,
+        context("the host api handed to the plugin does not carry the engine's ops table; call "
+                "runtime::set_host_ops(engine::host_ops_table()) before creating layers"));
   vtable_ = vtable_of(*instance_);
 }
 
@@ -81,7 +84,8 @@ std::string AttentionHandle::context(const char* operation) const {
 
 engine::Tensor AttentionHandle::take(pb_tensor* handle, const char* operation) const {
   if (handle == nullptr)
-    throw Error(ErrorKind::kInternal, context(operation) + " returned success but no tensor (a plugin bug)");
+    throw Error(ErrorKind::kInternal,
+                context(operation) + " returned success but no tensor (a plugin bug)");
   OwnedHandle owned(handle, HandleDeleter{host_->ops});
   return engine::ops_table_tensor(owned.get());
 }
@@ -98,7 +102,8 @@ std::vector<AttentionHandle::Parameter> AttentionHandle::parameters() const {
   for (size_t i = 0; i < count; ++i) {
     const char* name = nullptr;
     pb_tensor* tensor = nullptr;  // borrowed from the layer
-    throw_if_error(vtable_->parameter(instance_->get(), i, &name, &tensor), context("parameter failed"));
+    throw_if_error(vtable_->parameter(instance_->get(), i, &name, &tensor),
+                   context("parameter failed"));
     if (name == nullptr || tensor == nullptr)
       throw Error(ErrorKind::kInternal, context("parameter") + " #" + std::to_string(i) +
                                             " returned a NULL name or tensor (a plugin bug)");
@@ -110,25 +115,30 @@ std::vector<AttentionHandle::Parameter> AttentionHandle::parameters() const {
 engine::Tensor AttentionHandle::forward(const engine::Tensor& x, bool training) const {
   OwnedHandle input(engine::ops_table_wrap(x), HandleDeleter{host_->ops});
   pb_tensor* y = nullptr;
-  throw_if_error(vtable_->forward(instance_->get(), input.get(), training ? 1 : 0, &y), context("forward failed"));
+  throw_if_error(vtable_->forward(instance_->get(), input.get(), training ? 1 : 0, &y),
+                 context("forward failed"));
   return take(y, "forward");
 }
 
 AttentionHandle::State AttentionHandle::state_create(int64_t batch, int64_t capacity) const {
   if (cache_kind() == PB_ATTENTION_CACHE_NONE)
     throw Error(ErrorKind::kInvalidArgument,
-                context("state_create") + ": this layer has no decoding state (cache_kind NONE); it cannot be "
-                                          "used for incremental generation");
+                context("state_create") +
+                    ": this layer has no decoding state (cache_kind NONE); it cannot be "
+                    "used for incremental generation");
   void* state = nullptr;
-  throw_if_error(vtable_->state_create(instance_->get(), batch, capacity, &state), context("state_create failed"));
+  throw_if_error(vtable_->state_create(instance_->get(), batch, capacity, &state),
+                 context("state_create failed"));
   if (state == nullptr)
-    throw Error(ErrorKind::kInternal, context("state_create") + " returned success but no state (a plugin bug)");
+    throw Error(ErrorKind::kInternal,
+                context("state_create") + " returned success but no state (a plugin bug)");
   return State(instance_, state, batch, capacity);
 }
 
 engine::Tensor AttentionHandle::forward_step(State& state, const engine::Tensor& x) const {
   if (state.state_ == nullptr || state.owner_ != instance_)
-    throw Error(ErrorKind::kInternal, context("forward_step") + ": the state was not made by this layer");
+    throw Error(ErrorKind::kInternal,
+                context("forward_step") + ": the state was not made by this layer");
   OwnedHandle input(engine::ops_table_wrap(x), HandleDeleter{host_->ops});
   pb_tensor* y = nullptr;
   throw_if_error(vtable_->forward_step(instance_->get(), state.state_, input.get(), &y),

@@ -4,8 +4,8 @@
 //   runtime::ComponentConfig config(*registry.find(PB_KIND_ATTENTION, "dense").descriptor);
 //   runtime::AttentionHandle attn(registry.create(PB_KIND_ATTENTION, "dense", config.view()),
 //                                 registry.host());
-//   attn.init(ctx);                                     // pb_layer_context: d_model, heads, seed...
-//   for (auto& p : attn.parameters()) optimizer.add("blocks.0.attn." + p.name, p.tensor);
+//   attn.init(ctx);                                     // pb_layer_context: d_model, heads,
+//   seed... for (auto& p : attn.parameters()) optimizer.add("blocks.0.attn." + p.name, p.tensor);
 //   engine::Tensor y = attn.forward(x, /*training=*/true);   // x [B, T, C], autograd recorded
 //   runtime::AttentionHandle::State cache = attn.state_create(B, capacity);
 //   engine::Tensor y_new = attn.forward_step(cache, x_new);  // x_new [B, Tn, C], no gradients
@@ -45,13 +45,14 @@ class AttentionHandle {
     State(const State&) = delete;
     State& operator=(const State&) = delete;
     ~State();
-    int64_t length() const;    // positions already in the state
+    int64_t length() const;  // positions already in the state
     int64_t capacity() const { return capacity_; }
     int64_t batch() const { return batch_; }
 
    private:
     friend class AttentionHandle;
-    State(std::shared_ptr<const ComponentInstance> owner, void* state, int64_t batch, int64_t capacity);
+    State(std::shared_ptr<const ComponentInstance> owner, void* state, int64_t batch,
+          int64_t capacity);
     void reset() noexcept;
     std::shared_ptr<const ComponentInstance> owner_;
     void* state_ = nullptr;
@@ -76,7 +77,9 @@ class AttentionHandle {
   uint64_t capabilities() const { return vtable_->capabilities; }
   bool has(uint64_t capability) const { return (capabilities() & capability) != 0; }
   pb_attention_cache_kind cache_kind() const { return vtable_->cache_kind; }
-  std::string complexity() const { return vtable_->complexity != nullptr ? vtable_->complexity : ""; }
+  std::string complexity() const {
+    return vtable_->complexity != nullptr ? vtable_->complexity : "";
+  }
   const ComponentInstance& instance() const { return *instance_; }
 
  private:

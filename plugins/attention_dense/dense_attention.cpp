@@ -54,21 +54,27 @@ DenseAttention::DenseAttention(const patchbay::Host& host, const patchbay::Confi
       causal_(config.get_bool("causal")),
       dropout_(config.get_float("dropout")) {
   if (!(dropout_ >= 0.0 && dropout_ < 1.0))
-    throw PluginError(PB_STATUS_OUT_OF_RANGE, "dropout must lie in [0, 1), found " + std::to_string(dropout_));
+    throw PluginError(PB_STATUS_OUT_OF_RANGE,
+                      "dropout must lie in [0, 1), found " + std::to_string(dropout_));
 }
 
 void DenseAttention::init(const pb_layer_context& ctx) {
   if (ctx.causal != 0 && !causal_)
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                      "attention 'dense' is configured with causal = false but the model is a causal language "
-                      "model; set causal = true (the default) or build a bidirectional model");
+    throw PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        "attention 'dense' is configured with causal = false but the model is a causal language "
+        "model; set causal = true (the default) or build a bidirectional model");
   if (ctx.device_type != PB_DEVICE_CPU)
-    throw PluginError(PB_STATUS_UNSUPPORTED, "attention 'dense' keeps its parameters and KV cache on the CPU; "
-                                             "device " + std::to_string(static_cast<int>(ctx.device_type)) +
-                                             " is not supported yet");
-  if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 && ctx.param_dtype != PB_DTYPE_F16)
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "param_dtype must be a float dtype, found " +
-                                                      std::to_string(static_cast<int>(ctx.param_dtype)));
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "attention 'dense' keeps its parameters and KV cache on the CPU; "
+                      "device " +
+                          std::to_string(static_cast<int>(ctx.device_type)) +
+                          " is not supported yet");
+  if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
+      ctx.param_dtype != PB_DTYPE_F16)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "param_dtype must be a float dtype, found " +
+                          std::to_string(static_cast<int>(ctx.param_dtype)));
   d_model_ = ctx.d_model;
   n_heads_ = ctx.n_heads;
   head_dim_ = d_model_ / n_heads_;
@@ -76,33 +82,39 @@ void DenseAttention::init(const pb_layer_context& ctx) {
   rotary_ = ctx.positional == PB_POSITIONAL_ROTARY;
   rope_theta_ = ctx.rope_theta > 0 ? ctx.rope_theta : 10000.0;
   if (rotary_ && head_dim_ % 2 != 0)
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "rotary positions need an even head dim, found d_model " +
-                                                      std::to_string(d_model_) + " / n_heads " +
-                                                      std::to_string(n_heads_) + " = " + std::to_string(head_dim_));
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "rotary positions need an even head dim, found d_model " +
+                          std::to_string(d_model_) + " / n_heads " + std::to_string(n_heads_) +
+                          " = " + std::to_string(head_dim_));
   dtype_ = ctx.param_dtype;
 
   // One generator for the four tensors, in declaration order, so equal seeds give equal layers.
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
   const int64_t c = d_model_;
-  qkv_weight_ = add_parameter("qkv.weight", (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
+  qkv_weight_ = add_parameter("qkv.weight",
+                              (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
   qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * c}, dtype_));
-  proj_weight_ =
-      add_parameter("proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
+  proj_weight_ = add_parameter(
+      "proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
   proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
   // Dropout draws from its own stream, so turning it on does not change the initialisation.
-  dropout_generator_ = std::make_unique<patchbay::Generator>(ops_.table(), ctx.seed ^ 0x9e3779b97f4a7c15ull);
+  dropout_generator_ =
+      std::make_unique<patchbay::Generator>(ops_.table(), ctx.seed ^ 0x9e3779b97f4a7c15ull);
 }
 
-DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t position_offset) const {
+DenseAttention::Heads DenseAttention::project_heads(const Tensor& x,
+                                                    int64_t position_offset) const {
   const std::vector<int64_t> shape = x.shape();
   if (shape.size() != 3 || shape[2] != d_model_)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                      "attention 'dense' expects x [B, T, " + std::to_string(d_model_) + "], found a tensor of rank " +
-                          std::to_string(shape.size()) + (shape.size() == 3 ? " with C " + std::to_string(shape[2]) : ""));
+                      "attention 'dense' expects x [B, T, " + std::to_string(d_model_) +
+                          "], found a tensor of rank " + std::to_string(shape.size()) +
+                          (shape.size() == 3 ? " with C " + std::to_string(shape[2]) : ""));
   const int64_t b = shape[0], t = shape[1];
   Tensor qkv = x.to(dtype_).matmul(qkv_weight_, false, true) + qkv_bias_;  // [B, T, 3C]
   auto head = [&](int64_t which) {  // [B, T, C] block `which` -> [B, H, T, Dh]
-    Tensor part = qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
+    Tensor part =
+        qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
     return part.permute({0, 2, 1, 3});
   };
   Heads heads{head(0), head(1), head(2)};
@@ -122,7 +134,8 @@ Tensor DenseAttention::project_out(const Tensor& o) const {
 Tensor DenseAttention::forward(const Tensor& x, bool training) {
   if (x.dim() == 3 && max_seq_len_ > 0 && x.size(1) > max_seq_len_)
     throw PluginError(PB_STATUS_OUT_OF_RANGE, "sequence of " + std::to_string(x.size(1)) +
-                                                  " positions exceeds max_seq_len " + std::to_string(max_seq_len_));
+                                                  " positions exceeds max_seq_len " +
+                                                  std::to_string(max_seq_len_));
   Heads h = project_heads(x, 0);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   Tensor y = project_out(ops_.attention(h.q, h.k, h.v, causal_, scale));
@@ -130,15 +143,19 @@ Tensor DenseAttention::forward(const Tensor& x, bool training) {
   return y;
 }
 
-std::unique_ptr<patchbay::AttentionState> DenseAttention::create_state(int64_t batch, int64_t capacity) {
+std::unique_ptr<patchbay::AttentionState> DenseAttention::create_state(int64_t batch,
+                                                                       int64_t capacity) {
   if (!causal_)
-    throw PluginError(PB_STATUS_UNSUPPORTED, "incremental decoding needs a causal layer; this one is configured "
-                                             "with causal = false");
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "incremental decoding needs a causal layer; this one is configured "
+                      "with causal = false");
   if (max_seq_len_ > 0 && capacity > max_seq_len_)
-    throw PluginError(PB_STATUS_OUT_OF_RANGE, "capacity " + std::to_string(capacity) + " exceeds max_seq_len " +
+    throw PluginError(PB_STATUS_OUT_OF_RANGE, "capacity " + std::to_string(capacity) +
+                                                  " exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
   const std::vector<int64_t> shape = {batch, n_heads_, capacity, head_dim_};
-  return std::make_unique<KvCache>(batch, capacity, ops_.zeros(shape, dtype_), ops_.zeros(shape, dtype_));
+  return std::make_unique<KvCache>(batch, capacity, ops_.zeros(shape, dtype_),
+                                   ops_.zeros(shape, dtype_));
 }
 
 Tensor DenseAttention::forward_step(patchbay::AttentionState& state, const Tensor& x) {
@@ -151,7 +168,8 @@ Tensor DenseAttention::forward_step(patchbay::AttentionState& state, const Tenso
   cache.advance(steps);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   // Bottom-right causal alignment: query i (absolute position start + i) sees keys 0..start + i.
-  Tensor o = ops_.attention(h.q.to(dtype_), cache.k.slice(2, 0, end), cache.v.slice(2, 0, end), true, scale);
+  Tensor o = ops_.attention(h.q.to(dtype_), cache.k.slice(2, 0, end), cache.v.slice(2, 0, end),
+                            true, scale);
   return project_out(o);
 }
 

@@ -15,10 +15,9 @@
 // (query i of the step sees keys j <= len + i).
 #pragma once
 
-#include <patchbay/attention.hpp>
-
 #include <cstdint>
 #include <memory>
+#include <patchbay/attention.hpp>
 
 namespace patchbay_dense {
 
@@ -35,7 +34,8 @@ class DenseAttention : public patchbay::Attention {
   void init(const pb_layer_context& ctx) override;
   patchbay::Tensor forward(const patchbay::Tensor& x, bool training) override;
   std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
-  patchbay::Tensor forward_step(patchbay::AttentionState& state, const patchbay::Tensor& x) override;
+  patchbay::Tensor forward_step(patchbay::AttentionState& state,
+                                const patchbay::Tensor& x) override;
 
  private:
   struct Heads {
@@ -48,8 +48,8 @@ class DenseAttention : public patchbay::Attention {
 
   patchbay::Host host_;
   patchbay::Ops ops_;
-  bool causal_;      // config `causal`: mask future positions
-  double dropout_;   // config `dropout`: on the output, training only
+  bool causal_;     // config `causal`: mask future positions
+  double dropout_;  // config `dropout`: on the output, training only
   int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
   bool rotary_ = false;
   double rope_theta_ = 10000.0;
@@ -59,12 +59,15 @@ class DenseAttention : public patchbay::Attention {
 };
 
 inline constexpr pb_config_field kDenseConfigFields[] = {
-    patchbay::Field::boolean("causal", "true",
-                             "mask future positions; false only for a bidirectional (encoder) model"),
-    patchbay::Field::real("dropout", "0.0", "dropout on the attention output, training only").range(0.0, 0.99),
+    patchbay::Field::boolean(
+        "causal", "true", "mask future positions; false only for a bidirectional (encoder) model"),
+    patchbay::Field::real("dropout", "0.0", "dropout on the attention output, training only")
+        .range(0.0, 0.99),
 };
 
-inline constexpr pb_component_descriptor kDenseAttention = patchbay::make_attention_component<DenseAttention>(
-    "dense", "1.0.0", "multi-head causal self-attention (fused, GPT-2 layout) with a KV cache", kDenseConfigFields);
+inline constexpr pb_component_descriptor kDenseAttention =
+    patchbay::make_attention_component<DenseAttention>(
+        "dense", "1.0.0", "multi-head causal self-attention (fused, GPT-2 layout) with a KV cache",
+        kDenseConfigFields);
 
 }  // namespace patchbay_dense

@@ -3,4 +3,5 @@
 
 #include "dense_attention.hpp"
 
-PATCHBAY_PLUGIN("attention-dense", "1.0.0", PATCHBAY_COMPONENT_LIST(&patchbay_dense::kDenseAttention));
+PATCHBAY_PLUGIN("attention-dense", "1.0.0",
+                PATCHBAY_COMPONENT_LIST(&patchbay_dense::kDenseAttention));

@@ -49,7 +49,8 @@ patchbay::testing::AttentionFactory dense_factory(Configure configure) {
     auto instance = std::make_shared<rt::ComponentInstance>(
         registry().create(PB_KIND_ATTENTION, "dense", config->view()));
     return patchbay::testing::AttentionUnderTest(
-        static_cast<const pb_attention_vtable*>(instance->component()->vtable), instance->get(), registry().host(),
+        static_cast<const pb_attention_vtable*>(instance->component()->vtable), instance->get(),
+        registry().host(),
         [instance] {});  // the instance (and the library) go when the last copy of the lambda does
   };
 }
@@ -58,11 +59,13 @@ inline rt::AttentionHandle dense_handle(bool causal = true, double dropout = 0.0
   rt::ComponentConfig config(dense_descriptor());
   config.set_bool("causal", causal);
   config.set_float("dropout", dropout);
-  return rt::AttentionHandle(registry().create(PB_KIND_ATTENTION, "dense", config.view()), registry().host());
+  return rt::AttentionHandle(registry().create(PB_KIND_ATTENTION, "dense", config.view()),
+                             registry().host());
 }
 
 inline pb_layer_context layer_context(int64_t d_model, int64_t n_heads, int64_t max_seq_len,
-                                      pb_positional_kind positional = PB_POSITIONAL_NONE, uint64_t seed = 5) {
+                                      pb_positional_kind positional = PB_POSITIONAL_NONE,
+                                      uint64_t seed = 5) {
   pb_layer_context ctx{};
   ctx.struct_size = sizeof(ctx);
   ctx.d_model = d_model;

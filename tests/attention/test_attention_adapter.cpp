@@ -31,17 +31,19 @@ class MeanMixer : public patchbay::Attention {
   patchbay::Ops ops_;
   patchbay::Tensor weight_;
 };
-inline constexpr pb_component_descriptor kMeanMixer =
-    patchbay::make_attention_component<MeanMixer>("mean-mixer", "1.0.0", "test layer: bidirectional mean mixing");
+inline constexpr pb_component_descriptor kMeanMixer = patchbay::make_attention_component<MeanMixer>(
+    "mean-mixer", "1.0.0", "test layer: bidirectional mean mixing");
 
 // A causal layer whose forward throws what the config's `mode` says.
 class Thrower : public patchbay::Attention {
  public:
   static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL;
-  Thrower(const patchbay::Host&, const patchbay::ConfigView& config) : mode_(config.get_string("mode")) {}
+  Thrower(const patchbay::Host&, const patchbay::ConfigView& config)
+      : mode_(config.get_string("mode")) {}
   void init(const pb_layer_context&) override {}
   patchbay::Tensor forward(const patchbay::Tensor&, bool) override {
-    if (mode_ == "plugin_error") throw patchbay::PluginError(PB_STATUS_OUT_OF_RANGE, "custom refusal");
+    if (mode_ == "plugin_error")
+      throw patchbay::PluginError(PB_STATUS_OUT_OF_RANGE, "custom refusal");
     if (mode_ == "std") throw std::runtime_error("std failure");
     throw 42;
   }
@@ -50,12 +52,14 @@ class Thrower : public patchbay::Attention {
   std::string mode_;
 };
 inline constexpr pb_config_field kThrowerFields[] = {
-    patchbay::Field::string("mode", "\"std\"", "what forward throws").choices("plugin_error|std|int"),
+    patchbay::Field::string("mode", "\"std\"", "what forward throws")
+        .choices("plugin_error|std|int"),
 };
-inline constexpr pb_component_descriptor kThrower =
-    patchbay::make_attention_component<Thrower>("thrower", "1.0.0", "test layer: throws", kThrowerFields);
+inline constexpr pb_component_descriptor kThrower = patchbay::make_attention_component<Thrower>(
+    "thrower", "1.0.0", "test layer: throws", kThrowerFields);
 
-patchbay::testing::AttentionFactory factory_for(const pb_component_descriptor& descriptor, const std::string& mode = "") {
+patchbay::testing::AttentionFactory factory_for(const pb_component_descriptor& descriptor,
+                                                const std::string& mode = "") {
   return [&descriptor, mode] {
     attention_test::registry();  // wires the engine's ops table into the host api
     patchbay::runtime::ComponentConfig config(descriptor);
@@ -64,14 +68,17 @@ patchbay::testing::AttentionFactory factory_for(const pb_component_descriptor& d
     void* object = nullptr;
     pb_status* st = descriptor.create(host, &config.view(), &object);
     REQUIRE(st == nullptr);
-    return patchbay::testing::AttentionUnderTest(static_cast<const pb_attention_vtable*>(descriptor.vtable), object,
-                                                 host, [&descriptor, object] { descriptor.destroy(object); });
+    return patchbay::testing::AttentionUnderTest(
+        static_cast<const pb_attention_vtable*>(descriptor.vtable), object, host,
+        [&descriptor, object] { descriptor.destroy(object); });
   };
 }
 
 }  // namespace
 
-TEST_CASE("a bidirectional-only layer passes the kit's non-causal path and is refused by a causal model") {
+TEST_CASE(
+    "a bidirectional-only layer passes the kit's non-causal path and is refused by a causal "
+    "model") {
   const auto* vtable = static_cast<const pb_attention_vtable*>(kMeanMixer.vtable);
   CHECK(vtable->cache_kind == PB_ATTENTION_CACHE_NONE);
   CHECK((vtable->state_create == nullptr));

@@ -8,8 +8,8 @@ namespace pt = patchbay::testing;
 
 TEST_CASE("attention 'dense' passes the attention conformance kit") {
   pt::AttentionConformanceOptions options;
-  pt::check_attention_conformance(attention_test::dense_factory([](patchbay::runtime::ComponentConfig&) {}),
-                                  options);
+  pt::check_attention_conformance(
+      attention_test::dense_factory([](patchbay::runtime::ComponentConfig&) {}), options);
 }
 
 TEST_CASE("attention 'dense' with dropout configured still conforms (dropout is training-only)") {
@@ -21,6 +21,7 @@ TEST_CASE("attention 'dense' with dropout configured still conforms (dropout is 
   options.decode_chunk = 4;
   options.seed = 99;
   pt::check_attention_conformance(
-      attention_test::dense_factory([](patchbay::runtime::ComponentConfig& c) { c.set_float("dropout", 0.5); }),
+      attention_test::dense_factory(
+          [](patchbay::runtime::ComponentConfig& c) { c.set_float("dropout", 0.5); }),
       options);
 }

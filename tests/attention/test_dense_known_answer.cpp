@@ -31,35 +31,43 @@ eng::Tensor parameter(const rt::AttentionHandle& attn, const std::string& name) 
 }
 
 // Naive multi-head attention: scores materialised, masked with -inf above the diagonal.
-eng::Tensor naive_attention(const rt::AttentionHandle& attn, const eng::Tensor& x, int64_t heads, bool causal,
-                            bool rotary) {
+eng::Tensor naive_attention(const rt::AttentionHandle& attn, const eng::Tensor& x, int64_t heads,
+                            bool causal, bool rotary) {
   const int64_t b = x.size(0), t = x.size(1), c = x.size(2), dh = c / heads;
-  eng::Tensor qkv = eng::matmul(x, parameter(attn, "qkv.weight"), false, true) + parameter(attn, "qkv.bias");
+  eng::Tensor qkv =
+      eng::matmul(x, parameter(attn, "qkv.weight"), false, true) + parameter(attn, "qkv.bias");
   auto split = [&](int64_t which) {
-    return qkv.slice(2, which * c, (which + 1) * c).reshape({b, t, heads, dh}).permute({0, 2, 1, 3}).contiguous();
+    return qkv.slice(2, which * c, (which + 1) * c)
+        .reshape({b, t, heads, dh})
+        .permute({0, 2, 1, 3})
+        .contiguous();
   };
   eng::Tensor q = split(0), k = split(1), v = split(2);
   if (rotary) {
     q = eng::rotary_embedding(q, 0, 10000.0);
     k = eng::rotary_embedding(k, 0, 10000.0);
   }
-  eng::Tensor scores = eng::mul_scalar(eng::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(dh)));
+  eng::Tensor scores =
+      eng::mul_scalar(eng::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(dh)));
   if (causal) {
     std::vector<float> above(static_cast<size_t>(t * t));
     for (int64_t i = 0; i < t; ++i)
       for (int64_t j = 0; j < t; ++j) above[static_cast<size_t>(i * t + j)] = j > i ? 1.f : 0.f;
-    scores = eng::masked_fill(scores, eng::Tensor::from_vector(above, {t, t}), -std::numeric_limits<double>::infinity());
+    scores = eng::masked_fill(scores, eng::Tensor::from_vector(above, {t, t}),
+                              -std::numeric_limits<double>::infinity());
   }
   eng::Tensor o = eng::matmul(eng::softmax(scores), v);  // [B, H, T, Dh]
   eng::Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, c});
-  return eng::matmul(merged, parameter(attn, "proj.weight"), false, true) + parameter(attn, "proj.bias");
+  return eng::matmul(merged, parameter(attn, "proj.weight"), false, true) +
+         parameter(attn, "proj.bias");
 }
 
 double max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
   std::vector<float> x = a.to_vector(), y = b.to_vector();
   REQUIRE(x.size() == y.size());
   double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - y[i]));
+  for (size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - y[i]));
   return worst;
 }
 
@@ -101,7 +109,8 @@ TEST_CASE("dense with causal = false serves a bidirectional model and is refused
   encoder.init(ctx);
   eng::NoGradGuard no_grad;
   eng::Tensor x = random_input({1, 8, 16}, 4);
-  CHECK(max_abs_diff(encoder.forward(x, false), naive_attention(encoder, x, 2, false, false)) < 2e-5);
+  CHECK(max_abs_diff(encoder.forward(x, false), naive_attention(encoder, x, 2, false, false)) <
+        2e-5);
   const std::string decode_error = error_of([&] { encoder.state_create(1, 8); });
   CHECK(decode_error.find("causal = false") != std::string::npos);
 
@@ -115,19 +124,24 @@ TEST_CASE("dense with causal = false serves a bidirectional model and is refused
 
 TEST_CASE("dense refuses contexts it cannot serve, with messages naming the values") {
   rt::AttentionHandle odd_heads = dense_handle();
-  CHECK(error_of([&] { odd_heads.init(layer_context(30, 4, 8)); }).find("multiple of n_heads 4") != std::string::npos);
-  rt::AttentionHandle odd_rotary = dense_handle();
-  CHECK(error_of([&] { odd_rotary.init(layer_context(9, 3, 8, PB_POSITIONAL_ROTARY)); }).find("even head dim") !=
+  CHECK(error_of([&] { odd_heads.init(layer_context(30, 4, 8)); }).find("multiple of n_heads 4") !=
         std::string::npos);
+  rt::AttentionHandle odd_rotary = dense_handle();
+  CHECK(error_of([&] {
+          odd_rotary.init(layer_context(9, 3, 8, PB_POSITIONAL_ROTARY));
+        }).find("even head dim") != std::string::npos);
   rt::AttentionHandle alibi = dense_handle();
-  CHECK(error_of([&] { alibi.init(layer_context(8, 2, 8, PB_POSITIONAL_ALIBI)); }).find("ALiBi") != std::string::npos);
+  CHECK(error_of([&] { alibi.init(layer_context(8, 2, 8, PB_POSITIONAL_ALIBI)); }).find("ALiBi") !=
+        std::string::npos);
   rt::AttentionHandle twice = dense_handle();
   twice.init(layer_context(8, 2, 8));
-  CHECK(error_of([&] { twice.init(layer_context(8, 2, 8)); }).find("init called twice") != std::string::npos);
+  CHECK(error_of([&] { twice.init(layer_context(8, 2, 8)); }).find("init called twice") !=
+        std::string::npos);
   rt::AttentionHandle too_long = dense_handle();
   too_long.init(layer_context(8, 2, 4));
-  CHECK(error_of([&] { too_long.forward(random_input({1, 5, 8}, 1), false); }).find("max_seq_len 4") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          too_long.forward(random_input({1, 5, 8}, 1), false);
+        }).find("max_seq_len 4") != std::string::npos);
 }
 
 TEST_CASE("dense parameters: GPT-2 names, shapes and init statistics") {
@@ -167,8 +181,10 @@ TEST_CASE("dense: dropout acts only in training; gradients reach every parameter
   std::vector<float> t = train.to_vector(), e = eval.to_vector();
   size_t zeroed = 0, scaled = 0;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == 0.f) ++zeroed;
-    else if (std::fabs(t[i] - 2.f * e[i]) < 1e-5) ++scaled;
+    if (t[i] == 0.f)
+      ++zeroed;
+    else if (std::fabs(t[i] - 2.f * e[i]) < 1e-5)
+      ++scaled;
   }
   CHECK(zeroed + scaled == t.size());  // each element dropped or scaled by 1/(1-p)
   CHECK(zeroed > t.size() / 4);
@@ -199,9 +215,11 @@ TEST_CASE("decoding through the handle equals the forward; capacity errors name 
   CHECK(message.find("attention 'dense'") != std::string::npos);
   CHECK(message.find("capacity 10") != std::string::npos);
   CHECK(message.find("PB_STATUS_OUT_OF_RANGE") != std::string::npos);
-  CHECK(error_of([&] { attn.state_create(1, 11); }).find("exceeds max_seq_len") != std::string::npos);
+  CHECK(error_of([&] { attn.state_create(1, 11); }).find("exceeds max_seq_len") !=
+        std::string::npos);
   // A state outlives nothing it needs: moving the handle keeps the state usable.
   rt::AttentionHandle moved = std::move(attn);
   rt::AttentionHandle::State second = moved.state_create(1, 3);
-  CHECK(moved.forward_step(second, x.slice(0, 0, 1).slice(1, 0, 3)).shape() == eng::Shape{1, 3, 24});
+  CHECK(moved.forward_step(second, x.slice(0, 0, 1).slice(1, 0, 3)).shape() ==
+        eng::Shape{1, 3, 24});
 }

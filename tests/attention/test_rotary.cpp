@@ -28,9 +28,11 @@ std::vector<double> rotary_reference(const std::vector<float>& x, int64_t steps,
   for (size_t base = 0; base < x.size(); base += static_cast<size_t>(dim)) {
     const int64_t t = static_cast<int64_t>(base / static_cast<size_t>(dim)) % steps;
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(offset + t) *
-                           std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
-      const double x1 = x[base + static_cast<size_t>(i)], x2 = x[base + static_cast<size_t>(i + half)];
+      const double angle =
+          static_cast<double>(offset + t) *
+          std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+      const double x1 = x[base + static_cast<size_t>(i)],
+                   x2 = x[base + static_cast<size_t>(i + half)];
       out[base + static_cast<size_t>(i)] = x1 * std::cos(angle) - x2 * std::sin(angle);
       out[base + static_cast<size_t>(i + half)] = x2 * std::cos(angle) + x1 * std::sin(angle);
     }
@@ -57,9 +59,9 @@ TEST_CASE("rotary: rotate-half convention on a hand-computed case") {
   // Pairs are (x[0], x[2]) and (x[1], x[3]), not the adjacent (x[0], x[1]) of GPT-J.
   eng::Tensor x = eng::Tensor::from_vector({1.f, 0.f, 0.f, 2.f}, {1, 4});
   std::vector<float> y = eng::rotary_embedding(x, 1, 100.0).to_vector();
-  CHECK(y[0] == doctest::Approx(std::cos(1.0)));             // x1 cos - x2 sin, x2 = 0
-  CHECK(y[1] == doctest::Approx(-2.0 * std::sin(0.1)));      // x1 = 0, x2 = 2
-  CHECK(y[2] == doctest::Approx(std::sin(1.0)));             // x2 cos + x1 sin
+  CHECK(y[0] == doctest::Approx(std::cos(1.0)));         // x1 cos - x2 sin, x2 = 0
+  CHECK(y[1] == doctest::Approx(-2.0 * std::sin(0.1)));  // x1 = 0, x2 = 2
+  CHECK(y[2] == doctest::Approx(std::sin(1.0)));         // x2 cos + x1 sin
   CHECK(y[3] == doctest::Approx(2.0 * std::cos(0.1)));
 }
 
@@ -135,8 +137,10 @@ TEST_CASE("rotary: backward is the inverse rotation (finite differences)") {
     for (size_t base = 0; base < ws.size(); base += 6) {
       const int64_t t = static_cast<int64_t>(base / 6) % 5;
       for (int64_t i = 0; i < 3; ++i) {
-        const double a = static_cast<double>(3 + t) * std::pow(10000.0, -2.0 * static_cast<double>(i) / 6.0);
-        const double w1 = ws[base + static_cast<size_t>(i)], w2 = ws[base + static_cast<size_t>(i + 3)];
+        const double a =
+            static_cast<double>(3 + t) * std::pow(10000.0, -2.0 * static_cast<double>(i) / 6.0);
+        const double w1 = ws[base + static_cast<size_t>(i)],
+                     w2 = ws[base + static_cast<size_t>(i + 3)];
         inverse[base + static_cast<size_t>(i)] = w1 * std::cos(a) + w2 * std::sin(a);
         inverse[base + static_cast<size_t>(i + 3)] = w2 * std::cos(a) - w1 * std::sin(a);
       }
@@ -153,11 +157,13 @@ TEST_CASE("rotary: backward is the inverse rotation (finite differences)") {
   input.requires_grad(true);
   auto rotary = [ops](const patchbay::Tensor& t, int64_t offset) {
     pb_tensor* out = nullptr;
-    patchbay::check_ops_status(ops, ops->rotary_embedding(t.handle(), offset, 10000.0, &out), "rotary");
+    patchbay::check_ops_status(ops, ops->rotary_embedding(t.handle(), offset, 10000.0, &out),
+                               "rotary");
     return patchbay::Tensor(ops, out);
   };
   patchbay::testing::GradcheckResult r = patchbay::testing::gradcheck(
-      ops, [&](const std::vector<patchbay::Tensor>& in) { return rotary(in[0], 17) * in[0]; }, {input});
+      ops, [&](const std::vector<patchbay::Tensor>& in) { return rotary(in[0], 17) * in[0]; },
+      {input});
   CHECK_MESSAGE(r.ok, r.message);
 }
 
@@ -171,12 +177,15 @@ TEST_CASE("rotary: argument errors name the op and the problem") {
     return "";
   };
   eng::Tensor odd = random_tensor({2, 3, 5}, 1);
-  CHECK(message_of([&] { eng::rotary_embedding(odd, 0, 10000.0); }).find("even head dim") != std::string::npos);
+  CHECK(message_of([&] { eng::rotary_embedding(odd, 0, 10000.0); }).find("even head dim") !=
+        std::string::npos);
   eng::Tensor x = random_tensor({2, 3, 4}, 1);
-  CHECK(message_of([&] { eng::rotary_embedding(x, -1, 10000.0); }).find("position_offset") != std::string::npos);
+  CHECK(message_of([&] { eng::rotary_embedding(x, -1, 10000.0); }).find("position_offset") !=
+        std::string::npos);
   CHECK(message_of([&] { eng::rotary_embedding(x, 0, 0.0); }).find("theta") != std::string::npos);
   eng::Tensor ids = eng::arange(0, 8).reshape({2, 4});
-  CHECK(message_of([&] { eng::rotary_embedding(ids, 0, 10000.0); }).find("float") != std::string::npos);
+  CHECK(message_of([&] { eng::rotary_embedding(ids, 0, 10000.0); }).find("float") !=
+        std::string::npos);
   const pb_ops_table* ops = eng::host_ops_table();
   pb_tensor* out = nullptr;
   pb_status* st = ops->rotary_embedding(nullptr, 0, 10000.0, &out);

@@ -15,7 +15,8 @@ namespace patchbay::engine {
 namespace {
 
 // x, out: contiguous f32 [rows, T, D]; inverse: rotate by -angle.
-using RotaryKernel = void(const Tensor& x, int64_t position_offset, double theta, bool inverse, Tensor& out);
+using RotaryKernel = void(const Tensor& x, int64_t position_offset, double theta, bool inverse,
+                          Tensor& out);
 
 void rotary_cpu(const Tensor& x, int64_t position_offset, double theta, bool inverse, Tensor& out) {
   const int64_t dim = x.size(-1), steps = x.size(-2);
@@ -25,9 +26,11 @@ void rotary_cpu(const Tensor& x, int64_t position_offset, double theta, bool inv
   for (int64_t t = 0; t < steps; ++t) {
     const double position = static_cast<double>(position_offset + t);
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = position * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+      const double angle =
+          position * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
       cos_table[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
-      sin_table[static_cast<size_t>(t * half + i)] = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
+      sin_table[static_cast<size_t>(t * half + i)] =
+          static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
     }
   }
   const float* src = x.data<float>();
@@ -52,7 +55,8 @@ Tensor rotate(const Tensor& x, int64_t position_offset, double theta, bool inver
   Tensor x32 = detail::as_f32_contiguous(x);
   Tensor out = Tensor::empty(x.shape(), DType::kF32, x.device());
   if (out.numel() > 0)
-    find_kernel<RotaryKernel>("rotary_embedding", x.device().type)(x32, position_offset, theta, inverse, out);
+    find_kernel<RotaryKernel>("rotary_embedding", x.device().type)(x32, position_offset, theta,
+                                                                   inverse, out);
   Tensor result = detail::from_f32(out, x.dtype());
   record_op(inverse ? "rotary_embedding_inverse" : "rotary_embedding", {x}, {&result},
             [position_offset, theta, inverse](const std::vector<Tensor>& g) {
@@ -70,11 +74,13 @@ Tensor rotary_embedding(const Tensor& x, int64_t position_offset, double theta) 
     throw Error(ErrorKind::kInvalidArgument,
                 detail::shape_message(op, "x [..., T, D] with an even head dim D", x));
   if (position_offset < 0)
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(op) + ": position_offset must be >= 0, found " + std::to_string(position_offset));
+    throw Error(ErrorKind::kInvalidArgument, std::string(op) +
+                                                 ": position_offset must be >= 0, found " +
+                                                 std::to_string(position_offset));
   if (!(theta > 0.0) || !std::isfinite(theta))
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(op) + ": theta must be a finite number > 0, found " + std::to_string(theta));
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        std::string(op) + ": theta must be a finite number > 0, found " + std::to_string(theta));
   return rotate(x, position_offset, theta, false);
 }
 

@@ -11,8 +11,9 @@
 //     void init(const pb_layer_context& ctx) override;       // add_parameter(...) here
 //     patchbay::Tensor forward(const patchbay::Tensor& x, bool training) override;
 //     // with a cache (kCacheKind != NONE):
-//     std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
-//     patchbay::Tensor forward_step(patchbay::AttentionState& state, const patchbay::Tensor& x) override;
+//     std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity)
+//     override; patchbay::Tensor forward_step(patchbay::AttentionState& state, const
+//     patchbay::Tensor& x) override;
 //   };
 //   inline constexpr pb_config_field kMyFields[] = {...};    // may be empty: omit it
 //   inline constexpr pb_component_descriptor kMyAttention =
@@ -73,7 +74,7 @@ class AttentionState {
 class Attention {
  public:
   // Static declarations read by make_attention_component; a derived class shadows them.
-  static constexpr uint64_t kCapabilities = 0;                              // PB_ATTENTION_CAP_*
+  static constexpr uint64_t kCapabilities = 0;  // PB_ATTENTION_CAP_*
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_NONE;
   static constexpr const char* kComplexity = "";
 
@@ -90,12 +91,14 @@ class Attention {
   virtual Tensor forward(const Tensor& x, bool training) = 0;
   // Decoding (kCacheKind != NONE). create_state gets batch >= 1, capacity >= 1.
   virtual std::unique_ptr<AttentionState> create_state(int64_t /*batch*/, int64_t /*capacity*/) {
-    throw PluginError(PB_STATUS_UNSUPPORTED, "this attention layer has no decoding state (cache_kind NONE)");
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this attention layer has no decoding state (cache_kind NONE)");
   }
   // x [B, Tn, C] continuing the state's positions -> [B, Tn, C]; must store the new positions
   // and call state.advance(Tn). Runs with gradient recording off.
   virtual Tensor forward_step(AttentionState& /*state*/, const Tensor& /*x*/) {
-    throw PluginError(PB_STATUS_UNSUPPORTED, "this attention layer has no decoding state (cache_kind NONE)");
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this attention layer has no decoding state (cache_kind NONE)");
   }
 
   // Parameters in registration order. References stay valid while the layer lives.
@@ -105,7 +108,8 @@ class Attention {
   // Registers a parameter (sets requires_grad) and returns it. Names must be unique.
   Tensor& add_parameter(std::string name, Tensor tensor) {
     for (const Parameter& p : parameters_)
-      if (p.name == name) throw PluginError(PB_STATUS_INTERNAL, "parameter '" + name + "' registered twice");
+      if (p.name == name)
+        throw PluginError(PB_STATUS_INTERNAL, "parameter '" + name + "' registered twice");
     tensor.requires_grad(true);
     parameters_.push_back(Parameter{std::move(name), std::move(tensor)});
     return parameters_.back().tensor;
@@ -121,12 +125,14 @@ class Attention {
 inline Tensor rotary_embedding(const Tensor& x, int64_t position_offset, double theta) {
   const pb_ops_table* ops = x.ops();
   if (!PB_HAS_FIELD(ops, pb_ops_table, rotary_embedding) || ops->rotary_embedding == nullptr)
-    throw PluginError(PB_STATUS_UNSUPPORTED,
-                      "this host's ops table (version " + std::to_string(ops->version) +
-                          ") has no rotary_embedding (version 2); upgrade Patchbay or use another positional "
-                          "encoding");
+    throw PluginError(
+        PB_STATUS_UNSUPPORTED,
+        "this host's ops table (version " + std::to_string(ops->version) +
+            ") has no rotary_embedding (version 2); upgrade Patchbay or use another positional "
+            "encoding");
   pb_tensor* out = nullptr;
-  check_ops_status(ops, ops->rotary_embedding(x.handle(), position_offset, theta, &out), "rotary_embedding");
+  check_ops_status(ops, ops->rotary_embedding(x.handle(), position_offset, theta, &out),
+                   "rotary_embedding");
   return Tensor(ops, out);
 }
 
@@ -134,7 +140,8 @@ namespace detail {
 
 template <class T>
 struct AttentionObject {
-  AttentionObject(const pb_host_api* h, const pb_config_view* config) : host(h), impl(Host(h), ConfigView(config)) {}
+  AttentionObject(const pb_host_api* h, const pb_config_view* config)
+      : host(h), impl(Host(h), ConfigView(config)) {}
   const pb_host_api* host;
   T impl;
   int64_t d_model = 0;  // from init; forward_step checks x against it
@@ -151,17 +158,22 @@ inline Tensor borrow(const pb_host_api* host, const pb_tensor* t) {
 inline void refuse_context(const pb_layer_context& ctx, uint64_t capabilities) {
   auto refuse = [](const std::string& why) { throw PluginError(PB_STATUS_INVALID_ARGUMENT, why); };
   if (ctx.causal != 0 && (capabilities & PB_ATTENTION_CAP_CAUSAL) == 0)
-    refuse("this attention layer cannot be causal (no PB_ATTENTION_CAP_CAUSAL) and would let tokens see "
-           "the future in a causal language model; choose a causal attention kind");
+    refuse(
+        "this attention layer cannot be causal (no PB_ATTENTION_CAP_CAUSAL) and would let tokens "
+        "see "
+        "the future in a causal language model; choose a causal attention kind");
   if (ctx.causal == 0 && (capabilities & PB_ATTENTION_CAP_NONCAUSAL) == 0)
-    refuse("this attention layer is causal only (no PB_ATTENTION_CAP_NONCAUSAL); it cannot serve a "
-           "bidirectional model");
+    refuse(
+        "this attention layer is causal only (no PB_ATTENTION_CAP_NONCAUSAL); it cannot serve a "
+        "bidirectional model");
   if (ctx.positional == PB_POSITIONAL_ROTARY && (capabilities & PB_ATTENTION_CAP_ROTARY) == 0)
-    refuse("positional 'rotary' asked for, but this attention layer does not apply rotary embeddings "
-           "(no PB_ATTENTION_CAP_ROTARY); choose another positional encoding");
+    refuse(
+        "positional 'rotary' asked for, but this attention layer does not apply rotary embeddings "
+        "(no PB_ATTENTION_CAP_ROTARY); choose another positional encoding");
   if (ctx.positional == PB_POSITIONAL_ALIBI && (capabilities & PB_ATTENTION_CAP_ALIBI) == 0)
-    refuse("positional 'alibi' asked for, but this attention layer does not apply ALiBi (no "
-           "PB_ATTENTION_CAP_ALIBI); choose another positional encoding");
+    refuse(
+        "positional 'alibi' asked for, but this attention layer does not apply ALiBi (no "
+        "PB_ATTENTION_CAP_ALIBI); choose another positional encoding");
   if (ctx.d_model <= 0 || ctx.n_heads <= 0 || ctx.d_model % ctx.n_heads != 0)
     refuse("d_model " + std::to_string(ctx.d_model) + " must be a positive multiple of n_heads " +
            std::to_string(ctx.n_heads));
@@ -173,11 +185,13 @@ struct AttentionAdapter {
   static Object* self(void* p) { return static_cast<Object*>(p); }
   static const Object* self(const void* p) { return static_cast<const Object*>(p); }
 
-  static pb_status* create(const pb_host_api* host, const pb_config_view* config, void** out_instance) {
+  static pb_status* create(const pb_host_api* host, const pb_config_view* config,
+                           void** out_instance) {
     *out_instance = nullptr;
     return guarded(host, "attention create", [&] {
       if (host->ops == nullptr)
-        throw PluginError(PB_STATUS_UNSUPPORTED, "this host was built without the tensor engine (ops is NULL)");
+        throw PluginError(PB_STATUS_UNSUPPORTED,
+                          "this host was built without the tensor engine (ops is NULL)");
       *out_instance = new Object(host, config);
     });
   }
@@ -198,12 +212,14 @@ struct AttentionAdapter {
     });
   }
   static size_t parameter_count(const void* p) { return self(p)->impl.parameters().size(); }
-  static pb_status* parameter(const void* p, size_t index, const char** out_name, pb_tensor** out_tensor) {
+  static pb_status* parameter(const void* p, size_t index, const char** out_name,
+                              pb_tensor** out_tensor) {
     const Object* o = self(p);
     const auto& params = o->impl.parameters();
     if (index >= params.size())
       return Status::error(o->host, PB_STATUS_OUT_OF_RANGE,
-                           "parameter index " + std::to_string(index) + " >= count " + std::to_string(params.size()));
+                           "parameter index " + std::to_string(index) + " >= count " +
+                               std::to_string(params.size()));
     *out_name = params[index].name.c_str();
     *out_tensor = params[index].tensor.handle();
     return nullptr;
@@ -220,16 +236,20 @@ struct AttentionAdapter {
     Object* o = self(p);
     *out_state = nullptr;
     return guarded(o->host, "attention state_create", [&] {
-      if (o->d_model == 0) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "state_create before init");
+      if (o->d_model == 0)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "state_create before init");
       if (batch < 1 || capacity < 1)
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "state_create needs batch >= 1 and capacity >= 1, found " +
-                                                          std::to_string(batch) + " and " + std::to_string(capacity));
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "state_create needs batch >= 1 and capacity >= 1, found " +
+                              std::to_string(batch) + " and " + std::to_string(capacity));
       std::unique_ptr<AttentionState> state = o->impl.create_state(batch, capacity);
       if (!state) throw PluginError(PB_STATUS_INTERNAL, "create_state returned no state");
       *out_state = state.release();
     });
   }
-  static void state_destroy(void* /*p*/, void* state) { delete static_cast<AttentionState*>(state); }
+  static void state_destroy(void* /*p*/, void* state) {
+    delete static_cast<AttentionState*>(state);
+  }
   static pb_status* forward_step(void* p, void* state_ptr, const pb_tensor* x, pb_tensor** out_y) {
     Object* o = self(p);
     return guarded(o->host, "attention forward_step", [&] {
@@ -241,13 +261,14 @@ struct AttentionAdapter {
       if (shape.size() != 3 || shape[0] != state.batch() || shape[2] != o->d_model)
         throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                           "forward_step expects x [" + std::to_string(state.batch()) + ", Tn, " +
-                              std::to_string(o->d_model) + "] (the state's batch, d_model), found " +
-                              shape_text(shape));
+                              std::to_string(o->d_model) +
+                              "] (the state's batch, d_model), found " + shape_text(shape));
       if (shape[1] > state.capacity() - state.length())
         throw PluginError(PB_STATUS_OUT_OF_RANGE,
                           "forward_step of " + std::to_string(shape[1]) + " positions after " +
                               std::to_string(state.length()) + " exceeds the state's capacity " +
-                              std::to_string(state.capacity()) + "; create the state with a larger capacity");
+                              std::to_string(state.capacity()) +
+                              "; create the state with a larger capacity");
       const int64_t before = state.length();
       Tensor y = o->impl.forward_step(state, input);
       if (state.length() != before + shape[1])
@@ -287,13 +308,15 @@ struct AttentionAdapter {
 // constructible from (const Host&, const ConfigView&)). `fields` must have static storage
 // (a namespace-scope constexpr array); the strings must be literals.
 template <class T>
-constexpr pb_component_descriptor make_attention_component(const char* name, const char* version, const char* summary,
-                                                           std::span<const pb_config_field> fields = {}) {
+constexpr pb_component_descriptor make_attention_component(
+    const char* name, const char* version, const char* summary,
+    std::span<const pb_config_field> fields = {}) {
   static_assert(std::is_base_of_v<Attention, T>, "T must derive from patchbay::Attention");
   static_assert(std::is_constructible_v<T, const Host&, const ConfigView&>,
                 "T needs a constructor T(const patchbay::Host&, const patchbay::ConfigView&)");
   static_assert((T::kCapabilities & (PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL)) != 0,
-                "an attention layer must declare PB_ATTENTION_CAP_CAUSAL, PB_ATTENTION_CAP_NONCAUSAL or both");
+                "an attention layer must declare PB_ATTENTION_CAP_CAUSAL, "
+                "PB_ATTENTION_CAP_NONCAUSAL or both");
   return pb_component_descriptor{sizeof(pb_component_descriptor),
                                  PB_KIND_ATTENTION,
                                  PB_ATTENTION_INTERFACE_MAJOR,

@@ -140,7 +140,8 @@ class AttentionUnderTest {
     if (st == nullptr) return PB_STATUS_OK;
     const pb_status_code code = host_->status_code(st);
     const char* message = host_->status_message(st);
-    CHECK_MESSAGE((message != nullptr && message[0] != '\0'), "a failing call returned a status without a message");
+    CHECK_MESSAGE((message != nullptr && message[0] != '\0'),
+                  "a failing call returned a status without a message");
     host_->status_free(st);
     return code;
   }
@@ -188,9 +189,9 @@ struct AttentionConformanceOptions {
 
 namespace attention_kit_detail {
 
-inline pb_layer_context layer_context(const AttentionConformanceOptions& o, int64_t d_model, int64_t n_heads,
-                                      int64_t max_seq_len, bool causal, pb_positional_kind positional,
-                                      uint64_t seed) {
+inline pb_layer_context layer_context(const AttentionConformanceOptions& o, int64_t d_model,
+                                      int64_t n_heads, int64_t max_seq_len, bool causal,
+                                      pb_positional_kind positional, uint64_t seed) {
   pb_layer_context ctx{};
   ctx.struct_size = sizeof(pb_layer_context);
   ctx.d_model = d_model;
@@ -239,21 +240,23 @@ inline std::string positional_name(pb_positional_kind kind) {
 }
 
 // A causal (when possible) layer initialised for the main checks.
-inline AttentionUnderTest ready_layer(const AttentionFactory& make, const AttentionConformanceOptions& o,
+inline AttentionUnderTest ready_layer(const AttentionFactory& make,
+                                      const AttentionConformanceOptions& o,
                                       pb_positional_kind positional, uint64_t seed) {
   AttentionUnderTest layer = make();
   REQUIRE(layer.vtable() != nullptr);
   REQUIRE(layer.instance() != nullptr);
   REQUIRE(layer.ops() != nullptr);
   REQUIRE(layer.vtable()->struct_size >= sizeof(pb_attention_vtable));
-  layer.init(layer_context(o, o.d_model, o.n_heads, o.seq_len, layer.has(PB_ATTENTION_CAP_CAUSAL), positional,
-                           seed));
+  layer.init(layer_context(o, o.d_model, o.n_heads, o.seq_len, layer.has(PB_ATTENTION_CAP_CAUSAL),
+                           positional, seed));
   return layer;
 }
 
 // Runs `steps` (chunk lengths summing to seq_len) through one state; returns the outputs
 // concatenated along T.
-inline Tensor decode_in_chunks(const AttentionUnderTest& layer, const Tensor& x, const std::vector<int64_t>& steps) {
+inline Tensor decode_in_chunks(const AttentionUnderTest& layer, const Tensor& x,
+                               const std::vector<int64_t>& steps) {
   const int64_t batch = x.size(0), total = x.size(1);
   std::unique_ptr<AttentionUnderTest::State> state = layer.state_create(batch, total);
   CHECK(state->length() == 0);
@@ -272,7 +275,8 @@ inline Tensor decode_in_chunks(const AttentionUnderTest& layer, const Tensor& x,
 }  // namespace attention_kit_detail
 
 // Runs every check as a doctest SUBCASE of the calling TEST_CASE.
-inline void check_attention_conformance(const AttentionFactory& make, const AttentionConformanceOptions& o) {
+inline void check_attention_conformance(const AttentionFactory& make,
+                                        const AttentionConformanceOptions& o) {
   namespace detail = attention_kit_detail;
   using detail::max_abs_diff;
   AttentionUnderTest probe = make();
@@ -299,8 +303,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
     }
     const char* name = nullptr;
     pb_tensor* tensor = nullptr;
-    CHECK(layer.code_of(layer.vtable()->parameter(layer.instance(), params.size(), &name, &tensor)) ==
-          PB_STATUS_OUT_OF_RANGE);
+    CHECK(layer.code_of(layer.vtable()->parameter(layer.instance(), params.size(), &name,
+                                                  &tensor)) == PB_STATUS_OUT_OF_RANGE);
     AttentionUnderTest same = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
     AttentionUnderTest other = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed + 1);
     const auto same_params = same.parameters(), other_params = other.parameters();
@@ -310,7 +314,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
     for (size_t i = 0; i < params.size(); ++i) {
       CHECK(same_params[i].first == params[i].first);
       CHECK(max_abs_diff(same_params[i].second.to_vector(), params[i].second.to_vector()) == 0.0);
-      seed_difference += max_abs_diff(other_params[i].second.to_vector(), params[i].second.to_vector());
+      seed_difference +=
+          max_abs_diff(other_params[i].second.to_vector(), params[i].second.to_vector());
     }
     CHECK_MESSAGE(seed_difference > 0.0, "a different seed gave identical parameters");
   }
@@ -329,8 +334,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
       CHECK(layer.forward(short_x).shape() == short_x.shape());
       const Tensor wrong_width = ops.zeros({o.batch, 3, o.d_model + 1});
       pb_tensor* out = nullptr;
-      CHECK(layer.code_of(layer.vtable()->forward(layer.instance(), wrong_width.handle(), 0, &out)) !=
-            PB_STATUS_OK);
+      CHECK(layer.code_of(layer.vtable()->forward(layer.instance(), wrong_width.handle(), 0,
+                                                  &out)) != PB_STATUS_OK);
     }
   }
 
@@ -338,20 +343,22 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
     SUBCASE("causality: perturbing tokens after t leaves outputs at <= t unchanged") {
       for (pb_positional_kind positional : positionals) {
         const std::string positional_text = detail::positional_name(positional);
-      CAPTURE(positional_text);
+        CAPTURE(positional_text);
         AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
         NoGradGuard no_grad(layer.ops());
         const Tensor y = layer.forward(x);
         for (int64_t t : {int64_t{0}, o.seq_len / 2, o.seq_len - 2}) {
           CAPTURE(t);
           Generator noise_generator(layer.ops(), o.seed + 100 + static_cast<uint64_t>(t));
-          const Tensor noise = ops.uniform({o.batch, o.seq_len - t - 1, o.d_model}, noise_generator, -2.0, 2.0);
-          const Tensor perturbed = ops.concat({x.slice(1, 0, t + 1), x.slice(1, t + 1, o.seq_len) + noise}, 1);
+          const Tensor noise =
+              ops.uniform({o.batch, o.seq_len - t - 1, o.d_model}, noise_generator, -2.0, 2.0);
+          const Tensor perturbed =
+              ops.concat({x.slice(1, 0, t + 1), x.slice(1, t + 1, o.seq_len) + noise}, 1);
           const Tensor y2 = layer.forward(perturbed);
           CHECK(max_abs_diff(y2.slice(1, 0, t + 1).to_vector(), y.slice(1, 0, t + 1).to_vector()) <=
                 o.causality_tolerance);
-          CHECK_MESSAGE(max_abs_diff(y2.slice(1, t + 1, t + 2).to_vector(), y.slice(1, t + 1, t + 2).to_vector()) >
-                            1e-4,
+          CHECK_MESSAGE(max_abs_diff(y2.slice(1, t + 1, t + 2).to_vector(),
+                                     y.slice(1, t + 1, t + 2).to_vector()) > 1e-4,
                         "perturbing token " << t + 1 << " did not change its own output");
         }
       }
@@ -362,17 +369,21 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
     SUBCASE("incremental decoding equals the whole-sequence forward") {
       for (pb_positional_kind positional : positionals) {
         const std::string positional_text = detail::positional_name(positional);
-      CAPTURE(positional_text);
+        CAPTURE(positional_text);
         AttentionUnderTest layer = detail::ready_layer(make, o, positional, o.seed);
         NoGradGuard no_grad(layer.ops());
         const std::vector<float> full = layer.forward(x).to_vector();
         std::vector<int64_t> one_by_one = {o.prefill};
         for (int64_t t = o.prefill; t < o.seq_len; ++t) one_by_one.push_back(1);
-        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, one_by_one).to_vector(), full) <= o.decode_tolerance);
+        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, one_by_one).to_vector(), full) <=
+              o.decode_tolerance);
         std::vector<int64_t> chunks;
-        for (int64_t t = 0; t < o.seq_len; t += o.decode_chunk) chunks.push_back(std::min(o.decode_chunk, o.seq_len - t));
-        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, chunks).to_vector(), full) <= o.decode_tolerance);
-        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, {o.seq_len}).to_vector(), full) <= o.decode_tolerance);
+        for (int64_t t = 0; t < o.seq_len; t += o.decode_chunk)
+          chunks.push_back(std::min(o.decode_chunk, o.seq_len - t));
+        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, chunks).to_vector(), full) <=
+              o.decode_tolerance);
+        CHECK(max_abs_diff(detail::decode_in_chunks(layer, x, {o.seq_len}).to_vector(), full) <=
+              o.decode_tolerance);
       }
     }
 
@@ -383,15 +394,15 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
       layer.forward_step(*state, x.slice(1, 0, 3));
       pb_tensor* out = nullptr;
       const Tensor two = x.slice(1, 3, 5);
-      CHECK(layer.code_of(layer.vtable()->forward_step(layer.instance(), state->get(), two.handle(), &out)) ==
-            PB_STATUS_OUT_OF_RANGE);
+      CHECK(layer.code_of(layer.vtable()->forward_step(layer.instance(), state->get(), two.handle(),
+                                                       &out)) == PB_STATUS_OUT_OF_RANGE);
       CHECK(out == nullptr);
       const Tensor wrong_batch = x.slice(0, 0, 1).slice(1, 3, 4);
-      CHECK(layer.code_of(layer.vtable()->forward_step(layer.instance(), state->get(), wrong_batch.handle(),
-                                                       &out)) != PB_STATUS_OK);
+      CHECK(layer.code_of(layer.vtable()->forward_step(
+                layer.instance(), state->get(), wrong_batch.handle(), &out)) != PB_STATUS_OK);
       const Tensor wrong_width = ops.zeros({o.batch, 1, o.d_model + 2});
-      CHECK(layer.code_of(layer.vtable()->forward_step(layer.instance(), state->get(), wrong_width.handle(),
-                                                       &out)) != PB_STATUS_OK);
+      CHECK(layer.code_of(layer.vtable()->forward_step(
+                layer.instance(), state->get(), wrong_width.handle(), &out)) != PB_STATUS_OK);
       CHECK(state->length() == 3);  // refused steps leave the state as it was
       layer.forward_step(*state, x.slice(1, 3, 4));
       CHECK(state->length() == 4);
@@ -403,7 +414,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
       const std::string positional_text = detail::positional_name(positional);
       CAPTURE(positional_text);
       AttentionUnderTest layer = make();
-      layer.init(detail::layer_context(o, o.grad_d_model, o.grad_n_heads, o.grad_seq_len, causal, positional, o.seed));
+      layer.init(detail::layer_context(o, o.grad_d_model, o.grad_n_heads, o.grad_seq_len, causal,
+                                       positional, o.seed));
       Generator g(layer.ops(), o.seed + 7);
       Tensor input = ops.uniform({1, o.grad_seq_len, o.grad_d_model}, g, -1.0, 1.0);
       input.requires_grad(true);
@@ -414,7 +426,8 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
         names.push_back(name);
       }
       GradcheckResult r = gradcheck(
-          layer.ops(), [&](const std::vector<Tensor>& in) { return layer.forward(in[0]); }, inputs, o.gradcheck);
+          layer.ops(), [&](const std::vector<Tensor>& in) { return layer.forward(in[0]); }, inputs,
+          o.gradcheck);
       CHECK_MESSAGE(r.ok, r.message << " (input 0 is x, then the parameters in order)");
     }
   }
@@ -426,17 +439,20 @@ inline void check_attention_conformance(const AttentionFactory& make, const Atte
     };
     if (!causal) {
       // The "non-causal attention in a causal language model" refusal.
-      CHECK(init_code(detail::layer_context(o, o.d_model, o.n_heads, o.seq_len, true, PB_POSITIONAL_NONE, o.seed)) ==
+      CHECK(init_code(detail::layer_context(o, o.d_model, o.n_heads, o.seq_len, true,
+                                            PB_POSITIONAL_NONE, o.seed)) ==
             PB_STATUS_INVALID_ARGUMENT);
     }
     if (!probe.has(PB_ATTENTION_CAP_ROTARY)) {
-      CHECK(init_code(detail::layer_context(o, o.d_model, o.n_heads, o.seq_len, causal, PB_POSITIONAL_ROTARY,
-                                            o.seed)) == PB_STATUS_INVALID_ARGUMENT);
+      CHECK(init_code(detail::layer_context(o, o.d_model, o.n_heads, o.seq_len, causal,
+                                            PB_POSITIONAL_ROTARY, o.seed)) ==
+            PB_STATUS_INVALID_ARGUMENT);
     }
-    CHECK(init_code(detail::layer_context(o, o.d_model + 1, o.n_heads, o.seq_len, causal, PB_POSITIONAL_NONE,
-                                          o.seed)) == PB_STATUS_INVALID_ARGUMENT);
-    CHECK(init_code(detail::layer_context(o, o.d_model, 0, o.seq_len, causal, PB_POSITIONAL_NONE, o.seed)) ==
+    CHECK(init_code(detail::layer_context(o, o.d_model + 1, o.n_heads, o.seq_len, causal,
+                                          PB_POSITIONAL_NONE, o.seed)) ==
           PB_STATUS_INVALID_ARGUMENT);
+    CHECK(init_code(detail::layer_context(o, o.d_model, 0, o.seq_len, causal, PB_POSITIONAL_NONE,
+                                          o.seed)) == PB_STATUS_INVALID_ARGUMENT);
   }
 }
 
