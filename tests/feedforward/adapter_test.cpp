@@ -14,6 +14,12 @@
 #include "engine/ops.hpp"
 #include "engine_host.hpp"
 #include "patchbay/feedforward.hpp"
+// A plugin may provide several kinds: every C++ layer of the SDK compiles in one unit.
+#include "patchbay/attention.hpp"
+#include "patchbay/optimizer.hpp"
+#include "patchbay/parallelism.hpp"
+#include "patchbay/sampler.hpp"
+#include "patchbay/tokenizer.hpp"
 #include "patchbay/testing/feedforward_conformance.hpp"
 #include "runtime/feedforward_handle.hpp"
 

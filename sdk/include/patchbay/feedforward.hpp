@@ -95,7 +95,7 @@ class FeedForward {
 namespace detail {
 
 // The 1.0 layouts: a reader may touch nothing past them without checking struct_size.
-constexpr size_t kLayerContextSize10 = offsetof(pb_layer_context, device_index) + sizeof(int32_t);
+constexpr size_t kFeedForwardContextSize10 = offsetof(pb_layer_context, device_index) + sizeof(int32_t);
 constexpr size_t kFeedForwardResultMinSize = offsetof(pb_feedforward_result, y) + sizeof(pb_tensor*);
 
 template <class T>
@@ -127,7 +127,7 @@ struct FeedForwardAdapter {
     Object* o = self(p);
     return guarded(o->host, "feedforward init", [&] {
       if (o->initialised) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "init() was already called");
-      if (ctx == nullptr || ctx->struct_size < kLayerContextSize10) {
+      if (ctx == nullptr || ctx->struct_size < kFeedForwardContextSize10) {
         throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                           "pb_layer_context is NULL or smaller than its 1.0 layout");
       }

@@ -80,7 +80,7 @@ inline const char* parallel_strategy_name(pb_parallel_strategy strategy) {
 
 namespace detail {
 
-inline std::string shape_text(const std::vector<int64_t>& shape) {
+inline std::string collective_shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
   return s + "]";
@@ -99,9 +99,9 @@ inline void check_rows_times_world(const char* what, const Tensor& small, const 
   expected[0] *= world;
   if (b != expected) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                      std::string(what) + ": " + big_name + " must be " + shape_text(expected) + " (world " +
-                          std::to_string(world) + " x " + small_name + " " + shape_text(s) + ") but is " +
-                          shape_text(b));
+                      std::string(what) + ": " + big_name + " must be " + collective_shape_text(expected) + " (world " +
+                          std::to_string(world) + " x " + small_name + " " + collective_shape_text(s) + ") but is " +
+                          collective_shape_text(b));
   }
   if (small.dtype() != big.dtype()) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(what) + ": in and out have different dtypes (" +
