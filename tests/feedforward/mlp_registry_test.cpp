@@ -258,3 +258,20 @@ TEST_CASE("mlp refusals become patchbay::Error naming the component and the file
     CHECK_THROWS_AS(config.set_float("dropout", 1.5), patchbay::Error);
   }
 }
+
+TEST_CASE("mlp with bf16 parameters runs on bf16 input and stays near the f32 layer") {
+  Loaded loaded;
+  eng::Generator gen(21);
+  const eng::Tensor x = eng::randn({2, 4, 16}, gen);
+  rt::ComponentConfig config(loaded.mlp());
+  rt::FeedForwardHandle f32 = loaded.make(config), bf16 = loaded.make(config);
+  pb_layer_context ctx = context(16, 32, 0.5, 6);
+  f32.init(ctx);
+  ctx.param_dtype = PB_DTYPE_BF16;
+  bf16.init(ctx);
+  for (const auto& p : bf16.parameters()) CHECK(p.tensor.dtype() == eng::DType::kBF16);
+  const eng::Tensor y = bf16.forward(eng::to_dtype(x, eng::DType::kBF16), false).y;
+  CHECK(y.dtype() == eng::DType::kBF16);
+  // Same draws rounded to bf16 (8 bits of mantissa): outputs of magnitude ~3 agree to ~0.1.
+  CHECK(max_abs_diff(y, f32.forward(x, false).y) < 0.15);
+}
