@@ -1,0 +1,48 @@
+// Training and validation batches cut from a memory-mapped token cache.
+//
+// A batch is `rows` windows of seq_len + 1 consecutive ids: inputs = window[0 .. T),
+// targets = window[1 .. T]. Shapes: inputs, targets [rows, T] i32.
+//
+// Training windows are chosen by a counter-based rule, no generator state:
+//   start(seed, step, micro, row) = mix(seed, step, micro, row) mod (count - T)
+// with mix a chain of splitmix64 rounds, so the batch of any (step, micro-step) is known
+// without replaying the ones before it: a resumed run draws exactly the batches an
+// uninterrupted one would, and two runs with one seed see the same data.
+// Validation windows are fixed: window i of n starts at floor(i * (count - T - 1) / (n - 1))
+// (evenly spaced over the split; the first window when n = 1), independent of the seed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "data/token_cache.hpp"
+#include "engine/tensor.hpp"
+
+namespace patchbay::train {
+
+struct Batch {
+  engine::Tensor inputs;   // [rows, T] i32
+  engine::Tensor targets;  // [rows, T] i32
+};
+
+// Offset of a training window's first id, in [0, count - seq_len). Throws Error
+// (kInvalidArgument) when count < seq_len + 1 (the split is too short for one window).
+uint64_t training_window_start(uint64_t seed, int64_t step, int64_t micro_step, int64_t row, uint64_t count,
+                               int64_t seq_len);
+
+// Start of validation window `index` of `window_count` (see above).
+uint64_t validation_window_start(int64_t index, int64_t window_count, uint64_t count, int64_t seq_len);
+
+// The training micro-batch (step, micro_step): rows windows from training_window_start.
+Batch training_batch(const data::TokenCache& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
+                     int64_t seq_len);
+
+// Validation batch `batch_index` of `batch_count`: windows batch_index*rows .. +rows of the
+// batch_count*rows evenly spaced windows.
+Batch validation_batch(const data::TokenCache& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
+                       int64_t seq_len);
+
+// Random ids in [0, vocab_size) (benchmarks with --random-tokens), deterministic in (seed, step).
+Batch random_batch(int64_t vocab_size, uint64_t seed, int64_t step, int64_t rows, int64_t seq_len);
+
+}  // namespace patchbay::train

@@ -1,0 +1,88 @@
+// Checkpoints: one safetensors file per checkpoint, self-describing and written atomically.
+//
+//   <run_dir>/checkpoints/step_<N>.safetensors
+//     tensors:  every model parameter under its stable name ("wte.weight", "blocks.0...."),
+//               every optimizer state tensor as "optimizer/<state name>", all F32 (or the
+//               tensor's own dtype when it is bf16/f16/i32/i64)
+//     __metadata__ (strings): see the kMeta* keys below — the resolved config TOML, the
+//               components used with their plugins' names, versions, files and ABI, the SDK
+//               ABI, the source revision, the step, RNG states, the tokenizer file and hash.
+//   <run_dir>/checkpoints/latest   one line "step_<N>.safetensors", replaced atomically
+//                                  after the checkpoint file itself is in place
+// A crash at any point leaves the previous `latest` and its file intact.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.hpp"
+#include "run/safetensors.hpp"
+
+namespace patchbay::train {
+
+inline constexpr const char* kMetaFormat = "patchbay.format";  // "patchbay-checkpoint 1"
+inline constexpr const char* kMetaConfig = "config";            // resolved config, TOML
+inline constexpr const char* kMetaStep = "step";                // optimizer updates done
+inline constexpr const char* kMetaComponents = "components";    // JSON array, see below
+inline constexpr const char* kMetaSdkAbi = "sdk_abi";           // "1.0"
+inline constexpr const char* kMetaHostVersion = "host_version";
+inline constexpr const char* kMetaSourceRevision = "source_revision";  // git describe or "unknown"
+inline constexpr const char* kMetaRng = "rng";                  // JSON object of RNG states
+inline constexpr const char* kMetaTokenizerFile = "tokenizer.file";
+inline constexpr const char* kMetaTokenizerHash = "tokenizer.fnv1a64";  // 16 hex digits
+inline constexpr const char* kMetaTokensSeen = "tokens_seen";
+inline constexpr const char* kOptimizerPrefix = "optimizer/";
+inline constexpr const char* kCheckpointFormat = "patchbay-checkpoint 1";
+
+// The source revision compiled in (git describe at configure time), or "unknown".
+const char* source_revision();
+
+struct NamedTensor {
+  std::string name;
+  engine::Tensor tensor;  // CPU; any layout (copied contiguous when written)
+};
+
+// Writes <run_dir>/checkpoints/step_<step>.safetensors (atomic), then points `latest` at it.
+// `metadata` must already hold everything but kMetaFormat and kMetaStep, which are added.
+// Returns the checkpoint's path. Throws patchbay::Error (kIo) naming the file.
+std::filesystem::path save_checkpoint(const std::filesystem::path& run_dir, int64_t step,
+                                      const std::vector<NamedTensor>& tensors,
+                                      std::map<std::string, std::string> metadata);
+
+// A checkpoint read into memory.
+class Checkpoint {
+ public:
+  explicit Checkpoint(const std::filesystem::path& file);  // throws patchbay::Error
+
+  const std::filesystem::path& path() const { return file_->path(); }
+  const std::map<std::string, std::string>& metadata() const { return file_->metadata(); }
+  // The metadata value; Error(kNotFound) naming the key and the file when absent.
+  const std::string& meta(const std::string& key) const;
+  const std::string& config_text() const { return meta(kMetaConfig); }
+  int64_t step() const;
+  std::vector<std::string> names() const { return file_->names(); }
+  bool contains(const std::string& name) const { return file_->contains(name); }
+  // A fresh engine tensor holding a copy of the stored one (Error(kNotFound) when absent).
+  engine::Tensor tensor(const std::string& name) const;
+  // Every "optimizer/<x>" tensor, keyed by <x> (for OptimizerHandle::restore_state).
+  std::map<std::string, engine::Tensor> optimizer_state() const;
+  // Copies the stored tensor into each parameter in place; every parameter must be present
+  // with its shape and dtype (Error(kInvalidArgument) naming the first mismatch otherwise).
+  void load_into(const std::vector<NamedTensor>& parameters) const;
+
+ private:
+  std::shared_ptr<run::SafetensorsFile> file_;
+};
+
+// A checkpoint file, a run directory or its checkpoints/ folder (both: follow `latest`).
+// Throws Error(kNotFound) saying what was looked for.
+std::filesystem::path resolve_checkpoint_path(const std::filesystem::path& path);
+
+// resolve_checkpoint_path + read (the entry point eval and generate use).
+Checkpoint load_checkpoint(const std::filesystem::path& path);
+
+}  // namespace patchbay::train

@@ -1,0 +1,112 @@
+// [train] options and training-config validation; see train_config.hpp.
+#include "train/train_config.hpp"
+
+#include "common/error.hpp"
+#include "config/config_validator.hpp"
+#include "config/host_schema.hpp"
+#include "model/language_model.hpp"
+#include "runtime/registry.hpp"
+
+namespace patchbay::train {
+
+config::SchemaRegistry make_training_schema() {
+  config::SchemaRegistry schema = config::make_host_schema();
+  model::declare_model_sections(schema);
+  return schema;
+}
+
+config::ComponentSchemaLookup registry_schema_lookup(runtime::Registry& registry) {
+  return [&registry](pb_component_kind kind, std::string_view name) {
+    config::ComponentLookupResult found;
+    for (const auto& plugin : registry.plugins()) {
+      for (const runtime::ComponentEntry& component : plugin->components) {
+        if (component.kind == kind) found.available.push_back(component.name);
+        if (component.kind != kind || component.name != name) continue;
+        const runtime::ComponentEntry& loaded = registry.find(kind, name);  // loads the plugin
+        found.schema = config::ComponentSchema{
+            loaded.name, registry.plugin_of(loaded).file.string(),
+            std::span<const pb_config_field>(loaded.descriptor->config_fields, loaded.descriptor->config_field_count)};
+        return found;
+      }
+    }
+    return found;
+  };
+}
+
+void validate_training_config(config::ResolvedConfig& config, const config::ComponentSchemaLookup& lookup) {
+  toml::table& root = config.table();
+  for (const char* section : {"train", "eval"}) {
+    if (!root.contains(section)) root.insert(section, toml::table{});
+  }
+  if (!root.contains("optimizer")) root.insert("optimizer", toml::table{{"kind", "adamw"}});
+  const config::SchemaRegistry schema = make_training_schema();
+  config::validate_config_or_throw(config, schema, lookup);
+  config::apply_defaults(config, schema, lookup);
+}
+
+namespace {
+
+const toml::node& node_at(const config::ResolvedConfig& config, const std::string& key_path) {
+  const toml::node* node = config.find(key_path);
+  if (node == nullptr)
+    throw Error(ErrorKind::kInvalidArgument, "config key '" + key_path + "' is missing (validate the config first)");
+  return *node;
+}
+
+}  // namespace
+
+int64_t config_int(const config::ResolvedConfig& config, const std::string& key_path) {
+  const auto value = node_at(config, key_path).value<int64_t>();
+  if (!value) throw Error(ErrorKind::kInvalidArgument, "config key '" + key_path + "' must be an integer");
+  return *value;
+}
+
+double config_real(const config::ResolvedConfig& config, const std::string& key_path) {
+  const auto value = node_at(config, key_path).value<double>();  // integers convert
+  if (!value) throw Error(ErrorKind::kInvalidArgument, "config key '" + key_path + "' must be a number");
+  return *value;
+}
+
+std::string config_string(const config::ResolvedConfig& config, const std::string& key_path) {
+  const auto value = node_at(config, key_path).value<std::string>();
+  if (!value) throw Error(ErrorKind::kInvalidArgument, "config key '" + key_path + "' must be a string");
+  return *value;
+}
+
+TrainOptions train_options_from_config(const config::ResolvedConfig& config) {
+  TrainOptions o;
+  o.batch_size = config_int(config, "train.batch_size");
+  o.seq_len = config_int(config, "train.seq_len");
+  o.grad_accum_steps = config_int(config, "train.grad_accum_steps");
+  o.max_steps = config_int(config, "train.max_steps");
+  o.schedule.kind = lr_schedule_kind(config_string(config, "train.schedule"));
+  o.schedule.lr = config_real(config, "train.lr");
+  o.schedule.min_lr = config_real(config, "train.min_lr");
+  o.schedule.warmup_steps = config_int(config, "train.warmup_steps");
+  o.schedule.max_steps = o.max_steps;
+  o.grad_clip = config_real(config, "train.grad_clip");
+  o.eval_every = config_int(config, "train.eval_every");
+  o.eval_batches = config_int(config, "train.eval_batches");
+  o.checkpoint_every = config_int(config, "train.checkpoint_every");
+  o.log_every = config_int(config, "train.log_every");
+  o.sample_every = config_int(config, "train.sample_every");
+  o.sample_tokens = config_int(config, "train.sample_tokens");
+  o.sample_prompt = config_string(config, "train.sample_prompt");
+  o.sample_temperature = config_real(config, "train.sample_temperature");
+  o.seed = static_cast<uint64_t>(config_int(config, "run.seed"));
+  o.run_name = config_string(config, "run.name");
+  const std::string out_dir = config_string(config, "train.out_dir");
+  o.run_dir = out_dir.empty() ? std::filesystem::path(config_string(config, "run.output_dir")) / o.run_name
+                              : std::filesystem::path(out_dir);
+  if (o.schedule.min_lr > o.schedule.lr)
+    throw Error(ErrorKind::kInvalidArgument, "train.min_lr (" + std::to_string(o.schedule.min_lr) +
+                                                 ") must not exceed train.lr (" + std::to_string(o.schedule.lr) + ")");
+  if (o.schedule.warmup_steps > o.max_steps)
+    throw Error(ErrorKind::kInvalidArgument, "train.warmup_steps (" + std::to_string(o.schedule.warmup_steps) +
+                                                 ") must not exceed train.max_steps (" +
+                                                 std::to_string(o.max_steps) + ")");
+  validate(o.schedule);
+  return o;
+}
+
+}  // namespace patchbay::train

@@ -1,0 +1,66 @@
+// The training configuration: the [train] keys as typed options, and the one way a
+// training-related command (train, eval, bench train, tests) turns a loaded config into a
+// validated one — host sections plus the model's sections, component keys checked against
+// the plugins the registry found, defaults filled in.
+//
+// Defaults that make a minimal config work: a config without [optimizer] gets
+// `kind = "adamw"`, and empty [train] / [eval] tables are added so apply_defaults writes
+// every key into the resolved config (what the run directory and checkpoints store).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "config/config_document.hpp"
+#include "config/schema_registry.hpp"
+#include "train/lr_schedule.hpp"
+
+namespace patchbay::runtime {
+class Registry;
+}
+
+namespace patchbay::train {
+
+struct TrainOptions {
+  int64_t batch_size = 8;
+  int64_t seq_len = 128;
+  int64_t grad_accum_steps = 1;
+  int64_t max_steps = 1000;
+  LrSchedule schedule;  // kind, lr, min_lr, warmup_steps, max_steps
+  double grad_clip = 1.0;  // 0: off
+  int64_t eval_every = 200;
+  int64_t eval_batches = 20;
+  int64_t checkpoint_every = 500;
+  int64_t log_every = 10;
+  int64_t sample_every = 0;
+  int64_t sample_tokens = 200;
+  std::string sample_prompt;
+  double sample_temperature = 0.8;
+  std::filesystem::path run_dir;  // train.out_dir, or <run.output_dir>/<run.name>
+  uint64_t seed = 0;              // [run] seed: batches and everything random in the run
+  std::string run_name;
+};
+
+// Host schema (make_host_schema) plus the model's sections.
+config::SchemaRegistry make_training_schema();
+
+// Component schemas from a registry's plugins (loads a plugin when one of its components is
+// asked for). The registry must outlive the lookup.
+config::ComponentSchemaLookup registry_schema_lookup(runtime::Registry& registry);
+
+// Adds the defaults described above, validates (throws config::ConfigError listing every
+// problem) and applies every schema default.
+void validate_training_config(config::ResolvedConfig& config, const config::ComponentSchemaLookup& lookup);
+
+// Typed [train] options of a validated config. Throws Error(kInvalidArgument) naming the key
+// for rules the schema cannot state (min_lr > lr, warmup_steps > max_steps).
+TrainOptions train_options_from_config(const config::ResolvedConfig& config);
+
+// Readers for validated configs ("train.batch_size"); throw Error(kInvalidArgument) naming the
+// key when it is missing or has another type.
+int64_t config_int(const config::ResolvedConfig& config, const std::string& key_path);
+double config_real(const config::ResolvedConfig& config, const std::string& key_path);
+std::string config_string(const config::ResolvedConfig& config, const std::string& key_path);
+
+}  // namespace patchbay::train
