@@ -1,0 +1,85 @@
+// Validation loss / perplexity / bits per byte, and samples; see evaluator.hpp.
+#include "train/evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/error.hpp"
+#include "data/split.hpp"
+#include "engine/ops.hpp"
+#include "train/batches.hpp"
+
+namespace patchbay::train {
+
+EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, const EvalSettings& settings) {
+  engine::NoGradGuard no_grad;
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  for (int64_t b = 0; b < settings.batches; ++b) {
+    const Batch batch = validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
+    const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
+    const int64_t vocab = out.logits.size(-1);
+    engine::CrossEntropyOptions sum;
+    sum.reduction = engine::LossReduction::kSum;
+    const engine::Tensor targets = batch.targets.reshape({-1});
+    loss_sum += engine::cross_entropy(out.logits.reshape({-1, vocab}), targets, sum).item();
+    tokens += engine::count_targets(targets);
+  }
+  EvalResult result;
+  result.tokens = tokens;
+  result.loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : std::nan("");
+  result.perplexity = std::exp(result.loss);
+  result.bits_per_byte = result.loss * settings.tokens_per_byte / std::log(2.0);
+  return result;
+}
+
+namespace {
+
+// Index drawn from softmax(logits / temperature); argmax when temperature is 0.
+int32_t choose_token(const std::vector<float>& logits, double temperature, uint64_t random_bits) {
+  const auto best = std::max_element(logits.begin(), logits.end());
+  if (temperature <= 0) return static_cast<int32_t>(best - logits.begin());
+  std::vector<double> weights(logits.size());
+  double total = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    weights[i] = std::exp((static_cast<double>(logits[i]) - *best) / temperature);
+    total += weights[i];
+  }
+  double u = static_cast<double>(random_bits >> 11) * 0x1.0p-53 * total;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    u -= weights[i];
+    if (u < 0) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(weights.size() - 1);
+}
+
+}  // namespace
+
+std::string sample_text(model::LanguageModel& model, const runtime::TokenizerHandle& tokenizer,
+                        const SampleSettings& settings) {
+  engine::NoGradGuard no_grad;
+  std::vector<int32_t> ids = tokenizer.encode(settings.prompt.empty() ? std::string("\n") : settings.prompt);
+  if (ids.empty()) ids.push_back(0);
+  const int64_t context = model.options().context_length;
+  if (static_cast<int64_t>(ids.size()) > context) ids.erase(ids.begin(), ids.end() - context);
+  const int64_t capacity = std::min<int64_t>(context, static_cast<int64_t>(ids.size()) + settings.tokens);
+  model::DecodeState state = model.start_decoding(1, capacity);
+  engine::Tensor logits = model.decode_step(
+      state, engine::Tensor::from_data(ids.data(), {1, static_cast<int64_t>(ids.size())}, engine::DType::kI32));
+  const size_t prompt_length = ids.size();
+  uint64_t random = data::splitmix64(settings.seed ^ 0x73616d706c65ull);  // "sample"
+  while (static_cast<int64_t>(ids.size()) < capacity) {
+    const int64_t last = logits.size(1) - 1;
+    const std::vector<float> row = logits.narrow(1, last, 1).to_vector();
+    random = data::splitmix64(random);
+    const int32_t next = choose_token(row, settings.temperature, random);
+    ids.push_back(next);
+    if (static_cast<int64_t>(ids.size()) >= capacity) break;
+    logits = model.decode_step(state, engine::Tensor::from_data(&next, {1, 1}, engine::DType::kI32));
+  }
+  const std::string prompt_text = settings.prompt.empty() ? "" : settings.prompt;
+  return prompt_text + tokenizer.decode(std::span<const int32_t>(ids).subspan(prompt_length));
+}
+
+}  // namespace patchbay::train

@@ -1,0 +1,67 @@
+// Building the model + optimizer from a config, and one optimizer update with gradient
+// accumulation and clipping; see trainer.hpp.
+#include <cmath>
+
+#include "common/error.hpp"
+#include "config/component_view.hpp"
+#include "engine/ops.hpp"
+#include "train/grad_clip.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/param_groups.hpp"
+#include "train/trainer.hpp"
+
+namespace patchbay::train {
+
+TrainableModel build_trainable_model(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                     const config::ComponentSchemaLookup& lookup, int64_t vocab_size) {
+  TrainableModel t;
+  t.model = model::LanguageModel::build(model::model_options_from_config(config, vocab_size),
+                                        model::component_tables_from_config(config), registry);
+  const config::SelectedComponent selected =
+      config::select_component(config, make_training_schema(), lookup, "optimizer");
+  t.optimizer_name = selected.name;
+  t.optimizer = std::make_unique<runtime::OptimizerHandle>(
+      registry.create(PB_KIND_OPTIMIZER, selected.name, *selected.config.view()), registry.host());
+  t.parameters = t.model->parameters();
+  std::vector<runtime::OptimizerHandle::Parameter> params;
+  for (const model::NamedParameter& p : t.parameters) {
+    const pb_param_options options = param_options(p.name, p.tensor.shape());
+    params.push_back({p.name, p.tensor, options.weight_decay_scale, options.lr_scale,
+                      options.group != nullptr ? options.group : "default"});
+    t.parameter_tensors.push_back(p.tensor);
+  }
+  t.optimizer->add_parameters(params);
+  return t;
+}
+
+StepResult train_step(TrainableModel& trainable, const TrainOptions& options, int64_t step,
+                      const std::function<Batch(int64_t micro_step)>& micro_batch) {
+  StepResult result;
+  const int64_t accum = options.grad_accum_steps;
+  for (int64_t m = 0; m < accum; ++m) {
+    const Batch batch = micro_batch(m);
+    const model::ForwardResult out = trainable.model->forward(batch.inputs, /*training=*/true);
+    const int64_t vocab = out.logits.size(-1);
+    const engine::Tensor loss = engine::cross_entropy(out.logits.reshape({-1, vocab}), batch.targets.reshape({-1}));
+    engine::Tensor total = loss;
+    if (out.aux_loss.defined()) {
+      total = total + out.aux_loss;
+      result.aux_loss += out.aux_loss.item() / static_cast<double>(accum);
+    }
+    result.loss += loss.item() / static_cast<double>(accum);
+    engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
+  }
+  if (options.grad_clip > 0) {
+    const ClipResult clip = clip_grad_norm(trainable.parameter_tensors, options.grad_clip);
+    result.grad_norm = clip.norm;
+  } else {
+    result.grad_norm = global_grad_norm(trainable.parameter_tensors);
+  }
+  result.lr = learning_rate(options.schedule, step);
+  result.finite = std::isfinite(result.loss) && std::isfinite(result.aux_loss) && std::isfinite(result.grad_norm);
+  if (result.finite) trainable.optimizer->step(result.lr);
+  for (engine::Tensor& p : trainable.parameter_tensors) p.zero_grad();
+  return result;
+}
+
+}  // namespace patchbay::train

@@ -1,0 +1,256 @@
+// The training loop and its run directory; see trainer.hpp.
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/logging.hpp"
+#include "config/config_printer.hpp"
+#include "data/split.hpp"
+#include "data/tokenizer_io.hpp"
+#include "engine/autograd.hpp"
+#include "engine/device.hpp"
+#include "patchbay/abi.h"
+#include "run/atomic_file.hpp"
+#include "run/metrics_log.hpp"
+#include "run/progress_bar.hpp"
+#include "train/checkpoint.hpp"
+#include "train/training_data.hpp"
+
+namespace patchbay::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The components the config uses, with their plugins, for the checkpoint's metadata.
+std::string components_json(const config::ResolvedConfig& config, runtime::Registry& registry,
+                            const std::string& optimizer) {
+  std::set<std::pair<pb_component_kind, std::string>> used{{PB_KIND_TOKENIZER, config_string(config, "tokenizer.kind")},
+                                                           {PB_KIND_OPTIMIZER, optimizer}};
+  const model::ModelOptions model_options = model::model_options_from_config(config, 1);
+  for (const std::string& kind : model_options.attention_kinds) used.insert({PB_KIND_ATTENTION, kind});
+  for (const std::string& kind : model_options.feedforward_kinds) used.insert({PB_KIND_FEEDFORWARD, kind});
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [kind, name] : used) {
+    const runtime::ComponentEntry& entry = registry.find(kind, name);
+    const runtime::PluginEntry& plugin = registry.plugin_of(entry);
+    list.push_back({{"kind", runtime::kind_name(kind)},
+                    {"name", entry.name},
+                    {"version", entry.version},
+                    {"plugin", plugin.metadata.name},
+                    {"plugin_version", plugin.metadata.version},
+                    {"plugin_file", plugin.file.string()},
+                    {"plugin_abi", std::to_string(plugin.metadata.abi_major) + "." +
+                                       std::to_string(plugin.metadata.abi_minor)}});
+  }
+  return list.dump();
+}
+
+bool any_dropout(const config::ResolvedConfig& config, const model::ModelOptions& options) {
+  if (options.dropout > 0) return true;
+  for (const char* table : {"model.attention.dropout", "model.feedforward.dropout"}) {
+    const toml::node* node = config.find(table);
+    if (node != nullptr && node->value<double>().value_or(0.0) > 0) return true;
+  }
+  return false;
+}
+
+std::string numeric_failure_message(int64_t step, const StepResult& r, const TrainOptions& o,
+                                    const fs::path& last_checkpoint) {
+  std::ostringstream m;
+  m << "training stopped at step " << step + 1 << ": ";
+  if (!std::isfinite(r.loss)) {
+    m << "the loss is " << r.loss;
+  } else if (!std::isfinite(r.aux_loss)) {
+    m << "the auxiliary loss is " << r.aux_loss;
+  } else {
+    m << "the gradient norm is " << r.grad_norm << " (loss " << r.loss << ")";
+  }
+  m << ". No update was made and no checkpoint was written; ";
+  if (last_checkpoint.empty()) {
+    m << "there is no earlier checkpoint. ";
+  } else {
+    m << "the last good checkpoint is " << last_checkpoint.string() << ". ";
+  }
+  m << "Try: a lower train.lr (now " << o.schedule.lr << ")";
+  if (o.grad_clip <= 0) {
+    m << ", gradient clipping (train.grad_clip = 1.0; now off)";
+  } else {
+    m << ", a tighter train.grad_clip (now " << o.grad_clip << ")";
+  }
+  if (o.schedule.warmup_steps == 0) m << ", a warmup (train.warmup_steps)";
+  m << "; then resume with --resume " << (last_checkpoint.empty() ? "(none)" : last_checkpoint.string()) << ".";
+  return m.str();
+}
+
+}  // namespace
+
+TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry& registry,
+                         const config::ComponentSchemaLookup& lookup, const TrainRequest& request) {
+  const TrainOptions o = train_options_from_config(config);
+  TrainSummary summary;
+  summary.run_dir = o.run_dir;
+  fs::create_directories(o.run_dir);
+  logging::add_run_log_file(o.run_dir / "train.log");
+  const std::string config_text = config::to_toml(config);
+  run::write_text_atomically(o.run_dir / "config.toml", config_text);
+
+  TrainingData data = prepare_training_data(config, registry, lookup);
+  const fs::path run_tokenizer = o.run_dir / "tokenizer.txt";
+  if (!fs::exists(run_tokenizer) || data::fnv1a64(data::read_text_file(run_tokenizer)) != data.tokenizer_hash)
+    fs::copy_file(data.tokenizer_file, run_tokenizer, fs::copy_options::overwrite_existing);
+  const double val_tokens_per_byte =
+      static_cast<double>(data.val.size()) / static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
+
+  TrainableModel trainable = build_trainable_model(config, registry, lookup, data.tokenizer.vocab_size());
+  model::LanguageModel& model = *trainable.model;
+  if (o.seq_len > model.options().context_length)
+    throw Error(ErrorKind::kInvalidArgument, "train.seq_len (" + std::to_string(o.seq_len) +
+                                                 ") exceeds model.context_length (" +
+                                                 std::to_string(model.options().context_length) + ")");
+  summary.parameter_count = model.parameter_count();
+  spdlog::info("model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
+               model.parameter_count(), model.parameter_count(true), model.flops_per_token(o.seq_len), o.seq_len);
+  spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
+               data.val.size(), val_tokens_per_byte, data.tokenizer.vocab_size());
+
+  std::map<std::string, std::string> metadata{
+      {kMetaConfig, config_text},
+      {kMetaComponents, components_json(config, registry, trainable.optimizer_name)},
+      {kMetaSdkAbi, std::to_string(PB_ABI_VERSION_MAJOR) + "." + std::to_string(PB_ABI_VERSION_MINOR)},
+      {kMetaSourceRevision, source_revision()},
+      {kMetaTokenizerFile, run_tokenizer.string()},
+      {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)}};
+
+  int64_t start_step = 0;
+  if (!request.resume.empty()) {
+    const Checkpoint checkpoint = load_checkpoint(request.resume);
+    std::vector<NamedTensor> params;
+    for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});
+    checkpoint.load_into(params);
+    trainable.optimizer->restore_state(checkpoint.optimizer_state());
+    start_step = checkpoint.step();
+    summary.last_checkpoint = checkpoint.path();
+    if (checkpoint.config_text() != config_text)
+      spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",
+                   checkpoint.path().string());
+    spdlog::info("resumed from {} at step {}", checkpoint.path().string(), start_step);
+    if (any_dropout(config, model.options()) && start_step > 0) {
+      // Advance every dropout generator (model and plugins) exactly as the first run did.
+      spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
+      engine::NoGradGuard no_grad;
+      for (int64_t s = 0; s < start_step; ++s)
+        for (int64_t m = 0; m < o.grad_accum_steps; ++m)
+          model.forward(training_batch(data.train, o.seed, s, m, o.batch_size, o.seq_len).inputs, true);
+    }
+  }
+  summary.start_step = start_step;
+  summary.steps_done = start_step;
+
+  run::MetricsLog metrics(o.run_dir / "metrics.jsonl");
+  std::ofstream samples_file(o.run_dir / "samples.txt", std::ios::app);
+  const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum_steps;
+  std::optional<run::ProgressBar> progress;
+  if (request.show_progress) progress.emplace("train", o.max_steps);
+
+  auto save = [&](int64_t step) {
+    std::vector<NamedTensor> tensors;
+    for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});
+    for (const auto& s : trainable.optimizer->state()) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
+    metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
+    metadata[kMetaRng] = nlohmann::json{{"batch_seed", o.seed},
+                                        {"batch_rule", "splitmix64(seed, step, micro_step, row)"},
+                                        {"dropout", any_dropout(config, model.options())
+                                                        ? "replayed from step 0 on resume"
+                                                        : "off"}}
+                             .dump();
+    summary.last_checkpoint = save_checkpoint(o.run_dir, step, tensors, metadata);
+    spdlog::info("checkpoint {}", summary.last_checkpoint.string());
+  };
+  auto run_eval = [&](int64_t step) {
+    EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, val_tokens_per_byte};
+    const EvalResult r = evaluate(model, data.val, settings);
+    metrics.append({{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity}, {"val_bpb", r.bits_per_byte},
+                    {"val_tokens", r.tokens}});
+    spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
+                 r.bits_per_byte);
+    summary.last_eval = r;
+  };
+  auto run_sample = [&](int64_t step) {
+    if (o.sample_tokens <= 0) return;
+    SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature, o.seed + static_cast<uint64_t>(step)};
+    summary.last_sample = sample_text(model, data.tokenizer, settings);
+    samples_file << "--- step " << step << " ---\n" << summary.last_sample << "\n";
+    samples_file.flush();
+    if (request.print_samples) std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
+  };
+
+  const auto start = Clock::now();
+  auto window_start = Clock::now();
+  int64_t window_tokens = 0;
+  for (int64_t step = start_step; step < o.max_steps; ++step) {
+    if (request.before_step) request.before_step(step, trainable.parameters);
+    const StepResult r = train_step(trainable, o, step, [&](int64_t micro) {
+      return training_batch(data.train, o.seed, step, micro, o.batch_size, o.seq_len);
+    });
+    window_tokens += tokens_per_step;
+    const int64_t done = step + 1;
+    const bool last = done == o.max_steps;
+    if (!r.finite || done % o.log_every == 0 || last) {
+      const double window_seconds = seconds_since(window_start);
+      const double tokens_per_second = window_seconds > 0 ? static_cast<double>(window_tokens) / window_seconds : 0;
+      metrics.append({{"step", done},
+                      {"loss", r.loss},
+                      {"aux_loss", r.aux_loss},
+                      {"lr", r.lr},
+                      {"grad_norm", r.grad_norm},
+                      {"tokens_per_second", tokens_per_second},
+                      {"elapsed_seconds", seconds_since(start)},
+                      {"tokens", done * tokens_per_step},
+                      {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}});
+      window_start = Clock::now();
+      window_tokens = 0;
+      if (progress) {
+        char suffix[160];
+        std::snprintf(suffix, sizeof suffix, "loss %.4f | lr %.2e | %.0f tok/s", r.loss, r.lr, tokens_per_second);
+        progress->update(done, suffix);
+      }
+    }
+    if (!r.finite) {
+      summary.numeric_failure = true;
+      summary.failure_message = numeric_failure_message(step, r, o, summary.last_checkpoint);
+      summary.last_loss = r.loss;
+      if (progress) progress->finish("stopped: non-finite values");
+      spdlog::error("{}", summary.failure_message);
+      return summary;
+    }
+    summary.last_loss = r.loss;
+    summary.steps_done = done;
+    if ((o.eval_every > 0 && done % o.eval_every == 0) || last) run_eval(done);
+    if ((o.sample_every > 0 && done % o.sample_every == 0 && !last)) run_sample(done);
+    if ((o.checkpoint_every > 0 && done % o.checkpoint_every == 0) || last) save(done);
+  }
+  summary.seconds = seconds_since(start);
+  const int64_t steps_run = summary.steps_done - start_step;
+  summary.tokens_per_second =
+      summary.seconds > 0 ? static_cast<double>(steps_run * tokens_per_step) / summary.seconds : 0;
+  if (progress) progress->finish();
+  if (steps_run > 0 || start_step == o.max_steps) run_sample(summary.steps_done);
+  return summary;
+}
+
+}  // namespace patchbay::train

@@ -1,0 +1,100 @@
+// The training loop: a model and an optimizer built from a validated config, micro-batches
+// with gradient accumulation, global-norm clipping, the learning-rate schedule, periodic
+// evaluation, checkpoints, samples and metrics — in a run directory:
+//   <run_dir>/config.toml     the resolved config (every default written out)
+//   <run_dir>/train.log       everything logged while the run worked
+//   <run_dir>/metrics.jsonl   per log step: step, loss, lr, grad_norm, tokens_per_second,
+//                             elapsed_seconds, tokens, peak_memory_bytes; per evaluation:
+//                             step, val_loss, val_ppl, val_bpb
+//   <run_dir>/tokenizer.txt   copy of the tokenizer file the run uses
+//   <run_dir>/checkpoints/    train/checkpoint.hpp
+//   <run_dir>/samples.txt     every printed sample, with its step
+// One update (step s, 0-based):
+//   for micro m in [0, G): batch(seed, s, m) -> logits -> loss_m = CE (+ aux loss);
+//                          backward(loss_m / G)          (gradients accumulate)
+//   norm = clip_grad_norm(params, grad_clip) (or the plain norm when grad_clip = 0)
+//   optimizer.step(learning_rate(schedule, s)); gradients dropped
+// A NaN/Inf loss or gradient norm stops the run before the update: no checkpoint is written
+// over the last good one, metrics keep the failing record, TrainSummary::numeric_failure says
+// what happened and what to try.
+// Resuming (TrainRequest::resume) loads parameters and optimizer state and continues at the
+// stored step. Batches are counter-based (batches.hpp); dropout generators live inside the
+// model and its plugins and are not exported through the ABI, so when any dropout is on, the
+// resume replays the earlier forward passes without gradients to advance them: on CPU the
+// resumed run is then bit-identical to one that never stopped (tested).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config_document.hpp"
+#include "config/schema_registry.hpp"
+#include "model/language_model.hpp"
+#include "runtime/optimizer_handle.hpp"
+#include "runtime/registry.hpp"
+#include "train/batches.hpp"
+#include "train/evaluator.hpp"
+#include "train/train_config.hpp"
+
+namespace patchbay::train {
+
+// A model with its optimizer, as a config describes them.
+struct TrainableModel {
+  std::unique_ptr<model::LanguageModel> model;
+  std::unique_ptr<runtime::OptimizerHandle> optimizer;
+  std::vector<model::NamedParameter> parameters;
+  std::vector<engine::Tensor> parameter_tensors;  // the same leaves, for clipping
+  std::string optimizer_name;
+};
+
+// Builds the model ([model] sections, vocab_size from the tokenizer) and the [optimizer]
+// component, registering every parameter with its group (train/param_groups.hpp).
+TrainableModel build_trainable_model(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                     const config::ComponentSchemaLookup& lookup, int64_t vocab_size);
+
+struct StepResult {
+  double loss = 0;       // mean over the micro-batches (without the aux loss)
+  double aux_loss = 0;   // mean over the micro-batches (0 when the model has none)
+  double grad_norm = 0;  // before clipping
+  double lr = 0;
+  bool finite = true;    // false: loss or norm is NaN/Inf and no update was made
+};
+
+// One optimizer update at step `step` (0-based) with micro-batches from `micro_batch(m)`.
+StepResult train_step(TrainableModel& trainable, const TrainOptions& options, int64_t step,
+                      const std::function<Batch(int64_t micro_step)>& micro_batch);
+
+struct TrainRequest {
+  std::filesystem::path resume;  // empty: a fresh run
+  bool show_progress = true;
+  bool print_samples = true;     // to stdout (always written to samples.txt)
+  // Called before each update with its step (tests inject NaN into a parameter here).
+  std::function<void(int64_t step, const std::vector<model::NamedParameter>&)> before_step;
+};
+
+struct TrainSummary {
+  std::filesystem::path run_dir;
+  int64_t start_step = 0;
+  int64_t steps_done = 0;  // the step the run ended at (updates made in total)
+  double last_loss = 0;
+  std::optional<EvalResult> last_eval;
+  std::filesystem::path last_checkpoint;  // empty when none was written
+  bool numeric_failure = false;
+  std::string failure_message;  // what happened and what to try
+  double seconds = 0;
+  double tokens_per_second = 0;
+  std::string last_sample;
+  int64_t parameter_count = 0;
+};
+
+// Trains as described above. Throws patchbay::Error for configuration, data or plugin
+// problems; a numeric failure is reported in the summary (the CLI maps it to kExitNumeric).
+TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry& registry,
+                         const config::ComponentSchemaLookup& lookup, const TrainRequest& request = {});
+
+}  // namespace patchbay::train

@@ -1,0 +1,138 @@
+// Prepared splits, the trained tokenizer and token caches for a run; see training_data.hpp.
+#include "train/training_data.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "config/component_view.hpp"
+#include "data/corpus.hpp"
+#include "data/split.hpp"
+#include "data/tokenizer_io.hpp"
+#include "train/train_config.hpp"
+
+namespace patchbay::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string corpus_folder_name(const std::string& corpus) {
+  if (corpus == "kjv" || corpus == "KJV") return "kjv";
+  fs::path p(corpus);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();
+  return p.stem().string();
+}
+
+bool manifest_matches(const fs::path& manifest, const data::SplitOptions& options) {
+  if (!fs::is_regular_file(manifest)) return false;
+  try {
+    std::ifstream in(manifest);
+    const nlohmann::json m = nlohmann::json::parse(in);
+    return m.at("val_fraction").get<double>() == options.val_fraction &&
+           m.at("seed").get<uint64_t>() == options.seed;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+runtime::TokenizerHandle create_config_tokenizer(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                                 const config::ComponentSchemaLookup& lookup) {
+  const config::SelectedComponent selected =
+      config::select_component(config, make_training_schema(), lookup, "tokenizer");
+  return registry.create_tokenizer(selected.name, *selected.config.view());
+}
+
+bool cache_is_current(const fs::path& cache_file, uint64_t tokenizer_hash, uint64_t source_bytes_hash) {
+  if (!fs::is_regular_file(cache_file)) return false;
+  try {
+    const data::TokenCache cache = data::TokenCache::open(cache_file);
+    return cache.info().tokenizer_hash == tokenizer_hash && cache.info().source_hash == source_bytes_hash;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+double bits_per_byte(double loss_nats_per_token, uint64_t tokens, uint64_t bytes) {
+  if (bytes == 0) return std::nan("");
+  return loss_nats_per_token * static_cast<double>(tokens) / static_cast<double>(bytes) / std::log(2.0);
+}
+
+runtime::TokenizerHandle load_config_tokenizer(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                               const config::ComponentSchemaLookup& lookup, const fs::path& file) {
+  runtime::TokenizerHandle tokenizer = create_config_tokenizer(config, registry, lookup);
+  tokenizer.load(file.string());
+  return tokenizer;
+}
+
+TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                   const config::ComponentSchemaLookup& lookup) {
+  const std::string corpus_source = config_string(config, "data.corpus");
+  data::SplitOptions split_options;
+  split_options.val_fraction = config_real(config, "data.validation_fraction");
+  split_options.seed = static_cast<uint64_t>(config_int(config, "data.seed"));
+  const fs::path prepared = fs::path(config_string(config, "data.output_dir")) / corpus_folder_name(corpus_source);
+
+  if (!manifest_matches(prepared / "manifest.json", split_options) || !fs::is_regular_file(prepared / "train.txt") ||
+      !fs::is_regular_file(prepared / "val.txt")) {
+    spdlog::info("preparing corpus '{}' into {}", corpus_source, prepared.string());
+    const data::Corpus corpus = data::load_corpus(corpus_source);
+    const data::CorpusSplit split = data::split_corpus(corpus, split_options);
+    data::write_prepared_corpus(prepared, corpus, split, split_options);
+  }
+
+  runtime::TokenizerHandle tokenizer = create_config_tokenizer(config, registry, lookup);
+  const std::string kind = config_string(config, "tokenizer.kind");
+  std::ostringstream tokenizer_table;
+  tokenizer_table << *config.table()["tokenizer"].as_table();
+  const std::string tag = kind + "-" + hex64(data::fnv1a64(tokenizer_table.str())).substr(0, 8);
+  const fs::path tokenizer_file = prepared / ("tokenizer-" + tag + ".txt");
+  if (fs::is_regular_file(tokenizer_file)) {
+    tokenizer.load(tokenizer_file.string());
+  } else {
+    if (!tokenizer.can_train())
+      throw Error(ErrorKind::kInvalidArgument, "tokenizer '" + kind + "' cannot be trained and no trained file exists at " +
+                                                   tokenizer_file.string());
+    spdlog::info("training tokenizer '{}' on {}", kind, (prepared / "train.txt").string());
+    tokenizer.train(data::read_text_file(prepared / "train.txt"));
+    tokenizer.save(tokenizer_file.string());
+  }
+  const uint64_t tokenizer_hash = data::fnv1a64(data::read_text_file(tokenizer_file));
+
+  // Encodes a split unless its cache is current; returns (cache file, text bytes).
+  auto encode_split = [&](const std::string& split) {
+    const fs::path text_file = prepared / (split + ".txt");
+    const fs::path cache_file = prepared / (split + "-" + tag + ".tokens");
+    const std::string text = data::read_text_file(text_file);
+    if (!cache_is_current(cache_file, tokenizer_hash, data::fnv1a64(text))) {
+      spdlog::info("encoding {} into {}", text_file.string(), cache_file.string());
+      data::encode_file_to_token_cache(tokenizer, kind, tokenizer_file, text_file, cache_file);
+    }
+    return std::make_pair(cache_file, static_cast<uint64_t>(text.size()));
+  };
+  const auto [train_cache, train_bytes] = encode_split("train");
+  const auto [val_cache, val_bytes] = encode_split("val");
+  return TrainingData{std::move(tokenizer),
+                      kind,
+                      tokenizer_file,
+                      tokenizer_hash,
+                      data::TokenCache::open(train_cache),
+                      data::TokenCache::open(val_cache),
+                      train_bytes,
+                      val_bytes,
+                      prepared};
+}
+
+}  // namespace patchbay::train

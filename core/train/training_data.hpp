@@ -1,0 +1,47 @@
+// The data a training run reads, prepared once and cached:
+//   <data.output_dir>/<corpus stem>/{train.txt, val.txt, manifest.json}   (data/split.hpp;
+//       prepared again when the manifest's val_fraction or seed differ from [data])
+//   .../tokenizer-<kind>-<h>.txt    the [tokenizer] component trained on train.txt
+//                                   (h = fnv1a64 of the [tokenizer] table: a changed setting
+//                                   trains a new one)
+//   .../{train,val}-<kind>-<h>.tokens  the splits encoded with it (data/token_cache.hpp),
+//                                   re-encoded when the header's tokenizer hash differs
+// The splits are memory-mapped; nothing is held in memory beyond the tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "config/config_document.hpp"
+#include "config/schema_registry.hpp"
+#include "data/token_cache.hpp"
+#include "runtime/registry.hpp"
+
+namespace patchbay::train {
+
+struct TrainingData {
+  runtime::TokenizerHandle tokenizer;
+  std::string tokenizer_kind;
+  std::filesystem::path tokenizer_file;  // the cached, trained tokenizer
+  uint64_t tokenizer_hash = 0;           // fnv1a64 of tokenizer_file's bytes
+  data::TokenCache train;
+  data::TokenCache val;
+  uint64_t train_bytes = 0;
+  uint64_t val_bytes = 0;  // bytes of val.txt: tokens/bytes of the split gives bits per byte
+  std::filesystem::path prepared_dir;
+};
+
+// Prepares (or reuses) everything above for a validated training config. Logs what it does.
+TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                   const config::ComponentSchemaLookup& lookup);
+
+// The tokenizer a checkpoint's run used, loaded from `file` with the config's [tokenizer].
+runtime::TokenizerHandle load_config_tokenizer(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                               const config::ComponentSchemaLookup& lookup,
+                                               const std::filesystem::path& file);
+
+// bits per byte of a split: loss_nats_per_token * tokens / bytes / ln 2.
+double bits_per_byte(double loss_nats_per_token, uint64_t tokens, uint64_t bytes);
+
+}  // namespace patchbay::train
