@@ -1,0 +1,94 @@
+// KV-cache decoding gives the logits of a full forward: prefill, then one token at a time,
+// then chunks, for learned, rotary and sinusoidal positions (max abs diff < 1e-4).
+#include <algorithm>
+#include <cmath>
+
+#include "engine/ops.hpp"
+#include "model_fixture.hpp"
+
+namespace eng = patchbay::engine;
+namespace pm = patchbay::model;
+
+namespace {
+
+// [B, T] i64 ids in [0, V) from a fixed pattern (deterministic, every id used).
+eng::Tensor make_tokens(int64_t batch, int64_t length, int64_t vocab) {
+  std::vector<int64_t> ids;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < length; ++t) ids.push_back((7 * t + 3 * b + (t * t) % 5) % vocab);
+  }
+  return eng::Tensor::from_data(ids.data(), {batch, length}, eng::DType::kI64);
+}
+
+float max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const std::vector<float> x = a.to_vector(), y = b.to_vector();
+  float worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+// Logits of decoding `tokens` in steps of the given sizes (summing to T), concatenated.
+eng::Tensor decode_in_steps(pm::LanguageModel& model, const eng::Tensor& tokens, const std::vector<int64_t>& steps) {
+  pm::DecodeState state = model.start_decoding(tokens.size(0), model.options().context_length);
+  std::vector<eng::Tensor> pieces;
+  int64_t at = 0;
+  for (int64_t n : steps) {
+    pieces.push_back(model.decode_step(state, eng::narrow(tokens, 1, at, n).contiguous()));
+    at += n;
+    CHECK(state.length() == at);
+  }
+  return eng::concat(pieces, 1);
+}
+
+void check_decoding_matches(pm::PositionalKind positional) {
+  pm::ModelOptions o = model_test::tiny_options();
+  o.positional = positional;
+  auto model = pm::LanguageModel::build(o, {}, model_test::registry());
+  const eng::Tensor tokens = make_tokens(2, o.context_length, o.vocab_size);
+  eng::Tensor full;
+  {
+    eng::NoGradGuard no_grad;
+    full = model->forward(tokens, /*training=*/false).logits;
+  }
+  CHECK(full.shape() == eng::Shape{2, 8, 11});
+  // prefill 3, then one by one, then a chunk
+  CHECK(max_abs_diff(decode_in_steps(*model, tokens, {3, 1, 1, 3}), full) < 1e-4f);
+  // one by one from the first token
+  CHECK(max_abs_diff(decode_in_steps(*model, tokens, {1, 1, 1, 1, 1, 1, 1, 1}), full) < 1e-4f);
+  // the whole sequence as one prefill
+  CHECK(max_abs_diff(decode_in_steps(*model, tokens, {8}), full) < 1e-4f);
+}
+
+}  // namespace
+
+TEST_CASE("KV-cache decoding equals the full forward: learned positions") {
+  check_decoding_matches(pm::PositionalKind::kLearned);
+}
+
+TEST_CASE("KV-cache decoding equals the full forward: rotary positions") {
+  check_decoding_matches(pm::PositionalKind::kRotary);
+}
+
+TEST_CASE("KV-cache decoding equals the full forward: sinusoidal positions") {
+  check_decoding_matches(pm::PositionalKind::kSinusoidal);
+}
+
+TEST_CASE("decoding refuses more positions than the capacity and foreign states") {
+  auto model = pm::LanguageModel::build(model_test::tiny_options(), {}, model_test::registry());
+  pm::DecodeState state = model->start_decoding(1, 4);
+  model->decode_step(state, make_tokens(1, 3, 11));
+  CHECK_THROWS_WITH_AS(model->decode_step(state, make_tokens(1, 2, 11)),
+                       doctest::Contains("exceed the state's capacity 4"), patchbay::Error);
+  auto other = pm::LanguageModel::build(model_test::tiny_options(), {}, model_test::registry());
+  CHECK_THROWS_WITH_AS(other->decode_step(state, make_tokens(1, 1, 11)), doctest::Contains("not made by this model"),
+                       patchbay::Error);
+  CHECK_THROWS_AS(model->start_decoding(1, 9), patchbay::Error);  // capacity above context_length 8
+}
+
+TEST_CASE("forward refuses sequences longer than the context and non-integer tokens") {
+  auto model = pm::LanguageModel::build(model_test::tiny_options(), {}, model_test::registry());
+  CHECK_THROWS_WITH_AS(model->forward(make_tokens(1, 9, 11), false), doctest::Contains("exceed the context length 8"),
+                       patchbay::Error);
+  CHECK_THROWS_WITH_AS(model->forward(eng::zeros({1, 4}), false), doctest::Contains("i32 or i64"), patchbay::Error);
+}
