@@ -1,0 +1,96 @@
+// Global-norm gradient clipping (see grad_clip.hpp).
+#include "train/grad_clip.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace patchbay::train {
+namespace {
+
+// The grad of `param` when it has one, checked to be a contiguous float CPU tensor.
+engine::Tensor checked_grad(const engine::Tensor& param) {
+  engine::Tensor g = param.grad();
+  if (!g.defined()) return g;
+  if (g.device().type != engine::DeviceType::kCpu || !engine::is_floating(g.dtype()) || !g.is_contiguous()) {
+    throw Error(ErrorKind::kInvalidArgument, "gradient clipping: grad " + g.str() +
+                                                 " is not a contiguous float CPU tensor (CPU only for now)");
+  }
+  return g;
+}
+
+// Sum of squares of n elements, in fixed blocks summed in order (deterministic).
+double square_sum(const void* data, int64_t n, engine::DType dtype) {
+  const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
+  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kNormBlock);
+    double s = 0.0;
+    if (dtype == engine::DType::kF32) {
+      const float* x = static_cast<const float*>(data);
+      for (int64_t i = b * kNormBlock; i < end; ++i) s += static_cast<double>(x[i]) * x[i];
+    } else {
+      for (int64_t i = b * kNormBlock; i < end; ++i) {
+        const double v = engine::load_as_f32(data, i, dtype);
+        s += v * v;
+      }
+    }
+    partial[static_cast<size_t>(b)] = s;
+  }
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace
+
+double grad_square_sum(const std::vector<engine::Tensor>& params) {
+  double total = 0.0;
+  for (const engine::Tensor& p : params) {
+    engine::Tensor g = checked_grad(p);
+    if (g.defined()) total += square_sum(g.data_ptr(), g.numel(), g.dtype());
+  }
+  return total;
+}
+
+double global_grad_norm(const std::vector<engine::Tensor>& params) { return std::sqrt(grad_square_sum(params)); }
+
+void scale_grads(const std::vector<engine::Tensor>& params, double factor) {
+  for (const engine::Tensor& p : params) {
+    engine::Tensor g = checked_grad(p);
+    if (!g.defined()) continue;
+    const int64_t n = g.numel();
+    if (g.dtype() == engine::DType::kF32) {
+      float* x = g.data<float>();
+      const float f = static_cast<float>(factor);
+#pragma omp parallel for simd schedule(static) if (n >= kNormBlock)
+      for (int64_t i = 0; i < n; ++i) x[i] *= f;
+    } else {
+      void* data = g.data_ptr();
+      for (int64_t i = 0; i < n; ++i) {
+        engine::store_from_f64(data, i, g.dtype(), engine::load_as_f32(data, i, g.dtype()) * factor);
+      }
+    }
+  }
+}
+
+ClipResult clip_grad_norm(const std::vector<engine::Tensor>& params, double max_norm) {
+  if (!(max_norm > 0) || !std::isfinite(max_norm)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "gradient clipping: max_norm = " + std::to_string(max_norm) + " must be finite and > 0");
+  }
+  ClipResult r;
+  r.norm = global_grad_norm(params);
+  r.finite = std::isfinite(r.norm);
+  if (r.finite && r.norm > max_norm) {
+    scale_grads(params, max_norm / (r.norm + kClipEpsilon));
+    r.clipped = true;
+  }
+  return r;
+}
+
+}  // namespace patchbay::train

@@ -1,0 +1,87 @@
+// The optimizer conformance kit fails broken optimizers: a wrong known answer, momentum kept
+// outside the exposed state (resume diverges), a step that ignores the shard, and an update of
+// a parameter without a gradient.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "optimizer_test_host.hpp"
+#include "patchbay/optimizer.hpp"
+#include "patchbay/testing/optimizer_conformance.hpp"
+
+namespace pt = patchbay::testing;
+
+namespace {
+
+// SGD with momentum 0.5 whose buffer is NOT registered as state.
+class HiddenMomentum : public patchbay::Optimizer {
+ public:
+  HiddenMomentum(const patchbay::Host&, const patchbay::ConfigView&) {}
+  void init_state(const Param&) override {}
+  void update(const Param& p, const patchbay::Tensor& grad, double lr) override {
+    std::vector<float>& buf = buffers_[p.index];
+    buf.resize(static_cast<size_t>(p.tensor.numel()), 0.0f);
+    float* x = p.tensor.data<float>();
+    const float* g = grad.data<float>();
+    for (size_t i = 0; i < buf.size(); ++i) {
+      buf[i] = 0.5f * buf[i] + g[i];
+      x[i] -= static_cast<float>(lr) * buf[i];
+    }
+  }
+
+ private:
+  std::map<size_t, std::vector<float>> buffers_;
+};
+
+// Plain SGD that updates every parameter, owned or not, and treats a missing grad as zero
+// decay step (p *= 0.99).
+class IgnoresShardAndSkip : public patchbay::Optimizer {
+ public:
+  IgnoresShardAndSkip(const patchbay::Host&, const patchbay::ConfigView&) {}
+  void init_state(const Param&) override {}
+  void update(const Param&, const patchbay::Tensor&, double) override {}
+  void step(double lr) override {
+    for (const Param& p : params()) {
+      float* x = p.tensor.data<float>();
+      patchbay::Tensor g = p.tensor.grad();
+      const float* gd = g.defined() ? g.data<float>() : nullptr;
+      for (int64_t i = 0; i < p.tensor.numel(); ++i) x[i] = gd ? x[i] - static_cast<float>(lr) * gd[i] : x[i] * 0.99f;
+    }
+  }
+};
+
+inline constexpr pb_component_descriptor kHidden =
+    patchbay::make_optimizer_component<HiddenMomentum>("hidden", "1.0.0", "broken on purpose");
+inline constexpr pb_component_descriptor kIgnores =
+    patchbay::make_optimizer_component<IgnoresShardAndSkip>("ignores", "1.0.0", "broken on purpose");
+
+pt::OptimizerCase two_params() {
+  pt::OptimizerCase c;
+  c.params = {{"a", {2}, {1.0f, 2.0f}}, {"b", {2}, {3.0f, 4.0f}}};
+  c.lrs = {0.1, 0.1, 0.1, 0.1};
+  c.grads = {{{1, 1}, {1, 1}}, {{1, -1}, {}}, {{0.5, 0.5}, {2, 2}}, {{1, 1}, {1, 1}}};
+  return c;
+}
+
+bool mentions(const pt::OptimizerConformanceReport& r, const std::string& text) {
+  return r.message().find(text) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("the kit reports a wrong known answer and state kept outside state_tensor") {
+  pt::OptimizerCase c = two_params();
+  c.expected.assign(4, {{0.0, 0.0}, {0.0, 0.0}});
+  const auto report = pt::check_optimizer_conformance(kHidden, nullptr, optimizer_tests::engine_host(), c);
+  CHECK_FALSE(report.ok());
+  CHECK(mentions(report, "step 0, parameter 'a' element 0"));
+  CHECK(mentions(report, "resume: parameter 'a' differs"));
+}
+
+TEST_CASE("the kit reports updates without a grad and updates of parameters another rank owns") {
+  const auto report = pt::check_optimizer_conformance(kIgnores, nullptr, optimizer_tests::engine_host(), two_params());
+  CHECK(mentions(report, "changed although its grad is undefined"));
+  CHECK(mentions(report, "(not owned) was modified"));
+}
