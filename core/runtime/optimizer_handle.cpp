@@ -43,8 +43,9 @@ std::string OptimizerHandle::context(const std::string& operation) const {
 
 void OptimizerHandle::set_shard(int64_t rank, int64_t world) {
   if (world < 1 || rank < 0 || rank >= world) {
-    throw Error(ErrorKind::kInvalidArgument, context("shard rank " + std::to_string(rank) + " of world " +
-                                                     std::to_string(world) + " (expected 0 <= rank < world)"));
+    throw Error(ErrorKind::kInvalidArgument,
+                context("shard rank " + std::to_string(rank) + " of world " +
+                        std::to_string(world) + " (expected 0 <= rank < world)"));
   }
   if (!parameter_handles_.empty()) {
     throw Error(ErrorKind::kInternal, context("set_shard after parameters were registered"));
@@ -64,13 +65,14 @@ void OptimizerHandle::add_parameters(const std::vector<Parameter>& params) {
 
 void OptimizerHandle::add_parameter(const Parameter& param) {
   if (!param.tensor.defined()) {
-    throw Error(ErrorKind::kInternal, context("parameter '" + param.name + "' is an undefined tensor"));
+    throw Error(ErrorKind::kInternal,
+                context("parameter '" + param.name + "' is an undefined tensor"));
   }
   pb_tensor* handle = engine::ops_table_wrap(param.tensor);
   const pb_param_options options{sizeof(pb_param_options), param.weight_decay_scale, param.lr_scale,
                                  param.group.c_str()};
-  pb_status* status = vtable_->add_parameter(instance_.get(), parameter_handles_.size(), param.name.c_str(),
-                                             handle, &options);
+  pb_status* status = vtable_->add_parameter(instance_.get(), parameter_handles_.size(),
+                                             param.name.c_str(), handle, &options);
   if (status != nullptr) {
     engine::host_ops_table()->release(handle);
     throw_if_error(status, context("add_parameter '" + param.name + "' " +
@@ -81,8 +83,9 @@ void OptimizerHandle::add_parameter(const Parameter& param) {
 
 void OptimizerHandle::step(double lr) {
   if (!std::isfinite(lr) || lr < 0) {
-    throw Error(ErrorKind::kInvalidArgument, context("learning rate " + std::to_string(lr) +
-                                                     " must be finite and >= 0 (check the schedule)"));
+    throw Error(ErrorKind::kInvalidArgument,
+                context("learning rate " + std::to_string(lr) +
+                        " must be finite and >= 0 (check the schedule)"));
   }
   throw_if_error(vtable_->step(instance_.get(), lr), context("step failed"));
 }
@@ -97,10 +100,12 @@ std::vector<OptimizerHandle::StateTensor> OptimizerHandle::state() const {
     throw_if_error(vtable_->state_tensor(instance_.get(), i, &name, &handle),
                    context("state_tensor " + std::to_string(i) + " failed"));
     if (name == nullptr || name[0] == '\0' || handle == nullptr) {
-      throw Error(ErrorKind::kPluginRefused, context("state " + std::to_string(i) + " has no name or no tensor"));
+      throw Error(ErrorKind::kPluginRefused,
+                  context("state " + std::to_string(i) + " has no name or no tensor"));
     }
     if (!seen.insert(name).second) {
-      throw Error(ErrorKind::kPluginRefused, context("state name '" + std::string(name) + "' appears twice"));
+      throw Error(ErrorKind::kPluginRefused,
+                  context("state name '" + std::string(name) + "' appears twice"));
     }
     out.push_back(StateTensor{name, engine::ops_table_tensor(handle)});
   }
@@ -117,7 +122,8 @@ void OptimizerHandle::restore_state(const std::map<std::string, engine::Tensor>&
     if (it == saved.end()) {
       problems += "\n  missing: " + s.name;
     } else if (it->second.shape() != s.tensor.shape() || it->second.dtype() != s.tensor.dtype()) {
-      problems += "\n  " + s.name + ": saved " + it->second.str() + ", optimizer has " + s.tensor.str();
+      problems +=
+          "\n  " + s.name + ": saved " + it->second.str() + ", optimizer has " + s.tensor.str();
     }
   }
   for (const auto& [name, tensor] : saved) {
@@ -126,7 +132,8 @@ void OptimizerHandle::restore_state(const std::map<std::string, engine::Tensor>&
   if (!problems.empty()) {
     throw Error(ErrorKind::kInvalidArgument,
                 context("the saved optimizer state does not match this optimizer (same component, "
-                        "parameters and shard are needed to resume):" + problems));
+                        "parameters and shard are needed to resume):" +
+                        problems));
   }
   for (StateTensor& s : current) engine::copy_(s.tensor, saved.at(s.name));
 }

@@ -34,15 +34,15 @@ namespace patchbay::runtime {
 class OptimizerHandle {
  public:
   struct Parameter {
-    std::string name;        // stable model name, "blocks.0.attn.qkv.weight"
-    engine::Tensor tensor;   // the leaf the optimizer updates in place
+    std::string name;                 // stable model name, "blocks.0.attn.qkv.weight"
+    engine::Tensor tensor;            // the leaf the optimizer updates in place
     double weight_decay_scale = 1.0;  // see pb_param_options (train/param_groups fills these)
     double lr_scale = 1.0;
     std::string group = "default";
   };
   struct StateTensor {
-    std::string name;        // "exp_avg/<parameter name>", "step/<parameter name>"
-    engine::Tensor tensor;   // the optimizer's own tensor (shared storage): overwrite in place
+    std::string name;       // "exp_avg/<parameter name>", "step/<parameter name>"
+    engine::Tensor tensor;  // the optimizer's own tensor (shared storage): overwrite in place
   };
 
   // `instance` must be a PB_KIND_OPTIMIZER object created with `host`, and host->ops must be the

@@ -15,9 +15,11 @@ namespace {
 engine::Tensor checked_grad(const engine::Tensor& param) {
   engine::Tensor g = param.grad();
   if (!g.defined()) return g;
-  if (g.device().type != engine::DeviceType::kCpu || !engine::is_floating(g.dtype()) || !g.is_contiguous()) {
-    throw Error(ErrorKind::kInvalidArgument, "gradient clipping: grad " + g.str() +
-                                                 " is not a contiguous float CPU tensor (CPU only for now)");
+  if (g.device().type != engine::DeviceType::kCpu || !engine::is_floating(g.dtype()) ||
+      !g.is_contiguous()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "gradient clipping: grad " + g.str() +
+                    " is not a contiguous float CPU tensor (CPU only for now)");
   }
   return g;
 }
@@ -57,7 +59,9 @@ double grad_square_sum(const std::vector<engine::Tensor>& params) {
   return total;
 }
 
-double global_grad_norm(const std::vector<engine::Tensor>& params) { return std::sqrt(grad_square_sum(params)); }
+double global_grad_norm(const std::vector<engine::Tensor>& params) {
+  return std::sqrt(grad_square_sum(params));
+}
 
 void scale_grads(const std::vector<engine::Tensor>& params, double factor) {
   for (const engine::Tensor& p : params) {
@@ -72,7 +76,8 @@ void scale_grads(const std::vector<engine::Tensor>& params, double factor) {
     } else {
       void* data = g.data_ptr();
       for (int64_t i = 0; i < n; ++i) {
-        engine::store_from_f64(data, i, g.dtype(), engine::load_as_f32(data, i, g.dtype()) * factor);
+        engine::store_from_f64(data, i, g.dtype(),
+                               engine::load_as_f32(data, i, g.dtype()) * factor);
       }
     }
   }
@@ -80,8 +85,9 @@ void scale_grads(const std::vector<engine::Tensor>& params, double factor) {
 
 ClipResult clip_grad_norm(const std::vector<engine::Tensor>& params, double max_norm) {
   if (!(max_norm > 0) || !std::isfinite(max_norm)) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "gradient clipping: max_norm = " + std::to_string(max_norm) + " must be finite and > 0");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "gradient clipping: max_norm = " + std::to_string(max_norm) + " must be finite and > 0");
   }
   ClipResult r;
   r.norm = global_grad_norm(params);

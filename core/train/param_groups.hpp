@@ -21,18 +21,19 @@
 namespace patchbay::train {
 
 struct ParamGroupRule {
-  int64_t min_decay_ndim = 2;                        // fewer dims: no decay
+  int64_t min_decay_ndim = 2;  // fewer dims: no decay
   std::vector<std::string> no_decay_suffixes = {".bias"};
   std::vector<std::string> no_decay_substrings = {"norm"};
-  std::vector<std::string> extra_no_decay;           // exact names, e.g. {"wte.weight"}
-  double lr_scale = 1.0;                             // for every parameter
+  std::vector<std::string> extra_no_decay;  // exact names, e.g. {"wte.weight"}
+  double lr_scale = 1.0;                    // for every parameter
 };
 
 inline constexpr const char* kDecayGroup = "decay";
 inline constexpr const char* kNoDecayGroup = "no_decay";
 
 // True when `rule` exempts the parameter from weight decay.
-bool is_no_decay(std::string_view name, const std::vector<int64_t>& shape, const ParamGroupRule& rule = {});
+bool is_no_decay(std::string_view name, const std::vector<int64_t>& shape,
+                 const ParamGroupRule& rule = {});
 
 // The options of one parameter: struct_size set, group a static string ("decay" / "no_decay").
 pb_param_options param_options(std::string_view name, const std::vector<int64_t>& shape,
@@ -43,6 +44,7 @@ struct ParamShape {
   std::vector<int64_t> shape;
 };
 // param_options for each parameter, in order.
-std::vector<pb_param_options> param_groups(const std::vector<ParamShape>& params, const ParamGroupRule& rule = {});
+std::vector<pb_param_options> param_groups(const std::vector<ParamShape>& params,
+                                           const ParamGroupRule& rule = {});
 
 }  // namespace patchbay::train

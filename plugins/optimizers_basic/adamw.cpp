@@ -20,15 +20,16 @@ AdamWSettings read_settings(const patchbay::ConfigView& config) {
 
 void check_unit_interval(double v, const char* key) {
   if (!(v >= 0.0 && v < 1.0)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string("adamw: ") + key + " = " +
-                                                                std::to_string(v) +
-                                                                " must lie in [0, 1) (1 never forgets)");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                std::string("adamw: ") + key + " = " + std::to_string(v) +
+                                    " must lie in [0, 1) (1 never forgets)");
   }
 }
 
 }  // namespace
 
-AdamW::AdamW(const patchbay::Host&, const patchbay::ConfigView& config) : AdamW(read_settings(config)) {}
+AdamW::AdamW(const patchbay::Host&, const patchbay::ConfigView& config)
+    : AdamW(read_settings(config)) {}
 
 AdamW::AdamW(const AdamWSettings& settings) : settings_(settings) {
   check_unit_interval(settings.beta1, "beta1");
@@ -37,7 +38,8 @@ AdamW::AdamW(const AdamWSettings& settings) : settings_(settings) {
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "adamw: eps must be finite and >= 0");
   }
   if (!(settings.weight_decay >= 0.0) || !std::isfinite(settings.weight_decay)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "adamw: weight_decay must be finite and >= 0");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "adamw: weight_decay must be finite and >= 0");
   }
 }
 
@@ -57,12 +59,13 @@ void AdamW::update(const Param& param, const patchbay::Tensor& grad, double lr) 
   Moments& m = moments_[moment_of_[param.index]];
   int64_t* step = m.step.data<int64_t>();
   *step += 1;
-  adamw_step(param.tensor.data<float>(), grad.data<float>(), m.exp_avg.data<float>(), m.exp_avg_sq.data<float>(),
-             param.tensor.numel(), *step, lr, settings_.weight_decay * param.options.weight_decay_scale, settings_);
+  adamw_step(param.tensor.data<float>(), grad.data<float>(), m.exp_avg.data<float>(),
+             m.exp_avg_sq.data<float>(), param.tensor.numel(), *step, lr,
+             settings_.weight_decay * param.options.weight_decay_scale, settings_);
 }
 
-void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n, int64_t t,
-                double lr, double weight_decay, const AdamWSettings& settings) {
+void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
+                int64_t t, double lr, double weight_decay, const AdamWSettings& settings) {
   // Scalars in double, rounded once to f32 as torch does with Python-float scalars.
   const double bias_correction1 = 1.0 - std::pow(settings.beta1, static_cast<double>(t));
   const double bias_correction2 = 1.0 - std::pow(settings.beta2, static_cast<double>(t));

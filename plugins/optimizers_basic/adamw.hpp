@@ -18,9 +18,9 @@
 namespace optimizers_basic {
 
 struct AdamWSettings {
-  double beta1 = 0.9;    // [0, 1)
-  double beta2 = 0.999;  // [0, 1)
-  double eps = 1e-8;     // >= 0
+  double beta1 = 0.9;          // [0, 1)
+  double beta2 = 0.999;        // [0, 1)
+  double eps = 1e-8;           // >= 0
   double weight_decay = 0.01;  // >= 0, times each parameter's weight_decay_scale
 };
 
@@ -37,22 +37,25 @@ class AdamW : public patchbay::Optimizer {
     patchbay::Tensor step, exp_avg, exp_avg_sq;
   };
   AdamWSettings settings_;
-  std::deque<Moments> moments_;  // one per owned parameter, in index order
+  std::deque<Moments> moments_;   // one per owned parameter, in index order
   std::deque<size_t> moment_of_;  // parameter index -> position in moments_ (owned only)
 };
 
 // The update above on raw f32 arrays of n elements, step t >= 1 (the reference of the fused
 // loop is the formula; tests check both against hand-computed values).
-void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n, int64_t t,
-                double lr, double weight_decay, const AdamWSettings& settings);
+void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
+                int64_t t, double lr, double weight_decay, const AdamWSettings& settings);
 
 inline constexpr pb_config_field kAdamWFields[] = {
-    patchbay::Field::real("beta1", "0.9", "decay of the first-moment average, in [0, 1)").range(0.0, 1.0),
-    patchbay::Field::real("beta2", "0.999", "decay of the second-moment average, in [0, 1)").range(0.0, 1.0),
+    patchbay::Field::real("beta1", "0.9", "decay of the first-moment average, in [0, 1)")
+        .range(0.0, 1.0),
+    patchbay::Field::real("beta2", "0.999", "decay of the second-moment average, in [0, 1)")
+        .range(0.0, 1.0),
     patchbay::Field::real("eps", "1e-8", "added to sqrt(v_hat) in the denominator").range(0.0, 1.0),
-    patchbay::Field::real("weight_decay", "0.01",
-                          "decoupled weight decay (p -= lr * wd * p); parameters in the no_decay group "
-                          "(biases, norm gains) get none")
+    patchbay::Field::real(
+        "weight_decay", "0.01",
+        "decoupled weight decay (p -= lr * wd * p); parameters in the no_decay group "
+        "(biases, norm gains) get none")
         .range(0.0, 100.0),
 };
 inline constexpr pb_component_descriptor kAdamW = patchbay::make_optimizer_component<AdamW>(

@@ -4,7 +4,8 @@
 namespace optimizers_basic {
 namespace {
 
-void require(const patchbay::Tensor& t, const std::string& what, const std::string& name, const char* optimizer) {
+void require(const patchbay::Tensor& t, const std::string& what, const std::string& name,
+             const char* optimizer) {
   const pb_ops_table* ops = t.ops();
   std::string problem;
   if (ops->device_type(t.handle()) != PB_DEVICE_CPU) {
@@ -15,10 +16,11 @@ void require(const patchbay::Tensor& t, const std::string& what, const std::stri
     problem = "is not contiguous";
   }
   if (!problem.empty()) {
-    throw patchbay::PluginError(PB_STATUS_UNSUPPORTED,
-                                std::string(optimizer) + ": " + what + " '" + name + "' " + problem +
-                                    "; this optimizer updates contiguous f32 CPU tensors only for now "
-                                    "(keep f32 master weights on the CPU)");
+    throw patchbay::PluginError(
+        PB_STATUS_UNSUPPORTED,
+        std::string(optimizer) + ": " + what + " '" + name + "' " + problem +
+            "; this optimizer updates contiguous f32 CPU tensors only for now "
+            "(keep f32 master weights on the CPU)");
   }
 }
 

@@ -20,8 +20,9 @@ SgdSettings read_settings(const patchbay::ConfigView& config) {
 
 void check_non_negative(double v, const char* key) {
   if (!(v >= 0.0) || !std::isfinite(v)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                                std::string("sgd: ") + key + " = " + std::to_string(v) + " must be finite and >= 0");
+    throw patchbay::PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        std::string("sgd: ") + key + " = " + std::to_string(v) + " must be finite and >= 0");
   }
 }
 
@@ -34,11 +35,12 @@ Sgd::Sgd(const SgdSettings& settings) : settings_(settings) {
   check_non_negative(settings.dampening, "dampening");
   check_non_negative(settings.weight_decay, "weight_decay");
   if (settings.nesterov && (settings.momentum <= 0.0 || settings.dampening != 0.0)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                                "sgd: nesterov = true needs momentum > 0 and dampening = 0 (got momentum " +
-                                    std::to_string(settings.momentum) + ", dampening " +
-                                    std::to_string(settings.dampening) +
-                                    "); set momentum (e.g. 0.9) and dampening = 0, or nesterov = false");
+    throw patchbay::PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        "sgd: nesterov = true needs momentum > 0 and dampening = 0 (got momentum " +
+            std::to_string(settings.momentum) + ", dampening " +
+            std::to_string(settings.dampening) +
+            "); set momentum (e.g. 0.9) and dampening = 0, or nesterov = false");
   }
 }
 
@@ -57,19 +59,19 @@ void Sgd::update(const Param& param, const patchbay::Tensor& grad, double lr) {
   require_dense_f32_grad(param, grad, "sgd");
   const double weight_decay = settings_.weight_decay * param.options.weight_decay_scale;
   if (settings_.momentum == 0.0) {
-    sgd_step(param.tensor.data<float>(), grad.data<float>(), nullptr, param.tensor.numel(), false, lr, weight_decay,
-             settings_);
+    sgd_step(param.tensor.data<float>(), grad.data<float>(), nullptr, param.tensor.numel(), false,
+             lr, weight_decay, settings_);
     return;
   }
   Buffer& b = buffers_[buffer_of_[param.index]];
   int64_t* step = b.step.data<int64_t>();
-  sgd_step(param.tensor.data<float>(), grad.data<float>(), b.momentum_buffer.data<float>(), param.tensor.numel(),
-           *step == 0, lr, weight_decay, settings_);
+  sgd_step(param.tensor.data<float>(), grad.data<float>(), b.momentum_buffer.data<float>(),
+           param.tensor.numel(), *step == 0, lr, weight_decay, settings_);
   *step += 1;
 }
 
-void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n, bool first_update, double lr,
-              double weight_decay, const SgdSettings& settings) {
+void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n, bool first_update,
+              double lr, double weight_decay, const SgdSettings& settings) {
   const float wd = static_cast<float>(weight_decay);
   const float neg_lr = static_cast<float>(-lr);
   const float mu = static_cast<float>(settings.momentum);

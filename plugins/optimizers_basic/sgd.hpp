@@ -44,17 +44,21 @@ class Sgd : public patchbay::Optimizer {
 
 // The update above on raw f32 arrays of n elements. `momentum_buffer` may be NULL when
 // settings.momentum == 0; `first_update` selects buf <- d.
-void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n, bool first_update, double lr,
-              double weight_decay, const SgdSettings& settings);
+void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n, bool first_update,
+              double lr, double weight_decay, const SgdSettings& settings);
 
 inline constexpr pb_config_field kSgdFields[] = {
-    patchbay::Field::real("momentum", "0.0", "momentum factor mu (0: plain SGD, no state)").range(0.0, 1.0),
-    patchbay::Field::real("dampening", "0.0", "scales the gradient added to the momentum buffer by 1 - dampening")
+    patchbay::Field::real("momentum", "0.0", "momentum factor mu (0: plain SGD, no state)")
         .range(0.0, 1.0),
-    patchbay::Field::boolean("nesterov", "false", "Nesterov momentum (needs momentum > 0 and dampening 0)"),
-    patchbay::Field::real("weight_decay", "0.0",
-                          "L2 penalty added to the gradient (g += wd * p); parameters in the no_decay group "
-                          "get none")
+    patchbay::Field::real("dampening", "0.0",
+                          "scales the gradient added to the momentum buffer by 1 - dampening")
+        .range(0.0, 1.0),
+    patchbay::Field::boolean("nesterov", "false",
+                             "Nesterov momentum (needs momentum > 0 and dampening 0)"),
+    patchbay::Field::real(
+        "weight_decay", "0.0",
+        "L2 penalty added to the gradient (g += wd * p); parameters in the no_decay group "
+        "get none")
         .range(0.0, 100.0),
 };
 inline constexpr pb_component_descriptor kSgd = patchbay::make_optimizer_component<Sgd>(

@@ -1,12 +1,13 @@
 // adamw: the fused loop against hand-computed first two steps, the component through the SDK's
 // optimizer conformance kit (known answers, skipping, resume, sharding) and its config checks.
+#include "adamw.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <map>
 #include <vector>
 
-#include "adamw.hpp"
 #include "optimizer_test_host.hpp"
 #include "patchbay/testing/optimizer_conformance.hpp"
 #include "runtime/component_config.hpp"
@@ -26,9 +27,11 @@ namespace {
 //   p -= 0.1 * 0.1052632 / (0.3952254 + 1e-8) = 0.0266337  ->  0.8714673
 // and likewise for the others:
 const std::vector<float> kStart = {1.0f, -2.0f, 0.5f, 3.0f};
-const std::vector<std::vector<float>> kGrads = {{0.5f, -1.0f, 2.0f, 0.0f}, {-0.25f, 0.5f, 1.0f, 4.0f}};
-const std::vector<std::vector<double>> kAfter = {{0.899000002, -1.898000001, 0.399500001, 2.997000000},
-                                                 {0.871467299, -1.869468297, 0.305882537, 2.919589318}};
+const std::vector<std::vector<float>> kGrads = {{0.5f, -1.0f, 2.0f, 0.0f},
+                                                {-0.25f, 0.5f, 1.0f, 4.0f}};
+const std::vector<std::vector<double>> kAfter = {
+    {0.899000002, -1.898000001, 0.399500001, 2.997000000},
+    {0.871467299, -1.869468297, 0.305882537, 2.919589318}};
 
 // torch.optim.AdamW in double, for the conformance case.
 struct AdamWReference {
@@ -60,14 +63,16 @@ struct AdamWReference {
 TEST_CASE("adamw_step matches the hand-computed first two steps") {
   std::vector<float> p = kStart, m(4, 0.0f), v(4, 0.0f);
   for (int t = 1; t <= 2; ++t) {
-    ob::adamw_step(p.data(), kGrads[t - 1].data(), m.data(), v.data(), 4, t, 0.1, 0.01, ob::AdamWSettings{});
+    ob::adamw_step(p.data(), kGrads[t - 1].data(), m.data(), v.data(), 4, t, 0.1, 0.01,
+                   ob::AdamWSettings{});
     for (size_t k = 0; k < 4; ++k) {
       CAPTURE(t);
       CAPTURE(k);
       CHECK(p[k] == doctest::Approx(kAfter[t - 1][k]).epsilon(1e-6));
     }
   }
-  // The moments after step 2 (element 2: m = 0.9 * 0.2 + 0.1 * 1 = 0.28, v = 0.999 * 0.004 + 0.001).
+  // The moments after step 2 (element 2: m = 0.9 * 0.2 + 0.1 * 1 = 0.28, v = 0.999 * 0.004 +
+  // 0.001).
   CHECK(m[2] == doctest::Approx(0.28).epsilon(1e-6));
   CHECK(v[2] == doctest::Approx(0.004996).epsilon(1e-6));
 }
@@ -80,7 +85,8 @@ TEST_CASE("adamw conforms: known answers, skipped grads, resume, sharding") {
     c.lrs = {0.1, 0.1};
     c.grads = {{kGrads[0]}, {kGrads[1]}};
     c.expected = {{kAfter[0]}, {kAfter[1]}};
-    const auto report = pt::check_optimizer_conformance(ob::kAdamW, &config.view(), optimizer_tests::engine_host(), c);
+    const auto report = pt::check_optimizer_conformance(ob::kAdamW, &config.view(),
+                                                        optimizer_tests::engine_host(), c);
     CHECK_MESSAGE(report.ok(), report.message());
   }
   SUBCASE("several parameters, groups, lr scales and missing grads against a double reference") {
@@ -92,22 +98,28 @@ TEST_CASE("adamw conforms: known answers, skipped grads, resume, sharding") {
                 {"norm_f.gain", {3}, {1.0f, 1.0f, 1.0f}, 0.0, 0.5},
                 {"head.weight", {3, 2}, {0.5f, 0.25f, -0.125f, 2.0f, -3.0f, 1.5f}}};
     c.lrs = {0.01, 0.02, 0.03, 0.02, 0.01};
-    const std::vector<float> g6a = {0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f}, g6b = {1.5f, 0.0f, -2.5f, 0.25f, 3.0f, -0.5f};
+    const std::vector<float> g6a = {0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f},
+                             g6b = {1.5f, 0.0f, -2.5f, 0.25f, 3.0f, -0.5f};
     const std::vector<float> g3a = {0.05f, -0.5f, 1.0f}, g3b = {-2.0f, 0.125f, 0.75f};
-    c.grads = {{g6a, g3a, g3b, g6b}, {g6b, {}, g3a, g6a}, {g6a, g3b, {}, {}}, {{}, g3a, g3b, g6b}, {g6b, g3b, g3a, g6a}};
+    c.grads = {{g6a, g3a, g3b, g6b},
+               {g6b, {}, g3a, g6a},
+               {g6a, g3b, {}, {}},
+               {{}, g3a, g3b, g6b},
+               {g6b, g3b, g3a, g6a}};
     AdamWReference reference;
     reference.settings.beta2 = 0.95;
     reference.settings.weight_decay = 0.1;
     pt::fill_expected(c, std::ref(reference));
-    const auto report = pt::check_optimizer_conformance(ob::kAdamW, &config.view(), optimizer_tests::engine_host(), c);
+    const auto report = pt::check_optimizer_conformance(ob::kAdamW, &config.view(),
+                                                        optimizer_tests::engine_host(), c);
     CHECK_MESSAGE(report.ok(), report.message());
     CHECK(report.notes.empty());  // sharding was checked
   }
 }
 
 TEST_CASE("adamw refuses betas of 1 and names the key") {
-  CHECK_THROWS_WITH_AS(ob::AdamW(ob::AdamWSettings{1.0, 0.999, 1e-8, 0.0}), doctest::Contains("beta1"),
-                       patchbay::PluginError);
-  CHECK_THROWS_WITH_AS(ob::AdamW(ob::AdamWSettings{0.9, 1.0, 1e-8, 0.0}), doctest::Contains("[0, 1)"),
-                       patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(ob::AdamW(ob::AdamWSettings{1.0, 0.999, 1e-8, 0.0}),
+                       doctest::Contains("beta1"), patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(ob::AdamW(ob::AdamWSettings{0.9, 1.0, 1e-8, 0.0}),
+                       doctest::Contains("[0, 1)"), patchbay::PluginError);
 }

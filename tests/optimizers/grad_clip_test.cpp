@@ -1,5 +1,7 @@
 // Global-norm clipping: the norm over several parameters (one without a grad), scaling only
 // above max_norm, NaN/Inf reported without touching the grads, determinism over threads.
+#include "train/grad_clip.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 
 #include "common/error.hpp"
 #include "engine/ops.hpp"
-#include "train/grad_clip.hpp"
 
 namespace eng = patchbay::engine;
 namespace tr = patchbay::train;

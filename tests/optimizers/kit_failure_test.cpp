@@ -47,7 +47,8 @@ class IgnoresShardAndSkip : public patchbay::Optimizer {
       float* x = p.tensor.data<float>();
       patchbay::Tensor g = p.tensor.grad();
       const float* gd = g.defined() ? g.data<float>() : nullptr;
-      for (int64_t i = 0; i < p.tensor.numel(); ++i) x[i] = gd ? x[i] - static_cast<float>(lr) * gd[i] : x[i] * 0.99f;
+      for (int64_t i = 0; i < p.tensor.numel(); ++i)
+        x[i] = gd ? x[i] - static_cast<float>(lr) * gd[i] : x[i] * 0.99f;
     }
   }
 };
@@ -55,7 +56,8 @@ class IgnoresShardAndSkip : public patchbay::Optimizer {
 inline constexpr pb_component_descriptor kHidden =
     patchbay::make_optimizer_component<HiddenMomentum>("hidden", "1.0.0", "broken on purpose");
 inline constexpr pb_component_descriptor kIgnores =
-    patchbay::make_optimizer_component<IgnoresShardAndSkip>("ignores", "1.0.0", "broken on purpose");
+    patchbay::make_optimizer_component<IgnoresShardAndSkip>("ignores", "1.0.0",
+                                                            "broken on purpose");
 
 pt::OptimizerCase two_params() {
   pt::OptimizerCase c;
@@ -74,14 +76,16 @@ bool mentions(const pt::OptimizerConformanceReport& r, const std::string& text) 
 TEST_CASE("the kit reports a wrong known answer and state kept outside state_tensor") {
   pt::OptimizerCase c = two_params();
   c.expected.assign(4, {{0.0, 0.0}, {0.0, 0.0}});
-  const auto report = pt::check_optimizer_conformance(kHidden, nullptr, optimizer_tests::engine_host(), c);
+  const auto report =
+      pt::check_optimizer_conformance(kHidden, nullptr, optimizer_tests::engine_host(), c);
   CHECK_FALSE(report.ok());
   CHECK(mentions(report, "step 0, parameter 'a' element 0"));
   CHECK(mentions(report, "resume: parameter 'a' differs"));
 }
 
 TEST_CASE("the kit reports updates without a grad and updates of parameters another rank owns") {
-  const auto report = pt::check_optimizer_conformance(kIgnores, nullptr, optimizer_tests::engine_host(), two_params());
+  const auto report = pt::check_optimizer_conformance(kIgnores, nullptr,
+                                                      optimizer_tests::engine_host(), two_params());
   CHECK(mentions(report, "changed although its grad is undefined"));
   CHECK(mentions(report, "(not owned) was modified"));
 }

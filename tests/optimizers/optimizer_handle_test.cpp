@@ -2,6 +2,8 @@
 // pass the conformance kit with the host's api, and runtime::OptimizerHandle drives them over
 // engine tensors — tiny quadratics minimised (with train/ schedule, clipping and groups), the
 // state enumerated and restored bit-identically, sharding, and the host's refusals.
+#include "runtime/optimizer_handle.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 #include "engine/ops.hpp"
 #include "engine/ops_table.hpp"
 #include "patchbay/testing/optimizer_conformance.hpp"
-#include "runtime/optimizer_handle.hpp"
 #include "runtime/registry.hpp"
 #include "train/grad_clip.hpp"
 #include "train/lr_schedule.hpp"
@@ -31,13 +32,14 @@ struct Fixture {
   }
   rt::Registry registry;
 
-  std::unique_ptr<rt::OptimizerHandle> make(const std::string& name, const std::map<std::string, double>& floats = {},
+  std::unique_ptr<rt::OptimizerHandle> make(const std::string& name,
+                                            const std::map<std::string, double>& floats = {},
                                             bool nesterov = false) {
     rt::ComponentConfig config(*registry.find(PB_KIND_OPTIMIZER, name).descriptor);
     for (const auto& [key, value] : floats) config.set_float(key, value);
     if (nesterov) config.set_bool("nesterov", true);
-    return std::make_unique<rt::OptimizerHandle>(registry.create(PB_KIND_OPTIMIZER, name, config.view()),
-                                                 registry.host());
+    return std::make_unique<rt::OptimizerHandle>(
+        registry.create(PB_KIND_OPTIMIZER, name, config.view()), registry.host());
   }
 };
 
@@ -55,7 +57,8 @@ struct Quadratic {
   }
   std::vector<rt::OptimizerHandle::Parameter> parameters() const {
     std::vector<rt::OptimizerHandle::Parameter> out;
-    for (const auto& [name, t] : {std::pair{std::string("fc.weight"), w}, std::pair{std::string("fc.bias"), b}}) {
+    for (const auto& [name, t] :
+         {std::pair{std::string("fc.weight"), w}, std::pair{std::string("fc.bias"), b}}) {
       const pb_param_options o = tr::param_options(name, t.shape());
       out.push_back({name, t, o.weight_decay_scale, o.lr_scale, o.group});
     }
@@ -94,14 +97,15 @@ TEST_CASE("both components conform when loaded from the .so through the host") {
     rt::ComponentConfig config(*entry.descriptor);
     if (std::string(name) == "sgd") config.set_float("momentum", 0.9);
     patchbay::testing::OptimizerCase c;
-    c.params = {{"w", {2, 2}, {1, 2, 3, 4}}, {"b", {2}, {0.5, -0.5}, 0.0}, {"g", {3}, {1, 1, 1}, 0.0, 2.0}};
+    c.params = {
+        {"w", {2, 2}, {1, 2, 3, 4}}, {"b", {2}, {0.5, -0.5}, 0.0}, {"g", {3}, {1, 1, 1}, 0.0, 2.0}};
     c.lrs = {0.1, 0.05, 0.1, 0.02};
     c.grads = {{{1, -1, 0.5, 2}, {1, 1}, {0.1, 0.2, 0.3}},
                {{0.5, 0.5, 0.5, 0.5}, {}, {1, -1, 1}},
                {{-1, 2, -3, 4}, {2, -2}, {}},
                {{1, 1, 1, 1}, {1, 1}, {1, 1, 1}}};
-    const auto report = patchbay::testing::check_optimizer_conformance(*entry.descriptor, &config.view(),
-                                                                       f.registry.host(), c);
+    const auto report = patchbay::testing::check_optimizer_conformance(
+        *entry.descriptor, &config.view(), f.registry.host(), c);
     CHECK_MESSAGE(report.ok(), report.message());
   }
 }
@@ -118,7 +122,8 @@ TEST_CASE("adamw and sgd (momentum, Nesterov) minimise a tiny quadratic through 
     CAPTURE(nesterov);
     Quadratic q;
     auto opt = f.make("sgd", {{"momentum", 0.9}}, nesterov);
-    CHECK(minimise(*opt, q, tr::LrSchedule{tr::LrScheduleKind::kConstant, 0.05, 0.0, 0, 300}) < 1e-6);
+    CHECK(minimise(*opt, q, tr::LrSchedule{tr::LrScheduleKind::kConstant, 0.05, 0.0, 0, 300}) <
+          1e-6);
   }
 }
 
@@ -130,8 +135,9 @@ TEST_CASE("state enumerates by name and restore_state resumes bit-identically") 
   const auto state = a->state();
   std::vector<std::string> names;
   for (const auto& s : state) names.push_back(s.name);
-  CHECK(names == std::vector<std::string>{"step/fc.weight", "exp_avg/fc.weight", "exp_avg_sq/fc.weight",
-                                          "step/fc.bias", "exp_avg/fc.bias", "exp_avg_sq/fc.bias"});
+  CHECK(names == std::vector<std::string>{"step/fc.weight", "exp_avg/fc.weight",
+                                          "exp_avg_sq/fc.weight", "step/fc.bias", "exp_avg/fc.bias",
+                                          "exp_avg_sq/fc.bias"});
   for (int i = 0; i < 3; ++i) {
     q1.loss_and_grad();
     a->step(0.05);
@@ -159,9 +165,10 @@ TEST_CASE("state enumerates by name and restore_state resumes bit-identically") 
   auto c = f.make("adamw");
   Quadratic q3;
   c->add_parameters(q3.parameters());
-  CHECK_THROWS_WITH_AS(c->restore_state(saved),
-                       doctest::Contains("missing: exp_avg/fc.bias\n  unexpected: exp_avg/fc.other"),
-                       patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      c->restore_state(saved),
+      doctest::Contains("missing: exp_avg/fc.bias\n  unexpected: exp_avg/fc.other"),
+      patchbay::Error);
 }
 
 TEST_CASE("a sharded handle keeps and updates only its own parameters") {
@@ -187,11 +194,12 @@ TEST_CASE("the host names the optimizer and the problem") {
   eng::Tensor bf16 = eng::zeros({2, 2}, eng::DType::kBF16);
   CHECK_THROWS_WITH_AS(opt->add_parameter({"emb.weight", bf16}),
                        doctest::Contains("'emb.weight' is not f32"), patchbay::Error);
-  CHECK_THROWS_WITH_AS(opt->step(std::nan("")), doctest::Contains("optimizer 'adamw'"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(opt->step(std::nan("")), doctest::Contains("optimizer 'adamw'"),
+                       patchbay::Error);
   Quadratic q;
   opt->add_parameters(q.parameters());
   CHECK(opt->parameter_count() == 2);
   CHECK_THROWS_AS(opt->set_shard(0, 2), patchbay::Error);
-  CHECK_THROWS_WITH_AS(f.make("sgd", {{"dampening", 0.5}}, true), doctest::Contains("dampening = 0"),
-                       patchbay::Error);
+  CHECK_THROWS_WITH_AS(f.make("sgd", {{"dampening", 0.5}}, true),
+                       doctest::Contains("dampening = 0"), patchbay::Error);
 }

@@ -7,7 +7,8 @@
 namespace optimizer_tests {
 
 const pb_host_api* engine_host() {
-  static const pb_host_api api = patchbay::runtime::make_host_api(patchbay::engine::host_ops_table());
+  static const pb_host_api api =
+      patchbay::runtime::make_host_api(patchbay::engine::host_ops_table());
   return &api;
 }
 

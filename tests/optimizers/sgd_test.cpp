@@ -1,5 +1,7 @@
 // sgd: momentum, Nesterov and dampening with L2 decay against hand-computed three steps, the
 // component through the SDK's optimizer conformance kit, and the Nesterov refusal.
+#include "sgd.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
@@ -8,7 +10,6 @@
 #include "optimizer_test_host.hpp"
 #include "patchbay/testing/optimizer_conformance.hpp"
 #include "runtime/component_config.hpp"
-#include "sgd.hpp"
 
 namespace ob = optimizers_basic;
 namespace pt = patchbay::testing;
@@ -37,7 +38,8 @@ TEST_CASE("sgd with momentum 0.9: three hand-computed steps") {
   patchbay::runtime::ComponentConfig config(ob::kSgd);
   config.set_float("momentum", 0.9);
   const auto c = hand_case({{0.9, 2.2}, {0.76, 2.33}, {0.734, 2.347}});
-  const auto report = pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
+  const auto report =
+      pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
   CHECK_MESSAGE(report.ok(), report.message());
 }
 
@@ -50,20 +52,23 @@ TEST_CASE("sgd with Nesterov momentum 0.9: three hand-computed steps") {
   config.set_float("momentum", 0.9);
   config.set_bool("nesterov", true);
   const auto c = hand_case({{0.81, 2.38}, {0.634, 2.447}, {0.7106, 2.3623}});
-  const auto report = pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
+  const auto report =
+      pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
   CHECK_MESSAGE(report.ok(), report.message());
 }
 
 TEST_CASE("sgd with dampening 0.5 and weight decay 0.1: three hand-computed steps") {
   // d = g + 0.1 p.  d1 = [1.1, -1.8]; buf1 = d1 (first step: no dampening)   p1 = [0.89, 2.18]
   // d2 = [0.589, 0.718]; buf2 = 0.9 buf1 + 0.5 d2 = [1.2845, -1.261]       p2 = [0.76155, 2.3061]
-  // d3 = [-0.923845, 1.23061]; buf3 = [0.6941275, -0.519595]             p3 = [0.69213725, 2.3580595]
+  // d3 = [-0.923845, 1.23061]; buf3 = [0.6941275, -0.519595]             p3 =
+  // [0.69213725, 2.3580595]
   patchbay::runtime::ComponentConfig config(ob::kSgd);
   config.set_float("momentum", 0.9);
   config.set_float("dampening", 0.5);
   config.set_float("weight_decay", 0.1);
   const auto c = hand_case({{0.89, 2.18}, {0.76155, 2.3061}, {0.69213725, 2.3580595}});
-  const auto report = pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
+  const auto report =
+      pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
   CHECK_MESSAGE(report.ok(), report.message());
 }
 
@@ -71,21 +76,23 @@ TEST_CASE("plain sgd has no state and a per-parameter decay scale applies") {
   patchbay::runtime::ComponentConfig config(ob::kSgd);
   config.set_float("weight_decay", 0.5);
   pt::OptimizerCase c;
-  // p -= lr * (g + 0.5 * scale * p): w (scale 1): 2 - 0.1 * (1 + 1) = 1.8; b (scale 0): 2 - 0.1 = 1.9
+  // p -= lr * (g + 0.5 * scale * p): w (scale 1): 2 - 0.1 * (1 + 1) = 1.8; b (scale 0): 2 - 0.1
+  // = 1.9
   c.params = {{"w", {1, 1}, {2.0f}}, {"b", {1}, {2.0f}, 0.0}};
   c.lrs = {0.1};
   c.grads = {{{1.0f}, {1.0f}}};
   c.expected = {{{1.8}, {1.9}}};
-  const auto report = pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
+  const auto report =
+      pt::check_optimizer_conformance(ob::kSgd, &config.view(), optimizer_tests::engine_host(), c);
   CHECK_MESSAGE(report.ok(), report.message());
   ob::Sgd plain{ob::SgdSettings{}};
   CHECK(plain.states().empty());
 }
 
 TEST_CASE("sgd refuses Nesterov without momentum or with dampening, saying what to set") {
-  CHECK_THROWS_WITH_AS(ob::Sgd(ob::SgdSettings{0.0, 0.0, true, 0.0}), doctest::Contains("momentum > 0"),
-                       patchbay::PluginError);
-  CHECK_THROWS_WITH_AS(ob::Sgd(ob::SgdSettings{0.9, 0.1, true, 0.0}), doctest::Contains("dampening = 0"),
-                       patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(ob::Sgd(ob::SgdSettings{0.0, 0.0, true, 0.0}),
+                       doctest::Contains("momentum > 0"), patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(ob::Sgd(ob::SgdSettings{0.9, 0.1, true, 0.0}),
+                       doctest::Contains("dampening = 0"), patchbay::PluginError);
   CHECK_NOTHROW(ob::Sgd(ob::SgdSettings{0.9, 0.0, true, 0.0}));
 }

@@ -55,9 +55,9 @@ class Optimizer {
     std::string group = "default";
   };
   struct Param {
-    size_t index = 0;   // registration index (0, 1, 2, ...)
-    std::string name;   // "blocks.0.attn.qkv.weight"
-    Tensor tensor;      // the host's parameter (own reference; updated in place)
+    size_t index = 0;  // registration index (0, 1, 2, ...)
+    std::string name;  // "blocks.0.attn.qkv.weight"
+    Tensor tensor;     // the host's parameter (own reference; updated in place)
     Options options;
     bool owned = true;  // index % world == rank
   };
@@ -93,7 +93,9 @@ class Optimizer {
   // ---- what the adapter and derived classes read ----
   int64_t shard_rank() const { return rank_; }
   int64_t shard_world() const { return world_; }
-  bool owns(size_t index) const { return static_cast<int64_t>(index % static_cast<size_t>(world_)) == rank_; }
+  bool owns(size_t index) const {
+    return static_cast<int64_t>(index % static_cast<size_t>(world_)) == rank_;
+  }
   // Registration order. Elements never move (deques), so names and handles stay valid.
   const std::deque<Param>& params() const { return params_; }
   const std::deque<State>& states() const { return states_; }
@@ -121,7 +123,8 @@ class Optimizer {
   // Registers a state tensor under a unique name and returns it (a handle sharing storage).
   Tensor add_state(std::string name, Tensor tensor) {
     for (const State& s : states_) {
-      if (s.name == name) throw PluginError(PB_STATUS_INTERNAL, "state '" + name + "' registered twice");
+      if (s.name == name)
+        throw PluginError(PB_STATUS_INTERNAL, "state '" + name + "' registered twice");
     }
     states_.push_back(State{std::move(name), std::move(tensor)});
     return states_.back().tensor;
@@ -148,21 +151,25 @@ struct OptimizerObject {
   bool shard_set = false;
 };
 
-inline Optimizer::Options read_param_options(const pb_param_options* options, const std::string& name) {
+inline Optimizer::Options read_param_options(const pb_param_options* options,
+                                             const std::string& name) {
   Optimizer::Options out;
   if (options == nullptr) return out;
   if (options->struct_size < kParamOptionsMinSize) {
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "options of '" + name + "': struct_size " +
-                                                      std::to_string(options->struct_size) +
-                                                      " does not cover weight_decay_scale and lr_scale");
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "options of '" + name + "': struct_size " +
+                          std::to_string(options->struct_size) +
+                          " does not cover weight_decay_scale and lr_scale");
   }
   out.weight_decay_scale = options->weight_decay_scale;
   out.lr_scale = options->lr_scale;
-  if (PB_HAS_FIELD(options, pb_param_options, group) && options->group != nullptr) out.group = options->group;
+  if (PB_HAS_FIELD(options, pb_param_options, group) && options->group != nullptr)
+    out.group = options->group;
   auto check = [&](double v, const char* field) {
     if (!std::isfinite(v) || v < 0) {
       throw PluginError(PB_STATUS_INVALID_ARGUMENT, "options of '" + name + "': " + field + " = " +
-                                                        std::to_string(v) + " must be finite and >= 0");
+                                                        std::to_string(v) +
+                                                        " must be finite and >= 0");
     }
   };
   check(out.weight_decay_scale, "weight_decay_scale");
@@ -176,11 +183,13 @@ struct OptimizerAdapter {
   static Object* self(void* p) { return static_cast<Object*>(p); }
   static const Object* self(const void* p) { return static_cast<const Object*>(p); }
 
-  static pb_status* create(const pb_host_api* host, const pb_config_view* config, void** out_instance) {
+  static pb_status* create(const pb_host_api* host, const pb_config_view* config,
+                           void** out_instance) {
     *out_instance = nullptr;
     return guarded(host, "optimizer create", [&] {
       if (host->ops == nullptr) {
-        throw PluginError(PB_STATUS_UNSUPPORTED, "the host has no tensor engine (pb_host_api::ops is NULL)");
+        throw PluginError(PB_STATUS_UNSUPPORTED,
+                          "the host has no tensor engine (pb_host_api::ops is NULL)");
       }
       *out_instance = new Object(host, config);
     });
@@ -195,9 +204,10 @@ struct OptimizerAdapter {
                           "set_shard must be called once, before the first add_parameter");
       }
       if (world_size < 1 || rank < 0 || rank >= world_size) {
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "shard rank " + std::to_string(rank) + " of world " +
-                                                          std::to_string(world_size) +
-                                                          " (expected world >= 1, 0 <= rank < world)");
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "shard rank " + std::to_string(rank) + " of world " +
+                              std::to_string(world_size) +
+                              " (expected world >= 1, 0 <= rank < world)");
       }
       o->impl.set_shard(rank, world_size);
       o->shard_set = true;
@@ -210,15 +220,17 @@ struct OptimizerAdapter {
     return guarded(o->host, "optimizer add_parameter", [&] {
       const size_t expected = o->impl.params().size();
       if (index != expected) {
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "parameter index " + std::to_string(index) +
-                                                          " out of order (expected " + std::to_string(expected) +
-                                                          ": indices are 0, 1, 2, ...)");
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "parameter index " + std::to_string(index) + " out of order (expected " +
+                              std::to_string(expected) + ": indices are 0, 1, 2, ...)");
       }
       if (name == nullptr || name[0] == '\0') {
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "parameter " + std::to_string(index) + " has no name");
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "parameter " + std::to_string(index) + " has no name");
       }
       if (param == nullptr) {
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "parameter '" + std::string(name) + "' is NULL");
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "parameter '" + std::string(name) + "' is NULL");
       }
       for (const Optimizer::Param& q : o->impl.params()) {
         if (q.name == name) {
@@ -242,15 +254,16 @@ struct OptimizerAdapter {
     Object* o = self(p);
     return guarded(o->host, "optimizer step", [&] {
       if (!std::isfinite(lr) || lr < 0) {
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "learning rate " + std::to_string(lr) +
-                                                          " must be finite and >= 0");
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "learning rate " + std::to_string(lr) + " must be finite and >= 0");
       }
       o->impl.step(lr);
     });
   }
 
   static size_t state_count(const void* p) { return self(p)->impl.states().size(); }
-  static pb_status* state_tensor(const void* p, size_t index, const char** out_name, pb_tensor** out_tensor) {
+  static pb_status* state_tensor(const void* p, size_t index, const char** out_name,
+                                 pb_tensor** out_tensor) {
     const Object* o = self(p);
     return guarded(o->host, "optimizer state_tensor", [&] {
       if (out_name == nullptr || out_tensor == nullptr) {
@@ -258,16 +271,16 @@ struct OptimizerAdapter {
       }
       const auto& states = o->impl.states();
       if (index >= states.size()) {
-        throw PluginError(PB_STATUS_OUT_OF_RANGE, "state index " + std::to_string(index) + " >= count " +
-                                                      std::to_string(states.size()));
+        throw PluginError(PB_STATUS_OUT_OF_RANGE, "state index " + std::to_string(index) +
+                                                      " >= count " + std::to_string(states.size()));
       }
       *out_name = states[index].name.c_str();
       *out_tensor = states[index].tensor.handle();
     });
   }
 
-  static constexpr pb_optimizer_vtable kVtable = {sizeof(pb_optimizer_vtable), &set_shard, &add_parameter, &step,
-                                                  &state_count, &state_tensor};
+  static constexpr pb_optimizer_vtable kVtable = {
+      sizeof(pb_optimizer_vtable), &set_shard, &add_parameter, &step, &state_count, &state_tensor};
 };
 
 }  // namespace detail
@@ -276,9 +289,9 @@ struct OptimizerAdapter {
 // constructible from (const Host&, const ConfigView&)). `fields` must have static storage (a
 // namespace-scope constexpr array); the strings must be literals.
 template <class T>
-constexpr pb_component_descriptor make_optimizer_component(const char* name, const char* version,
-                                                           const char* summary,
-                                                           std::span<const pb_config_field> fields = {}) {
+constexpr pb_component_descriptor make_optimizer_component(
+    const char* name, const char* version, const char* summary,
+    std::span<const pb_config_field> fields = {}) {
   static_assert(std::is_base_of_v<Optimizer, T>, "T must derive from patchbay::Optimizer");
   static_assert(std::is_constructible_v<T, const Host&, const ConfigView&>,
                 "T needs a constructor T(const patchbay::Host&, const patchbay::ConfigView&)");

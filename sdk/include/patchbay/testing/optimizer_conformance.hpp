@@ -72,14 +72,15 @@ struct OptimizerCase {
 
 // A reference update of one parameter, called for each step s and parameter i whose gradient
 // is defined, in step order: update `values` in place. It keeps its own state (capture it).
-using OptimizerReferenceStep = std::function<void(size_t step, size_t param_index, std::vector<double>& values,
-                                                  const std::vector<float>& grad, double lr,
-                                                  const OptimizerParamSpec& param)>;
+using OptimizerReferenceStep =
+    std::function<void(size_t step, size_t param_index, std::vector<double>& values,
+                       const std::vector<float>& grad, double lr, const OptimizerParamSpec& param)>;
 
 // Fills c.expected by running `reference` over c's steps from the initial values.
 inline void fill_expected(OptimizerCase& c, const OptimizerReferenceStep& reference) {
   std::vector<std::vector<double>> values;
-  for (const OptimizerParamSpec& p : c.params) values.emplace_back(p.values.begin(), p.values.end());
+  for (const OptimizerParamSpec& p : c.params)
+    values.emplace_back(p.values.begin(), p.values.end());
   c.expected.clear();
   for (size_t s = 0; s < c.lrs.size(); ++s) {
     for (size_t i = 0; i < c.params.size(); ++i) {
@@ -114,7 +115,8 @@ inline std::pair<pb_status_code, std::string> take_status(const pb_host_api* hos
 }
 inline void expect_ok(const pb_host_api* host, pb_status* st, const std::string& what) {
   auto [code, message] = take_status(host, st);
-  if (code != PB_STATUS_OK) throw Abort{what + " failed with status " + std::to_string(code) + ": " + message};
+  if (code != PB_STATUS_OK)
+    throw Abort{what + " failed with status " + std::to_string(code) + ": " + message};
 }
 
 inline size_t dtype_bytes(pb_dtype dtype) {
@@ -124,7 +126,8 @@ inline size_t dtype_bytes(pb_dtype dtype) {
 // Raw bytes of a tensor (row-major), for bit-exact comparisons.
 inline std::vector<unsigned char> bytes_of(const Tensor& t) {
   std::vector<unsigned char> out(static_cast<size_t>(t.numel()) * dtype_bytes(t.dtype()));
-  check_ops_status(t.ops(), t.ops()->copy_to_host(t.handle(), out.data(), out.size()), "copy_to_host");
+  check_ops_status(t.ops(), t.ops()->copy_to_host(t.handle(), out.data(), out.size()),
+                   "copy_to_host");
   return out;
 }
 
@@ -139,7 +142,10 @@ struct SavedState {
 class Run {
  public:
   Run(const pb_component_descriptor& d, const pb_config_view* config, const pb_host_api* host)
-      : d_(d), vt_(static_cast<const pb_optimizer_vtable*>(d.vtable)), host_(host), ops_(host->ops) {
+      : d_(d),
+        vt_(static_cast<const pb_optimizer_vtable*>(d.vtable)),
+        host_(host),
+        ops_(host->ops) {
     expect_ok(host_, d_.create(host_, config, &object_), "create");
   }
   Run(const Run&) = delete;
@@ -185,8 +191,10 @@ class Run {
     for (size_t k = 0; k < n; ++k) {
       const char* name = nullptr;
       pb_tensor* h = nullptr;
-      expect_ok(host_, vt_->state_tensor(object_, k, &name, &h), "state_tensor(" + std::to_string(k) + ")");
-      if (name == nullptr || name[0] == '\0') throw Abort{"state " + std::to_string(k) + " has no name"};
+      expect_ok(host_, vt_->state_tensor(object_, k, &name, &h),
+                "state_tensor(" + std::to_string(k) + ")");
+      if (name == nullptr || name[0] == '\0')
+        throw Abort{"state " + std::to_string(k) + " has no name"};
       if (h == nullptr) throw Abort{"state '" + std::string(name) + "' has a NULL tensor"};
       ops_.table()->retain(h);  // borrowed: take our own reference
       out.emplace_back(name, Tensor(ops_.table(), h));
@@ -195,7 +203,8 @@ class Run {
   }
   std::vector<SavedState> save_state() const {
     std::vector<SavedState> out;
-    for (const auto& [name, t] : states()) out.push_back(SavedState{name, t.shape(), t.dtype(), bytes_of(t)});
+    for (const auto& [name, t] : states())
+      out.push_back(SavedState{name, t.shape(), t.dtype(), bytes_of(t)});
     return out;
   }
 
@@ -232,17 +241,21 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 inline void check_case_shape(const OptimizerCase& c) {
-  if (c.params.empty() || c.lrs.empty()) throw Abort{"the case needs parameters and at least one step"};
+  if (c.params.empty() || c.lrs.empty())
+    throw Abort{"the case needs parameters and at least one step"};
   if (c.grads.size() != c.lrs.size()) throw Abort{"the case needs one grads entry per step"};
-  if (!c.expected.empty() && c.expected.size() != c.lrs.size()) throw Abort{"expected needs one entry per step"};
+  if (!c.expected.empty() && c.expected.size() != c.lrs.size())
+    throw Abort{"expected needs one entry per step"};
   for (size_t s = 0; s < c.grads.size(); ++s) {
-    if (c.grads[s].size() != c.params.size()) throw Abort{"grads[" + std::to_string(s) + "] needs one per parameter"};
+    if (c.grads[s].size() != c.params.size())
+      throw Abort{"grads[" + std::to_string(s) + "] needs one per parameter"};
   }
 }
 
 inline void check_descriptor(const pb_component_descriptor& d, std::vector<std::string>& failures) {
   if (d.kind != PB_KIND_OPTIMIZER) failures.push_back("descriptor kind is not PB_KIND_OPTIMIZER");
-  if (d.interface_major != PB_OPTIMIZER_INTERFACE_MAJOR) failures.push_back("interface major differs from the SDK's");
+  if (d.interface_major != PB_OPTIMIZER_INTERFACE_MAJOR)
+    failures.push_back("interface major differs from the SDK's");
   const auto* vt = static_cast<const pb_optimizer_vtable*>(d.vtable);
   if (vt == nullptr) {
     failures.push_back("vtable is NULL");
@@ -254,12 +267,14 @@ inline void check_descriptor(const pb_component_descriptor& d, std::vector<std::
   }
   if (vt->add_parameter == nullptr || vt->step == nullptr || vt->state_count == nullptr ||
       vt->state_tensor == nullptr) {
-    failures.push_back("a required optimizer callback (add_parameter, step, state_count, state_tensor) is NULL");
+    failures.push_back(
+        "a required optimizer callback (add_parameter, step, state_count, state_tensor) is NULL");
   }
 }
 
 // Known answers, skipping, state naming and stability. Returns the final values.
-inline std::vector<std::vector<float>> check_steps(const pb_component_descriptor& d, const pb_config_view* config,
+inline std::vector<std::vector<float>> check_steps(const pb_component_descriptor& d,
+                                                   const pb_config_view* config,
                                                    const pb_host_api* host, const OptimizerCase& c,
                                                    std::vector<std::string>& failures) {
   Run run(d, config, host);
@@ -272,7 +287,8 @@ inline std::vector<std::vector<float>> check_steps(const pb_component_descriptor
     run.step(c, s);
     const std::vector<std::vector<float>> after = run.values();
     for (size_t i = 0; i < c.params.size(); ++i) {
-      const std::string where = "step " + std::to_string(s) + ", parameter '" + c.params[i].name + "'";
+      const std::string where =
+          "step " + std::to_string(s) + ", parameter '" + c.params[i].name + "'";
       if (c.grads[s][i].empty() && !same_bits(before[i], after[i])) {
         failures.push_back(where + ": changed although its grad is undefined (must be skipped)");
       }
@@ -281,19 +297,21 @@ inline std::vector<std::vector<float>> check_steps(const pb_component_descriptor
         const double want = c.expected[s][i][k];
         const double got = after[i][k];
         if (!(std::fabs(got - want) <= c.atol + c.rtol * std::fabs(want))) {
-          failures.push_back(where + " element " + std::to_string(k) + ": got " + std::to_string(got) +
-                             ", expected " + std::to_string(want));
+          failures.push_back(where + " element " + std::to_string(k) + ": got " +
+                             std::to_string(got) + ", expected " + std::to_string(want));
           break;
         }
       }
     }
-    if (names_of(run.save_state()) != names) failures.push_back("state names changed at step " + std::to_string(s));
+    if (names_of(run.save_state()) != names)
+      failures.push_back("state names changed at step " + std::to_string(s));
   }
   return run.values();
 }
 
-inline void check_resume(const pb_component_descriptor& d, const pb_config_view* config, const pb_host_api* host,
-                         const OptimizerCase& c, std::vector<std::string>& failures) {
+inline void check_resume(const pb_component_descriptor& d, const pb_config_view* config,
+                         const pb_host_api* host, const OptimizerCase& c,
+                         std::vector<std::string>& failures) {
   const size_t split = c.lrs.size() < 2 ? 1 : c.lrs.size() / 2;
   Run original(d, config, host);
   original.add_parameters(c, initial_values(c));
@@ -305,8 +323,8 @@ inline void check_resume(const pb_component_descriptor& d, const pb_config_view*
   const auto states = resumed.states();
   std::map<std::string, Tensor> by_name(states.begin(), states.end());
   if (by_name.size() != saved.size()) {
-    failures.push_back("resume: a fresh optimizer has " + std::to_string(by_name.size()) + " state tensors, the " +
-                       "saved one " + std::to_string(saved.size()));
+    failures.push_back("resume: a fresh optimizer has " + std::to_string(by_name.size()) +
+                       " state tensors, the " + "saved one " + std::to_string(saved.size()));
     return;
   }
   for (const SavedState& s : saved) {
@@ -317,7 +335,8 @@ inline void check_resume(const pb_component_descriptor& d, const pb_config_view*
     }
     Tensor& t = it->second;
     if (t.shape() != s.shape || t.dtype() != s.dtype) {
-      failures.push_back("resume: state '" + s.name + "' has another shape or dtype in a fresh optimizer");
+      failures.push_back("resume: state '" + s.name +
+                         "' has another shape or dtype in a fresh optimizer");
       return;
     }
     check_ops_status(t.ops(), t.ops()->copy_from_host(t.handle(), s.bytes.data(), s.bytes.size()),
@@ -331,8 +350,9 @@ inline void check_resume(const pb_component_descriptor& d, const pb_config_view*
   const auto b = resumed.values();
   for (size_t i = 0; i < a.size(); ++i) {
     if (!same_bits(a[i], b[i])) {
-      failures.push_back("resume: parameter '" + c.params[i].name +
-                         "' differs from the uninterrupted run (state not fully exposed or not read back)");
+      failures.push_back(
+          "resume: parameter '" + c.params[i].name +
+          "' differs from the uninterrupted run (state not fully exposed or not read back)");
     }
   }
   const auto sa = original.save_state();
@@ -344,20 +364,22 @@ inline void check_resume(const pb_component_descriptor& d, const pb_config_view*
   }
 }
 
-inline void check_order(const pb_component_descriptor& d, const pb_config_view* config, const pb_host_api* host,
-                        const OptimizerCase& c, std::vector<std::string>& failures) {
+inline void check_order(const pb_component_descriptor& d, const pb_config_view* config,
+                        const pb_host_api* host, const OptimizerCase& c,
+                        std::vector<std::string>& failures) {
   Run run(d, config, host);
   Tensor t = Ops(host->ops).from_vector(c.params[0].values, c.params[0].shape);
   t.requires_grad(true);
   auto [code, message] = take_status(host, run.add_raw(1, c.params[0].name.c_str(), t));
   if (code != PB_STATUS_INVALID_ARGUMENT) {
-    failures.push_back("add_parameter with index 1 before index 0 returned status " + std::to_string(code) +
-                       " (expected PB_STATUS_INVALID_ARGUMENT)");
+    failures.push_back("add_parameter with index 1 before index 0 returned status " +
+                       std::to_string(code) + " (expected PB_STATUS_INVALID_ARGUMENT)");
   }
 }
 
-inline void check_sharding(const pb_component_descriptor& d, const pb_config_view* config, const pb_host_api* host,
-                           const OptimizerCase& c, const std::vector<std::vector<float>>& unsharded_final,
+inline void check_sharding(const pb_component_descriptor& d, const pb_config_view* config,
+                           const pb_host_api* host, const OptimizerCase& c,
+                           const std::vector<std::vector<float>>& unsharded_final,
                            OptimizerConformanceReport& report) {
   std::vector<std::string> all_names;
   {
@@ -369,7 +391,8 @@ inline void check_sharding(const pb_component_descriptor& d, const pb_config_vie
     run.add_parameters(c, initial_values(c));
     all_names = names_of(run.save_state());
     auto [code, message] = take_status(host, run.set_shard(0, 2));
-    if (code == PB_STATUS_OK) report.failures.push_back("set_shard after add_parameter was accepted");
+    if (code == PB_STATUS_OK)
+      report.failures.push_back("set_shard after add_parameter was accepted");
   }
   const std::set<std::string> expected_names(all_names.begin(), all_names.end());
   for (int64_t world : {2, 3}) {
@@ -386,30 +409,33 @@ inline void check_sharding(const pb_component_descriptor& d, const pb_config_vie
         const bool owned = static_cast<int64_t>(i) % world == rank;
         const std::vector<float>& want = owned ? unsharded_final[i] : c.params[i].values;
         if (!same_bits(values[i], want)) {
-          report.failures.push_back(where + ": parameter '" + c.params[i].name + "' " +
-                                    (owned ? "(owned) differs from the unsharded run"
-                                           : "(not owned) was modified"));
+          report.failures.push_back(
+              where + ": parameter '" + c.params[i].name + "' " +
+              (owned ? "(owned) differs from the unsharded run" : "(not owned) was modified"));
         }
       }
     }
-    if (std::set<std::string>(seen.begin(), seen.end()) != expected_names || seen.size() != expected_names.size()) {
-      report.failures.push_back("world " + std::to_string(world) +
-                                ": the ranks' state names do not partition the unsharded state names");
+    if (std::set<std::string>(seen.begin(), seen.end()) != expected_names ||
+        seen.size() != expected_names.size()) {
+      report.failures.push_back(
+          "world " + std::to_string(world) +
+          ": the ranks' state names do not partition the unsharded state names");
     }
   }
 }
 
 }  // namespace optimizer_kit_detail
 
-inline OptimizerConformanceReport check_optimizer_conformance(const pb_component_descriptor& descriptor,
-                                                              const pb_config_view* config, const pb_host_api* host,
-                                                              const OptimizerCase& c) {
+inline OptimizerConformanceReport check_optimizer_conformance(
+    const pb_component_descriptor& descriptor, const pb_config_view* config,
+    const pb_host_api* host, const OptimizerCase& c) {
   namespace k = optimizer_kit_detail;
   OptimizerConformanceReport report;
   k::check_descriptor(descriptor, report.failures);
   if (!report.failures.empty()) return report;
   if (host == nullptr || host->ops == nullptr) {
-    report.failures.push_back("the kit needs a host with the tensor engine (pb_host_api::ops non-NULL)");
+    report.failures.push_back(
+        "the kit needs a host with the tensor engine (pb_host_api::ops non-NULL)");
     return report;
   }
   auto run_check = [&](const char* name, auto&& check) {
@@ -424,11 +450,13 @@ inline OptimizerConformanceReport check_optimizer_conformance(const pb_component
   std::vector<std::vector<float>> final_values;
   run_check("case", [&] { k::check_case_shape(c); });
   if (!report.failures.empty()) return report;
-  run_check("steps", [&] { final_values = k::check_steps(descriptor, config, host, c, report.failures); });
+  run_check("steps",
+            [&] { final_values = k::check_steps(descriptor, config, host, c, report.failures); });
   run_check("resume", [&] { k::check_resume(descriptor, config, host, c, report.failures); });
   run_check("ordering", [&] { k::check_order(descriptor, config, host, c, report.failures); });
   if (!final_values.empty()) {
-    run_check("sharding", [&] { k::check_sharding(descriptor, config, host, c, final_values, report); });
+    run_check("sharding",
+              [&] { k::check_sharding(descriptor, config, host, c, final_values, report); });
   }
   return report;
 }
