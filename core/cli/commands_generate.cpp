@@ -1,0 +1,169 @@
+// `patchbay generate CHECKPOINT --prompt TEXT [...]`: text from a checkpoint with the KV
+// cache and an explicit sampler chain, printed as it is generated.
+//
+// The chain is the default one (temperature 0.8 -> top_k 40 -> sample(seed)), or the
+// [[generate.chain]] entries of --config FILE; --temperature, --top-k, --top-p, --min-p,
+// --repetition-penalty and --seed then edit it (generate/sampler_config.hpp says how;
+// --temperature 0 is greedy decoding). The model, tokenizer and plugins are those the
+// checkpoint's stored config names; the tokenizer file is the one the run saved.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/component_lookup.hpp"
+#include "common/error.hpp"
+#include "config/config_loader.hpp"
+#include "data/split.hpp"
+#include "data/tokenizer_io.hpp"
+#include "generate/generate.hpp"
+#include "generate/sampler_config.hpp"
+#include "train/checkpoint.hpp"
+#include "train/train_config.hpp"
+
+namespace patchbay::cli {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+// The tokenizer file the run saved: the stored path, else the same name beside the run's
+// checkpoints/ folder (a run directory that was moved).
+fs::path tokenizer_file_of(const train::Checkpoint& checkpoint) {
+  const fs::path stored = checkpoint.meta(train::kMetaTokenizerFile);
+  if (fs::exists(stored)) return stored;
+  const fs::path beside_run = checkpoint.path().parent_path().parent_path() / stored.filename();
+  if (fs::exists(beside_run)) return beside_run;
+  throw Error(ErrorKind::kNotFound, "the checkpoint's tokenizer file " + stored.string() + " is missing (also looked for " +
+                                        beside_run.string() + ")");
+}
+
+void check_tokenizer_hash(const train::Checkpoint& checkpoint, const fs::path& file) {
+  const uint64_t hash = data::fnv1a64(data::read_text_file(file));
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  const std::string& stored = checkpoint.meta(train::kMetaTokenizerHash);
+  if (stored != std::to_string(hash) && stored != hex) {
+    throw Error(ErrorKind::kInvalidArgument, "tokenizer file " + file.string() + " differs from the one the run used " +
+                                                 "(fnv1a64 " + hex + ", checkpoint records " + stored + ")");
+  }
+}
+
+toml::array chain_entries(const std::string& chain_file, const generate::SamplerOverrides& overrides) {
+  toml::array entries;
+  if (chain_file.empty()) {
+    entries = generate::default_chain_entries(overrides.seed.value_or(0));
+  } else {
+    toml::table document;
+    try {
+      document = toml::parse_file(chain_file);
+    } catch (const toml::parse_error& e) {
+      throw Error(ErrorKind::kInvalidArgument, chain_file + ": " + std::string(e.description()));
+    }
+    std::optional<toml::array> found = generate::chain_entries_from_toml(document);
+    if (!found) {
+      throw Error(ErrorKind::kInvalidArgument, chain_file + " has no [[generate.chain]] entries (see "
+                                                            "core/generate/README.md for the format)");
+    }
+    entries = std::move(*found);
+  }
+  generate::apply_overrides(entries, overrides);
+  return entries;
+}
+
+int run_generate(const std::vector<std::string>& args, const GlobalOptions& global) {
+  std::string checkpoint_path, prompt, chain_file;
+  int64_t max_new_tokens = 200;
+  bool no_stop = false;
+  double temperature = 0, top_p = 0, min_p = 0, repetition_penalty = 0;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+  po::options_description options("Options");
+  options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
+                                                "checkpoint file or run directory (its latest)")(
+      "prompt,p", po::value(&prompt), "text to continue (required)")(
+      "max-new-tokens,n", po::value(&max_new_tokens), "tokens to generate (default 200)")(
+      "seed", po::value(&seed), "seed of the random selector (default 0)")(
+      "temperature", po::value(&temperature), "divide logits by T; 0 = greedy decoding")(
+      "top-k", po::value(&top_k), "keep the k most likely tokens")(
+      "top-p", po::value(&top_p), "nucleus: keep the smallest set with probability >= p")(
+      "min-p", po::value(&min_p), "keep tokens with p >= min_p * p_max")(
+      "repetition-penalty", po::value(&repetition_penalty), "CTRL repetition penalty (1 = off)")(
+      "config", po::value(&chain_file), "TOML file with [[generate.chain]] entries (replaces the default chain)")(
+      "no-stop", po::bool_switch(&no_stop), "do not stop at special tokens (<|endoftext|>)");
+  po::positional_options_description positional;
+  positional.add("checkpoint", 1);
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
+  const bool help = values.count("help") != 0;
+  if (help || values.count("checkpoint") == 0 || values.count("prompt") == 0) {
+    std::cout << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
+                 "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
+                 "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n\n"
+                 "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an explicit\n"
+                 "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it with\n"
+                 "[[generate.chain]] entries, and the options above edit whichever chain is used.\n\n"
+              << options;
+    return help ? kExitOk : kExitUsage;
+  }
+  po::notify(values);
+  generate::SamplerOverrides overrides;
+  if (values.count("temperature") != 0) overrides.temperature = temperature;
+  if (values.count("top-k") != 0) overrides.top_k = top_k;
+  if (values.count("top-p") != 0) overrides.top_p = top_p;
+  if (values.count("min-p") != 0) overrides.min_p = min_p;
+  if (values.count("repetition-penalty") != 0) overrides.repetition_penalty = repetition_penalty;
+  if (values.count("seed") != 0) overrides.seed = seed;
+
+  const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
+  config::ResolvedConfig config =
+      config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+  const ComponentLookup components = make_component_lookup(global, config);
+  if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
+  train::validate_training_config(config, components.lookup);
+
+  const fs::path tokenizer_file = tokenizer_file_of(checkpoint);
+  check_tokenizer_hash(checkpoint, tokenizer_file);
+  data::TokenizerSettings tokenizer_settings;
+  tokenizer_settings.kind = train::config_string(config, "tokenizer.kind");
+  const runtime::TokenizerHandle tokenizer = data::load_tokenizer(*components.registry, tokenizer_file, tokenizer_settings);
+
+  auto model = model::LanguageModel::build(model::model_options_from_config(config, tokenizer.vocab_size()),
+                                           model::component_tables_from_config(config), *components.registry);
+  std::vector<train::NamedTensor> params;
+  for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
+  checkpoint.load_into(params);
+
+  runtime::SamplerChain chain =
+      generate::build_sampler_chain(chain_entries(chain_file, overrides), *components.registry);
+  std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step() << ")\n"
+            << "sampler chain: " << chain.describe() << "\n";
+
+  generate::GenerateOptions generate_options;
+  generate_options.max_new_tokens = max_new_tokens;
+  generate_options.stop_at_special = !no_stop;
+  generate_options.on_text = [](std::string_view piece) { std::cout << piece << std::flush; };
+  std::cout << prompt << std::flush;
+  const generate::GenerateResult r = generate::generate(*model, tokenizer, prompt, generate_options, chain);
+  std::cout << "\n";
+  const double seconds = r.decode_seconds > 0 ? r.decode_seconds : 1e-9;
+  std::cerr << r.tokens.size() << " tokens ("
+            << (r.stop_reason == generate::StopReason::kSpecialToken ? "stopped at a special token" : "max-new-tokens")
+            << "), prompt " << r.prompt_tokens << " tokens"
+            << (r.prompt_tokens_dropped > 0 ? " (" + std::to_string(r.prompt_tokens_dropped) + " cut to fit the context)"
+                                            : std::string())
+            << ", prefill " << r.prefill_seconds * 1e3 << " ms, " << static_cast<double>(r.tokens.size()) / seconds
+            << " tokens/s" << (r.context_slides > 0 ? ", " + std::to_string(r.context_slides) + " context slides" : "")
+            << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+PATCHBAY_REGISTER_COMMAND({"generate", "Generate text from a checkpoint (KV cache, sampler chain)", run_generate});
+
+}  // namespace patchbay::cli
