@@ -29,7 +29,6 @@ inline constexpr const char* kMetaConfig = "config";            // resolved conf
 inline constexpr const char* kMetaStep = "step";                // optimizer updates done
 inline constexpr const char* kMetaComponents = "components";    // JSON array, see below
 inline constexpr const char* kMetaSdkAbi = "sdk_abi";           // "1.0"
-inline constexpr const char* kMetaHostVersion = "host_version";
 inline constexpr const char* kMetaSourceRevision = "source_revision";  // git describe or "unknown"
 inline constexpr const char* kMetaRng = "rng";                  // JSON object of RNG states
 inline constexpr const char* kMetaTokenizerFile = "tokenizer.file";

@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string corpus_folder_name(const std::string& corpus) {
-  if (corpus == "kjv" || corpus == "KJV") return "kjv";
-  fs::path p(corpus);
-  while (!p.empty() && p.filename().empty()) p = p.parent_path();
-  return p.stem().string();
-}
-
 bool manifest_matches(const fs::path& manifest, const data::SplitOptions& options) {
   if (!fs::is_regular_file(manifest)) return false;
   try {
@@ -83,7 +76,7 @@ TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime
   data::SplitOptions split_options;
   split_options.val_fraction = config_real(config, "data.validation_fraction");
   split_options.seed = static_cast<uint64_t>(config_int(config, "data.seed"));
-  const fs::path prepared = fs::path(config_string(config, "data.output_dir")) / corpus_folder_name(corpus_source);
+  const fs::path prepared = config_string(config, "data.output_dir");  // [data]: the prepared folder itself
 
   if (!manifest_matches(prepared / "manifest.json", split_options) || !fs::is_regular_file(prepared / "train.txt") ||
       !fs::is_regular_file(prepared / "val.txt")) {

@@ -1,5 +1,5 @@
 // The data a training run reads, prepared once and cached:
-//   <data.output_dir>/<corpus stem>/{train.txt, val.txt, manifest.json}   (data/split.hpp;
+//   <data.output_dir>/{train.txt, val.txt, manifest.json}   (data/split.hpp;
 //       prepared again when the manifest's val_fraction or seed differ from [data])
 //   .../tokenizer-<kind>-<h>.txt    the [tokenizer] component trained on train.txt
 //                                   (h = fnv1a64 of the [tokenizer] table: a changed setting

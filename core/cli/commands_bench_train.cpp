@@ -1,0 +1,151 @@
+// `patchbay bench train CONFIG [--steps N] [--batch-size B] [--seq-len T] [--random-tokens]
+// [--vocab-size V]`: training throughput of the model a config describes, beside oneDNN's own
+// GEMM rate on a model-shaped GEMM measured in the same run, and the machine.
+//
+// FLOP convention: the model's flops_per_token(T) (PaLM appendix B: 6·N + 12·L·T·C, i.e.
+// forward + backward = 3 × forward, attention at full T). Achieved FLOP/s = that × tokens/s;
+// MFU = achieved / oneDNN f32 GEMM rate on [B·T, C] x [C, d_ff] (the MLP's first matmul).
+// Each step is timed by phase (forward+loss, backward, clip, optimizer) so the report says
+// where the time goes.
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/component_lookup.hpp"
+#include "config/config_loader.hpp"
+#include "engine/autograd.hpp"
+#include "engine/device.hpp"
+#include "engine/ops.hpp"
+#include "onednn/gemm_reference_rate.hpp"
+#include "train/grad_clip.hpp"
+#include "train/trainer.hpp"
+#include "train/training_data.hpp"
+
+namespace patchbay::cli {
+namespace {
+
+namespace po = boost::program_options;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& global) {
+  std::string config_file;
+  std::vector<std::string> overrides;
+  int64_t steps = 5, warmup = 1, batch_size = 0, seq_len = 0, vocab_size = 0;
+  bool random_tokens = false;
+  po::options_description options("Options");
+  options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
+      "set", po::value(&overrides)->composing(), "override a key (repeatable)")(
+      "steps", po::value(&steps), "timed optimizer updates (default 5)")(
+      "warmup", po::value(&warmup), "untimed updates first (default 1)")(
+      "batch-size", po::value(&batch_size), "sequences per micro-batch (default train.batch_size)")(
+      "seq-len", po::value(&seq_len), "tokens per sequence (default train.seq_len)")(
+      "random-tokens", po::bool_switch(&random_tokens), "random ids instead of the prepared corpus (no tokenizer)")(
+      "vocab-size", po::value(&vocab_size), "vocabulary with --random-tokens (default tokenizer.vocab_size)");
+  po::positional_options_description positional;
+  positional.add("config", 1);
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
+  po::notify(values);  // fills the bound variables (no option is required)
+  if (values.count("help") != 0 || config_file.empty()) {
+    std::cout << "Usage: patchbay bench train CONFIG [--steps N] [--batch-size B --seq-len T] [--random-tokens]\n\n"
+                 "Times training steps of CONFIG's model and optimizer: tokens/s, achieved FLOP/s\n"
+                 "(flops_per_token: 6N + 12LTC, forward+backward = 3x forward), MFU against oneDNN's f32\n"
+                 "GEMM rate on a model-shaped GEMM measured now, peak memory, time per phase, machine.\n\n"
+              << options;
+    return values.count("help") != 0 ? kExitOk : kExitUsage;
+  }
+  config::ResolvedConfig config = config::load_config(config_file, overrides);
+  const ComponentLookup components = make_component_lookup(global, config);
+  if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
+  train::validate_training_config(config, components.lookup);
+  train::TrainOptions o = train::train_options_from_config(config);
+  if (batch_size > 0) o.batch_size = batch_size;
+  if (seq_len > 0) o.seq_len = seq_len;
+
+  std::optional<train::TrainingData> data;
+  if (random_tokens) {
+    if (vocab_size <= 0) {
+      const toml::node* v = config.find("tokenizer.vocab_size");
+      vocab_size = v != nullptr ? v->value<int64_t>().value_or(0) : 0;
+    }
+    if (vocab_size <= 0) throw Error(ErrorKind::kInvalidArgument, "--random-tokens needs --vocab-size V");
+  } else {
+    data.emplace(train::prepare_training_data(config, *components.registry, components.lookup));
+    vocab_size = data->tokenizer.vocab_size();
+  }
+  train::TrainableModel t = train::build_trainable_model(config, *components.registry, components.lookup, vocab_size);
+  const model::ModelOptions& m = t.model->options();
+  const double flops_per_token = t.model->flops_per_token(o.seq_len);
+  const onednn::MachineInfo machine = onednn::machine_info();
+  std::cout << "machine: " << onednn::machine_info_line(machine) << "\n"
+            << "model: " << t.model->parameter_count() << " parameters (" << t.model->parameter_count(true)
+            << " without embeddings), L=" << m.n_layers << " C=" << m.d_model << " H=" << m.n_heads
+            << " V=" << vocab_size << "\n"
+            << "batch: " << o.batch_size << " x " << o.seq_len << " x accum " << o.grad_accum_steps << ", optimizer "
+            << t.optimizer_name << (random_tokens ? ", random tokens" : ", corpus tokens") << "\n"
+            << "FLOPs per token: " << flops_per_token / 1e6
+            << " MFLOP (training: 6N + 12LTC, forward+backward = 3x forward)\n";
+
+  double t_forward = 0, t_backward = 0, t_clip = 0, t_optimizer = 0;
+  engine::reset_peak(engine::cpu());
+  for (int64_t step = 0; step < warmup + steps; ++step) {
+    const bool timed = step >= warmup;
+    for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
+      const train::Batch batch =
+          random_tokens ? train::random_batch(vocab_size, o.seed, step * o.grad_accum_steps + micro, o.batch_size, o.seq_len)
+                        : train::training_batch(data->train, o.seed, step, micro, o.batch_size, o.seq_len);
+      auto t0 = Clock::now();
+      const model::ForwardResult out = t.model->forward(batch.inputs, true);
+      engine::Tensor loss = engine::cross_entropy(out.logits.reshape({-1, vocab_size}), batch.targets.reshape({-1}));
+      if (out.aux_loss.defined()) loss = loss + out.aux_loss;
+      (void)loss.item();
+      if (timed) t_forward += since(t0);
+      t0 = Clock::now();
+      engine::backward(o.grad_accum_steps == 1 ? loss : loss * (1.0 / static_cast<double>(o.grad_accum_steps)));
+      if (timed) t_backward += since(t0);
+    }
+    auto t0 = Clock::now();
+    if (o.grad_clip > 0) train::clip_grad_norm(t.parameter_tensors, o.grad_clip);
+    if (timed) t_clip += since(t0);
+    t0 = Clock::now();
+    t.optimizer->step(o.schedule.lr);
+    for (engine::Tensor& p : t.parameter_tensors) p.zero_grad();
+    if (timed) t_optimizer += since(t0);
+  }
+  const double total = t_forward + t_backward + t_clip + t_optimizer;
+  const double tokens = static_cast<double>(steps * o.grad_accum_steps * o.batch_size * o.seq_len);
+  const double tokens_per_second = tokens / total;
+  const double achieved = flops_per_token * tokens_per_second;
+  const int64_t d_ff = m.d_ff > 0 ? m.d_ff : 4 * m.d_model;
+  const onednn::GemmRate gemm =
+      onednn::measure_onednn_matmul_rate(o.batch_size * o.seq_len, d_ff, m.d_model, onednn::DType::kF32);
+  const engine::MemoryStats memory = engine::memory_stats(engine::cpu());
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "tokens/s: %.1f (%lld timed steps, %.3f s/step)\n"
+                "achieved: %.2f GFLOP/s\n"
+                "reference: oneDNN f32 GEMM [%lld x %lld] x [%lld x %lld]: %.2f GFLOP/s (%s)\n"
+                "MFU vs that GEMM rate: %.1f%%\n"
+                "time per step: forward+loss %.1f%%, backward %.1f%%, clip %.1f%%, optimizer %.1f%%\n"
+                "peak engine memory: %.1f MiB\n",
+                tokens_per_second, static_cast<long long>(steps), total / static_cast<double>(steps), achieved / 1e9,
+                static_cast<long long>(gemm.m), static_cast<long long>(gemm.k), static_cast<long long>(gemm.k),
+                static_cast<long long>(gemm.n), gemm.median_gflops, gemm.implementation.c_str(),
+                100.0 * achieved / (gemm.median_gflops * 1e9), 100 * t_forward / total, 100 * t_backward / total,
+                100 * t_clip / total, 100 * t_optimizer / total,
+                static_cast<double>(memory.peak_bytes) / (1024.0 * 1024.0));
+  std::cout << line;
+  return kExitOk;
+}
+
+}  // namespace
+
+PATCHBAY_REGISTER_COMMAND({"bench train", "Training throughput, FLOP/s and MFU against oneDNN's GEMM rate", run_bench_train});
+
+}  // namespace patchbay::cli

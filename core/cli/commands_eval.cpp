@@ -1,0 +1,85 @@
+// `patchbay eval CHECKPOINT [--split val|train] [--batches N] [--batch-size B]`: validation
+// loss, perplexity and bits per byte of a checkpoint, on the data its stored config names.
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/component_lookup.hpp"
+#include "config/config_loader.hpp"
+#include "train/checkpoint.hpp"
+#include "train/evaluator.hpp"
+#include "train/train_config.hpp"
+#include "train/training_data.hpp"
+
+namespace patchbay::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) {
+  std::string checkpoint_path, split;
+  int64_t batches = 0, batch_size = 0;
+  po::options_description options("Options");
+  options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path), "checkpoint or run directory")(
+      "split", po::value(&split), "val (default: [eval] split) or train")(
+      "batches", po::value(&batches), "batches to evaluate (default: [eval] batches, else train.eval_batches)")(
+      "batch-size", po::value(&batch_size), "sequences per batch (default: [eval] batch_size, else train.batch_size)");
+  po::positional_options_description positional;
+  positional.add("checkpoint", 1);
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
+  po::notify(values);  // fills the bound variables (no option is required)
+  if (values.count("help") != 0 || checkpoint_path.empty()) {
+    std::cout << "Usage: patchbay eval CHECKPOINT [--split val|train] [--batches N] [--batch-size B]\n\n"
+                 "Evaluates a checkpoint (a .safetensors file or a run directory: its latest) on fixed,\n"
+                 "evenly spaced windows of the split: loss (nats/token), perplexity, bits per byte.\n\n"
+              << options;
+    return checkpoint_path.empty() && values.count("help") == 0 ? kExitUsage : kExitOk;
+  }
+  const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
+  config::ResolvedConfig config =
+      config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+  const ComponentLookup components = make_component_lookup(global, config);
+  if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
+  train::validate_training_config(config, components.lookup);
+  const train::TrainOptions o = train::train_options_from_config(config);
+  if (split.empty()) split = train::config_string(config, "eval.split");
+  if (split != "val" && split != "train") throw Error(ErrorKind::kInvalidArgument, "--split must be val or train");
+  if (batches <= 0) batches = train::config_int(config, "eval.batches");
+  if (batches <= 0) batches = o.eval_batches;
+  if (batch_size <= 0) batch_size = train::config_int(config, "eval.batch_size");
+  if (batch_size <= 0) batch_size = o.batch_size;
+
+  train::TrainingData data = train::prepare_training_data(config, *components.registry, components.lookup);
+  if (std::to_string(data.tokenizer_hash) != checkpoint.meta(train::kMetaTokenizerHash))
+    throw Error(ErrorKind::kInvalidArgument, "the tokenizer prepared from the checkpoint's config (" +
+                                                 data.tokenizer_file.string() +
+                                                 ") differs from the one the run used (" +
+                                                 checkpoint.meta(train::kMetaTokenizerFile) + ")");
+  auto model = model::LanguageModel::build(model::model_options_from_config(config, data.tokenizer.vocab_size()),
+                                           model::component_tables_from_config(config), *components.registry);
+  std::vector<train::NamedTensor> params;
+  for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
+  checkpoint.load_into(params);
+
+  const data::TokenCache& tokens = split == "val" ? data.val : data.train;
+  const uint64_t bytes = split == "val" ? data.val_bytes : data.train_bytes;
+  train::EvalSettings settings{batches, batch_size, o.seq_len,
+                               static_cast<double>(tokens.size()) / static_cast<double>(std::max<uint64_t>(1, bytes))};
+  const train::EvalResult r = train::evaluate(*model, tokens, settings);
+  std::cout << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step() << ")\n"
+            << "split: " << split << ", " << batches << " batches x " << batch_size << " x " << o.seq_len << " = "
+            << r.tokens << " tokens\n"
+            << "loss: " << r.loss << " nats/token\n"
+            << "perplexity: " << r.perplexity << "\n"
+            << "bits per byte: " << r.bits_per_byte << " (" << settings.tokens_per_byte << " tokens/byte)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+PATCHBAY_REGISTER_COMMAND({"eval", "Evaluate a checkpoint: loss, perplexity, bits per byte", run_eval});
+
+}  // namespace patchbay::cli

@@ -1,0 +1,83 @@
+// `patchbay train CONFIG [--set k=v ...] [--resume RUN_DIR_OR_CHECKPOINT]`: trains the model
+// a config describes (core/train/trainer.hpp) in its run directory. With --resume and no
+// CONFIG, the checkpoint's own resolved config is used.
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/component_lookup.hpp"
+#include "config/config_loader.hpp"
+#include "train/checkpoint.hpp"
+#include "train/trainer.hpp"
+
+namespace patchbay::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+int run_train(const std::vector<std::string>& args, const GlobalOptions& global) {
+  std::string config_file, resume;
+  std::vector<std::string> overrides;
+  bool no_progress = false;
+  po::options_description options("Options");
+  options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
+      "set", po::value(&overrides)->composing(), "override a key: --set train.lr=3e-4 (repeatable)")(
+      "resume", po::value(&resume), "continue a run: its directory or one of its checkpoints")(
+      "no-progress", po::bool_switch(&no_progress), "no progress bar (metrics and log only)");
+  po::positional_options_description positional;
+  positional.add("config", 1);
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
+  if (values.count("help") != 0) {
+    std::cout << "Usage: patchbay train CONFIG [--set key=value ...] [--resume RUN_DIR|CHECKPOINT]\n\n"
+                 "Trains the model CONFIG describes: prepares the corpus and tokenizer (cached under\n"
+                 "[data] output_dir), writes config.toml, train.log, metrics.jsonl, samples.txt and\n"
+                 "checkpoints/ in the run directory ([train] out_dir, default <run.output_dir>/<run.name>).\n"
+                 "--resume continues a run bit-identically (CPU); without CONFIG it uses the checkpoint's\n"
+                 "own config. Exit code 6 when the loss or gradient norm becomes NaN/Inf.\n\n"
+              << options;
+    return kExitOk;
+  }
+  po::notify(values);
+  if (config_file.empty() && resume.empty()) {
+    std::cerr << "patchbay train: give a CONFIG file (or --resume RUN_DIR); see patchbay train --help\n";
+    return kExitUsage;
+  }
+  config::ResolvedConfig config;
+  if (!config_file.empty()) {
+    config = config::load_config(config_file, overrides);
+  } else {
+    const train::Checkpoint checkpoint = train::load_checkpoint(resume);
+    config = config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+    for (const std::string& assignment : overrides) config::apply_set_override(config, assignment);
+  }
+  const ComponentLookup components = make_component_lookup(global, config);
+  if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
+  train::validate_training_config(config, components.lookup);
+  train::TrainRequest request;
+  request.resume = resume;
+  request.show_progress = !no_progress;
+  const train::TrainSummary summary = train::train_model(config, *components.registry, components.lookup, request);
+  if (summary.numeric_failure) {
+    std::cerr << summary.failure_message << "\n";
+    return kExitNumeric;
+  }
+  std::cout << "run: " << summary.run_dir.string() << "\n"
+            << "steps: " << summary.start_step << " -> " << summary.steps_done << " in " << summary.seconds << " s ("
+            << static_cast<int64_t>(summary.tokens_per_second) << " tokens/s)\n"
+            << "final train loss: " << summary.last_loss << "\n";
+  if (summary.last_eval) {
+    std::cout << "val loss: " << summary.last_eval->loss << " nats/token, perplexity " << summary.last_eval->perplexity
+              << ", " << summary.last_eval->bits_per_byte << " bits/byte\n";
+  }
+  if (!summary.last_checkpoint.empty()) std::cout << "checkpoint: " << summary.last_checkpoint.string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+PATCHBAY_REGISTER_COMMAND({"train", "Train a model from a config (resume with --resume)", run_train});
+
+}  // namespace patchbay::cli
