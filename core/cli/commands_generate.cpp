@@ -38,8 +38,9 @@ fs::path tokenizer_file_of(const train::Checkpoint& checkpoint) {
   if (fs::exists(stored)) return stored;
   const fs::path beside_run = checkpoint.path().parent_path().parent_path() / stored.filename();
   if (fs::exists(beside_run)) return beside_run;
-  throw Error(ErrorKind::kNotFound, "the checkpoint's tokenizer file " + stored.string() + " is missing (also looked for " +
-                                        beside_run.string() + ")");
+  throw Error(ErrorKind::kNotFound, "the checkpoint's tokenizer file " + stored.string() +
+                                        " is missing (also looked for " + beside_run.string() +
+                                        ")");
 }
 
 void check_tokenizer_hash(const train::Checkpoint& checkpoint, const fs::path& file) {
@@ -48,12 +49,14 @@ void check_tokenizer_hash(const train::Checkpoint& checkpoint, const fs::path& f
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
   const std::string& stored = checkpoint.meta(train::kMetaTokenizerHash);
   if (stored != std::to_string(hash) && stored != hex) {
-    throw Error(ErrorKind::kInvalidArgument, "tokenizer file " + file.string() + " differs from the one the run used " +
-                                                 "(fnv1a64 " + hex + ", checkpoint records " + stored + ")");
+    throw Error(ErrorKind::kInvalidArgument,
+                "tokenizer file " + file.string() + " differs from the one the run used " +
+                    "(fnv1a64 " + hex + ", checkpoint records " + stored + ")");
   }
 }
 
-toml::array chain_entries(const std::string& chain_file, const generate::SamplerOverrides& overrides) {
+toml::array chain_entries(const std::string& chain_file,
+                          const generate::SamplerOverrides& overrides) {
   toml::array entries;
   if (chain_file.empty()) {
     entries = generate::default_chain_entries(overrides.seed.value_or(0));
@@ -66,8 +69,9 @@ toml::array chain_entries(const std::string& chain_file, const generate::Sampler
     }
     std::optional<toml::array> found = generate::chain_entries_from_toml(document);
     if (!found) {
-      throw Error(ErrorKind::kInvalidArgument, chain_file + " has no [[generate.chain]] entries (see "
-                                                            "core/generate/README.md for the format)");
+      throw Error(ErrorKind::kInvalidArgument, chain_file +
+                                                   " has no [[generate.chain]] entries (see "
+                                                   "core/generate/README.md for the format)");
     }
     entries = std::move(*found);
   }
@@ -84,7 +88,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   uint64_t seed = 0;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
-                                                "checkpoint file or run directory (its latest)")(
+                                               "checkpoint file or run directory (its latest)")(
       "prompt,p", po::value(&prompt), "text to continue (required)")(
       "max-new-tokens,n", po::value(&max_new_tokens), "tokens to generate (default 200)")(
       "seed", po::value(&seed), "seed of the random selector (default 0)")(
@@ -93,7 +97,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "top-p", po::value(&top_p), "nucleus: keep the smallest set with probability >= p")(
       "min-p", po::value(&min_p), "keep tokens with p >= min_p * p_max")(
       "repetition-penalty", po::value(&repetition_penalty), "CTRL repetition penalty (1 = off)")(
-      "config", po::value(&chain_file), "TOML file with [[generate.chain]] entries (replaces the default chain)")(
+      "config", po::value(&chain_file),
+      "TOML file with [[generate.chain]] entries (replaces the default chain)")(
       "no-stop", po::bool_switch(&no_stop), "do not stop at special tokens (<|endoftext|>)");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
@@ -101,13 +106,16 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
   const bool help = values.count("help") != 0;
   if (help || values.count("checkpoint") == 0 || values.count("prompt") == 0) {
-    std::cout << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
-                 "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
-                 "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n\n"
-                 "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an explicit\n"
-                 "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it with\n"
-                 "[[generate.chain]] entries, and the options above edit whichever chain is used.\n\n"
-              << options;
+    std::cout
+        << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
+           "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
+           "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n\n"
+           "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an "
+           "explicit\n"
+           "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it "
+           "with\n"
+           "[[generate.chain]] entries, and the options above edit whichever chain is used.\n\n"
+        << options;
     return help ? kExitOk : kExitUsage;
   }
   po::notify(values);
@@ -120,8 +128,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   if (values.count("seed") != 0) overrides.seed = seed;
 
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
-  config::ResolvedConfig config =
-      config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+  config::ResolvedConfig config = config::load_config_text(
+      checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
   const ComponentLookup components = make_component_lookup(global, config);
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
@@ -130,17 +138,20 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   check_tokenizer_hash(checkpoint, tokenizer_file);
   data::TokenizerSettings tokenizer_settings;
   tokenizer_settings.kind = train::config_string(config, "tokenizer.kind");
-  const runtime::TokenizerHandle tokenizer = data::load_tokenizer(*components.registry, tokenizer_file, tokenizer_settings);
+  const runtime::TokenizerHandle tokenizer =
+      data::load_tokenizer(*components.registry, tokenizer_file, tokenizer_settings);
 
-  auto model = model::LanguageModel::build(model::model_options_from_config(config, tokenizer.vocab_size()),
-                                           model::component_tables_from_config(config), *components.registry);
+  auto model = model::LanguageModel::build(
+      model::model_options_from_config(config, tokenizer.vocab_size()),
+      model::component_tables_from_config(config), *components.registry);
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
 
   runtime::SamplerChain chain =
       generate::build_sampler_chain(chain_entries(chain_file, overrides), *components.registry);
-  std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step() << ")\n"
+  std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
+            << ")\n"
             << "sampler chain: " << chain.describe() << "\n";
 
   generate::GenerateOptions generate_options;
@@ -148,22 +159,28 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   generate_options.stop_at_special = !no_stop;
   generate_options.on_text = [](std::string_view piece) { std::cout << piece << std::flush; };
   std::cout << prompt << std::flush;
-  const generate::GenerateResult r = generate::generate(*model, tokenizer, prompt, generate_options, chain);
+  const generate::GenerateResult r =
+      generate::generate(*model, tokenizer, prompt, generate_options, chain);
   std::cout << "\n";
   const double seconds = r.decode_seconds > 0 ? r.decode_seconds : 1e-9;
   std::cerr << r.tokens.size() << " tokens ("
-            << (r.stop_reason == generate::StopReason::kSpecialToken ? "stopped at a special token" : "max-new-tokens")
+            << (r.stop_reason == generate::StopReason::kSpecialToken ? "stopped at a special token"
+                                                                     : "max-new-tokens")
             << "), prompt " << r.prompt_tokens << " tokens"
-            << (r.prompt_tokens_dropped > 0 ? " (" + std::to_string(r.prompt_tokens_dropped) + " cut to fit the context)"
-                                            : std::string())
-            << ", prefill " << r.prefill_seconds * 1e3 << " ms, " << static_cast<double>(r.tokens.size()) / seconds
-            << " tokens/s" << (r.context_slides > 0 ? ", " + std::to_string(r.context_slides) + " context slides" : "")
+            << (r.prompt_tokens_dropped > 0
+                    ? " (" + std::to_string(r.prompt_tokens_dropped) + " cut to fit the context)"
+                    : std::string())
+            << ", prefill " << r.prefill_seconds * 1e3 << " ms, "
+            << static_cast<double>(r.tokens.size()) / seconds << " tokens/s"
+            << (r.context_slides > 0 ? ", " + std::to_string(r.context_slides) + " context slides"
+                                     : "")
             << "\n";
   return kExitOk;
 }
 
 }  // namespace
 
-PATCHBAY_REGISTER_COMMAND({"generate", "Generate text from a checkpoint (KV cache, sampler chain)", run_generate});
+PATCHBAY_REGISTER_COMMAND({"generate", "Generate text from a checkpoint (KV cache, sampler chain)",
+                           run_generate});
 
 }  // namespace patchbay::cli

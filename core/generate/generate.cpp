@@ -34,7 +34,8 @@ size_t complete_utf8_prefix(std::string_view text) {
 // Streams the generated text: decodes all generated ids and emits what became final.
 class TextStream {
  public:
-  TextStream(const runtime::TokenizerHandle& tokenizer, const std::function<void(std::string_view)>& sink)
+  TextStream(const runtime::TokenizerHandle& tokenizer,
+             const std::function<void(std::string_view)>& sink)
       : tokenizer_(tokenizer), sink_(sink) {}
 
   void update(const std::vector<int32_t>& generated, bool final) {
@@ -56,7 +57,8 @@ class TextStream {
 };
 
 eng::Tensor token_tensor(std::span<const int32_t> ids) {
-  return eng::Tensor::from_data(ids.data(), {1, static_cast<int64_t>(ids.size())}, eng::DType::kI32);
+  return eng::Tensor::from_data(ids.data(), {1, static_cast<int64_t>(ids.size())},
+                                eng::DType::kI32);
 }
 
 // The last position's logits of [1, T, V] as host floats.
@@ -68,14 +70,16 @@ std::vector<float> last_logits(const eng::Tensor& logits) {
 }  // namespace
 
 GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHandle& tokenizer,
-                        std::string_view prompt, const GenerateOptions& options, runtime::SamplerChain& chain) {
+                        std::string_view prompt, const GenerateOptions& options,
+                        runtime::SamplerChain& chain) {
   if (options.max_new_tokens < 0) {
     throw Error(ErrorKind::kInvalidArgument, "generate: max_new_tokens must be >= 0");
   }
   std::vector<int32_t> history = tokenizer.encode(prompt, /*allow_special=*/true);
   if (history.empty()) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "generate: the prompt is empty; give at least one character to condition the model on");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "generate: the prompt is empty; give at least one character to condition the model on");
   }
   const int64_t context = model.options().context_length;
   GenerateResult result;
@@ -85,7 +89,8 @@ GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHan
     result.prompt_tokens_dropped = static_cast<int64_t>(history.size()) - keep;
     history.erase(history.begin(), history.end() - keep);
   }
-  size_t prompt_len = history.size();  // the prompt part of `history` (shrinks when the window slides)
+  size_t prompt_len =
+      history.size();  // the prompt part of `history` (shrinks when the window slides)
 
   std::unordered_set<int32_t> specials;
   if (options.stop_at_special) {
@@ -120,7 +125,8 @@ GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHan
       ++result.context_slides;
       continue;
     }
-    logits = last_logits(model.decode_step(state, token_tensor(std::span<const int32_t>(&token, 1))));
+    logits =
+        last_logits(model.decode_step(state, token_tensor(std::span<const int32_t>(&token, 1))));
   }
   stream.update(result.tokens, /*final=*/true);
   result.text = stream.text();

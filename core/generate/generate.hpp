@@ -48,19 +48,20 @@ struct GenerateOptions {
 enum class StopReason { kMaxNewTokens, kSpecialToken };
 
 struct GenerateResult {
-  std::string text;                    // the generated text (prompt excluded)
-  std::vector<int32_t> tokens;         // generated ids (a stopping special token excluded)
-  int64_t prompt_tokens = 0;           // as encoded
-  int64_t prompt_tokens_dropped = 0;   // prompt tokens cut to fit the context
-  int64_t context_slides = 0;          // sliding re-prefills done
+  std::string text;                   // the generated text (prompt excluded)
+  std::vector<int32_t> tokens;        // generated ids (a stopping special token excluded)
+  int64_t prompt_tokens = 0;          // as encoded
+  int64_t prompt_tokens_dropped = 0;  // prompt tokens cut to fit the context
+  int64_t context_slides = 0;         // sliding re-prefills done
   StopReason stop_reason = StopReason::kMaxNewTokens;
-  double prefill_seconds = 0;          // wall time of the first decode_step
-  double decode_seconds = 0;           // wall time of everything after it
+  double prefill_seconds = 0;  // wall time of the first decode_step
+  double decode_seconds = 0;   // wall time of everything after it
 };
 
 // Throws Error(kInvalidArgument) for an empty prompt (nothing to condition on: give at least
 // one character) or max_new_tokens < 0, and whatever the model, tokenizer or chain throws.
 GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHandle& tokenizer,
-                        std::string_view prompt, const GenerateOptions& options, runtime::SamplerChain& chain);
+                        std::string_view prompt, const GenerateOptions& options,
+                        runtime::SamplerChain& chain);
 
 }  // namespace patchbay::generate

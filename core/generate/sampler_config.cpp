@@ -68,14 +68,17 @@ void set_key(runtime::ComponentConfig& config, std::string_view key, const toml:
     std::vector<std::string> items;
     for (const toml::node& item : *a) {
       if (!item.is_string()) {
-        throw Error(ErrorKind::kInvalidArgument, where + ": key '" + std::string(key) + "' must be an array of strings");
+        throw Error(ErrorKind::kInvalidArgument,
+                    where + ": key '" + std::string(key) + "' must be an array of strings");
       }
       items.push_back(item.as_string()->get());
     }
     return config.set_strings(key, std::move(items));
   }
-  throw Error(ErrorKind::kInvalidArgument, where + ": key '" + std::string(key) + "' has a table value; sampler "
-                                                       "settings are booleans, numbers, strings or arrays of strings");
+  throw Error(ErrorKind::kInvalidArgument,
+              where + ": key '" + std::string(key) +
+                  "' has a table value; sampler "
+                  "settings are booleans, numbers, strings or arrays of strings");
 }
 
 }  // namespace
@@ -89,7 +92,8 @@ toml::array default_chain_entries(uint64_t seed) {
 }
 
 void apply_overrides(toml::array& entries, const SamplerOverrides& o) {
-  if (o.repetition_penalty) set_or_insert(entries, "repetition_penalty", "penalty", *o.repetition_penalty, true);
+  if (o.repetition_penalty)
+    set_or_insert(entries, "repetition_penalty", "penalty", *o.repetition_penalty, true);
   if (o.temperature && *o.temperature <= 0) {
     // Greedy decoding: no temperature, the selector becomes argmax.
     for (size_t i = entries.size(); i-- > 0;) {
@@ -111,7 +115,8 @@ void apply_overrides(toml::array& entries, const SamplerOverrides& o) {
     toml::table* selector = entries.back().as_table();
     const toml::node* n = selector != nullptr ? selector->get("name") : nullptr;
     // Greedy has no randomness, hence no seed.
-    if (selector != nullptr && !(n != nullptr && n->is_string() && n->as_string()->get() == "greedy")) {
+    if (selector != nullptr &&
+        !(n != nullptr && n->is_string() && n->as_string()->get() == "greedy")) {
       selector->insert_or_assign("seed", static_cast<int64_t>(*o.seed));
     }
   }
@@ -124,12 +129,15 @@ runtime::SamplerChain build_sampler_chain(const toml::array& entries, runtime::R
     const std::string where = label + "[" + std::to_string(i) + "]";
     const toml::table* entry = entries.get(i)->as_table();
     if (entry == nullptr) {
-      throw Error(ErrorKind::kInvalidArgument, where + ": expected a table ([[" + label + "]] with name = \"...\")");
+      throw Error(ErrorKind::kInvalidArgument,
+                  where + ": expected a table ([[" + label + "]] with name = \"...\")");
     }
     const toml::node* name_node = entry->get("name");
     if (name_node == nullptr || !name_node->is_string()) {
       throw Error(ErrorKind::kInvalidArgument,
-                  where + ": missing name = \"<sampler>\" (the sampler component, e.g. \"top_k\"; patchbay plugins list)");
+                  where +
+                      ": missing name = \"<sampler>\" (the sampler component, e.g. \"top_k\"; "
+                      "patchbay plugins list)");
     }
     const std::string name = name_node->as_string()->get();
     const runtime::ComponentEntry* component = nullptr;
@@ -144,13 +152,15 @@ runtime::SamplerChain build_sampler_chain(const toml::array& entries, runtime::R
       for (const auto& [key, value] : *entry) {
         if (key.str() == "name") continue;
         set_key(config, key.str(), value, where);
-        settings += (settings.empty() ? "" : ", ") + std::string(key.str()) + "=" + value_text(value);
+        settings +=
+            (settings.empty() ? "" : ", ") + std::string(key.str()) + "=" + value_text(value);
       }
       config.check_complete();
     } catch (const Error& e) {
       throw Error(ErrorKind::kInvalidArgument, where + " (name = \"" + name + "\"): " + e.what());
     }
-    handles.emplace_back(registry.create(PB_KIND_SAMPLER, name, config.view()), registry.host(), where, settings);
+    handles.emplace_back(registry.create(PB_KIND_SAMPLER, name, config.view()), registry.host(),
+                         where, settings);
   }
   return runtime::SamplerChain(std::move(handles));
 }
@@ -161,7 +171,8 @@ std::optional<toml::array> chain_entries_from_toml(const toml::table& document) 
   const toml::array* entries = node->as_array();
   if (entries == nullptr || !entries->is_array_of_tables()) {
     throw Error(ErrorKind::kInvalidArgument,
-                "generate.chain must be an array of tables: write each sampler under its own [[generate.chain]] "
+                "generate.chain must be an array of tables: write each sampler under its own "
+                "[[generate.chain]] "
                 "header with name = \"<sampler>\"");
   }
   return *entries;

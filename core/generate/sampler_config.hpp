@@ -14,16 +14,16 @@
 //
 // Default chain (no chain in the config): temperature 0.8 -> top_k 40 -> sample(seed), the
 // llama.cpp defaults for those knobs in HF's order (temperature before truncation); see
-// docs/generation.md. Each entry is checked against its component's schema (unknown key,
+// core/generate/README.md. Each entry is checked against its component's schema (unknown key,
 // wrong type, out of range: an error naming `generate.chain[i]`, the component and the
 // valid keys), then the chain's shape (runtime::SamplerChain).
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
-
-#include <toml++/toml.h>
 
 #include "runtime/sampler_handle.hpp"
 

@@ -29,7 +29,8 @@ eng::Tensor LanguageModel::Impl::norm(const Norm& n, const eng::Tensor& x) const
                                             : eng::layer_norm(x, n.gain, n.bias, options.norm_eps);
 }
 
-eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t position_offset, bool training) {
+eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t position_offset,
+                                       bool training) {
   const int64_t t = tokens.size(1);
   eng::Tensor x = eng::embedding(wte, tokens);  // [B, T, C]
   if (options.positional == PositionalKind::kLearned) {
@@ -43,7 +44,8 @@ eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t positi
 eng::Tensor LanguageModel::Impl::head_logits(const eng::Tensor& x) const {
   const int64_t b = x.size(0), t = x.size(1), c = x.size(2);
   const eng::Tensor rows = eng::reshape(x, {b * t, c});
-  const eng::Tensor logits = eng::matmul(rows, options.tie_embeddings ? wte : head, false, true);  // [B*T, V]
+  const eng::Tensor logits =
+      eng::matmul(rows, options.tie_embeddings ? wte : head, false, true);  // [B*T, V]
   return eng::reshape(logits, {b, t, options.vocab_size});
 }
 
@@ -54,10 +56,12 @@ eng::Tensor LanguageModel::Impl::residual_dropout(const eng::Tensor& branch, boo
 // One block on x [B, T, C]. `state` is null for a whole-sequence forward, else the layer's
 // decoding state (positions continue after what it holds).
 eng::Tensor LanguageModel::Impl::block_forward(size_t index, const eng::Tensor& x, bool training,
-                                                runtime::AttentionHandle::State* state, ForwardResult* result) {
+                                               runtime::AttentionHandle::State* state,
+                                               ForwardResult* result) {
   Block& block = blocks[index];
   auto attend = [&](const eng::Tensor& h) {
-    return state != nullptr ? block.attn->forward_step(*state, h) : block.attn->forward(h, training);
+    return state != nullptr ? block.attn->forward_step(*state, h)
+                            : block.attn->forward(h, training);
   };
   auto feed_forward = [&](const eng::Tensor& h) {
     runtime::FeedForwardHandle::Output out = block.ffn->forward(h, training);
@@ -67,7 +71,8 @@ eng::Tensor LanguageModel::Impl::block_forward(size_t index, const eng::Tensor& 
         result->aux_loss = result->aux_loss.defined() ? result->aux_loss + aux : aux;
       }
       for (runtime::FeedForwardHandle::Stat& s : out.stats) {
-        result->stats.emplace_back("blocks." + std::to_string(index) + ".ffn." + s.name, std::move(s.values));
+        result->stats.emplace_back("blocks." + std::to_string(index) + ".ffn." + s.name,
+                                   std::move(s.values));
       }
     }
     return out.y;
@@ -83,11 +88,13 @@ eng::Tensor LanguageModel::Impl::block_forward(size_t index, const eng::Tensor& 
 void LanguageModel::Impl::check_tokens(const eng::Tensor& tokens, const char* what) const {
   if (!tokens.defined() || tokens.dim() != 2 ||
       (tokens.dtype() != eng::DType::kI32 && tokens.dtype() != eng::DType::kI64)) {
-    throw Error(ErrorKind::kInvalidArgument, std::string(what) + ": expected tokens [B, T] of i32 or i64, found " +
-                                                 (tokens.defined() ? tokens.str() : std::string("an undefined tensor")));
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(what) + ": expected tokens [B, T] of i32 or i64, found " +
+                    (tokens.defined() ? tokens.str() : std::string("an undefined tensor")));
   }
   if (tokens.size(0) < 1 || tokens.size(1) < 1) {
-    throw Error(ErrorKind::kInvalidArgument, std::string(what) + ": tokens " + tokens.str() + " are empty");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(what) + ": tokens " + tokens.str() + " are empty");
   }
 }
 
@@ -103,12 +110,14 @@ ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
   m.check_tokens(tokens, "LanguageModel::forward");
   if (tokens.size(1) > m.options.context_length) {
     throw Error(ErrorKind::kInvalidArgument,
-                "LanguageModel::forward: " + std::to_string(tokens.size(1)) + " positions exceed the context length " +
+                "LanguageModel::forward: " + std::to_string(tokens.size(1)) +
+                    " positions exceed the context length " +
                     std::to_string(m.options.context_length) + " (model.context_length)");
   }
   ForwardResult result;
   eng::Tensor x = m.embed(tokens, 0, training);
-  for (size_t i = 0; i < m.blocks.size(); ++i) x = m.block_forward(i, x, training, nullptr, &result);
+  for (size_t i = 0; i < m.blocks.size(); ++i)
+    x = m.block_forward(i, x, training, nullptr, &result);
   result.logits = m.head_logits(m.norm(m.norm_f, x));
   return result;
 }
@@ -139,8 +148,8 @@ DecodeState LanguageModel::start_decoding(int64_t batch, int64_t capacity) {
   if (batch < 1 || capacity < 1 || capacity > m.options.context_length) {
     throw Error(ErrorKind::kInvalidArgument,
                 "start_decoding: need batch >= 1 and 1 <= capacity <= context_length (" +
-                    std::to_string(m.options.context_length) + "), found batch " + std::to_string(batch) +
-                    ", capacity " + std::to_string(capacity));
+                    std::to_string(m.options.context_length) + "), found batch " +
+                    std::to_string(batch) + ", capacity " + std::to_string(capacity));
   }
   DecodeState state;
   state.impl_ = std::make_unique<DecodeState::Impl>();
@@ -161,26 +170,31 @@ eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& to
   Impl& m = *impl_;
   m.check_tokens(tokens, "LanguageModel::decode_step");
   if (!state.impl_ || state.impl_->owner != impl_.get()) {
-    throw Error(ErrorKind::kInvalidArgument, "decode_step: the state was not made by this model's start_decoding");
+    throw Error(ErrorKind::kInvalidArgument,
+                "decode_step: the state was not made by this model's start_decoding");
   }
   DecodeState::Impl& s = *state.impl_;
   if (s.broken) {
     throw Error(ErrorKind::kInvalidArgument,
-                "decode_step: an earlier step failed part-way, so the layers' caches disagree; start a new state");
+                "decode_step: an earlier step failed part-way, so the layers' caches disagree; "
+                "start a new state");
   }
   if (tokens.size(0) != s.batch) {
-    throw Error(ErrorKind::kInvalidArgument, "decode_step: tokens " + tokens.str() + " for a state of batch " +
-                                                 std::to_string(s.batch));
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "decode_step: tokens " + tokens.str() + " for a state of batch " + std::to_string(s.batch));
   }
   if (s.length + tokens.size(1) > s.capacity) {
     throw Error(ErrorKind::kInvalidArgument,
-                "decode_step: " + std::to_string(tokens.size(1)) + " more positions after " + std::to_string(s.length) +
-                    " exceed the state's capacity " + std::to_string(s.capacity));
+                "decode_step: " + std::to_string(tokens.size(1)) + " more positions after " +
+                    std::to_string(s.length) + " exceed the state's capacity " +
+                    std::to_string(s.capacity));
   }
   eng::NoGradGuard no_grad;
   s.broken = true;  // until every layer has taken the step
   eng::Tensor x = m.embed(tokens, s.length, false);
-  for (size_t i = 0; i < m.blocks.size(); ++i) x = m.block_forward(i, x, false, &s.layers[i], nullptr);
+  for (size_t i = 0; i < m.blocks.size(); ++i)
+    x = m.block_forward(i, x, false, &s.layers[i], nullptr);
   eng::Tensor logits = m.head_logits(m.norm(m.norm_f, x));
   s.length += tokens.size(1);
   s.broken = false;
@@ -191,20 +205,22 @@ std::string LanguageModel::describe() const {
   const Impl& m = *impl_;
   const ModelOptions& o = m.options;
   std::ostringstream out;
-  out << "GPT: vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers << " blocks, "
-      << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
-  out << "  " << norm_kind_name(o.norm) << " (" << (o.pre_norm ? "pre" : "post") << "-norm), positions "
-      << positional_kind_name(o.positional) << ", head " << (o.tie_embeddings ? "tied to wte" : "untied")
-      << ", dropout " << o.dropout << "\n";
+  out << "GPT: vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers
+      << " blocks, " << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
+  out << "  " << norm_kind_name(o.norm) << " (" << (o.pre_norm ? "pre" : "post")
+      << "-norm), positions " << positional_kind_name(o.positional) << ", head "
+      << (o.tie_embeddings ? "tied to wte" : "untied") << ", dropout " << o.dropout << "\n";
   auto join = [](const std::vector<std::string>& names) {
     std::string s;
     for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
     return s;
   };
-  out << "  attention: " << join(o.attention_kinds) << (o.attention_kinds.size() > 1 ? " (cycled)" : "")
-      << "; feed-forward: " << join(o.feedforward_kinds) << (o.feedforward_kinds.size() > 1 ? " (cycled)" : "")
-      << "\n";
-  out << "  parameters: " << parameter_count() << " (" << parameter_count(true) << " without embeddings)";
+  out << "  attention: " << join(o.attention_kinds)
+      << (o.attention_kinds.size() > 1 ? " (cycled)" : "")
+      << "; feed-forward: " << join(o.feedforward_kinds)
+      << (o.feedforward_kinds.size() > 1 ? " (cycled)" : "") << "\n";
+  out << "  parameters: " << parameter_count() << " (" << parameter_count(true)
+      << " without embeddings)";
   return out.str();
 }
 

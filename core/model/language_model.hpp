@@ -31,13 +31,13 @@
 // Thread safety: one model is used by one thread at a time (plugins' rule).
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <toml++/toml.h>
 
 #include "engine/tensor.hpp"
 
@@ -128,7 +128,8 @@ class LanguageModel {
   // initialises every parameter. Throws patchbay::Error(kInvalidArgument) for inconsistent
   // options (d_model % n_heads, vocab_size < 1, ...) or a non-causal layer, naming the
   // layer, the component and why; Error(kNotFound) for an unknown component.
-  static std::unique_ptr<LanguageModel> build(const ModelOptions& options, const ComponentTables& tables,
+  static std::unique_ptr<LanguageModel> build(const ModelOptions& options,
+                                              const ComponentTables& tables,
                                               runtime::Registry& registry);
   ~LanguageModel();
   LanguageModel(const LanguageModel&) = delete;

@@ -25,12 +25,15 @@ void require(bool ok, const std::string& message) {
 void check_options(const ModelOptions& o) {
   require(o.vocab_size >= 1, "vocab_size must be >= 1 (it comes from the tokenizer), found " +
                                  std::to_string(o.vocab_size));
-  require(o.context_length >= 1, "context_length must be >= 1, found " + std::to_string(o.context_length));
+  require(o.context_length >= 1,
+          "context_length must be >= 1, found " + std::to_string(o.context_length));
   require(o.n_layers >= 1, "n_layers must be >= 1, found " + std::to_string(o.n_layers));
   require(o.n_heads >= 1 && o.d_model >= 1 && o.d_model % o.n_heads == 0,
-          "n_heads (" + std::to_string(o.n_heads) + ") must divide d_model (" + std::to_string(o.d_model) + ")");
+          "n_heads (" + std::to_string(o.n_heads) + ") must divide d_model (" +
+              std::to_string(o.d_model) + ")");
   require(o.d_ff >= 1, "d_ff must be >= 1, found " + std::to_string(o.d_ff));
-  require(o.dropout >= 0 && o.dropout < 1, "dropout must lie in [0, 1), found " + std::to_string(o.dropout));
+  require(o.dropout >= 0 && o.dropout < 1,
+          "dropout must lie in [0, 1), found " + std::to_string(o.dropout));
   require(o.init_std >= 0, "init_std must be >= 0");
   require(o.norm_eps >= 0, "norm_eps must be >= 0");
   require(!o.attention_kinds.empty(), "attention_kinds (model.attention.pattern) is empty");
@@ -42,11 +45,13 @@ void attach_engine(const runtime::Registry& registry) {
   const pb_host_api* host = registry.host();
   if (host->ops == eng::host_ops_table()) return;
   if (host == runtime::host_api() && host->ops == nullptr) {
-    eng::set_ops_status_functions({host->status_create, host->status_code, host->status_message, host->status_free});
+    eng::set_ops_status_functions(
+        {host->status_create, host->status_code, host->status_message, host->status_free});
     runtime::set_host_ops(eng::host_ops_table());
     return;
   }
-  throw Error(ErrorKind::kInternal, "model: the registry's host api carries another ops table than the engine's");
+  throw Error(ErrorKind::kInternal,
+              "model: the registry's host api carries another ops table than the engine's");
 }
 
 eng::Tensor normal_parameter(const eng::Shape& shape, double std, eng::Generator& gen) {
@@ -68,9 +73,11 @@ eng::Tensor sinusoid_table(int64_t positions, int64_t channels) {
   for (int64_t p = 0; p < positions; ++p) {
     for (int64_t c = 0; c < channels; ++c) {
       const int64_t pair = c / 2;
-      const double angle = static_cast<double>(p) /
-                           std::pow(10000.0, 2.0 * static_cast<double>(pair) / static_cast<double>(channels));
-      values[static_cast<size_t>(p * channels + c)] = static_cast<float>(c % 2 == 0 ? std::sin(angle) : std::cos(angle));
+      const double angle =
+          static_cast<double>(p) /
+          std::pow(10000.0, 2.0 * static_cast<double>(pair) / static_cast<double>(channels));
+      values[static_cast<size_t>(p * channels + c)] =
+          static_cast<float>(c % 2 == 0 ? std::sin(angle) : std::cos(angle));
     }
   }
   return eng::Tensor::from_vector(values, {positions, channels});
@@ -78,11 +85,16 @@ eng::Tensor sinusoid_table(int64_t positions, int64_t channels) {
 
 pb_positional_kind positional_for_layers(PositionalKind kind) {
   switch (kind) {
-    case PositionalKind::kLearned: return PB_POSITIONAL_LEARNED;
-    case PositionalKind::kSinusoidal: return PB_POSITIONAL_SINUSOIDAL;
-    case PositionalKind::kRotary: return PB_POSITIONAL_ROTARY;
-    case PositionalKind::kAlibi: return PB_POSITIONAL_ALIBI;
-    case PositionalKind::kNone: return PB_POSITIONAL_NONE;
+    case PositionalKind::kLearned:
+      return PB_POSITIONAL_LEARNED;
+    case PositionalKind::kSinusoidal:
+      return PB_POSITIONAL_SINUSOIDAL;
+    case PositionalKind::kRotary:
+      return PB_POSITIONAL_ROTARY;
+    case PositionalKind::kAlibi:
+      return PB_POSITIONAL_ALIBI;
+    case PositionalKind::kNone:
+      return PB_POSITIONAL_NONE;
   }
   return PB_POSITIONAL_NONE;
 }
@@ -114,7 +126,8 @@ std::span<const pb_config_field> schema_of(const runtime::ComponentEntry& entry)
 
 // Every key of a layer table must belong to `kind`/`pattern` or to one of the components the
 // blocks use (the validator checks the table against `kind`'s component only).
-void check_table_keys(const toml::table& table, const std::vector<const runtime::ComponentEntry*>& entries,
+void check_table_keys(const toml::table& table,
+                      const std::vector<const runtime::ComponentEntry*>& entries,
                       const std::string& section) {
   for (const auto& [key, value] : table) {
     const std::string_view k = key.str();
@@ -132,50 +145,63 @@ void check_table_keys(const toml::table& table, const std::vector<const runtime:
   }
 }
 
-std::string layer_label(int64_t layer, const char* what, const std::string& kind, const runtime::Registry& registry,
-                        const runtime::ComponentEntry& entry) {
+std::string layer_label(int64_t layer, const char* what, const std::string& kind,
+                        const runtime::Registry& registry, const runtime::ComponentEntry& entry) {
   return "block " + std::to_string(layer) + " " + what + " '" + kind + "' (" +
          registry.plugin_of(entry).file.string() + ")";
 }
 
 // Refuses, before creating anything, a layer that cannot serve a causal LM.
 void check_attention_capabilities(const ModelOptions& o, int64_t layer, const std::string& kind,
-                                  const runtime::Registry& registry, const runtime::ComponentEntry& entry) {
+                                  const runtime::Registry& registry,
+                                  const runtime::ComponentEntry& entry) {
   const auto* vt = static_cast<const pb_attention_vtable*>(entry.descriptor->vtable);
   const std::string label = layer_label(layer, "attention", kind, registry, entry);
   require((vt->capabilities & PB_ATTENTION_CAP_CAUSAL) != 0,
-          label + " cannot be used in a causal language model: it does not declare PB_ATTENTION_CAP_CAUSAL, so "
-                  "every position would attend to later ones and future tokens would leak into the predictions; "
-                  "choose a causal attention (e.g. \"dense\") for this block");
+          label +
+              " cannot be used in a causal language model: it does not declare "
+              "PB_ATTENTION_CAP_CAUSAL, so "
+              "every position would attend to later ones and future tokens would leak into the "
+              "predictions; "
+              "choose a causal attention (e.g. \"dense\") for this block");
   if (o.positional == PositionalKind::kRotary) {
-    require((vt->capabilities & PB_ATTENTION_CAP_ROTARY) != 0,
-            label + " does not apply rotary positions (no PB_ATTENTION_CAP_ROTARY); use model.positional = "
-                    "\"learned\" or \"sinusoidal\", or another attention");
+    require(
+        (vt->capabilities & PB_ATTENTION_CAP_ROTARY) != 0,
+        label +
+            " does not apply rotary positions (no PB_ATTENTION_CAP_ROTARY); use model.positional = "
+            "\"learned\" or \"sinusoidal\", or another attention");
   }
   if (o.positional == PositionalKind::kAlibi) {
-    require((vt->capabilities & PB_ATTENTION_CAP_ALIBI) != 0,
-            label + " does not apply ALiBi (no PB_ATTENTION_CAP_ALIBI); choose another model.positional");
+    require(
+        (vt->capabilities & PB_ATTENTION_CAP_ALIBI) != 0,
+        label +
+            " does not apply ALiBi (no PB_ATTENTION_CAP_ALIBI); choose another model.positional");
   }
 }
 
-void check_feedforward_capabilities(int64_t layer, const std::string& kind, const runtime::Registry& registry,
+void check_feedforward_capabilities(int64_t layer, const std::string& kind,
+                                    const runtime::Registry& registry,
                                     const runtime::ComponentEntry& entry) {
   const auto* vt = static_cast<const pb_feedforward_vtable*>(entry.descriptor->vtable);
   require((vt->capabilities & PB_FEEDFORWARD_CAP_CAUSAL) != 0,
           layer_label(layer, "feed-forward", kind, registry, entry) +
-              " cannot be used in a causal language model: it does not declare PB_FEEDFORWARD_CAP_CAUSAL (its "
-              "routing mixes positions, as expert-choice routing does), so future tokens would leak into the "
+              " cannot be used in a causal language model: it does not declare "
+              "PB_FEEDFORWARD_CAP_CAUSAL (its "
+              "routing mixes positions, as expert-choice routing does), so future tokens would "
+              "leak into the "
               "predictions; choose a token-choice or dense feed-forward for this block");
 }
 
-void add_norm_parameters(std::vector<NamedParameter>& out, const std::string& prefix, const Norm& n) {
+void add_norm_parameters(std::vector<NamedParameter>& out, const std::string& prefix,
+                         const Norm& n) {
   out.push_back({prefix + ".gain", n.gain, true});
   if (n.bias.defined()) out.push_back({prefix + ".bias", n.bias, true});
 }
 
 }  // namespace
 
-std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options, const ComponentTables& tables,
+std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
+                                                    const ComponentTables& tables,
                                                     runtime::Registry& registry) {
   check_options(options);
   attach_engine(registry);
@@ -183,7 +209,8 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
 
   // Resolve and check every block's components before creating anything.
   std::vector<const runtime::ComponentEntry*> attention_entries, feedforward_entries;
-  for (const std::string& kind : o.attention_kinds) attention_entries.push_back(&registry.find(PB_KIND_ATTENTION, kind));
+  for (const std::string& kind : o.attention_kinds)
+    attention_entries.push_back(&registry.find(PB_KIND_ATTENTION, kind));
   for (const std::string& kind : o.feedforward_kinds) {
     feedforward_entries.push_back(&registry.find(PB_KIND_FEEDFORWARD, kind));
   }
@@ -202,8 +229,10 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
   eng::Generator init(o.seed);
   const int64_t c = o.d_model;
   impl->wte = normal_parameter({o.vocab_size, c}, o.init_std, init);
-  if (o.positional == PositionalKind::kLearned) impl->wpe = normal_parameter({o.context_length, c}, o.init_std, init);
-  if (o.positional == PositionalKind::kSinusoidal) impl->sinusoid = sinusoid_table(o.context_length, c);
+  if (o.positional == PositionalKind::kLearned)
+    impl->wpe = normal_parameter({o.context_length, c}, o.init_std, init);
+  if (o.positional == PositionalKind::kSinusoidal)
+    impl->sinusoid = sinusoid_table(o.context_length, c);
   auto make_norm = [&] {
     Norm n;
     n.gain = constant_parameter({c}, 1.0);
@@ -223,16 +252,18 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     block.norm1 = make_norm();
     block.norm2 = make_norm();
 
-    const config::ComponentConfigView attention_config(tables.attention, schema_of(*attention_entries[a]),
-                                                       "model.attention");
+    const config::ComponentConfigView attention_config(
+        tables.attention, schema_of(*attention_entries[a]), "model.attention");
     block.attn = std::make_unique<runtime::AttentionHandle>(
-        registry.create(PB_KIND_ATTENTION, o.attention_kinds[a], *attention_config.view()), registry.host());
+        registry.create(PB_KIND_ATTENTION, o.attention_kinds[a], *attention_config.view()),
+        registry.host());
     block.attn->init(layer_context(o, i, layer_seed));
 
-    const config::ComponentConfigView feedforward_config(tables.feedforward, schema_of(*feedforward_entries[f]),
-                                                         "model.feedforward");
+    const config::ComponentConfigView feedforward_config(
+        tables.feedforward, schema_of(*feedforward_entries[f]), "model.feedforward");
     block.ffn = std::make_unique<runtime::FeedForwardHandle>(
-        registry.create(PB_KIND_FEEDFORWARD, o.feedforward_kinds[f], *feedforward_config.view()), registry.host());
+        registry.create(PB_KIND_FEEDFORWARD, o.feedforward_kinds[f], *feedforward_config.view()),
+        registry.host());
     block.ffn->init(layer_context(o, i, layer_seed + 1));
 
     add_norm_parameters(params, prefix + ".norm1", block.norm1);

@@ -22,24 +22,30 @@ config::HostSection model_section() {
   section.path = "model";
   section.summary = "the GPT-style language model: sizes, norms, positions, initialisation";
   section.fields = {
-      Field::integer("context_length", "256", "longest sequence (positions) the model sees").range(1, 1048576),
+      Field::integer("context_length", "256", "longest sequence (positions) the model sees")
+          .range(1, 1048576),
       Field::integer("n_layers", "4", "transformer blocks").range(1, 1024),
       Field::integer("n_heads", "4", "attention heads; must divide d_model").range(1, 1024),
       Field::integer("d_model", "128", "width C of the residual stream").range(1, 65536),
-      Field::integer("d_ff", "0", "hidden width of the feed-forward block; 0 = 4 * d_model").range(0, 1048576),
-      Field::string("norm", "\"layernorm\"", "normalisation: layernorm (gain, bias) or rmsnorm (gain)")
+      Field::integer("d_ff", "0", "hidden width of the feed-forward block; 0 = 4 * d_model")
+          .range(0, 1048576),
+      Field::string("norm", "\"layernorm\"",
+                    "normalisation: layernorm (gain, bias) or rmsnorm (gain)")
           .choices("layernorm|rmsnorm"),
       Field::string("norm_position", "\"pre\"",
                     "pre: x + f(norm(x)) (GPT-2); post: norm(x + f(x)) (original Transformer)")
           .choices("pre|post"),
-      Field::string("positional", "\"learned\"",
-                    "learned (wpe table), sinusoidal (fixed, added), rotary (inside attention), alibi "
-                    "(inside attention, if it supports it), none")
+      Field::string(
+          "positional", "\"learned\"",
+          "learned (wpe table), sinusoidal (fixed, added), rotary (inside attention), alibi "
+          "(inside attention, if it supports it), none")
           .choices("learned|sinusoidal|rotary|alibi|none"),
       Field::real("rope_theta", "10000.0", "rotary base theta").range(1.0, 1e12),
       Field::boolean("tie_embeddings", "true", "the output head reuses wte (logits = x @ wte^T)"),
-      Field::real("dropout", "0.0", "dropout on embeddings and residual branches (training only)").range(0.0, 0.99),
-      Field::real("init_std", "0.02", "std of the normal init of weights (GPT-2: 0.02)").range(0.0, 10.0),
+      Field::real("dropout", "0.0", "dropout on embeddings and residual branches (training only)")
+          .range(0.0, 0.99),
+      Field::real("init_std", "0.02", "std of the normal init of weights (GPT-2: 0.02)")
+          .range(0.0, 10.0),
       Field::real("norm_eps", "1e-5", "epsilon of the norms").range(0.0, 1.0),
       Field::integer("seed", "0", "seed of the parameter init (layer seeds derive from it)")
           .range(0, 9007199254740992.0),
@@ -47,8 +53,9 @@ config::HostSection model_section() {
   return section;
 }
 
-config::HostSection layer_section(const char* path, pb_component_kind kind, const char* default_kind,
-                                  const char* summary, const char* kind_doc, const char* pattern_doc) {
+config::HostSection layer_section(const char* path, pb_component_kind kind,
+                                  const char* default_kind, const char* summary,
+                                  const char* kind_doc, const char* pattern_doc) {
   config::HostSection section;
   section.path = path;
   section.summary = summary;
@@ -74,13 +81,15 @@ const pb_config_field& field_of(const std::string& key) {
 }
 
 // The node at model.<key>, or the schema default's node (kept alive in `holder`).
-const toml::node& value_of(const config::ResolvedConfig& config, const std::string& key, toml::table& holder) {
+const toml::node& value_of(const config::ResolvedConfig& config, const std::string& key,
+                           toml::table& holder) {
   if (const toml::node* node = config.find("model." + key)) {
     const std::optional<config::ValueProblem> problem = config::check_value(field_of(key), *node);
     if (!problem) return *node;
-    throw Error(ErrorKind::kInvalidArgument, "model." + key + " (" + config.locate("model." + key).to_string() +
-                                                 "): " + problem->problem + ": expected " + problem->expected +
-                                                 ", found " + problem->found);
+    throw Error(ErrorKind::kInvalidArgument, "model." + key + " (" +
+                                                 config.locate("model." + key).to_string() +
+                                                 "): " + problem->problem + ": expected " +
+                                                 problem->expected + ", found " + problem->found);
   }
   std::optional<toml::table> parsed = config::parse_default(field_of(key));
   holder = std::move(*parsed);
@@ -94,7 +103,8 @@ int64_t int_value(const config::ResolvedConfig& config, const std::string& key) 
 double float_value(const config::ResolvedConfig& config, const std::string& key) {
   toml::table holder;
   const toml::node& node = value_of(config, key, holder);
-  return node.is_integer() ? static_cast<double>(node.as_integer()->get()) : node.as_floating_point()->get();
+  return node.is_integer() ? static_cast<double>(node.as_integer()->get())
+                           : node.as_floating_point()->get();
 }
 bool bool_value(const config::ResolvedConfig& config, const std::string& key) {
   toml::table holder;
@@ -106,13 +116,14 @@ std::string string_value(const config::ResolvedConfig& config, const std::string
 }
 
 // kind, or the pattern when one is given (each entry a non-empty string).
-std::vector<std::string> layer_kinds(const config::ResolvedConfig& config, const std::string& section,
-                                     const std::string& default_kind) {
+std::vector<std::string> layer_kinds(const config::ResolvedConfig& config,
+                                     const std::string& section, const std::string& default_kind) {
   std::vector<std::string> kinds;
   if (const toml::node* pattern = config.find(section + ".pattern")) {
     const toml::array* items = pattern->as_array();
     if (items == nullptr) {
-      throw Error(ErrorKind::kInvalidArgument, section + ".pattern (" + config.locate(section + ".pattern").to_string() +
+      throw Error(ErrorKind::kInvalidArgument, section + ".pattern (" +
+                                                   config.locate(section + ".pattern").to_string() +
                                                    "): expected an array of component names");
     }
     for (const toml::node& item : *items) {
@@ -125,7 +136,8 @@ std::vector<std::string> layer_kinds(const config::ResolvedConfig& config, const
     }
   }
   if (!kinds.empty()) return kinds;
-  if (const toml::node* kind = config.find(section + ".kind"); kind != nullptr && kind->is_string()) {
+  if (const toml::node* kind = config.find(section + ".kind");
+      kind != nullptr && kind->is_string()) {
     return {kind->as_string()->get()};
   }
   return {default_kind};
@@ -135,14 +147,16 @@ std::vector<std::string> layer_kinds(const config::ResolvedConfig& config, const
 
 void declare_model_sections(config::SchemaRegistry& schema) {
   schema.add_section(model_section());
-  schema.add_section(layer_section(
-      "model.attention", PB_KIND_ATTENTION, "\"dense\"", "the attention component of every block and its settings",
-      "attention component, e.g. \"dense\" (patchbay plugins list)",
-      "components cycled over the blocks (block i uses pattern[i % len]); empty = kind everywhere"));
-  schema.add_section(layer_section(
-      "model.feedforward", PB_KIND_FEEDFORWARD, "\"mlp\"", "the feed-forward component of every block and its settings",
-      "feed-forward component, e.g. \"mlp\" (patchbay plugins list)",
-      "components cycled over the blocks (block i uses pattern[i % len]); empty = kind everywhere"));
+  schema.add_section(layer_section("model.attention", PB_KIND_ATTENTION, "\"dense\"",
+                                   "the attention component of every block and its settings",
+                                   "attention component, e.g. \"dense\" (patchbay plugins list)",
+                                   "components cycled over the blocks (block i uses pattern[i % "
+                                   "len]); empty = kind everywhere"));
+  schema.add_section(layer_section("model.feedforward", PB_KIND_FEEDFORWARD, "\"mlp\"",
+                                   "the feed-forward component of every block and its settings",
+                                   "feed-forward component, e.g. \"mlp\" (patchbay plugins list)",
+                                   "components cycled over the blocks (block i uses pattern[i % "
+                                   "len]); empty = kind everywhere"));
 }
 
 ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size) {
@@ -170,7 +184,8 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
   o.seed = static_cast<uint64_t>(int_value(config, "seed"));
   if (o.d_model % o.n_heads != 0) {
     throw Error(ErrorKind::kInvalidArgument,
-                "model.n_heads (" + config.locate("model.n_heads").to_string() + "): " + std::to_string(o.n_heads) +
+                "model.n_heads (" + config.locate("model.n_heads").to_string() +
+                    "): " + std::to_string(o.n_heads) +
                     " heads do not divide d_model = " + std::to_string(o.d_model) +
                     "; choose n_heads dividing d_model (head width = d_model / n_heads)");
   }
@@ -190,15 +205,22 @@ ComponentTables component_tables_from_config(const config::ResolvedConfig& confi
   return tables;
 }
 
-const char* norm_kind_name(NormKind kind) { return kind == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"; }
+const char* norm_kind_name(NormKind kind) {
+  return kind == NormKind::kRmsNorm ? "rmsnorm" : "layernorm";
+}
 
 const char* positional_kind_name(PositionalKind kind) {
   switch (kind) {
-    case PositionalKind::kLearned: return "learned";
-    case PositionalKind::kSinusoidal: return "sinusoidal";
-    case PositionalKind::kRotary: return "rotary";
-    case PositionalKind::kAlibi: return "alibi";
-    case PositionalKind::kNone: return "none";
+    case PositionalKind::kLearned:
+      return "learned";
+    case PositionalKind::kSinusoidal:
+      return "sinusoidal";
+    case PositionalKind::kRotary:
+      return "rotary";
+    case PositionalKind::kAlibi:
+      return "alibi";
+    case PositionalKind::kNone:
+      return "none";
   }
   return "none";
 }

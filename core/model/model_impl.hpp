@@ -33,15 +33,15 @@ struct LanguageModel::Impl {
   std::vector<Block> blocks;
   Norm norm_f;
   std::vector<NamedParameter> parameters;  // every parameter, in the documented order
-  engine::Generator dropout_generator;      // model-level dropout masks
+  engine::Generator dropout_generator;     // model-level dropout masks
 
   engine::Tensor norm(const Norm& n, const engine::Tensor& x) const;
   // tokens [B, T] at positions offset.. -> [B, T, C] (token + absolute positions, dropout).
   engine::Tensor embed(const engine::Tensor& tokens, int64_t position_offset, bool training);
   engine::Tensor head_logits(const engine::Tensor& x) const;  // [B, T, C] -> [B, T, V]
   engine::Tensor residual_dropout(const engine::Tensor& branch, bool training);
-  engine::Tensor block_forward(size_t index, const engine::Tensor& x, bool training, runtime::AttentionHandle::State* state,
-                               ForwardResult* result);
+  engine::Tensor block_forward(size_t index, const engine::Tensor& x, bool training,
+                               runtime::AttentionHandle::State* state, ForwardResult* result);
   void check_tokens(const engine::Tensor& tokens, const char* what) const;
 };
 

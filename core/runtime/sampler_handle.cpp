@@ -41,15 +41,18 @@ std::string SamplerHandle::context(const std::string& operation) const {
   return "sampler '" + name() + "' (" + label_ + ", " + root_->file().string() + "): " + operation;
 }
 
-void SamplerHandle::apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
+void SamplerHandle::apply(std::span<float> logits, std::span<const int32_t> history,
+                          size_t prompt_len) {
   if (!is_processor()) throw Error(ErrorKind::kInternal, context("apply called on a selector"));
   if (prompt_len > history.size()) {
-    throw Error(ErrorKind::kInvalidArgument, context("prompt_len " + std::to_string(prompt_len) +
-                                                     " exceeds the history length " + std::to_string(history.size())));
+    throw Error(ErrorKind::kInvalidArgument,
+                context("prompt_len " + std::to_string(prompt_len) +
+                        " exceeds the history length " + std::to_string(history.size())));
   }
-  throw_if_error(vtable_->apply(object_, logits.data(), logits.size(), history.empty() ? nullptr : history.data(),
-                                history.size(), prompt_len),
-                 context("apply failed"));
+  throw_if_error(
+      vtable_->apply(object_, logits.data(), logits.size(),
+                     history.empty() ? nullptr : history.data(), history.size(), prompt_len),
+      context("apply failed"));
   // The processor contract: no NaN or +inf, at least one finite logit left.
   bool any_finite = false;
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -62,15 +65,17 @@ void SamplerHandle::apply(std::span<float> logits, std::span<const int32_t> hist
     any_finite = any_finite || std::isfinite(z);
   }
   if (!any_finite && !logits.empty()) {
-    throw Error(ErrorKind::kPluginRefused,
-                context("apply removed every token (all logits -inf) instead of returning an error"));
+    throw Error(
+        ErrorKind::kPluginRefused,
+        context("apply removed every token (all logits -inf) instead of returning an error"));
   }
 }
 
 int32_t SamplerHandle::select(std::span<const float> logits) {
   if (!is_selector()) throw Error(ErrorKind::kInternal, context("select called on a processor"));
   int32_t token = -1;
-  throw_if_error(vtable_->select(object_, logits.data(), logits.size(), &token), context("select failed"));
+  throw_if_error(vtable_->select(object_, logits.data(), logits.size(), &token),
+                 context("select failed"));
   if (token < 0 || static_cast<size_t>(token) >= logits.size() || !std::isfinite(logits[token])) {
     throw Error(ErrorKind::kPluginRefused,
                 context("select returned id " + std::to_string(token) + ", which is outside [0, " +
@@ -80,7 +85,8 @@ int32_t SamplerHandle::select(std::span<const float> logits) {
 }
 
 void SamplerHandle::accept(int32_t token) {
-  throw_if_error(vtable_->accept(object_, token), context("accept(" + std::to_string(token) + ") failed"));
+  throw_if_error(vtable_->accept(object_, token),
+                 context("accept(" + std::to_string(token) + ") failed"));
 }
 
 void SamplerHandle::reset() { throw_if_error(vtable_->reset(object_), context("reset failed")); }
@@ -90,7 +96,8 @@ SamplerHandle SamplerHandle::clone() const {
   throw_if_error(vtable_->clone(object_, &copy), context("clone failed"));
   if (copy == nullptr) throw Error(ErrorKind::kPluginRefused, context("clone returned no object"));
   // The clone keeps root_ (and so the library) alive; it is destroyed with the component's destroy.
-  ComponentInstance own(std::static_pointer_cast<const void>(root_), root_->component(), copy, root_->file());
+  ComponentInstance own(std::static_pointer_cast<const void>(root_), root_->component(), copy,
+                        root_->file());
   return SamplerHandle(root_, std::move(own), host_, label_, settings_);
 }
 
@@ -99,7 +106,8 @@ SamplerHandle SamplerHandle::clone() const {
 SamplerChain::SamplerChain(std::vector<SamplerHandle> entries) : entries_(std::move(entries)) {
   if (entries_.empty()) {
     throw Error(ErrorKind::kInvalidArgument,
-                "sampler chain is empty: it needs exactly one selector (e.g. \"sample\" or \"greedy\") as its "
+                "sampler chain is empty: it needs exactly one selector (e.g. \"sample\" or "
+                "\"greedy\") as its "
                 "last entry, optionally preceded by processors");
   }
   for (size_t i = 0; i < entries_.size(); ++i) {
@@ -107,20 +115,24 @@ SamplerChain::SamplerChain(std::vector<SamplerHandle> entries) : entries_(std::m
     const bool last = i + 1 == entries_.size();
     if (e.is_selector() && !last) {
       throw Error(ErrorKind::kInvalidArgument,
-                  e.label() + " (name = \"" + e.name() + "\") is a selector but is not the last entry of the chain (" +
+                  e.label() + " (name = \"" + e.name() +
+                      "\") is a selector but is not the last entry of the chain (" +
                       std::to_string(i + 1) + " of " + std::to_string(entries_.size()) +
-                      "): a chain is processors followed by exactly one selector; move it to the end or remove it");
+                      "): a chain is processors followed by exactly one selector; move it to the "
+                      "end or remove it");
     }
     if (!e.is_selector() && last) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "sampler chain has no selector: its last entry " + e.label() + " (name = \"" + e.name() +
-                      "\") is a logits processor; end the chain with a selector such as \"sample\", \"greedy\", "
-                      "\"mirostat_v1\" or \"mirostat_v2\"");
+      throw Error(ErrorKind::kInvalidArgument, "sampler chain has no selector: its last entry " +
+                                                   e.label() + " (name = \"" + e.name() +
+                                                   "\") is a logits processor; end the chain with "
+                                                   "a selector such as \"sample\", \"greedy\", "
+                                                   "\"mirostat_v1\" or \"mirostat_v2\"");
     }
   }
 }
 
-void SamplerChain::apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
+void SamplerChain::apply(std::span<float> logits, std::span<const int32_t> history,
+                         size_t prompt_len) {
   for (size_t i = 0; i + 1 < entries_.size(); ++i) entries_[i].apply(logits, history, prompt_len);
 }
 
@@ -133,7 +145,8 @@ void SamplerChain::accept(int32_t token) {
   for (SamplerHandle& e : entries_) e.accept(token);
 }
 
-int32_t SamplerChain::next(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_len) {
+int32_t SamplerChain::next(std::span<const float> logits, std::span<const int32_t> history,
+                           size_t prompt_len) {
   scratch_.assign(logits.begin(), logits.end());
   apply(scratch_, history, prompt_len);
   const int32_t token = select(scratch_);

@@ -36,7 +36,8 @@ class SamplerHandle {
   // `instance` must be a PB_KIND_SAMPLER object created with `host`. `label` names the
   // object in messages (e.g. "generate.chain[1]"); `settings` describes its config for
   // describe() (e.g. "k=40").
-  SamplerHandle(ComponentInstance instance, const pb_host_api* host, std::string label, std::string settings = "");
+  SamplerHandle(ComponentInstance instance, const pb_host_api* host, std::string label,
+                std::string settings = "");
   SamplerHandle(SamplerHandle&&) noexcept;
   SamplerHandle& operator=(SamplerHandle&&) noexcept;
   ~SamplerHandle();
@@ -60,8 +61,8 @@ class SamplerHandle {
   SamplerHandle clone() const;
 
  private:
-  SamplerHandle(std::shared_ptr<const ComponentInstance> root, ComponentInstance own, const pb_host_api* host,
-                std::string label, std::string settings);
+  SamplerHandle(std::shared_ptr<const ComponentInstance> root, ComponentInstance own,
+                const pb_host_api* host, std::string label, std::string settings);
   std::string context(const std::string& operation) const;
 
   // The object create() made; shared with clones so its library stays loaded.

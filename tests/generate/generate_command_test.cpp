@@ -3,13 +3,13 @@
 // separate process. Its output must be the prompt followed by exactly what generate() gives
 // in-process for the same weights and chain (so weights, tokenizer and chain survive the
 // round trip), and equal between runs.
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "config/config_loader.hpp"
 #include "data/split.hpp"
@@ -51,12 +51,15 @@ seed = 3
 }  // namespace
 
 TEST_CASE("patchbay generate reproduces in-process generation from a saved checkpoint") {
-  const fs::path dir = fs::temp_directory_path() / ("patchbay_generate_cmd_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("patchbay_generate_cmd_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "run");
 
-  rt::ComponentConfig tokenizer_config(*model_test::registry().find(PB_KIND_TOKENIZER, "char").descriptor);
-  rt::TokenizerHandle tokenizer = model_test::registry().create_tokenizer("char", tokenizer_config.view());
+  rt::ComponentConfig tokenizer_config(
+      *model_test::registry().find(PB_KIND_TOKENIZER, "char").descriptor);
+  rt::TokenizerHandle tokenizer =
+      model_test::registry().create_tokenizer("char", tokenizer_config.view());
   tokenizer.train("In the beginning God created the heaven and the earth.");
   const fs::path tokenizer_file = dir / "run" / "tokenizer.txt";
   tokenizer.save(tokenizer_file.string());
@@ -66,25 +69,29 @@ TEST_CASE("patchbay generate reproduces in-process generation from a saved check
     tokenizer_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
 
-  const patchbay::config::ResolvedConfig config = patchbay::config::load_config_text(kConfig, "test.toml");
-  auto model = pm::LanguageModel::build(pm::model_options_from_config(config, tokenizer.vocab_size()),
-                                        pm::component_tables_from_config(config), model_test::registry());
+  const patchbay::config::ResolvedConfig config =
+      patchbay::config::load_config_text(kConfig, "test.toml");
+  auto model =
+      pm::LanguageModel::build(pm::model_options_from_config(config, tokenizer.vocab_size()),
+                               pm::component_tables_from_config(config), model_test::registry());
   std::vector<patchbay::train::NamedTensor> tensors;
   for (const pm::NamedParameter& p : model->parameters()) tensors.push_back({p.name, p.tensor});
-  patchbay::train::save_checkpoint(
-      dir / "run", 0, tensors,
-      {{patchbay::train::kMetaConfig, kConfig},
-       {patchbay::train::kMetaTokenizerFile, tokenizer_file.string()},
-       {patchbay::train::kMetaTokenizerHash, std::to_string(patchbay::data::fnv1a64(tokenizer_text))}});
+  patchbay::train::save_checkpoint(dir / "run", 0, tensors,
+                                   {{patchbay::train::kMetaConfig, kConfig},
+                                    {patchbay::train::kMetaTokenizerFile, tokenizer_file.string()},
+                                    {patchbay::train::kMetaTokenizerHash,
+                                     std::to_string(patchbay::data::fnv1a64(tokenizer_text))}});
 
-  rt::SamplerChain chain = gen::build_sampler_chain(gen::default_chain_entries(4), model_test::registry());
+  rt::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(4), model_test::registry());
   gen::GenerateOptions options;
   options.max_new_tokens = 12;
   options.stop_at_special = false;
   const gen::GenerateResult expected = gen::generate(*model, tokenizer, "the", options, chain);
   REQUIRE(expected.tokens.size() == 12);
 
-  const std::string command = std::string(PATCHBAY_EXECUTABLE) + " generate " + (dir / "run").string() +
+  const std::string command = std::string(PATCHBAY_EXECUTABLE) + " generate " +
+                              (dir / "run").string() +
                               " --prompt the -n 12 --seed 4 --no-stop 2>/dev/null";
   const std::string first = run_command(command);
   CHECK(first == "the" + expected.text + "\n");

@@ -2,12 +2,13 @@
 // tokens, deterministic under a seed, streaming pieces that add up to the text, greedy
 // decoding through the KV cache equal to argmax over full forwards, and the sliding window
 // when the context fills up.
+#include "generate/generate.hpp"
+
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "engine/ops.hpp"
-#include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
 #include "model_fixture.hpp"
 
@@ -21,7 +22,8 @@ namespace {
 rt::TokenizerHandle& tokenizer() {
   static rt::TokenizerHandle* instance = [] {
     rt::ComponentConfig config(*model_test::registry().find(PB_KIND_TOKENIZER, "char").descriptor);
-    auto* t = new rt::TokenizerHandle(model_test::registry().create_tokenizer("char", config.view()));
+    auto* t =
+        new rt::TokenizerHandle(model_test::registry().create_tokenizer("char", config.view()));
     t->train("In the beginning God created the heaven and the earth.");
     return t;
   }();
@@ -37,12 +39,15 @@ std::unique_ptr<pm::LanguageModel> tiny_model(int64_t context_length) {
   return pm::LanguageModel::build(o, {}, model_test::registry());
 }
 
-gen::GenerateResult run(pm::LanguageModel& model, uint64_t seed, int64_t n, std::string* streamed = nullptr) {
-  rt::SamplerChain chain = gen::build_sampler_chain(gen::default_chain_entries(seed), model_test::registry());
+gen::GenerateResult run(pm::LanguageModel& model, uint64_t seed, int64_t n,
+                        std::string* streamed = nullptr) {
+  rt::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(seed), model_test::registry());
   gen::GenerateOptions options;
   options.max_new_tokens = n;
   options.stop_at_special = false;
-  if (streamed != nullptr) options.on_text = [streamed](std::string_view piece) { streamed->append(piece); };
+  if (streamed != nullptr)
+    options.on_text = [streamed](std::string_view piece) { streamed->append(piece); };
   return gen::generate(model, tokenizer(), "the earth", options, chain);
 }
 
@@ -78,11 +83,13 @@ TEST_CASE("greedy generation through the KV cache equals argmax over full forwar
   std::vector<int32_t> sequence = tokenizer().encode("God created");
   eng::NoGradGuard no_grad;
   for (int32_t generated : r.tokens) {
-    const eng::Tensor tokens =
-        eng::Tensor::from_data(sequence.data(), {1, static_cast<int64_t>(sequence.size())}, eng::DType::kI32);
-    const std::vector<float> last =
-        eng::narrow(model->forward(tokens, false).logits, 1, static_cast<int64_t>(sequence.size()) - 1, 1).to_vector();
-    const auto argmax = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+    const eng::Tensor tokens = eng::Tensor::from_data(
+        sequence.data(), {1, static_cast<int64_t>(sequence.size())}, eng::DType::kI32);
+    const std::vector<float> last = eng::narrow(model->forward(tokens, false).logits, 1,
+                                                static_cast<int64_t>(sequence.size()) - 1, 1)
+                                        .to_vector();
+    const auto argmax =
+        static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
     CHECK(generated == argmax);
     sequence.push_back(generated);
   }
@@ -94,7 +101,8 @@ TEST_CASE("a full context slides: generation goes on past context_length") {
   CHECK(r.tokens.size() == 40);
   CHECK(r.context_slides >= 3);  // 9 prompt + 40 new tokens through a window of 16, keeping 8
   std::string long_prompt(40, 'e');
-  rt::SamplerChain chain = gen::build_sampler_chain(gen::default_chain_entries(0), model_test::registry());
+  rt::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(0), model_test::registry());
   gen::GenerateOptions options;
   options.max_new_tokens = 3;
   options.stop_at_special = false;
@@ -105,7 +113,8 @@ TEST_CASE("a full context slides: generation goes on past context_length") {
 
 TEST_CASE("an empty prompt is refused") {
   auto model = tiny_model(16);
-  rt::SamplerChain chain = gen::build_sampler_chain(gen::default_chain_entries(0), model_test::registry());
-  CHECK_THROWS_WITH_AS(gen::generate(*model, tokenizer(), "", {}, chain), doctest::Contains("prompt is empty"),
-                       patchbay::Error);
+  rt::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(0), model_test::registry());
+  CHECK_THROWS_WITH_AS(gen::generate(*model, tokenizer(), "", {}, chain),
+                       doctest::Contains("prompt is empty"), patchbay::Error);
 }

@@ -34,7 +34,8 @@ std::vector<float> test_logits() { return {0.5f, 2.0f, -1.0f, 1.5f, 0.0f, 3.0f, 
 }  // namespace
 
 TEST_CASE("the default chain is temperature 0.8 -> top_k 40 -> sample(seed)") {
-  rt::SamplerChain chain = gen::build_sampler_chain(gen::default_chain_entries(5), model_test::registry());
+  rt::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(5), model_test::registry());
   CHECK(chain.describe() == "temperature(temperature=0.8) -> top_k(k=40) -> sample(seed=5)");
   CHECK(chain.size() == 3);
   CHECK(chain.entries().back().is_selector());
@@ -59,29 +60,41 @@ name = "greedy"
 }
 
 TEST_CASE("chain shape errors name the entry") {
-  auto build = [](const std::string& text) { return gen::build_sampler_chain(entries_of(text), model_test::registry()); };
-  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"temperature\"\n"), doctest::Contains("has no selector"),
-                       patchbay::Error);
-  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"sample\"\n[[generate.chain]]\nname = \"top_k\"\n"),
-                       doctest::Contains("generate.chain[0] (name = \"sample\") is a selector but is not the last"),
-                       patchbay::Error);
-  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"greedy\"\n[[generate.chain]]\nname = \"sample\"\n"),
-                       doctest::Contains("generate.chain[0]"), patchbay::Error);
+  auto build = [](const std::string& text) {
+    return gen::build_sampler_chain(entries_of(text), model_test::registry());
+  };
+  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"temperature\"\n"),
+                       doctest::Contains("has no selector"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      build("[[generate.chain]]\nname = \"sample\"\n[[generate.chain]]\nname = \"top_k\"\n"),
+      doctest::Contains("generate.chain[0] (name = \"sample\") is a selector but is not the last"),
+      patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      build("[[generate.chain]]\nname = \"greedy\"\n[[generate.chain]]\nname = \"sample\"\n"),
+      doctest::Contains("generate.chain[0]"), patchbay::Error);
   CHECK_THROWS_AS(gen::build_sampler_chain(toml::array{}, model_test::registry()), patchbay::Error);
 }
 
 TEST_CASE("chain entry errors name the entry, the component and the key") {
-  auto build = [](const std::string& text) { return gen::build_sampler_chain(entries_of(text), model_test::registry()); };
-  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"top_k\"\nkk = 3\n[[generate.chain]]\nname = \"sample\"\n"),
-                       doctest::Contains("generate.chain[0] (name = \"top_k\")"), patchbay::Error);
-  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"top_k\"\nkk = 3\n[[generate.chain]]\nname = \"sample\"\n"),
-                       doctest::Contains("kk"), patchbay::Error);
+  auto build = [](const std::string& text) {
+    return gen::build_sampler_chain(entries_of(text), model_test::registry());
+  };
   CHECK_THROWS_WITH_AS(
-      build("[[generate.chain]]\nname = \"top_k\"\nk = \"forty\"\n[[generate.chain]]\nname = \"sample\"\n"),
-      doctest::Contains("generate.chain[0]"), patchbay::Error);
-  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"top_q\"\n[[generate.chain]]\nname = \"sample\"\n"),
-                       doctest::Contains("generate.chain[0] (name = \"top_q\")"), patchbay::Error);
-  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nk = 3\n"), doctest::Contains("missing name"), patchbay::Error);
+      build(
+          "[[generate.chain]]\nname = \"top_k\"\nkk = 3\n[[generate.chain]]\nname = \"sample\"\n"),
+      doctest::Contains("generate.chain[0] (name = \"top_k\")"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      build(
+          "[[generate.chain]]\nname = \"top_k\"\nkk = 3\n[[generate.chain]]\nname = \"sample\"\n"),
+      doctest::Contains("kk"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nname = \"top_k\"\nk = "
+                             "\"forty\"\n[[generate.chain]]\nname = \"sample\"\n"),
+                       doctest::Contains("generate.chain[0]"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      build("[[generate.chain]]\nname = \"top_q\"\n[[generate.chain]]\nname = \"sample\"\n"),
+      doctest::Contains("generate.chain[0] (name = \"top_q\")"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(build("[[generate.chain]]\nk = 3\n"), doctest::Contains("missing name"),
+                       patchbay::Error);
   CHECK_THROWS_WITH_AS(gen::chain_entries_from_toml(toml::parse("[generate]\nchain = 3\n")),
                        doctest::Contains("array of tables"), patchbay::Error);
   CHECK_FALSE(gen::chain_entries_from_toml(toml::parse("[generate]\n")).has_value());
@@ -92,8 +105,9 @@ TEST_CASE("command-line overrides edit the chain") {
   gen::apply_overrides(a, {.top_k = 5, .top_p = 0.9, .min_p = 0.05, .seed = 9});
   CHECK(names(a) == "temperature,top_k,top_p,min_p,sample");
   rt::SamplerChain chain = gen::build_sampler_chain(a, model_test::registry());
-  CHECK(chain.describe() == "temperature(temperature=0.8) -> top_k(k=5) -> top_p(p=0.9) -> min_p(min_p=0.05) -> "
-                            "sample(seed=9)");
+  CHECK(chain.describe() ==
+        "temperature(temperature=0.8) -> top_k(k=5) -> top_p(p=0.9) -> min_p(min_p=0.05) -> "
+        "sample(seed=9)");
 
   toml::array greedy = gen::default_chain_entries(1);
   gen::apply_overrides(greedy, {.temperature = 0.0, .seed = 3});
@@ -106,7 +120,8 @@ TEST_CASE("command-line overrides edit the chain") {
 }
 
 TEST_CASE("a cloned chain continues exactly as its original; reset repeats the draws") {
-  rt::SamplerChain chain = gen::build_sampler_chain(gen::default_chain_entries(11), model_test::registry());
+  rt::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(11), model_test::registry());
   const std::vector<float> logits = test_logits();
   const std::vector<int32_t> history = {0};
   for (int i = 0; i < 3; ++i) chain.next(logits, history, 1);

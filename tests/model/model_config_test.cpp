@@ -27,8 +27,9 @@ cfg::ComponentSchemaLookup registry_lookup() {
     try {
       const auto& entry = model_test::registry().find(kind, name);
       found.schema = cfg::ComponentSchema{
-          entry.name, "", std::span<const pb_config_field>(entry.descriptor->config_fields,
-                                                           entry.descriptor->config_field_count)};
+          entry.name, "",
+          std::span<const pb_config_field>(entry.descriptor->config_fields,
+                                           entry.descriptor->config_field_count)};
     } catch (const patchbay::Error&) {
       found.available = {"dense", "mlp"};
     }
@@ -63,7 +64,8 @@ activation = "relu"
 )",
                                                            "model.toml");
   const cfg::SchemaRegistry schema = schema_with_model();
-  const std::vector<cfg::ConfigIssue> issues = cfg::validate_config(config, schema, registry_lookup());
+  const std::vector<cfg::ConfigIssue> issues =
+      cfg::validate_config(config, schema, registry_lookup());
   INFO(all_issues(issues));
   CHECK(issues.empty());
   const pm::ModelOptions o = pm::model_options_from_config(config, 11);
@@ -97,7 +99,8 @@ kind = "dense"
 windw = 4
 )",
                                                            "bad.toml");
-  const std::string text = all_issues(cfg::validate_config(config, schema_with_model(), registry_lookup()));
+  const std::string text =
+      all_issues(cfg::validate_config(config, schema_with_model(), registry_lookup()));
   CHECK(text.find("model.n_layer") != std::string::npos);
   CHECK(text.find("n_layers") != std::string::npos);  // the closest valid name
   CHECK(text.find("model.norm") != std::string::npos);
@@ -105,7 +108,8 @@ windw = 4
 }
 
 TEST_CASE("n_heads must divide d_model") {
-  const cfg::ResolvedConfig config = cfg::load_config_text("[model]\nd_model = 30\nn_heads = 4\n", "heads.toml");
-  CHECK_THROWS_WITH_AS(pm::model_options_from_config(config, 11), doctest::Contains("do not divide d_model = 30"),
-                       patchbay::Error);
+  const cfg::ResolvedConfig config =
+      cfg::load_config_text("[model]\nd_model = 30\nn_heads = 4\n", "heads.toml");
+  CHECK_THROWS_WITH_AS(pm::model_options_from_config(config, 11),
+                       doctest::Contains("do not divide d_model = 30"), patchbay::Error);
 }

@@ -29,7 +29,8 @@ float max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
 }
 
 // Logits of decoding `tokens` in steps of the given sizes (summing to T), concatenated.
-eng::Tensor decode_in_steps(pm::LanguageModel& model, const eng::Tensor& tokens, const std::vector<int64_t>& steps) {
+eng::Tensor decode_in_steps(pm::LanguageModel& model, const eng::Tensor& tokens,
+                            const std::vector<int64_t>& steps) {
   pm::DecodeState state = model.start_decoding(tokens.size(0), model.options().context_length);
   std::vector<eng::Tensor> pieces;
   int64_t at = 0;
@@ -81,14 +82,15 @@ TEST_CASE("decoding refuses more positions than the capacity and foreign states"
   CHECK_THROWS_WITH_AS(model->decode_step(state, make_tokens(1, 2, 11)),
                        doctest::Contains("exceed the state's capacity 4"), patchbay::Error);
   auto other = pm::LanguageModel::build(model_test::tiny_options(), {}, model_test::registry());
-  CHECK_THROWS_WITH_AS(other->decode_step(state, make_tokens(1, 1, 11)), doctest::Contains("not made by this model"),
-                       patchbay::Error);
+  CHECK_THROWS_WITH_AS(other->decode_step(state, make_tokens(1, 1, 11)),
+                       doctest::Contains("not made by this model"), patchbay::Error);
   CHECK_THROWS_AS(model->start_decoding(1, 9), patchbay::Error);  // capacity above context_length 8
 }
 
 TEST_CASE("forward refuses sequences longer than the context and non-integer tokens") {
   auto model = pm::LanguageModel::build(model_test::tiny_options(), {}, model_test::registry());
-  CHECK_THROWS_WITH_AS(model->forward(make_tokens(1, 9, 11), false), doctest::Contains("exceed the context length 8"),
+  CHECK_THROWS_WITH_AS(model->forward(make_tokens(1, 9, 11), false),
+                       doctest::Contains("exceed the context length 8"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(model->forward(eng::zeros({1, 4}), false), doctest::Contains("i32 or i64"),
                        patchbay::Error);
-  CHECK_THROWS_WITH_AS(model->forward(eng::zeros({1, 4}), false), doctest::Contains("i32 or i64"), patchbay::Error);
 }

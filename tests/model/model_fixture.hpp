@@ -27,7 +27,8 @@ inline rt::Registry& registry() {
     const char* env = std::getenv("PATCHBAY_PLUGIN_PATH");
     REQUIRE_MESSAGE(env != nullptr, "PATCHBAY_PLUGIN_PATH is not set (run through ctest)");
     auto* r = new rt::Registry(host);
-    for (const char* file : {"attention_dense.so", "ffn_mlp.so", "sampler_basic.so", "tokenizer_char.so"}) {
+    for (const char* file :
+         {"attention_dense.so", "ffn_mlp.so", "sampler_basic.so", "tokenizer_char.so"}) {
       r->scan_file(std::filesystem::path(env) / file);
     }
     r->scan_file(std::filesystem::path(MODEL_TEST_PLUGIN_DIR) / "model_test_layers.so");

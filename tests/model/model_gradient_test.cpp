@@ -24,7 +24,8 @@ eng::Tensor ids(const std::vector<int64_t>& values, int64_t batch) {
 double loss_of(pm::LanguageModel& model, const eng::Tensor& tokens, const eng::Tensor& targets) {
   eng::NoGradGuard no_grad;
   const eng::Tensor logits = model.forward(tokens, false).logits;
-  return eng::cross_entropy(eng::reshape(logits, {-1, model.options().vocab_size}), eng::reshape(targets, {-1}))
+  return eng::cross_entropy(eng::reshape(logits, {-1, model.options().vocab_size}),
+                            eng::reshape(targets, {-1}))
       .item();
 }
 
@@ -33,7 +34,8 @@ void check_gradients(const pm::ModelOptions& options, const std::vector<std::str
   const eng::Tensor tokens = ids({1, 4, 2, 7, 9, 3, 0, 5, 10, 6}, 2);
   const eng::Tensor targets = ids({4, 2, 7, 9, 3, 8, 5, 10, 6, 1}, 2);
   const eng::Tensor logits = model->forward(tokens, false).logits;
-  eng::backward(eng::cross_entropy(eng::reshape(logits, {-1, options.vocab_size}), eng::reshape(targets, {-1})));
+  eng::backward(eng::cross_entropy(eng::reshape(logits, {-1, options.vocab_size}),
+                                   eng::reshape(targets, {-1})));
 
   std::map<std::string, eng::Tensor> by_name;
   for (const pm::NamedParameter& p : model->parameters()) by_name[p.name] = p.tensor;
@@ -67,9 +69,10 @@ void check_gradients(const pm::ModelOptions& options, const std::vector<std::str
 TEST_CASE("gradients match finite differences: pre-norm LayerNorm, learned positions, tied head") {
   pm::ModelOptions o = model_test::tiny_options();
   o.context_length = 5;
-  check_gradients(o, {"wte.weight", "wpe.weight", "blocks.0.norm1.gain", "blocks.0.norm1.bias",
-                      "blocks.0.attn.qkv.weight", "blocks.1.attn.proj.weight", "blocks.1.ffn.fc.weight",
-                      "blocks.0.ffn.proj.bias", "norm_f.gain", "norm_f.bias"});
+  check_gradients(
+      o, {"wte.weight", "wpe.weight", "blocks.0.norm1.gain", "blocks.0.norm1.bias",
+          "blocks.0.attn.qkv.weight", "blocks.1.attn.proj.weight", "blocks.1.ffn.fc.weight",
+          "blocks.0.ffn.proj.bias", "norm_f.gain", "norm_f.bias"});
 }
 
 TEST_CASE("gradients match finite differences: post-norm RMSNorm, rotary positions, untied head") {
@@ -79,6 +82,6 @@ TEST_CASE("gradients match finite differences: post-norm RMSNorm, rotary positio
   o.pre_norm = false;
   o.positional = pm::PositionalKind::kRotary;
   o.tie_embeddings = false;
-  check_gradients(o, {"wte.weight", "blocks.0.norm1.gain", "blocks.0.attn.qkv.weight", "blocks.1.norm2.gain",
-                      "blocks.1.ffn.proj.weight", "head.weight"});
+  check_gradients(o, {"wte.weight", "blocks.0.norm1.gain", "blocks.0.attn.qkv.weight",
+                      "blocks.1.norm2.gain", "blocks.1.ffn.proj.weight", "head.weight"});
 }

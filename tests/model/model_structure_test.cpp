@@ -110,36 +110,42 @@ TEST_CASE("GPT-2 small (124M): 124,439,808 parameters with a tied head; FLOPs pe
   CHECK(gpt_parameter_count(50257, 1024, 768, 12, 3072, false) == 124439808 + 50257 * 768);
   // 6N + 12 L T C with N = parameters - wte - wpe + V C (the head matmul counts, the lookups
   // do not); for GPT-2 N = 124,439,808 - 1024 * 768, the figure nanoGPT's estimate_mfu uses.
-  const double n = static_cast<double>(gpt_parameter_count(64, 32, 768, 2, 3072, true)) - 32.0 * 768.0;
+  const double n =
+      static_cast<double>(gpt_parameter_count(64, 32, 768, 2, 3072, true)) - 32.0 * 768.0;
   CHECK(model->flops_per_token(32) == doctest::Approx(6 * n + 12.0 * 2 * 32 * 768));
   CHECK(model->describe().find(std::to_string(model->parameter_count())) != std::string::npos);
 }
 
-TEST_CASE("a non-causal attention or feed-forward is refused, naming the block, the component and why") {
+TEST_CASE(
+    "a non-causal attention or feed-forward is refused, naming the block, the component and why") {
   pm::ModelOptions o = model_test::tiny_options();
   o.attention_kinds = {"dense", "bidirectional_test"};
   CHECK_THROWS_WITH_AS(pm::LanguageModel::build(o, {}, model_test::registry()),
-                       doctest::Contains("block 1 attention 'bidirectional_test'"), patchbay::Error);
+                       doctest::Contains("block 1 attention 'bidirectional_test'"),
+                       patchbay::Error);
   CHECK_THROWS_WITH_AS(pm::LanguageModel::build(o, {}, model_test::registry()),
                        doctest::Contains("future tokens would leak"), patchbay::Error);
   o = model_test::tiny_options();
   o.feedforward_kinds = {"expert_choice_test"};
   CHECK_THROWS_WITH_AS(pm::LanguageModel::build(o, {}, model_test::registry()),
-                       doctest::Contains("block 0 feed-forward 'expert_choice_test'"), patchbay::Error);
+                       doctest::Contains("block 0 feed-forward 'expert_choice_test'"),
+                       patchbay::Error);
   CHECK_THROWS_WITH_AS(pm::LanguageModel::build(o, {}, model_test::registry()),
                        doctest::Contains("PB_FEEDFORWARD_CAP_CAUSAL"), patchbay::Error);
   // dense configured bidirectional: the plugin itself refuses the causal context.
   pm::ComponentTables tables;
   tables.attention.insert("causal", false);
-  CHECK_THROWS_WITH_AS(pm::LanguageModel::build(model_test::tiny_options(), tables, model_test::registry()),
-                       doctest::Contains("causal = false"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      pm::LanguageModel::build(model_test::tiny_options(), tables, model_test::registry()),
+      doctest::Contains("causal = false"), patchbay::Error);
 }
 
 TEST_CASE("layer tables: unknown keys are refused, known keys reach the component") {
   pm::ComponentTables tables;
   tables.feedforward.insert("activaton", "relu");
-  CHECK_THROWS_WITH_AS(pm::LanguageModel::build(model_test::tiny_options(), tables, model_test::registry()),
-                       doctest::Contains("'activaton'"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      pm::LanguageModel::build(model_test::tiny_options(), tables, model_test::registry()),
+      doctest::Contains("'activaton'"), patchbay::Error);
   pm::ComponentTables swiglu;
   swiglu.feedforward.insert("activation", "swiglu");
   auto model = pm::LanguageModel::build(model_test::tiny_options(), swiglu, model_test::registry());
@@ -152,12 +158,15 @@ TEST_CASE("equal seeds give equal models, different seeds different ones") {
   auto b = pm::LanguageModel::build(o, {}, model_test::registry());
   o.seed = 8;
   auto c = pm::LanguageModel::build(o, {}, model_test::registry());
-  const std::vector<pm::NamedParameter> pa = a->parameters(), pb = b->parameters(), pc = c->parameters();
+  const std::vector<pm::NamedParameter> pa = a->parameters(), pb = b->parameters(),
+                                        pc = c->parameters();
   REQUIRE(pa.size() == pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) CHECK(pa[i].tensor.to_vector() == pb[i].tensor.to_vector());
-  CHECK(pa[0].tensor.to_vector() != pc[0].tensor.to_vector());                 // wte
+  for (size_t i = 0; i < pa.size(); ++i)
+    CHECK(pa[i].tensor.to_vector() == pb[i].tensor.to_vector());
+  CHECK(pa[0].tensor.to_vector() != pc[0].tensor.to_vector());  // wte
   CHECK(pa[4].tensor.to_vector() != pc[4].tensor.to_vector());  // blocks.0.attn.qkv.weight
-  CHECK(a->forward(tokens_2x6(), false).logits.to_vector() == b->forward(tokens_2x6(), false).logits.to_vector());
+  CHECK(a->forward(tokens_2x6(), false).logits.to_vector() ==
+        b->forward(tokens_2x6(), false).logits.to_vector());
 }
 
 TEST_CASE("dropout acts in training only") {

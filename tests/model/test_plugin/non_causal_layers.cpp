@@ -24,12 +24,16 @@ class ExpertChoice : public patchbay::FeedForward {
   Output forward(const patchbay::Tensor& x, bool) override { return Output{x, {}, {}}; }
 };
 
-inline constexpr pb_component_descriptor kBidirectional = patchbay::make_attention_component<Bidirectional>(
-    "bidirectional_test", "1.0.0", "test: bidirectional-only attention (identity)");
-inline constexpr pb_component_descriptor kExpertChoice = patchbay::make_feedforward_component<ExpertChoice>(
-    "expert_choice_test", "1.0.0", "test: feed-forward without the causal capability (identity)");
+inline constexpr pb_component_descriptor kBidirectional =
+    patchbay::make_attention_component<Bidirectional>(
+        "bidirectional_test", "1.0.0", "test: bidirectional-only attention (identity)");
+inline constexpr pb_component_descriptor kExpertChoice =
+    patchbay::make_feedforward_component<ExpertChoice>(
+        "expert_choice_test", "1.0.0",
+        "test: feed-forward without the causal capability (identity)");
 
 }  // namespace model_test_layers
 
 PATCHBAY_PLUGIN("model-test-layers", "1.0.0",
-                PATCHBAY_COMPONENT_LIST(&model_test_layers::kBidirectional, &model_test_layers::kExpertChoice));
+                PATCHBAY_COMPONENT_LIST(&model_test_layers::kBidirectional,
+                                        &model_test_layers::kExpertChoice));
