@@ -4,6 +4,8 @@
 
 #include "patchbay/ops.h"
 
+#include "engine/tensor.hpp"
+
 namespace patchbay::engine {
 
 // The table (static storage, never null).
@@ -19,5 +21,12 @@ struct StatusFunctions {
   void (*free)(pb_status* status);
 };
 void set_ops_status_functions(const StatusFunctions& functions);
+
+// Bridges between engine tensors and the table's handles, for host code that hands tensors
+// to plugins: ops_table_wrap returns a NEW handle (one reference, release with
+// host_ops_table()->release) sharing `t`; ops_table_tensor reads the engine tensor behind a
+// handle made by this table (borrowed: valid while the handle lives).
+pb_tensor* ops_table_wrap(Tensor t);
+const Tensor& ops_table_tensor(const pb_tensor* t);
 
 }  // namespace patchbay::engine

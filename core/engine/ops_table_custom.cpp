@@ -18,10 +18,8 @@ struct pb_custom_ctx {
 
 namespace patchbay::engine {
 
-pb_tensor* ops_table_wrap(Tensor t);
 pb_status* ops_table_status(pb_status_code code, const std::string& message);
 std::string ops_table_status_text(pb_status* s);
-const Tensor& ops_table_tensor(const pb_tensor* t);
 
 namespace {
 

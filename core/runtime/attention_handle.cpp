@@ -8,13 +8,6 @@
 #include "engine/ops_table.hpp"
 #include "runtime/host_api.hpp"
 
-namespace patchbay::engine {
-// Defined in engine/ops_table.cpp (shared with ops_table_custom.cpp): a new pb_tensor handle
-// holding one reference to `t`, and the engine tensor behind a handle.
-pb_tensor* ops_table_wrap(Tensor t);
-const Tensor& ops_table_tensor(const pb_tensor* t);
-}  // namespace patchbay::engine
-
 namespace patchbay::runtime {
 namespace {
 

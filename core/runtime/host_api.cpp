@@ -1,6 +1,8 @@
 // Host services (pb_host_api) and host-side status handling. See host_api.hpp.
 #include "runtime/host_api.hpp"
 
+#include "engine/ops_table.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -76,8 +78,14 @@ void host_status_free(pb_status* status) {
   delete status;
 }
 
+// The process-wide api carries the engine's ops table from the start, and the table reports
+// errors through the host's status objects, so a status from either side reads the same.
 pb_host_api& process_api() {
-  static pb_host_api api = make_host_api(nullptr);
+  static pb_host_api api = [] {
+    engine::set_ops_status_functions({&host_status_create, &host_status_code,
+                                      &host_status_message, &host_status_free});
+    return make_host_api(engine::host_ops_table());
+  }();
   return api;
 }
 

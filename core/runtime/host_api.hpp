@@ -4,8 +4,8 @@
 // patchbay::Error.
 //
 // One process-wide pb_host_api lives for the whole process, so objects created by plugins
-// can never outlive it. Whoever links the tensor engine fills its `ops` field once, before
-// the first component is created, with set_host_ops().
+// can never outlive it. Its `ops` field holds the engine's table from the start
+// (set_host_ops() replaces it, e.g. in tests).
 #pragma once
 
 #include <cstdint>

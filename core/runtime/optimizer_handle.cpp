@@ -10,13 +10,6 @@
 #include "engine/ops_table.hpp"
 #include "runtime/host_api.hpp"
 
-namespace patchbay::engine {
-// Defined in engine/ops_table.cpp: a new handle (one reference) on an engine tensor, and the
-// engine tensor behind a handle of host_ops_table().
-pb_tensor* ops_table_wrap(Tensor t);
-const Tensor& ops_table_tensor(const pb_tensor* t);
-}  // namespace patchbay::engine
-
 namespace patchbay::runtime {
 
 OptimizerHandle::OptimizerHandle(ComponentInstance instance, const pb_host_api* host)

@@ -5,11 +5,6 @@
 #include "engine/ops_table.hpp"
 #include "runtime/host_api.hpp"
 
-namespace patchbay::engine {
-// Defined in engine/ops_table.cpp: a new handle (one reference) on an engine tensor.
-pb_tensor* ops_table_wrap(Tensor t);
-}  // namespace patchbay::engine
-
 namespace patchbay::runtime {
 namespace {
 
