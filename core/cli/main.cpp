@@ -126,6 +126,7 @@ int exit_code_for(ErrorKind kind) {
     case ErrorKind::kInvalidArgument: return kExitUsage;
     case ErrorKind::kNotFound: return kExitData;
     case ErrorKind::kPluginRefused: return kExitPlugin;
+    case ErrorKind::kComponentNotFound: return kExitPlugin;
     case ErrorKind::kIo: return kExitData;
     case ErrorKind::kNumeric: return kExitNumeric;
     case ErrorKind::kInternal: return kExitFailure;

@@ -12,6 +12,7 @@ enum class ErrorKind {
   kInvalidArgument,  // bad user input: config, command line, file contents
   kNotFound,         // a named file, key, plugin or component is missing
   kPluginRefused,    // a plugin failed validation or loading
+  kComponentNotFound,  // no loaded plugin provides the named component
   kIo,               // reading or writing failed
   kNumeric,          // NaN/Inf or another numeric failure
   kInternal          // a bug in Patchbay

@@ -231,7 +231,7 @@ const ComponentEntry& Registry::find(pb_component_kind kind, std::string_view na
     message += " " + std::to_string(refused_.size()) +
                " plugin file(s) were refused; `patchbay plugins list` says why.";
   }
-  throw Error(ErrorKind::kNotFound, message);
+  throw Error(ErrorKind::kComponentNotFound, message);
 }
 
 const PluginEntry& Registry::plugin_of(const ComponentEntry& component) const {

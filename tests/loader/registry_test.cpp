@@ -129,7 +129,7 @@ TEST_CASE("find suggests the closest names of that kind") {
     registry.find(PB_KIND_TOKENIZER, "identity-bytes");
     FAIL("find should throw");
   } catch (const patchbay::Error& e) {
-    CHECK(e.kind() == patchbay::ErrorKind::kNotFound);
+    CHECK(e.kind() == patchbay::ErrorKind::kComponentNotFound);
     CHECK(contains(e.what(),
                    "no tokenizer named 'identity-bytes'. Did you mean 'identity-byte'? "
                    "Available tokenizers: factory-fails, identity-byte, throws."));
