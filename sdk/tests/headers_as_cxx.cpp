@@ -3,6 +3,12 @@
 #include "patchbay/files.hpp"
 #include "patchbay/plugin.hpp"
 #include "patchbay/tokenizer.hpp"
+#include "patchbay/tensor.hpp"
+#include "patchbay/sampler.hpp"
+#include "patchbay/parallelism.hpp"
+#include "patchbay/optimizer.hpp"
+#include "patchbay/feedforward.hpp"
+#include "patchbay/attention.hpp"
 
 int patchbay_sdk_headers_as_cxx();
 int patchbay_sdk_headers_as_cxx() { return PB_ABI_VERSION_MINOR; }
