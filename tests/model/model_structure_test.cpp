@@ -140,6 +140,13 @@ TEST_CASE(
       doctest::Contains("causal = false"), patchbay::Error);
 }
 
+TEST_CASE("ALiBi positions are refused for an attention without PB_ATTENTION_CAP_ALIBI") {
+  pm::ModelOptions o = model_test::tiny_options();
+  o.positional = pm::PositionalKind::kAlibi;
+  CHECK_THROWS_WITH_AS(pm::LanguageModel::build(o, {}, model_test::registry()),
+                       doctest::Contains("block 0 attention 'dense'"), patchbay::Error);
+}
+
 TEST_CASE("layer tables: unknown keys are refused, known keys reach the component") {
   pm::ComponentTables tables;
   tables.feedforward.insert("activaton", "relu");
