@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's main command. Installs what is missing, builds, prepares the default corpus
-# (the King James Bible) and runs the tokenizer demo: trains a byte-level BPE tokenizer,
-# encodes the validation split, decodes it back and checks the round trip.
+# The README's main command. Installs what is missing, builds, then runs the quickstart:
+# prepares the default corpus (the King James Bible), trains a small character-level GPT
+# (configs/quickstart.toml: the char tokenizer is trained and the splits encoded on the way),
+# evaluates the final checkpoint and prints samples.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/build.sh"
@@ -9,6 +10,7 @@ build="${PATCHBAY_BUILD_DIR:-$root/build}"
 cd "$root"
 pb="$build/patchbay"
 "$pb" plugins list
-"$pb" data prepare --corpus kjv --out data/kjv
-"$pb" tokenizer train --kind bpe --vocab-size 4096 --input data/kjv/train.txt --out data/kjv/bpe4096.tok
-"$pb" tokenizer encode --kind bpe --tokenizer data/kjv/bpe4096.tok --input data/kjv/val.txt --stats
+"$pb" data prepare --corpus kjv --out data/kjv --val-fraction 0.1 --seed 1234
+"$pb" train configs/quickstart.toml "$@"
+"$pb" eval runs/quickstart
+echo "samples: runs/quickstart/samples.txt; metrics: runs/quickstart/metrics.jsonl"

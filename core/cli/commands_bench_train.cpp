@@ -8,6 +8,7 @@
 // Each step is timed by phase (forward+loss, backward, clip, optimizer) so the report says
 // where the time goes.
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -36,7 +37,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& global) {
   std::string config_file;
   std::vector<std::string> overrides;
-  int64_t steps = 5, warmup = 1, batch_size = 0, seq_len = 0, vocab_size = 0;
+  int64_t steps = 5, warmup = 1, batch_size = 0, seq_len = 0, vocab_size = 0, grad_accum = 1;
   bool random_tokens = false;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
@@ -45,6 +46,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       "warmup", po::value(&warmup), "untimed updates first (default 1)")(
       "batch-size", po::value(&batch_size), "sequences per micro-batch (default train.batch_size)")(
       "seq-len", po::value(&seq_len), "tokens per sequence (default train.seq_len)")(
+      "grad-accum", po::value(&grad_accum), "micro-batches per update (default 1: tokens/s does not depend on it)")(
       "random-tokens", po::bool_switch(&random_tokens), "random ids instead of the prepared corpus (no tokenizer)")(
       "vocab-size", po::value(&vocab_size), "vocabulary with --random-tokens (default tokenizer.vocab_size)");
   po::positional_options_description positional;
@@ -67,6 +69,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   train::TrainOptions o = train::train_options_from_config(config);
   if (batch_size > 0) o.batch_size = batch_size;
   if (seq_len > 0) o.seq_len = seq_len;
+  o.grad_accum_steps = std::max<int64_t>(1, grad_accum);
 
   std::optional<train::TrainingData> data;
   if (random_tokens) {
