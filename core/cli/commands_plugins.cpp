@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "config/closest_names.hpp"
 #include "runtime/registry.hpp"
 
 namespace patchbay::cli {
@@ -231,20 +232,18 @@ int run_plugins_describe(const std::vector<std::string>& args, const GlobalOptio
     }
   }
   if (targets.empty()) {
-    // With one kind in play the registry's message has the "did you mean" hint.
-    int only_kind = wanted_kind;
-    for (const auto& plugin : registry.plugins()) {
-      for (const rt::ComponentEntry& c : plugin->components) {
-        if (wanted_kind == 0) only_kind = (only_kind == 0 || only_kind == c.kind) ? c.kind : -1;
-      }
-    }
-    if (only_kind > 0) registry.find(static_cast<pb_component_kind>(only_kind), name);
     std::sort(available.begin(), available.end());
-    std::string list;
-    for (const std::string& a : available) list += (list.empty() ? "" : ", ") + a;
-    throw Error(ErrorKind::kNotFound,
-                "no component or plugin named '" + name +
-                    "'. Available components: " + (list.empty() ? std::string("none") : list) +
+    std::vector<std::string> names;
+    for (const auto& plugin : registry.plugins()) {
+      names.push_back(plugin->metadata.name);
+      for (const rt::ComponentEntry& c : plugin->components) names.push_back(c.name);
+    }
+    const auto close = config::closest_names(name, names);
+    const std::string hint =
+        close.empty() ? std::string() : " Did you mean " + config::quote_alternatives(close) + "?";
+    throw Error(ErrorKind::kComponentNotFound,
+                "no component or plugin named '" + name + "'." + hint + " Available components: " +
+                    (available.empty() ? std::string("none") : config::join_names(available)) +
                     ". `patchbay plugins list` shows the search path and refused files.");
   }
   // Loading happens here (the schema lives in the library); a refusal throws with its reason.
