@@ -63,20 +63,32 @@ std::string sample_text(model::LanguageModel& model, const runtime::TokenizerHan
   if (ids.empty()) ids.push_back(0);
   const int64_t context = model.options().context_length;
   if (static_cast<int64_t>(ids.size()) > context) ids.erase(ids.begin(), ids.end() - context);
-  const int64_t capacity = std::min<int64_t>(context, static_cast<int64_t>(ids.size()) + settings.tokens);
-  model::DecodeState state = model.start_decoding(1, capacity);
-  engine::Tensor logits = model.decode_step(
-      state, engine::Tensor::from_data(ids.data(), {1, static_cast<int64_t>(ids.size())}, engine::DType::kI32));
   const size_t prompt_length = ids.size();
+  const size_t total = prompt_length + static_cast<size_t>(std::max<int64_t>(0, settings.tokens));
+  // Sliding window: when the decode state is full, decoding restarts from the last
+  // context/2 tokens (one prefill), so samples can be longer than the context.
+  auto prefill = [&](model::DecodeState& state, size_t keep) {
+    const size_t first = ids.size() - std::min(ids.size(), keep);
+    return model.decode_step(state, engine::Tensor::from_data(ids.data() + first,
+                                                              {1, static_cast<int64_t>(ids.size() - first)},
+                                                              engine::DType::kI32));
+  };
+  model::DecodeState state = model.start_decoding(1, context);
+  engine::Tensor logits = prefill(state, ids.size());
   uint64_t random = data::splitmix64(settings.seed ^ 0x73616d706c65ull);  // "sample"
-  while (static_cast<int64_t>(ids.size()) < capacity) {
+  while (ids.size() < total) {
     const int64_t last = logits.size(1) - 1;
     const std::vector<float> row = logits.narrow(1, last, 1).to_vector();
     random = data::splitmix64(random);
     const int32_t next = choose_token(row, settings.temperature, random);
     ids.push_back(next);
-    if (static_cast<int64_t>(ids.size()) >= capacity) break;
-    logits = model.decode_step(state, engine::Tensor::from_data(&next, {1, 1}, engine::DType::kI32));
+    if (ids.size() >= total) break;
+    if (state.length() >= context) {
+      state = model.start_decoding(1, context);
+      logits = prefill(state, static_cast<size_t>(std::max<int64_t>(1, context / 2)));
+    } else {
+      logits = model.decode_step(state, engine::Tensor::from_data(&next, {1, 1}, engine::DType::kI32));
+    }
   }
   const std::string prompt_text = settings.prompt.empty() ? "" : settings.prompt;
   return prompt_text + tokenizer.decode(std::span<const int32_t>(ids).subspan(prompt_length));

@@ -31,7 +31,7 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
 
 struct SampleSettings {
   std::string prompt;        // empty: starts from "\n"
-  int64_t tokens = 200;      // new tokens (stops early at the model's context length)
+  int64_t tokens = 200;      // new tokens (past the context: a sliding window, re-prefilled)
   double temperature = 0.8;  // 0: greedy
   uint64_t seed = 0;
 };
