@@ -8,14 +8,12 @@
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
 #include "config/host_schema.hpp"
+#include "model/language_model.hpp"
 
-#if PATCHBAY_HAVE_RUNTIME
 #include "runtime/registry.hpp"
-#endif
 
 namespace patchbay::cli {
 
-#if PATCHBAY_HAVE_RUNTIME
 namespace {
 
 // run.plugin_paths as written (validation reports a wrong type; here it is skipped).
@@ -64,22 +62,15 @@ ComponentLookup make_component_lookup(const GlobalOptions& global, const config:
   return result;
 }
 
-#else
-
-ComponentLookup make_component_lookup(const GlobalOptions& /*global*/, const config::ResolvedConfig& /*config*/) {
-  ComponentLookup result;
-  result.unavailable_reason = "this build has no plugin registry (core/runtime), so component keys are not checked";
-  return result;
-}
-
-#endif
 
 ValidatedConfig load_validated_config(const std::string& file, const std::vector<std::string>& overrides,
                                       const GlobalOptions& global) {
   ValidatedConfig validated{config::load_config(file, overrides), {}};
   validated.components = make_component_lookup(global, validated.config);
   if (!validated.components.lookup) spdlog::warn("{}", validated.components.unavailable_reason);
-  const config::SchemaRegistry schema = config::make_host_schema();
+  // The host sections plus the model's: what `patchbay train` validates too.
+  config::SchemaRegistry schema = config::make_host_schema();
+  model::declare_model_sections(schema);
   config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
   config::apply_defaults(validated.config, schema, validated.components.lookup);
   return validated;
