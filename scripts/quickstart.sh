@@ -11,6 +11,6 @@ cd "$root"
 pb="$build/patchbay"
 "$pb" plugins list
 "$pb" data prepare --corpus kjv --out data/kjv --val-fraction 0.1 --seed 1234
-"$pb" train configs/quickstart.toml "$@"
+"$pb" train configs/quickstart.toml --overwrite "$@"   # a fresh run each time
 "$pb" eval runs/quickstart
 echo "samples: runs/quickstart/samples.txt; metrics: runs/quickstart/metrics.jsonl"

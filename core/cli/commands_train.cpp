@@ -19,12 +19,14 @@ namespace po = boost::program_options;
 
 int run_train(const std::vector<std::string>& args, const GlobalOptions& global) {
   std::string config_file, resume;
+  bool overwrite = false;
   std::vector<std::string> overrides;
   bool no_progress = false;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
       "set", po::value(&overrides)->composing(), "override a key: --set train.lr=3e-4 (repeatable)")(
       "resume", po::value(&resume), "continue a run: its directory or one of its checkpoints")(
+      "overwrite", po::bool_switch(&overwrite), "replace an earlier run in the same run directory")(
       "no-progress", po::bool_switch(&no_progress), "no progress bar (metrics and log only)");
   po::positional_options_description positional;
   positional.add("config", 1);
@@ -58,6 +60,7 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
   train::validate_training_config(config, components.lookup);
   train::TrainRequest request;
   request.resume = resume;
+  request.overwrite = overwrite;
   request.show_progress = !no_progress;
   const train::TrainSummary summary = train::train_model(config, *components.registry, components.lookup, request);
   if (summary.numeric_failure) {

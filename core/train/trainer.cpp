@@ -97,6 +97,23 @@ std::string numeric_failure_message(int64_t step, const StepResult& r, const Tra
   return m.str();
 }
 
+// A fresh run must not mix its metrics and checkpoints with an earlier run's.
+void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
+  const fs::path produced[] = {run_dir / "checkpoints", run_dir / "metrics.jsonl",
+                               run_dir / "samples.txt", run_dir / "train.log"};
+  bool used = false;
+  for (const fs::path& p : produced) used = used || fs::exists(p);
+  if (!used) return;
+  if (!overwrite) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "run directory '" + run_dir.string() +
+                    "' already holds a run (metrics or checkpoints). Continue it with --resume " +
+                    run_dir.string() + ", start a new one under another name (--set run.name=...), "
+                    "or replace it with --overwrite.");
+  }
+  for (const fs::path& p : produced) fs::remove_all(p);
+}
+
 }  // namespace
 
 TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry& registry,
@@ -104,6 +121,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   const TrainOptions o = train_options_from_config(config);
   TrainSummary summary;
   summary.run_dir = o.run_dir;
+  if (request.resume.empty()) claim_fresh_run_dir(o.run_dir, request.overwrite);
   fs::create_directories(o.run_dir);
   logging::add_run_log_file(o.run_dir / "train.log");
   const std::string config_text = config::to_toml(config);

@@ -71,6 +71,9 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
 
 struct TrainRequest {
   std::filesystem::path resume;  // empty: a fresh run
+  // A fresh run refuses a run directory that already holds metrics or checkpoints unless
+  // this is set; then those files are removed first.
+  bool overwrite = false;
   bool show_progress = true;
   bool print_samples = true;     // to stdout (always written to samples.txt)
   // Called before each update with its step (tests inject NaN into a parameter here).

@@ -167,3 +167,28 @@ TEST_CASE("a checkpoint holds parameters, optimizer state and self-describing me
   CHECK_NOTHROW(setup.config(ck.config_text()));
   CHECK(std::filesystem::exists(folder / "run" / "config.toml"));
 }
+
+TEST_CASE("a fresh run refuses a run directory that holds a run, unless told to overwrite") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("reuse");
+  train::testing::write_tiny_corpus(folder);
+  const config::ResolvedConfig c = setup.config(train::testing::tiny_config_text(folder), {"train.max_steps=2"});
+  train::TrainRequest request;
+  request.show_progress = false;
+  request.print_samples = false;
+  train::train_model(c, setup.registry, setup.lookup, request);
+  const size_t first_records = run::read_metrics(folder / "run" / "metrics.jsonl").size();
+  try {
+    train::train_model(c, setup.registry, setup.lookup, request);
+    FAIL("a second fresh run in the same folder must be refused");
+  } catch (const patchbay::Error& e) {
+    const std::string message = e.what();
+    CHECK(message.find("already holds a run") != std::string::npos);
+    CHECK(message.find("--resume") != std::string::npos);
+    CHECK(message.find("--overwrite") != std::string::npos);
+  }
+  request.overwrite = true;
+  train::train_model(c, setup.registry, setup.lookup, request);
+  // the replaced run's metrics start again instead of being appended to the old ones
+  CHECK(run::read_metrics(folder / "run" / "metrics.jsonl").size() == first_records);
+}
