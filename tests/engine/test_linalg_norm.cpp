@@ -21,7 +21,9 @@ TEST_CASE("matmul with transposes and broadcast batch dims") {
                         {{3, 4}, {5, 4}, false, true},     {{4, 3}, {5, 4}, true, true},
                         {{2, 3, 4}, {4, 5}, false, false}, {{2, 1, 3, 4}, {3, 5, 4}, false, true},
                         {{4, 3}, {2, 4, 5}, true, false},  {{0, 4}, {4, 5}, false, false},
-                        {{3, 0}, {0, 5}, false, false}};
+                        {{3, 0}, {0, 5}, false, false},
+                        // Stacked rows x one matrix (one GEMM over the flattened rows).
+                        {{2, 3, 4}, {5, 4}, false, true},  {{2, 2, 3, 4}, {4, 5}, false, false}};
   uint64_t seed = 600;
   for (const Case& c : cases) {
     std::string what = "matmul " + shape_str(c.a) + (c.ta ? "^T" : "") + " @ " + shape_str(c.b) +

@@ -102,6 +102,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
                                                  " vs " + std::to_string(kb) + ") for " + a.str() +
                                                  (transpose_a ? "^T" : "") + " @ " + b.str() +
                                                  (transpose_b ? "^T" : ""));
+  // A stack of row-major matrices times one matrix ([..., m, k] x [k, n], e.g. a linear layer
+  // on [B, T, C]) is one GEMM over the stacked rows: [rows, k] x [k, n]. Besides a bigger GEMM,
+  // its backward then gives the weight's gradient as one [k, n] GEMM instead of a [batch, k, n]
+  // stack reduced by sum_to_shape.
+  if (!transpose_a && a.dim() > 2 && b.dim() == 2 && a.numel() > 0) {
+    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+    out_shape.push_back(p.n);
+    return matmul(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b).reshape(out_shape);
+  }
   Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
   p.batch = shape_numel(batch);
   // bf16 runs natively in oneDNN; f16 (and bf16 without oneDNN) is computed in f32.
