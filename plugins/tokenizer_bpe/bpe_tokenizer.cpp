@@ -12,7 +12,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "special_token_splitter.hpp"
+#include "patchbay/files.hpp"
+#include "patchbay/special_tokens.hpp"
 
 namespace patchbay_bpe {
 namespace {
@@ -79,7 +80,7 @@ BpeTokenizer::BpeTokenizer(BpeOptions options)
 
 TrainReport BpeTokenizer::train(std::string_view text) {
   std::unordered_map<std::string_view, int64_t> piece_counts;
-  for (const TextSegment& segment : split_at_special_tokens(text, specials_)) {
+  for (const patchbay::TextSegment& segment : patchbay::split_at_special_tokens(text, specials_)) {
     if (segment.special_index >= 0) continue;
     pretokenizer_->split(segment.text, [&](std::string_view piece) { ++piece_counts[piece]; });
   }
@@ -165,7 +166,7 @@ std::vector<int32_t> BpeTokenizer::encode_with(std::string_view text, bool allow
     encode_text(text);
     return ids;
   }
-  for (const TextSegment& segment : split_at_special_tokens(text, specials_)) {
+  for (const patchbay::TextSegment& segment : patchbay::split_at_special_tokens(text, specials_)) {
     if (segment.special_index >= 0) {
       ids.push_back(special_token_id(static_cast<size_t>(segment.special_index)));
     } else {
@@ -277,19 +278,7 @@ void BpeTokenizer::save(const std::string& path) const {
   text << "specials " << specials_.size() << '\n';
   for (const std::string& special : specials_) text << to_hex(special) << '\n';
   text << "end\n";
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) throw std::runtime_error("cannot open '" + temporary + "' for writing");
-    const std::string content = text.str();
-    file.write(content.data(), static_cast<std::streamsize>(content.size()));
-    file.flush();
-    if (!file) throw std::runtime_error("writing '" + temporary + "' failed");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "'");
-  }
+  patchbay::write_file_atomically(path, text.str());
 }
 
 void BpeTokenizer::load(const std::string& path) {

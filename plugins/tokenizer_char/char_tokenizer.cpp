@@ -8,7 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "special_token_splitter.hpp"
+#include "patchbay/files.hpp"
+#include "patchbay/special_tokens.hpp"
 
 namespace patchbay_char {
 namespace {
@@ -107,7 +108,7 @@ void CharTokenizer::set_characters(std::vector<std::string> characters) {
 
 int64_t CharTokenizer::train(std::string_view text) {
   std::set<std::string> distinct;
-  for (const TextSegment& segment : split_at_special_tokens(text, specials_)) {
+  for (const patchbay::TextSegment& segment : patchbay::split_at_special_tokens(text, specials_)) {
     if (segment.special_index >= 0) continue;
     const std::string_view part = segment.text;
     bool seen_ascii[128] = {};
@@ -179,7 +180,7 @@ std::vector<int32_t> CharTokenizer::encode(std::string_view text, bool allow_spe
     encode_ordinary(text, ids);
     return ids;
   }
-  for (const TextSegment& segment : split_at_special_tokens(text, specials_)) {
+  for (const patchbay::TextSegment& segment : patchbay::split_at_special_tokens(text, specials_)) {
     if (segment.special_index >= 0) {
       ids.push_back(special_token_id(static_cast<size_t>(segment.special_index)));
     } else {
@@ -218,19 +219,7 @@ void CharTokenizer::save(const std::string& path) const {
   text << "specials " << specials_.size() << '\n';
   for (const std::string& s : specials_) text << to_hex(s) << '\n';
   text << "end\n";
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) throw std::runtime_error("cannot open '" + temporary + "' for writing");
-    const std::string content = text.str();
-    file.write(content.data(), static_cast<std::streamsize>(content.size()));
-    file.flush();
-    if (!file) throw std::runtime_error("writing '" + temporary + "' failed");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "'");
-  }
+  patchbay::write_file_atomically(path, text.str());
 }
 
 void CharTokenizer::load(const std::string& path) {

@@ -1,6 +1,6 @@
-// Splitting text at special-token strings ("<|endoftext|>") for tokenizers that recognise
-// them. Header-only and self-contained so each tokenizer plugin folder stands alone (the
-// bpe plugin carries the same file).
+// Patchbay SDK, header-only C++ helper for tokenizer authors: splitting text at special-token
+// strings ("<|endoftext|>") so a tokenizer can encode ordinary text and specials separately.
+// Not part of the ABI.
 //
 // Matching rule: scanning left to right, at each position the longest special token that
 // starts there wins; text between matches is ordinary text.
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace patchbay_char {
+namespace patchbay {
 
 struct TextSegment {
   std::string_view text;  // ordinary text, or the special token's text
@@ -57,4 +57,4 @@ inline std::vector<TextSegment> split_at_special_tokens(
   return segments;
 }
 
-}  // namespace patchbay_char
+}  // namespace patchbay
