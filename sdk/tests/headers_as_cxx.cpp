@@ -5,6 +5,7 @@
 #include "patchbay/tokenizer.hpp"
 #include "patchbay/tensor.hpp"
 #include "patchbay/sampler.hpp"
+#include "patchbay/testing/standalone_host.hpp"
 #include "patchbay/special_tokens.hpp"
 #include "patchbay/parallelism.hpp"
 #include "patchbay/optimizer.hpp"

@@ -40,56 +40,13 @@
 
 #include "patchbay/component.h"
 #include "patchbay/sampler.h"
+#include "patchbay/testing/standalone_host.hpp"
 
 namespace patchbay::testing {
 
-// ---- a minimal host: status objects, malloc allocator, warnings to stderr --------------
-
-namespace sampler_kit_detail {
-
-struct TestStatus {  // what the kit's pb_status* points to (opaque to plugins)
-  pb_status_code code;
-  std::string message;
-};
-
-inline pb_status* status_create(pb_status_code code, const char* message) {
-  if (code == PB_STATUS_OK) return nullptr;
-  return reinterpret_cast<pb_status*>(new TestStatus{code, message == nullptr ? "" : message});
-}
-inline pb_status_code status_code(const pb_status* s) {
-  return s == nullptr ? PB_STATUS_OK : reinterpret_cast<const TestStatus*>(s)->code;
-}
-inline const char* status_message(const pb_status* s) {
-  return s == nullptr ? "" : reinterpret_cast<const TestStatus*>(s)->message.c_str();
-}
-inline void status_free(pb_status* s) { delete reinterpret_cast<TestStatus*>(s); }
-inline void log(pb_log_level level, const char* component, const char* message) {
-  if (level >= PB_LOG_WARN) std::fprintf(stderr, "[%s] %s\n", component ? component : "-", message);
-}
-inline void* alloc(size_t bytes, size_t alignment) {
-  const size_t a = alignment < sizeof(void*) ? (alignment == 0 ? 64 : sizeof(void*)) : alignment;
-  return std::aligned_alloc(a, (bytes + a - 1) / a * a);  // size must be a multiple of a
-}
-inline void free(void* p) { std::free(p); }
-
-}  // namespace sampler_kit_detail
-
-// A pb_host_api for tests that run a plugin without the Patchbay host. Static.
-inline const pb_host_api* sampler_test_host() {
-  namespace d = sampler_kit_detail;
-  static const pb_host_api host = {sizeof(pb_host_api),
-                                   PB_ABI_VERSION_MAJOR,
-                                   PB_ABI_VERSION_MINOR,
-                                   &d::log,
-                                   &d::alloc,
-                                   &d::free,
-                                   &d::status_create,
-                                   &d::status_code,
-                                   &d::status_message,
-                                   &d::status_free,
-                                   nullptr};
-  return &host;
-}
+// A pb_host_api for tests that run a plugin without the Patchbay host
+// (patchbay/testing/standalone_host.hpp). Static.
+inline const pb_host_api* sampler_test_host() { return standalone_test_host(); }
 
 // ---- config values from a component's schema ------------------------------------------
 

@@ -53,37 +53,13 @@
 
 #include "patchbay/component.h"
 #include "patchbay/tokenizer.h"
+#include "patchbay/testing/standalone_host.hpp"
 
 namespace patchbay::testing {
 
-// ---- a minimal standalone host and config, for tests without the Patchbay host ---------
+// ---- a standalone host and config, for tests without the Patchbay host ---------------
 
 namespace tokenizer_kit_detail {
-
-struct KitStatus {  // what the kit's pb_status* points to (opaque to plugins)
-  pb_status_code code;
-  std::string message;
-};
-
-inline pb_status* status_create(pb_status_code code, const char* message) {
-  if (code == PB_STATUS_OK) return nullptr;
-  return reinterpret_cast<pb_status*>(new KitStatus{code, message == nullptr ? "" : message});
-}
-inline pb_status_code status_code(const pb_status* s) {
-  return s == nullptr ? PB_STATUS_OK : reinterpret_cast<const KitStatus*>(s)->code;
-}
-inline const char* status_message(const pb_status* s) {
-  return s == nullptr ? "" : reinterpret_cast<const KitStatus*>(s)->message.c_str();
-}
-inline void status_free(pb_status* s) { delete reinterpret_cast<KitStatus*>(s); }
-inline void log(pb_log_level level, const char* component, const char* message) {
-  if (level >= PB_LOG_WARN) std::fprintf(stderr, "[%s] %s\n", component ? component : "-", message);
-}
-inline void* alloc(size_t bytes, size_t alignment) {
-  const size_t a = alignment == 0 ? 64 : (alignment < sizeof(void*) ? sizeof(void*) : alignment);
-  return std::aligned_alloc(a, (bytes + a - 1) / a * a);
-}
-inline void free(void* p) { std::free(p); }
 
 // Parses the TOML literals schemas use for defaults: true/false, integers, floats,
 // "strings" and ["arrays", "of strings"] (escapes \" and \\ only).
@@ -106,13 +82,7 @@ inline bool parse_string_literal(const std::string& text, size_t& pos, std::stri
 }  // namespace tokenizer_kit_detail
 
 // A pb_host_api for tests that run a tokenizer without the Patchbay host. Static.
-inline const pb_host_api* tokenizer_test_host() {
-  namespace d = tokenizer_kit_detail;
-  static const pb_host_api host = {sizeof(pb_host_api), PB_ABI_VERSION_MAJOR, PB_ABI_VERSION_MINOR,
-                                   &d::log, &d::alloc, &d::free, &d::status_create,
-                                   &d::status_code, &d::status_message, &d::status_free, nullptr};
-  return &host;
-}
+inline const pb_host_api* tokenizer_test_host() { return standalone_test_host(); }
 
 // Owning config values for a component: the schema's defaults, then overrides. view() is
 // valid until the next setter call or destruction. Unknown keys and wrong types fail the
