@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/dll/shared_library.hpp>
 
+#include "patchbay/component.hpp"
 #include "runtime/plugin_validation.hpp"
 
 namespace patchbay::runtime {
@@ -53,21 +54,8 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 }  // namespace
 
 std::string kind_name(pb_component_kind kind) {
-  switch (kind) {
-    case PB_KIND_TOKENIZER:
-      return "tokenizer";
-    case PB_KIND_ATTENTION:
-      return "attention";
-    case PB_KIND_FEEDFORWARD:
-      return "feedforward";
-    case PB_KIND_OPTIMIZER:
-      return "optimizer";
-    case PB_KIND_PARALLELISM:
-      return "parallelism";
-    case PB_KIND_SAMPLER:
-      return "sampler";
-  }
-  return "kind " + std::to_string(static_cast<int>(kind));
+  const char* name = component_kind_name(kind);
+  return name != nullptr ? name : "kind " + std::to_string(static_cast<int>(kind));
 }
 
 int kind_from_name(std::string_view name) {

@@ -24,6 +24,26 @@
 
 namespace patchbay {
 
+// "tokenizer", "attention", ... for a PB_KIND_* value; nullptr for a value this SDK does not
+// know (a newer kind).
+constexpr const char* component_kind_name(pb_component_kind kind) {
+  switch (kind) {
+    case PB_KIND_TOKENIZER:
+      return "tokenizer";
+    case PB_KIND_ATTENTION:
+      return "attention";
+    case PB_KIND_FEEDFORWARD:
+      return "feedforward";
+    case PB_KIND_OPTIMIZER:
+      return "optimizer";
+    case PB_KIND_PARALLELISM:
+      return "parallelism";
+    case PB_KIND_SAMPLER:
+      return "sampler";
+  }
+  return nullptr;
+}
+
 // Thrown by plugin code to fail with a specific code; message says what was expected, what
 // was found and what to do. Any other std::exception becomes PB_STATUS_INTERNAL (with its
 // what()), std::bad_alloc becomes PB_STATUS_OUT_OF_MEMORY.

@@ -48,21 +48,8 @@
 namespace patchbay::detail {
 
 constexpr const char* kind_name(pb_component_kind kind) {
-  switch (kind) {
-    case PB_KIND_TOKENIZER:
-      return "tokenizer";
-    case PB_KIND_ATTENTION:
-      return "attention";
-    case PB_KIND_FEEDFORWARD:
-      return "feedforward";
-    case PB_KIND_OPTIMIZER:
-      return "optimizer";
-    case PB_KIND_PARALLELISM:
-      return "parallelism";
-    case PB_KIND_SAMPLER:
-      return "sampler";
-  }
-  return "unknown";
+  const char* name = component_kind_name(kind);
+  return name != nullptr ? name : "unknown";
 }
 
 // Writes the metadata text into a sink; run twice at compile time: once counting, once
