@@ -24,35 +24,6 @@ constexpr int kFileVersion = 1;
 // cleared and refilled); KJV has ~30k distinct pieces, so one fill covers it.
 constexpr size_t kPieceCacheLimit = 1u << 18;
 
-std::string to_hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    hex.push_back(digits[c >> 4]);
-    hex.push_back(digits[c & 15]);
-  }
-  return hex;
-}
-
-std::string from_hex(std::string_view hex) {
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  if (hex.size() % 2 != 0) throw std::invalid_argument("odd-length hex string '" + std::string(hex) + "'");
-  std::string bytes;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = nibble(hex[i]);
-    const int lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) throw std::invalid_argument("bad hex digit in '" + std::string(hex) + "'");
-    bytes.push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return bytes;
-}
-
 void validate_specials(const std::vector<std::string>& specials) {
   for (size_t i = 0; i < specials.size(); ++i) {
     if (specials[i].empty()) throw std::invalid_argument("special token " + std::to_string(i) + " is empty");
@@ -273,10 +244,10 @@ void BpeTokenizer::save(const std::string& path) const {
     // "left right hex(bytes of the new token)": ids are authoritative (two merges may
     // spell the same bytes), the hex is for readers and is checked on load.
     text << merges_[r].left << ' ' << merges_[r].right << ' '
-         << to_hex(token_bytes_[256 + r]) << '\n';
+         << patchbay::hex_encode(token_bytes_[256 + r]) << '\n';
   }
   text << "specials " << specials_.size() << '\n';
-  for (const std::string& special : specials_) text << to_hex(special) << '\n';
+  for (const std::string& special : specials_) text << patchbay::hex_encode(special) << '\n';
   text << "end\n";
   patchbay::write_file_atomically(path, text.str());
 }
@@ -306,7 +277,7 @@ void BpeTokenizer::load(const std::string& path) {
   std::vector<std::string> specials(special_count);
   for (size_t s = 0; s < special_count; ++s) {
     if (!(file >> value)) fail("special token line " + std::to_string(s) + " unreadable");
-    specials[s] = from_hex(value);
+    specials[s] = patchbay::hex_decode(value);
   }
   if (!(file >> keyword) || keyword != "end") fail("missing 'end' line (truncated file?)");
   validate_specials(specials);
@@ -315,8 +286,8 @@ void BpeTokenizer::load(const std::string& path) {
   candidate.merges_ = std::move(merges);
   candidate.rebuild_from_merges();
   for (size_t r = 0; r < merge_count; ++r) {
-    if (to_hex(candidate.token_bytes_[256 + r]) != hex_bytes[r]) {
-      fail("merge " + std::to_string(r) + " spells " + to_hex(candidate.token_bytes_[256 + r]) +
+    if (patchbay::hex_encode(candidate.token_bytes_[256 + r]) != hex_bytes[r]) {
+      fail("merge " + std::to_string(r) + " spells " + patchbay::hex_encode(candidate.token_bytes_[256 + r]) +
            " but the file says " + hex_bytes[r]);
     }
   }

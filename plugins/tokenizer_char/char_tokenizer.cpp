@@ -23,33 +23,6 @@ uint32_t pack_character(std::string_view bytes) {
   return key;
 }
 
-std::string to_hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char c : bytes) {
-    hex.push_back(digits[c >> 4]);
-    hex.push_back(digits[c & 15]);
-  }
-  return hex;
-}
-
-std::string from_hex(std::string_view hex) {
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  if (hex.size() % 2 != 0) throw std::invalid_argument("odd-length hex string");
-  std::string bytes;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = nibble(hex[i]);
-    const int lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) throw std::invalid_argument("bad hex digit in '" + std::string(hex) + "'");
-    bytes.push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return bytes;
-}
-
 }  // namespace
 
 size_t utf8_char_length(std::string_view text, size_t pos) {
@@ -215,9 +188,9 @@ void CharTokenizer::save(const std::string& path) const {
   std::ostringstream text;
   text << kFileMagic << ' ' << kFileVersion << '\n';
   text << "characters " << characters_.size() << '\n';
-  for (const std::string& c : characters_) text << to_hex(c) << '\n';
+  for (const std::string& c : characters_) text << patchbay::hex_encode(c) << '\n';
   text << "specials " << specials_.size() << '\n';
-  for (const std::string& s : specials_) text << to_hex(s) << '\n';
+  for (const std::string& s : specials_) text << patchbay::hex_encode(s) << '\n';
   text << "end\n";
   patchbay::write_file_atomically(path, text.str());
 }
@@ -237,7 +210,7 @@ void CharTokenizer::load(const std::string& path) {
   std::vector<std::string> characters(count);
   for (size_t i = 0; i < count; ++i) {
     if (!(file >> value)) fail("character line " + std::to_string(i) + " unreadable");
-    characters[i] = from_hex(value);
+    characters[i] = patchbay::hex_decode(value);
     if (characters[i].empty() || utf8_char_length(characters[i], 0) != characters[i].size()) {
       fail("entry " + std::to_string(i) + " is not one well-formed UTF-8 character");
     }
@@ -247,7 +220,7 @@ void CharTokenizer::load(const std::string& path) {
   std::vector<std::string> specials(count);
   for (size_t i = 0; i < count; ++i) {
     if (!(file >> value)) fail("special token line " + std::to_string(i) + " unreadable");
-    specials[i] = from_hex(value);
+    specials[i] = patchbay::hex_decode(value);
   }
   if (!(file >> keyword) || keyword != "end") fail("missing 'end' line (truncated file?)");
   CharTokenizer candidate(std::move(specials));  // validates the specials

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "char_tokenizer.hpp"
+#include "patchbay/files.hpp"
 
 using patchbay_char::CharTokenizer;
 
@@ -62,4 +63,15 @@ TEST_CASE("save then load restores characters and specials") {
   const std::string text = "the earth<s>日 x\x80";
   CHECK(loaded.encode(text, true) == tok.encode(text, true));
   std::remove(path.c_str());
+}
+
+TEST_CASE("the SDK hex codec round-trips every byte and refuses malformed text") {
+  std::string all_bytes;
+  for (int b = 0; b < 256; ++b) all_bytes.push_back(static_cast<char>(b));
+  const std::string hex = patchbay::hex_encode(all_bytes);
+  CHECK(hex.substr(0, 6) == "000102");
+  CHECK(patchbay::hex_decode(hex) == all_bytes);
+  CHECK(patchbay::hex_decode("FFfe") == std::string("\xff\xfe", 2));
+  CHECK_THROWS_WITH(patchbay::hex_decode("abc"), doctest::Contains("odd-length"));
+  CHECK_THROWS_WITH(patchbay::hex_decode("zz"), doctest::Contains("bad hex digit in 'zz'"));
 }

@@ -1,7 +1,8 @@
 // Patchbay SDK, header-only helpers for components that save and load state: whole-file
 // reads and atomic writes (a temporary file beside the target, then rename, so a crash
-// never leaves a half-written file under the real name). Failures throw
-// patchbay::PluginError(PB_STATUS_IO_ERROR) naming the path and the system's reason.
+// never leaves a half-written file under the real name), and a hex codec for keeping
+// arbitrary bytes in text formats. File failures throw patchbay::PluginError(PB_STATUS_IO_ERROR)
+// naming the path and the system's reason.
 #pragma once
 
 #include <cerrno>
@@ -49,6 +50,43 @@ inline void write_file_atomically(const std::string& path, std::string_view byte
     throw PluginError(PB_STATUS_IO_ERROR,
                       "cannot rename '" + temporary + "' to '" + path + "': " + reason);
   }
+}
+
+// "héllo" -> lower-case hex of its bytes, two digits per byte.
+inline std::string hex_encode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    hex.push_back(kDigits[c >> 4]);
+    hex.push_back(kDigits[c & 15]);
+  }
+  return hex;
+}
+
+// The inverse of hex_encode (either case). Odd length or a non-hex digit throws
+// PluginError(PB_STATUS_INVALID_ARGUMENT) quoting the text.
+inline std::string hex_decode(std::string_view hex) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (hex.size() % 2 != 0) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "odd-length hex string '" + std::string(hex) + "'");
+  }
+  std::string bytes;
+  bytes.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = nibble(hex[i]);
+    const int lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) {
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT, "bad hex digit in '" + std::string(hex) + "'");
+    }
+    bytes.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return bytes;
 }
 
 }  // namespace patchbay
