@@ -2,15 +2,16 @@
 #include "data/split.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/error.hpp"
+#include "run/atomic_file.hpp"
 
 namespace patchbay::data {
 namespace fs = std::filesystem;
@@ -66,45 +67,7 @@ CorpusSplit split_corpus(const Corpus& corpus, const SplitOptions& options) {
   return split;
 }
 
-void write_file_atomically(const fs::path& path, std::string_view bytes) {
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) throw Error(ErrorKind::kIo, "cannot open '" + temporary.string() + "' for writing");
-    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    file.flush();
-    if (!file) throw Error(ErrorKind::kIo, "writing '" + temporary.string() + "' failed (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    throw Error(ErrorKind::kIo, "cannot rename '" + temporary.string() + "' to '" + path.string() + "'");
-  }
-}
-
 namespace {
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char escape[8];
-          std::snprintf(escape, sizeof escape, "\\u%04x", c);
-          out += escape;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string hex64(uint64_t v) {
   std::ostringstream s;
@@ -112,18 +75,8 @@ std::string hex64(uint64_t v) {
   return s.str();
 }
 
-// The shortest decimal that reads back as the same double (0.05, not 0.050000000000000003).
-std::string shortest(double value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
-}
-
-std::string split_entry(const char* file, const std::string& text, size_t documents) {
-  std::ostringstream s;
-  s << "{\"file\": " << json_string(file) << ", \"bytes\": " << text.size()
-    << ", \"documents\": " << documents << ", \"fnv1a64\": \"" << hex64(fnv1a64(text)) << "\"}";
-  return s.str();
+nlohmann::ordered_json split_entry(const char* file, const std::string& text, size_t documents) {
+  return {{"file", file}, {"bytes", text.size()}, {"documents", documents}, {"fnv1a64", hex64(fnv1a64(text))}};
 }
 
 }  // namespace
@@ -134,28 +87,25 @@ PreparedFiles write_prepared_corpus(const fs::path& out_dir, const Corpus& corpu
   fs::create_directories(out_dir, ec);
   if (ec) throw Error(ErrorKind::kIo, "cannot create folder '" + out_dir.string() + "': " + ec.message());
   PreparedFiles files{out_dir / "train.txt", out_dir / "val.txt", out_dir / "manifest.json"};
-  write_file_atomically(files.train, split.train);
-  write_file_atomically(files.val, split.val);
-  std::ostringstream m;
-  m << "{\n"
-    << "  \"format\": \"patchbay-prepared-data\",\n"
-    << "  \"version\": 1,\n"
-    << "  \"source\": " << json_string(corpus.source) << ",\n"
-    << "  \"description\": " << json_string(corpus.description) << ",\n"
-    << "  \"bytes\": " << corpus.bytes() << ",\n"
-    << "  \"documents\": " << corpus.documents.size() << ",\n"
-    << "  \"document_rule\": " << json_string(corpus.document_rule) << ",\n"
-    << "  \"split_rule\": \"validation when splitmix64(fnv1a64(document name) ^ seed) < val_fraction * 2^64\",\n"
-    << "  \"val_fraction\": " << shortest(options.val_fraction) << ",\n"
-    << "  \"seed\": " << options.seed << ",\n"
-    << "  \"train\": " << split_entry("train.txt", split.train, split.train_documents) << ",\n"
-    << "  \"val\": " << split_entry("val.txt", split.val, split.val_documents) << ",\n"
-    << "  \"val_documents\": [";
-  for (size_t i = 0; i < split.val_names.size(); ++i) {
-    m << (i == 0 ? "" : ", ") << json_string(split.val_names[i]);
-  }
-  m << "]\n}\n";
-  write_file_atomically(files.manifest, m.str());
+  run::write_text_atomically(files.train, split.train);
+  run::write_text_atomically(files.val, split.val);
+  const nlohmann::ordered_json manifest = {
+      {"format", "patchbay-prepared-data"},
+      {"version", 1},
+      {"source", corpus.source},
+      {"description", corpus.description},
+      {"bytes", corpus.bytes()},
+      {"documents", corpus.documents.size()},
+      {"document_rule", corpus.document_rule},
+      {"split_rule", "validation when splitmix64(fnv1a64(document name) ^ seed) < val_fraction * 2^64"},
+      {"val_fraction", options.val_fraction},
+      {"seed", options.seed},
+      {"train", split_entry("train.txt", split.train, split.train_documents)},
+      {"val", split_entry("val.txt", split.val, split.val_documents)},
+      {"val_documents", split.val_names}};
+  // error_handler replace: document names from arbitrary files may hold invalid UTF-8.
+  run::write_text_atomically(files.manifest,
+                             manifest.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   return files;
 }
 

@@ -49,7 +49,4 @@ struct PreparedFiles {
 PreparedFiles write_prepared_corpus(const std::filesystem::path& out_dir, const Corpus& corpus,
                                     const CorpusSplit& split, const SplitOptions& options);
 
-// Writes `bytes` to `path` through `path`.tmp and rename. Throws Error(kIo).
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
-
 }  // namespace patchbay::data

@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "data/split.hpp"
+#include "run/atomic_file.hpp"
 
 namespace patchbay::data {
 namespace {
@@ -56,7 +57,7 @@ void write_token_cache(const std::filesystem::path& path, std::span<const int32_
     }
     put_le(bytes, static_cast<uint32_t>(id), info.bytes_per_id);
   }
-  write_file_atomically(path, bytes);
+  run::write_text_atomically(path, bytes);
 }
 
 TokenCache TokenCache::open(const std::filesystem::path& path) {
