@@ -5,6 +5,9 @@
 // naming the path and the system's reason.
 #pragma once
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -32,7 +35,11 @@ inline std::string read_file(const std::string& path) {
 }
 
 inline void write_file_atomically(const std::string& path, std::string_view bytes) {
-  const std::string temporary = path + ".tmp";
+  // A temporary unique to this process and call, so concurrent writers of one path never
+  // share a temporary (the last rename wins, and every rename moves a complete file).
+  static std::atomic<unsigned long> calls{0};
+  const std::string temporary =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(calls.fetch_add(1));
   std::FILE* f = std::fopen(temporary.c_str(), "wb");
   if (f == nullptr) {
     throw PluginError(PB_STATUS_IO_ERROR,

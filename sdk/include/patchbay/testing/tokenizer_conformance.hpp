@@ -35,6 +35,8 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -291,7 +293,10 @@ struct TokenizerConformanceOptions {
   // Tokenizers without PB_TOKENIZER_CAP_TRAIN load this file instead (may stay empty for
   // tokenizers that need neither).
   std::string vocabulary_file;
-  std::filesystem::path scratch_dir = std::filesystem::temp_directory_path();
+  // Where save/load checks write their files. One folder per process, so suites running in
+  // parallel (ctest -j) never write the same file; created on first use.
+  std::filesystem::path scratch_dir =
+      std::filesystem::temp_directory_path() / ("patchbay_conformance_" + std::to_string(::getpid()));
   int random_trials = 40;
   size_t max_random_bytes = 3000;
   uint64_t seed = 1;
@@ -497,6 +502,7 @@ inline void check_tokenizer_conformance(const TokenizerFactory& make,
     const std::filesystem::path path =
         options.scratch_dir / ("patchbay_conformance_" + std::to_string(options.seed) + "_" +
                                std::to_string(reinterpret_cast<uintptr_t>(&tok)) + ".tok");
+    std::filesystem::create_directories(options.scratch_dir);
     tok.save(path.string());
     TokenizerUnderTest loaded = make();
     loaded.load(path.string());
@@ -520,6 +526,7 @@ inline void check_tokenizer_conformance(const TokenizerFactory& make,
     CHECK(first.vocab_size() == second.vocab_size());
     const std::filesystem::path a = options.scratch_dir / "patchbay_conformance_det_a.tok";
     const std::filesystem::path b = options.scratch_dir / "patchbay_conformance_det_b.tok";
+    std::filesystem::create_directories(options.scratch_dir);
     first.save(a.string());
     second.save(b.string());
     CHECK(detail::read_all(a) == detail::read_all(b));
