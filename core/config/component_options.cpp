@@ -30,7 +30,8 @@ std::vector<std::string> host_key_names(const HostSection& section) {
 std::vector<std::string> used_component_names(const toml::table& section,
                                               std::span<const std::string> host_keys) {
   std::vector<std::string> names;
-  if (const toml::node* kind = section.get(kComponentSelectorKey); kind != nullptr && kind->is_string()) {
+  if (const toml::node* kind = section.get(kComponentSelectorKey);
+      kind != nullptr && kind->is_string()) {
     names.push_back(kind->as_string()->get());
   }
   if (!contains(host_keys, kComponentPatternKey)) return names;
@@ -45,7 +46,8 @@ std::vector<std::string> used_component_names(const toml::table& section,
 }
 
 toml::table component_options(const toml::table& section, std::string_view name,
-                              std::span<const std::string> host_keys, std::string_view selector_key) {
+                              std::span<const std::string> host_keys,
+                              std::string_view selector_key) {
   toml::table options;
   if (const toml::node* own = section.get(name); own != nullptr && own->is_table()) {
     options = *own->as_table();
@@ -69,12 +71,14 @@ void canonicalize_component_section(ResolvedConfig& config, toml::table& section
   // Options of every used component, their sources re-keyed under the per-kind table.
   std::vector<std::pair<std::string, toml::table>> resolved;
   ResolvedConfig::SourceMap resolved_sources;
-  const std::string kind = used.empty() || !section.contains(kComponentSelectorKey) ? std::string() : used.front();
+  const std::string kind =
+      used.empty() || !section.contains(kComponentSelectorKey) ? std::string() : used.front();
   for (const std::string& name : used) {
     const std::string table_path = join_key_path(section_path, name);
     toml::table options = component_options(section, name, host_keys);
     copy_sources_under(sources, table_path, resolved_sources);
-    if (!resolved_sources.count(table_path)) resolved_sources[table_path] = config.locate(section_path);
+    if (!resolved_sources.count(table_path))
+      resolved_sources[table_path] = config.locate(section_path);
     if (name == kind) {
       for (const auto& [key, node] : section) {
         if (node.is_table() || contains(host_keys, key.str())) continue;
@@ -101,10 +105,11 @@ void canonicalize_component_section(ResolvedConfig& config, toml::table& section
     ResolvedConfig::IgnoredTable ignored;
     ignored.section_path = section_path;
     ignored.name = std::string(key.str());
-    ignored.reason = "not used: " + kind_label + " kind = " + quoted_kind(section) +
-                     (contains(host_keys, kComponentPatternKey) && section.contains(kComponentPatternKey)
-                          ? " and not in pattern"
-                          : "");
+    ignored.reason =
+        "not used: " + kind_label + " kind = " + quoted_kind(section) +
+        (contains(host_keys, kComponentPatternKey) && section.contains(kComponentPatternKey)
+             ? " and not in pattern"
+             : "");
     ignored.table = *node.as_table();
     copy_sources_under(sources, join_key_path(section_path, key.str()), ignored.sources);
     config.ignored().push_back(std::move(ignored));
@@ -128,21 +133,23 @@ std::vector<std::string> option_problems(const toml::table& options,
                                     [&](const pb_config_field& f) { return key.str() == f.key; });
     if (field == fields.end()) {
       const std::vector<std::string> close = closest_names(key.str(), valid);
-      problems.push_back("unknown key '" + std::string(key.str()) + "'" +
-                         (close.empty() ? std::string() : " (did you mean " + quote_alternatives(close) + "?)") +
-                         "; valid keys: " + (valid.empty() ? std::string("none") : join_names(valid)));
+      problems.push_back(
+          "unknown key '" + std::string(key.str()) + "'" +
+          (close.empty() ? std::string() : " (did you mean " + quote_alternatives(close) + "?)") +
+          "; valid keys: " + (valid.empty() ? std::string("none") : join_names(valid)));
       continue;
     }
     if (const std::optional<ValueProblem> problem = check_value(*field, node)) {
-      problems.push_back("key '" + std::string(key.str()) + problem->item_suffix + "': " + problem->problem +
-                         ": expected " + problem->expected + ", found " + problem->found + "; " + problem->fix);
+      problems.push_back("key '" + std::string(key.str()) + problem->item_suffix +
+                         "': " + problem->problem + ": expected " + problem->expected + ", found " +
+                         problem->found + "; " + problem->fix);
     }
   }
   if (check_required) {
     for (const pb_config_field& field : fields) {
       if (field.required && !options.contains(field.key)) {
-        problems.push_back("missing required key '" + std::string(field.key) + "' (" + describe_expectation(field) +
-                           ")");
+        problems.push_back("missing required key '" + std::string(field.key) + "' (" +
+                           describe_expectation(field) + ")");
       }
     }
   }

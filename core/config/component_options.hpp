@@ -26,12 +26,12 @@
 // ResolvedConfig::ignored(). Resolving a canonical config again changes nothing.
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <toml++/toml.h>
 
 #include "config/config_document.hpp"
 #include "config/schema_registry.hpp"

@@ -136,9 +136,10 @@ const std::vector<std::string>& layer_host_keys() {
 // schema (the validator does this for configs; tables built by hand get the same rule).
 // Flat keys belong to `kind`, or to `default_kind` in a table without one (as the schema
 // default fills it in).
-std::map<std::string, toml::table> layer_options(const toml::table& given, const std::vector<std::string>& kinds,
-                                                 const std::vector<const runtime::ComponentEntry*>& entries,
-                                                 const std::string& section, const char* default_kind) {
+std::map<std::string, toml::table> layer_options(
+    const toml::table& given, const std::vector<std::string>& kinds,
+    const std::vector<const runtime::ComponentEntry*>& entries, const std::string& section,
+    const char* default_kind) {
   toml::table table = given;
   if (!table.contains("kind")) table.insert("kind", default_kind);
   std::map<std::string, toml::table> options;
@@ -149,8 +150,9 @@ std::map<std::string, toml::table> layer_options(const toml::table& given, const
     for (const std::string& p : config::option_problems(own, schema_of(*entries[i]), true)) {
       problems += (problems.empty() ? "" : "; ") + p;
     }
-    require(problems.empty(), "[" + section + "] options of '" + kinds[i] + "' (flat keys when it is the kind, else [" +
-                                  section + "." + kinds[i] + "]): " + problems);
+    require(problems.empty(), "[" + section + "] options of '" + kinds[i] +
+                                  "' (flat keys when it is the kind, else [" + section + "." +
+                                  kinds[i] + "]): " + problems);
     options.emplace(kinds[i], std::move(own));
   }
   return options;
@@ -235,8 +237,8 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
       layer_options(tables.attention, o.attention_kinds, attention_entries, "model.attention",
                     kDefaultAttentionKind);
   const std::map<std::string, toml::table> feedforward_options =
-      layer_options(tables.feedforward, o.feedforward_kinds, feedforward_entries, "model.feedforward",
-                    kDefaultFeedforwardKind);
+      layer_options(tables.feedforward, o.feedforward_kinds, feedforward_entries,
+                    "model.feedforward", kDefaultFeedforwardKind);
 
   auto impl = std::make_unique<Impl>();
   impl->options = o;
@@ -275,9 +277,9 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
         registry.host());
     block.attn->init(layer_context(o, i, layer_seed));
 
-    const config::ComponentConfigView feedforward_config(feedforward_options.at(o.feedforward_kinds[f]),
-                                                         schema_of(*feedforward_entries[f]),
-                                                         "model.feedforward." + o.feedforward_kinds[f]);
+    const config::ComponentConfigView feedforward_config(
+        feedforward_options.at(o.feedforward_kinds[f]), schema_of(*feedforward_entries[f]),
+        "model.feedforward." + o.feedforward_kinds[f]);
     block.ffn = std::make_unique<runtime::FeedForwardHandle>(
         registry.create(PB_KIND_FEEDFORWARD, o.feedforward_kinds[f], *feedforward_config.view()),
         registry.host());

@@ -2,12 +2,12 @@
 // (see component_config.hpp).
 #include "runtime/component_config.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
-
-#include <toml++/toml.h>
 
 #include "common/error.hpp"
 #include "config/component_view.hpp"
@@ -28,20 +28,27 @@ namespace {
 
 std::string type_word(pb_value_type type) {
   switch (type) {
-    case PB_TYPE_BOOL: return "bool";
-    case PB_TYPE_INT: return "int";
-    case PB_TYPE_FLOAT: return "float";
-    case PB_TYPE_STRING: return "string";
-    case PB_TYPE_STRING_ARRAY: return "array of strings";
+    case PB_TYPE_BOOL:
+      return "bool";
+    case PB_TYPE_INT:
+      return "int";
+    case PB_TYPE_FLOAT:
+      return "float";
+    case PB_TYPE_STRING:
+      return "string";
+    case PB_TYPE_STRING_ARRAY:
+      return "array of strings";
   }
   return "unknown type";
 }
 
 }  // namespace
 
-ComponentConfig::ComponentConfig(const pb_component_descriptor& component) : state_(std::make_unique<State>()) {
+ComponentConfig::ComponentConfig(const pb_component_descriptor& component)
+    : state_(std::make_unique<State>()) {
   State& s = *state_;
-  s.component = kind_name(component.kind) + " '" + (component.name != nullptr ? component.name : "?") + "'";
+  s.component =
+      kind_name(component.kind) + " '" + (component.name != nullptr ? component.name : "?") + "'";
   for (size_t i = 0; i < component.config_field_count; ++i) {
     const pb_config_field* declared = PB_ARRAY_AT(pb_config_field, component.config_fields, i);
     pb_config_field field{};
@@ -71,22 +78,25 @@ void ComponentConfig::set(std::string_view key, pb_value_type given, const Store
   }
   if (field == nullptr) {
     std::string known;
-    for (const pb_config_field& f : s.fields) known += (known.empty() ? "" : ", ") + std::string(f.key);
-    throw Error(ErrorKind::kInvalidArgument, s.component + " has no config key '" + std::string(key) +
-                                                 "'; valid keys: " + (known.empty() ? std::string("(none)") : known));
+    for (const pb_config_field& f : s.fields)
+      known += (known.empty() ? "" : ", ") + std::string(f.key);
+    throw Error(ErrorKind::kInvalidArgument,
+                s.component + " has no config key '" + std::string(key) +
+                    "'; valid keys: " + (known.empty() ? std::string("(none)") : known));
   }
   const bool int_as_float = given == PB_TYPE_INT && field->type == PB_TYPE_FLOAT;
   if (field->type != given && !int_as_float) {
     throw Error(ErrorKind::kInvalidArgument, s.component + ": key '" + field->key + "' expects " +
-                                                 type_word(field->type) + ", got " + type_word(given));
+                                                 type_word(field->type) + ", got " +
+                                                 type_word(given));
   }
   toml::table candidate;
   store(candidate);
   const toml::node& value = *candidate.get("value");
   if (const std::optional<config::ValueProblem> problem = config::check_value(*field, value)) {
-    throw Error(ErrorKind::kInvalidArgument, s.component + ": key '" + field->key + "' = " +
-                                                 config::format_toml_value(value) + ": " + problem->problem +
-                                                 "; expected " + problem->expected);
+    throw Error(ErrorKind::kInvalidArgument,
+                s.component + ": key '" + field->key + "' = " + config::format_toml_value(value) +
+                    ": " + problem->problem + "; expected " + problem->expected);
   }
   s.values.insert_or_assign(field->key, *candidate.get("value"));
   s.built.reset();
@@ -103,7 +113,8 @@ void ComponentConfig::set_int(std::string_view key, int64_t value) {
 void ComponentConfig::set_float(std::string_view key, double value) {
   if (!std::isfinite(value)) {
     throw Error(ErrorKind::kInvalidArgument, state_->component + ": key '" + std::string(key) +
-                                                 "' must be a finite number, got " + std::to_string(value));
+                                                 "' must be a finite number, got " +
+                                                 std::to_string(value));
   }
   set(key, PB_TYPE_FLOAT, [&](toml::table& t) { t.insert("value", value); });
 }
@@ -123,10 +134,12 @@ void ComponentConfig::set_strings(std::string_view key, std::vector<std::string>
 void ComponentConfig::check_complete() const {
   std::string missing;
   for (const pb_config_field& f : state_->fields) {
-    if (f.required && !state_->values.contains(f.key)) missing += (missing.empty() ? "" : ", ") + std::string(f.key);
+    if (f.required && !state_->values.contains(f.key))
+      missing += (missing.empty() ? "" : ", ") + std::string(f.key);
   }
   if (!missing.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, state_->component + ": required config key(s) not set: " + missing);
+    throw Error(ErrorKind::kInvalidArgument,
+                state_->component + ": required config key(s) not set: " + missing);
   }
 }
 

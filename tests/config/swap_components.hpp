@@ -48,12 +48,28 @@ inline ComponentSchemaLookup swap_lookup() {
       if (name == candidate) result.schema = ComponentSchema{candidate, "fake", fields};
     };
     switch (kind) {
-      case PB_KIND_TOKENIZER: offer("bpe", kFakeBpeFields); offer("char", kFakeCharFields); break;
-      case PB_KIND_OPTIMIZER: offer("adamw", kFakeAdamwFields); offer("sgd", kFakeSgdFields); break;
-      case PB_KIND_ATTENTION: offer("dense", kFakeDenseFields); offer("local", kFakeLocalFields); break;
-      case PB_KIND_FEEDFORWARD: offer("mlp", kFakeMlpFields); offer("moe", kFakeMoeFields); break;
-      case PB_KIND_PARALLELISM: offer("single", {}); offer("data", kFakeDataParallelFields); break;
-      default: break;
+      case PB_KIND_TOKENIZER:
+        offer("bpe", kFakeBpeFields);
+        offer("char", kFakeCharFields);
+        break;
+      case PB_KIND_OPTIMIZER:
+        offer("adamw", kFakeAdamwFields);
+        offer("sgd", kFakeSgdFields);
+        break;
+      case PB_KIND_ATTENTION:
+        offer("dense", kFakeDenseFields);
+        offer("local", kFakeLocalFields);
+        break;
+      case PB_KIND_FEEDFORWARD:
+        offer("mlp", kFakeMlpFields);
+        offer("moe", kFakeMoeFields);
+        break;
+      case PB_KIND_PARALLELISM:
+        offer("single", {});
+        offer("data", kFakeDataParallelFields);
+        break;
+      default:
+        break;
     }
     if (result.schema) result.available.clear();
     return result;
@@ -66,7 +82,8 @@ inline HostSection component_section(const char* path, pb_component_kind kind, b
   section.summary = "test component section";
   section.component_kind = kind;
   section.fields.push_back(Field::string("kind", nullptr, "component name").required());
-  if (with_pattern) section.fields.push_back(Field::strings("pattern", "[]", "components cycled over the blocks"));
+  if (with_pattern)
+    section.fields.push_back(Field::strings("pattern", "[]", "components cycled over the blocks"));
   return section;
 }
 

@@ -23,7 +23,9 @@ using patchbay::config::testing::swap_schema;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // Loads, validates (REQUIREs no issue) and resolves.
 ResolvedConfig resolve(ResolvedConfig config) {
@@ -33,13 +35,15 @@ ResolvedConfig resolve(ResolvedConfig config) {
   return config;
 }
 
-ResolvedConfig resolve_file(const std::string& name, const std::vector<std::string>& overrides = {}) {
+ResolvedConfig resolve_file(const std::string& name,
+                            const std::vector<std::string>& overrides = {}) {
   return resolve(load_config(fixture(name), overrides));
 }
 
 std::vector<std::string> ignored_paths(const ResolvedConfig& config) {
   std::vector<std::string> paths;
-  for (const ResolvedConfig::IgnoredTable& t : config.ignored()) paths.push_back(t.section_path + "." + t.name);
+  for (const ResolvedConfig::IgnoredTable& t : config.ignored())
+    paths.push_back(t.section_path + "." + t.name);
   return paths;
 }
 
@@ -48,7 +52,8 @@ bool has(const std::vector<std::string>& list, const std::string& item) {
 }
 
 // The options the section's chosen component receives, through select_component.
-const pb_config_value* chosen_value(const ResolvedConfig& config, const std::string& section, const std::string& key) {
+const pb_config_value* chosen_value(const ResolvedConfig& config, const std::string& section,
+                                    const std::string& key) {
   static std::optional<SelectedComponent> holder;
   holder.emplace(select_component(config, swap_schema(), swap_lookup(), section));
   return holder->config.find(key);
@@ -60,15 +65,16 @@ TEST_CASE("the chosen kind takes its options from its own table; the others are 
   const ResolvedConfig config = resolve_file("swap_base.toml");
   CHECK(config.find("tokenizer.bpe.vocab_size")->value<int64_t>() == 512);
   CHECK(config.find("optimizer.adamw.beta2")->value<double>() == 0.95);
-  CHECK(config.find("optimizer.adamw.beta1")->value<double>() == 0.9);  // default filled in its table
+  CHECK(config.find("optimizer.adamw.beta1")->value<double>() ==
+        0.9);  // default filled in its table
   CHECK(config.find("model.attention.dense.dropout")->value<double>() == 0.1);
   CHECK(config.find("model.feedforward.mlp.activation")->value<std::string>() == "relu");
   CHECK(config.find("optimizer.sgd") == nullptr);
   CHECK(config.find("tokenizer.char") == nullptr);
   const std::vector<std::string> ignored = ignored_paths(config);
   CHECK(ignored.size() == 5);
-  for (const char* path : {"tokenizer.char", "optimizer.sgd", "model.attention.local", "model.feedforward.moe",
-                           "parallelism.data"}) {
+  for (const char* path : {"tokenizer.char", "optimizer.sgd", "model.attention.local",
+                           "model.feedforward.moe", "parallelism.data"}) {
     CHECK_MESSAGE(has(ignored, path), path);
   }
   CHECK(chosen_value(config, "optimizer", "beta2")->float_value == 0.95);
@@ -76,16 +82,16 @@ TEST_CASE("the chosen kind takes its options from its own table; the others are 
 }
 
 TEST_CASE("--set X.kind swaps every component kind in one override each") {
-  const ResolvedConfig config =
-      resolve_file("swap_base.toml", {"tokenizer.kind=char", "optimizer.kind=sgd", "model.attention.kind=local",
-                                      "model.feedforward.kind=moe", "parallelism.kind=data"});
+  const ResolvedConfig config = resolve_file(
+      "swap_base.toml", {"tokenizer.kind=char", "optimizer.kind=sgd", "model.attention.kind=local",
+                         "model.feedforward.kind=moe", "parallelism.kind=data"});
   CHECK(config.find("tokenizer.char.special_tokens")->as_array()->size() == 1);
   CHECK(config.find("optimizer.sgd.momentum")->value<double>() == 0.9);
   CHECK(config.find("model.attention.local.window")->value<int64_t>() == 32);
   CHECK(config.find("model.feedforward.moe.experts")->value<int64_t>() == 4);
   CHECK(config.find("parallelism.data.bucket_mb")->value<int64_t>() == 50);
-  for (const char* unused : {"tokenizer.bpe", "optimizer.adamw", "model.attention.dense", "model.feedforward.mlp",
-                             "parallelism.single"}) {
+  for (const char* unused : {"tokenizer.bpe", "optimizer.adamw", "model.attention.dense",
+                             "model.feedforward.mlp", "parallelism.single"}) {
     CHECK_MESSAGE(config.find(unused) == nullptr, unused);
   }
   CHECK(chosen_value(config, "optimizer", "momentum")->float_value == 0.9);
@@ -105,9 +111,10 @@ TEST_CASE("a config that includes another swaps by naming another kind") {
 }
 
 TEST_CASE("an inline-table --set replaces the whole component table, flat keys included") {
-  const char* flat = "[optimizer]\nkind = \"adamw\"\nbeta1 = 0.8\nbeta2 = 0.9\n"
-                     "[parallelism]\nkind = \"data\"\nbucket_mb = 10\n"
-                     "[model.feedforward]\nkind = \"mlp\"\nactivation = \"relu\"\n";
+  const char* flat =
+      "[optimizer]\nkind = \"adamw\"\nbeta1 = 0.8\nbeta2 = 0.9\n"
+      "[parallelism]\nkind = \"data\"\nbucket_mb = 10\n"
+      "[model.feedforward]\nkind = \"mlp\"\nactivation = \"relu\"\n";
   ResolvedConfig raw = load_config_text(flat, "flat.toml");
   apply_set_override(raw, "optimizer={kind=\"sgd\", momentum=0.5}");
   apply_set_override(raw, "parallelism={kind=\"single\"}");
@@ -123,15 +130,19 @@ TEST_CASE("an inline-table --set replaces the whole component table, flat keys i
 }
 
 TEST_CASE("flat keys (the original form) still work and win over the kind's own table") {
-  const ResolvedConfig config = resolve_file("swap_base.toml", {"optimizer.beta2=0.5", "tokenizer.vocab_size=1024"});
+  const ResolvedConfig config =
+      resolve_file("swap_base.toml", {"optimizer.beta2=0.5", "tokenizer.vocab_size=1024"});
   CHECK(config.find("optimizer.adamw.beta2")->value<double>() == 0.5);
   CHECK(config.find("optimizer.beta2") == nullptr);  // moved into the kind's table
   CHECK(contains(config.locate("optimizer.adamw.beta2").file, "--set optimizer.beta2=0.5"));
   CHECK(config.find("tokenizer.bpe.vocab_size")->value<int64_t>() == 1024);
 }
 
-TEST_CASE("a swap with flat keys of the old kind still fails, and says where options of another kind go") {
-  ResolvedConfig config = load_config_text("[optimizer]\nkind = \"adamw\"\nbeta1 = 0.9\n", "old.toml");
+TEST_CASE(
+    "a swap with flat keys of the old kind still fails, and says where options of another kind "
+    "go") {
+  ResolvedConfig config =
+      load_config_text("[optimizer]\nkind = \"adamw\"\nbeta1 = 0.9\n", "old.toml");
   apply_set_override(config, "optimizer.kind=sgd");
   const std::vector<ConfigIssue> issues = validate_config(config, swap_schema(), swap_lookup());
   REQUIRE(issues.size() == 1);
@@ -140,17 +151,20 @@ TEST_CASE("a swap with flat keys of the old kind still fails, and says where opt
   CHECK(contains(issues[0].fix, "[optimizer.<name>]"));
 }
 
-TEST_CASE("each kind of a pattern takes its options from its own table, checked against its own schema") {
-  const char* text = "[model.attention]\nkind = \"dense\"\npattern = [\"local\", \"dense\"]\n"
-                     "[model.attention.local]\nwindow = 32\n"
-                     "[model.attention.dense]\ndropout = 0.2\n"
-                     "[model.feedforward]\nkind = \"mlp\"\npattern = [\"moe\", \"mlp\"]\nactivation = \"swiglu\"\n"
-                     "[model.feedforward.moe]\nexperts = 16\n";
+TEST_CASE(
+    "each kind of a pattern takes its options from its own table, checked against its own schema") {
+  const char* text =
+      "[model.attention]\nkind = \"dense\"\npattern = [\"local\", \"dense\"]\n"
+      "[model.attention.local]\nwindow = 32\n"
+      "[model.attention.dense]\ndropout = 0.2\n"
+      "[model.feedforward]\nkind = \"mlp\"\npattern = [\"moe\", \"mlp\"]\nactivation = \"swiglu\"\n"
+      "[model.feedforward.moe]\nexperts = 16\n";
   const ResolvedConfig config = resolve(load_config_text(text, "pattern.toml"));
   CHECK(config.find("model.attention.local.window")->value<int64_t>() == 32);
   CHECK(config.find("model.attention.dense.dropout")->value<double>() == 0.2);
   CHECK(config.find("model.feedforward.moe.experts")->value<int64_t>() == 16);
-  CHECK(config.find("model.feedforward.mlp.activation")->value<std::string>() == "swiglu");  // flat -> kind
+  CHECK(config.find("model.feedforward.mlp.activation")->value<std::string>() ==
+        "swiglu");  // flat -> kind
   CHECK(config.ignored().empty());
 
   const toml::table& attention = *config.find("model.attention")->as_table();
@@ -177,19 +191,22 @@ TEST_CASE("a misspelt key in one pattern kind's table is reported with file:line
 }
 
 TEST_CASE("a pattern entry that names no component is reported") {
-  const ResolvedConfig config =
-      load_config_text("[model.attention]\nkind = \"dense\"\npattern = [\"dense\", \"locl\"]\n", "p.toml");
+  const ResolvedConfig config = load_config_text(
+      "[model.attention]\nkind = \"dense\"\npattern = [\"dense\", \"locl\"]\n", "p.toml");
   const std::vector<ConfigIssue> issues = validate_config(config, swap_schema(), swap_lookup());
   REQUIRE(issues.size() == 1);
   CHECK(issues[0].key_path == "model.attention.pattern[1]");
   CHECK(contains(issues[0].fix, "did you mean 'local'?"));
 }
 
-TEST_CASE("unused tables are still checked against their own kind's schema; unknown table names are errors") {
-  const char* text = "[optimizer]\nkind = \"adamw\"\n"
-                     "[optimizer.sgd]\nmomentun = 0.9\n"
-                     "[optimizer.adamww]\nbeta1 = 0.9\n"
-                     "[optimizer.adamw]\nbeta1 = \"high\"\n";
+TEST_CASE(
+    "unused tables are still checked against their own kind's schema; unknown table names are "
+    "errors") {
+  const char* text =
+      "[optimizer]\nkind = \"adamw\"\n"
+      "[optimizer.sgd]\nmomentun = 0.9\n"
+      "[optimizer.adamww]\nbeta1 = 0.9\n"
+      "[optimizer.adamw]\nbeta1 = \"high\"\n";
   const ResolvedConfig config = load_config_text(text, "typos.toml");
   const std::vector<ConfigIssue> issues = validate_config(config, swap_schema(), swap_lookup());
   REQUIRE_MESSAGE(issues.size() == 3, format_issues(issues));
@@ -204,17 +221,21 @@ TEST_CASE("unused tables are still checked against their own kind's schema; unkn
 }
 
 TEST_CASE("a required key of the chosen kind may sit flat or in its own table") {
-  CHECK(validate_config(load_config_text("[tokenizer]\nkind = \"bpe\"\n[tokenizer.bpe]\nvocab_size = 300\n", "a.toml"),
-                        swap_schema(), swap_lookup())
+  CHECK(validate_config(
+            load_config_text("[tokenizer]\nkind = \"bpe\"\n[tokenizer.bpe]\nvocab_size = 300\n",
+                             "a.toml"),
+            swap_schema(), swap_lookup())
             .empty());
   const std::vector<ConfigIssue> missing = validate_config(
-      load_config_text("[tokenizer]\nkind = \"bpe\"\n[tokenizer.char]\nspecial_tokens = []\n", "b.toml"),
+      load_config_text("[tokenizer]\nkind = \"bpe\"\n[tokenizer.char]\nspecial_tokens = []\n",
+                       "b.toml"),
       swap_schema(), swap_lookup());
   REQUIRE(missing.size() == 1);
   CHECK(missing[0].key_path == "tokenizer.vocab_size");
 }
 
-TEST_CASE("the resolved config holds only what was used; config show prints the rest marked ignored") {
+TEST_CASE(
+    "the resolved config holds only what was used; config show prints the rest marked ignored") {
   const ResolvedConfig config = resolve_file("swap_base.toml", {"optimizer.kind=sgd"});
   const std::string stored = to_toml(config);
   CHECK(contains(stored, "[optimizer.sgd]\nmomentum = 0.9\n"));
@@ -226,7 +247,9 @@ TEST_CASE("the resolved config holds only what was used; config show prints the 
   CHECK(contains(shown, "[optimizer.adamw]  # ignored: not used: optimizer kind = \"sgd\"  # "));
   CHECK(contains(shown, "beta2 = 0.95  # "));
   CHECK(contains(shown, "swap_base.toml:14"));
-  CHECK(contains(shown, "[model.attention.local]  # ignored: not used: attention kind = \"dense\" and not in pattern"));
+  CHECK(contains(shown,
+                 "[model.attention.local]  # ignored: not used: attention kind = \"dense\" and not "
+                 "in pattern"));
 
   // Rerunning the stored config gives the same resolved config (canonical form is stable),
   // and a swap on the stored config is still one override.

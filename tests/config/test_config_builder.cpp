@@ -37,7 +37,8 @@ pb_component_descriptor descriptor() {
 
 }  // namespace
 
-TEST_CASE("ConfigBuilder: defaults, key-value pairs and text lines give every schema key in order") {
+TEST_CASE(
+    "ConfigBuilder: defaults, key-value pairs and text lines give every schema key in order") {
   const pb_component_descriptor d = descriptor();
   pt::ConfigBuilder config(d, {{"window", 32}, {"names", {"x", "y", "z"}}});
   const patchbay::ConfigView view(config.view());
@@ -49,8 +50,9 @@ TEST_CASE("ConfigBuilder: defaults, key-value pairs and text lines give every sc
   CHECK(config.view()->count == 5);
   CHECK(std::string(config.view()->values[0].key) == "window");
 
-  pt::ConfigBuilder text(d, "window = 1_024  # a comment\n\ndropout = 0  # an int for a float key\n"
-                            "mode = \"exact\"\nnames = []\ncausal = false\n");
+  pt::ConfigBuilder text(d,
+                         "window = 1_024  # a comment\n\ndropout = 0  # an int for a float key\n"
+                         "mode = \"exact\"\nnames = []\ncausal = false\n");
   const patchbay::ConfigView text_view(text.view());
   CHECK(text_view.get_int("window") == 1024);
   CHECK(text_view.get_float("dropout") == 0.0);
@@ -68,16 +70,24 @@ TEST_CASE("ConfigBuilder refuses what the host refuses, naming the key") {
   const pb_component_descriptor d = descriptor();
   pt::ConfigBuilder config(d);
   CHECK(config.missing() == std::vector<std::string>{"window"});
-  CHECK_THROWS_WITH_AS(config.view(), doctest::Contains("required key(s) not set: window"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(config.set("windw", 3), doctest::Contains("no config key 'windw'; valid keys: window, dropout"),
+  CHECK_THROWS_WITH_AS(config.view(), doctest::Contains("required key(s) not set: window"),
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(config.set("window", 0), doctest::Contains("'window' (set): value out of range"),
+  CHECK_THROWS_WITH_AS(config.set("windw", 3),
+                       doctest::Contains("no config key 'windw'; valid keys: window, dropout"),
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(config.set("window", 2.5), doctest::Contains("wrong type"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(config.set("mode", "slow"), doctest::Contains("one of fast|exact"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(config.set("causal", "yes"), doctest::Contains("expected a boolean"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(config.parse("window 3"), doctest::Contains("line 1 'window 3'"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(config.parse("\ndropout = 1.5"), doctest::Contains("'dropout' (line 2): value out of range"),
+  CHECK_THROWS_WITH_AS(config.set("window", 0),
+                       doctest::Contains("'window' (set): value out of range"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(config.set("window", 2.5), doctest::Contains("wrong type"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(config.set("mode", "slow"), doctest::Contains("one of fast|exact"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(config.set("causal", "yes"), doctest::Contains("expected a boolean"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(config.parse("window 3"), doctest::Contains("line 1 'window 3'"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(config.parse("\ndropout = 1.5"),
+                       doctest::Contains("'dropout' (line 2): value out of range"),
                        std::invalid_argument);
 }
 
@@ -85,8 +95,10 @@ TEST_CASE("ConfigBuilder and the host's view builder hand a component the same v
   const pb_component_descriptor d = descriptor();
   const char* options = "window = 12\ndropout = 0.25\nmode = \"exact\"\nnames = [\"p\", \"q\"]\n";
   pt::ConfigBuilder sdk(d, options);
-  const patchbay::config::ResolvedConfig parsed = patchbay::config::load_config_text(options, "options.toml");
-  const patchbay::config::ComponentConfigView host(parsed.table(), kFields, "model.attention.probe");
+  const patchbay::config::ResolvedConfig parsed =
+      patchbay::config::load_config_text(options, "options.toml");
+  const patchbay::config::ComponentConfigView host(parsed.table(), kFields,
+                                                   "model.attention.probe");
   const pb_config_view& a = *sdk.view();
   const pb_config_view& b = *host.view();
   REQUIRE(a.count == b.count);
@@ -101,6 +113,7 @@ TEST_CASE("ConfigBuilder and the host's view builder hand a component the same v
     CHECK(x.float_value == y.float_value);
     if (x.type == PB_TYPE_STRING) CHECK(std::string(x.string_value) == y.string_value);
     REQUIRE(x.string_count == y.string_count);
-    for (size_t k = 0; k < x.string_count; ++k) CHECK(std::string(x.string_items[k]) == y.string_items[k]);
+    for (size_t k = 0; k < x.string_count; ++k)
+      CHECK(std::string(x.string_items[k]) == y.string_items[k]);
   }
 }

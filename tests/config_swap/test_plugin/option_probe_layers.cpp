@@ -40,18 +40,25 @@ class WidthProbe : public patchbay::FeedForward {
 };
 
 inline constexpr pb_config_field kWindowFields[] = {
-    patchbay::Field::integer("window", nullptr, "the probe's parameter length").required().range(1, 4096),
+    patchbay::Field::integer("window", nullptr, "the probe's parameter length")
+        .required()
+        .range(1, 4096),
 };
 inline constexpr pb_config_field kWidthFields[] = {
     patchbay::Field::integer("width", "3", "the probe's parameter length").range(1, 4096),
 };
 
-inline constexpr pb_component_descriptor kWindowProbe = patchbay::make_attention_component<WindowProbe>(
-    "window_probe", "1.0.0", "test: identity attention showing its `window` option", kWindowFields);
-inline constexpr pb_component_descriptor kWidthProbe = patchbay::make_feedforward_component<WidthProbe>(
-    "width_probe", "1.0.0", "test: identity feed-forward showing its `width` option", kWidthFields);
+inline constexpr pb_component_descriptor kWindowProbe =
+    patchbay::make_attention_component<WindowProbe>(
+        "window_probe", "1.0.0", "test: identity attention showing its `window` option",
+        kWindowFields);
+inline constexpr pb_component_descriptor kWidthProbe =
+    patchbay::make_feedforward_component<WidthProbe>(
+        "width_probe", "1.0.0", "test: identity feed-forward showing its `width` option",
+        kWidthFields);
 
 }  // namespace option_probe_layers
 
 PATCHBAY_PLUGIN("option-probe-layers", "1.0.0",
-                PATCHBAY_COMPONENT_LIST(&option_probe_layers::kWindowProbe, &option_probe_layers::kWidthProbe));
+                PATCHBAY_COMPONENT_LIST(&option_probe_layers::kWindowProbe,
+                                        &option_probe_layers::kWidthProbe));

@@ -46,13 +46,15 @@ class ConfigValue {
   using Variant = std::variant<bool, int64_t, double, std::string, std::vector<std::string>>;
 
   ConfigValue(bool value) : value_(value) {}
-  template <class Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  template <class Int,
+            std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
   ConfigValue(Int value) : value_(static_cast<int64_t>(value)) {}
   ConfigValue(double value) : value_(value) {}
   ConfigValue(const char* value) : value_(std::string(value)) {}
   ConfigValue(std::string value) : value_(std::move(value)) {}
   ConfigValue(std::vector<std::string> items) : value_(std::move(items)) {}
-  ConfigValue(std::initializer_list<const char*> items) : value_(std::vector<std::string>(items.begin(), items.end())) {}
+  ConfigValue(std::initializer_list<const char*> items)
+      : value_(std::vector<std::string>(items.begin(), items.end())) {}
 
   const Variant& get() const { return value_; }
 
@@ -87,11 +89,21 @@ inline bool parse_string(std::string_view text, size_t& at, std::string& out) {
     }
     if (++i == text.size()) return false;
     switch (text[i]) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
       case 'u': {
         if (i + 4 >= text.size()) return false;
         const long code = std::strtol(std::string(text.substr(i + 1, 4)).c_str(), nullptr, 16);
@@ -100,7 +112,8 @@ inline bool parse_string(std::string_view text, size_t& at, std::string& out) {
         i += 4;
         break;
       }
-      default: return false;
+      default:
+        return false;
     }
   }
   return false;
@@ -136,7 +149,8 @@ inline bool parse_literal(const std::string& text, ConfigValue::Variant& out) {
   if (text.front() == '"' || text.front() == '\'') {
     size_t at = 0;
     std::string value;
-    if (!parse_string(text, at, value) || !trim(std::string_view(text).substr(at)).empty()) return false;
+    if (!parse_string(text, at, value) || !trim(std::string_view(text).substr(at)).empty())
+      return false;
     out = std::move(value);
     return true;
   }
@@ -180,11 +194,16 @@ inline bool parse_literal(const std::string& text, ConfigValue::Variant& out) {
 
 inline const char* type_name(pb_value_type type) {
   switch (type) {
-    case PB_TYPE_BOOL: return "a boolean";
-    case PB_TYPE_INT: return "an integer";
-    case PB_TYPE_FLOAT: return "a number";
-    case PB_TYPE_STRING: return "a string";
-    case PB_TYPE_STRING_ARRAY: return "an array of strings";
+    case PB_TYPE_BOOL:
+      return "a boolean";
+    case PB_TYPE_INT:
+      return "an integer";
+    case PB_TYPE_FLOAT:
+      return "a number";
+    case PB_TYPE_STRING:
+      return "a string";
+    case PB_TYPE_STRING_ARRAY:
+      return "an array of strings";
   }
   return "an unknown type";
 }
@@ -208,15 +227,18 @@ class ConfigBuilder {
  public:
   // Schema defaults; required keys stay unset until set (view() refuses until then).
   explicit ConfigBuilder(const pb_component_descriptor& component)
-      : label_(std::string("component '") + (component.name != nullptr ? component.name : "?") + "'") {
+      : label_(std::string("component '") + (component.name != nullptr ? component.name : "?") +
+               "'") {
     for (size_t i = 0; i < component.config_field_count; ++i) {
       const pb_config_field& field = *PB_ARRAY_AT(pb_config_field, component.config_fields, i);
       Entry entry;
       entry.field = field;
       if (field.default_value != nullptr) {
         ConfigValue::Variant value;
-        if (!config_builder_detail::parse_literal(config_builder_detail::trim(field.default_value), value)) {
-          throw std::invalid_argument(label_ + ": the schema default of '" + field.key + "' (" + field.default_value +
+        if (!config_builder_detail::parse_literal(config_builder_detail::trim(field.default_value),
+                                                  value)) {
+          throw std::invalid_argument(label_ + ": the schema default of '" + field.key + "' (" +
+                                      field.default_value +
                                       ") is not a TOML literal this builder reads; fix the schema");
         }
         entries_.push_back(std::move(entry));
@@ -233,7 +255,8 @@ class ConfigBuilder {
     for (const auto& [key, value] : settings) set(key, value);
   }
   // Defaults, then the `key = value` lines of `text` (see the header comment).
-  ConfigBuilder(const pb_component_descriptor& component, std::string_view text) : ConfigBuilder(component) {
+  ConfigBuilder(const pb_component_descriptor& component, std::string_view text)
+      : ConfigBuilder(component) {
     parse(text);
   }
 
@@ -244,7 +267,9 @@ class ConfigBuilder {
   ConfigBuilder& set_bool(std::string_view key, bool value) { return set(key, value); }
   ConfigBuilder& set_int(std::string_view key, int64_t value) { return set(key, value); }
   ConfigBuilder& set_float(std::string_view key, double value) { return set(key, value); }
-  ConfigBuilder& set_string(std::string_view key, std::string value) { return set(key, std::move(value)); }
+  ConfigBuilder& set_string(std::string_view key, std::string value) {
+    return set(key, std::move(value));
+  }
   ConfigBuilder& set_strings(std::string_view key, std::vector<std::string> values) {
     return set(key, std::move(values));
   }
@@ -254,18 +279,21 @@ class ConfigBuilder {
     size_t line_number = 0;
     while (!text.empty()) {
       const size_t newline = text.find('\n');
-      const std::string line = config_builder_detail::trim(config_builder_detail::strip_comment(text.substr(0, newline)));
+      const std::string line = config_builder_detail::trim(
+          config_builder_detail::strip_comment(text.substr(0, newline)));
       text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
       ++line_number;
       if (line.empty()) continue;
       const size_t equals = line.find('=');
       ConfigValue::Variant value;
-      const std::string key = equals == std::string::npos ? "" : config_builder_detail::trim(line.substr(0, equals));
-      if (key.empty() ||
-          !config_builder_detail::parse_literal(config_builder_detail::trim(line.substr(equals + 1)), value)) {
-        throw std::invalid_argument(label_ + ": line " + std::to_string(line_number) + " '" + line +
-                                    "' is not `key = value` with a TOML literal value (bool, number, "
-                                    "\"string\" or [\"array\", \"of strings\"])");
+      const std::string key =
+          equals == std::string::npos ? "" : config_builder_detail::trim(line.substr(0, equals));
+      if (key.empty() || !config_builder_detail::parse_literal(
+                             config_builder_detail::trim(line.substr(equals + 1)), value)) {
+        throw std::invalid_argument(
+            label_ + ": line " + std::to_string(line_number) + " '" + line +
+            "' is not `key = value` with a TOML literal value (bool, number, "
+            "\"string\" or [\"array\", \"of strings\"])");
       }
       store(entry(key), std::move(value), "line " + std::to_string(line_number));
     }
@@ -313,7 +341,8 @@ class ConfigBuilder {
       v.string_count = item_pointers_[i].size();
       values_.push_back(v);
     }
-    view_ = pb_config_view{sizeof(pb_config_view), values_.empty() ? nullptr : values_.data(), values_.size()};
+    view_ = pb_config_view{sizeof(pb_config_view), values_.empty() ? nullptr : values_.data(),
+                           values_.size()};
     return &view_;
   }
 
@@ -338,21 +367,25 @@ class ConfigBuilder {
                                 "'; valid keys: " + (keys.empty() ? std::string("(none)") : keys));
   }
 
-  [[noreturn]] void refuse(const Entry& e, const std::string& what, const ConfigValue::Variant& value,
-                           const std::string& origin) const {
+  [[noreturn]] void refuse(const Entry& e, const std::string& what,
+                           const ConfigValue::Variant& value, const std::string& origin) const {
     std::string expected = config_builder_detail::type_name(e.field.type);
     if (e.field.has_range) {
-      expected += " in [" + std::to_string(e.field.min_value) + ", " + std::to_string(e.field.max_value) + "]";
+      expected += " in [" + std::to_string(e.field.min_value) + ", " +
+                  std::to_string(e.field.max_value) + "]";
     }
     if (e.field.type == PB_TYPE_STRING && e.field.choices != nullptr) {
       expected += std::string(", one of ") + e.field.choices;
     }
-    throw std::invalid_argument(label_ + ": key '" + e.field.key + "' (" + origin + "): " + what + ": expected " +
-                                expected + ", found " + config_builder_detail::describe(value));
+    throw std::invalid_argument(label_ + ": key '" + e.field.key + "' (" + origin + "): " + what +
+                                ": expected " + expected + ", found " +
+                                config_builder_detail::describe(value));
   }
 
-  void check_range(const Entry& e, double number, const ConfigValue::Variant& value, const std::string& origin) const {
-    if (std::isnan(number) || (e.field.has_range && (number < e.field.min_value || number > e.field.max_value))) {
+  void check_range(const Entry& e, double number, const ConfigValue::Variant& value,
+                   const std::string& origin) const {
+    if (std::isnan(number) ||
+        (e.field.has_range && (number < e.field.min_value || number > e.field.max_value))) {
       refuse(e, "value out of range", value, origin);
     }
   }
@@ -400,10 +433,12 @@ class ConfigBuilder {
         break;
       }
       case PB_TYPE_STRING_ARRAY:
-        if (!std::holds_alternative<std::vector<std::string>>(value)) refuse(e, "wrong type", value, origin);
+        if (!std::holds_alternative<std::vector<std::string>>(value))
+          refuse(e, "wrong type", value, origin);
         e.items = std::get<std::vector<std::string>>(value);
         break;
-      default: refuse(e, "the schema declares an unknown type", value, origin);
+      default:
+        refuse(e, "the schema declares an unknown type", value, origin);
     }
     e.is_set = true;
   }
