@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <stdexcept>
@@ -190,6 +191,13 @@ inline bool parse_literal(const std::string& text, ConfigValue::Variant& out) {
     out = static_cast<int64_t>(value);
   }
   return true;
+}
+
+// A range bound as written in a schema: 4096, 0.5, 1e-08 (%g, shortest common form).
+inline std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
 }
 
 inline const char* type_name(pb_value_type type) {
@@ -371,8 +379,8 @@ class ConfigBuilder {
                            const ConfigValue::Variant& value, const std::string& origin) const {
     std::string expected = config_builder_detail::type_name(e.field.type);
     if (e.field.has_range) {
-      expected += " in [" + std::to_string(e.field.min_value) + ", " +
-                  std::to_string(e.field.max_value) + "]";
+      expected += " in [" + config_builder_detail::number(e.field.min_value) + ", " +
+                  config_builder_detail::number(e.field.max_value) + "]";
     }
     if (e.field.type == PB_TYPE_STRING && e.field.choices != nullptr) {
       expected += std::string(", one of ") + e.field.choices;
