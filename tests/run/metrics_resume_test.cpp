@@ -2,7 +2,6 @@
 // after the checkpoint's step go, earlier ones stay byte for byte, a torn last line goes,
 // and the file is replaced atomically (no temporary left beside it).
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -22,7 +21,8 @@ namespace {
 struct ScratchFolder {
   fs::path path;
   explicit ScratchFolder(const std::string& name)
-      : path(fs::temp_directory_path() / ("patchbay_metrics_resume_" + name + "_" + std::to_string(::getpid()))) {
+      : path(fs::temp_directory_path() /
+             ("patchbay_metrics_resume_" + name + "_" + std::to_string(::getpid()))) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -58,7 +58,8 @@ TEST_CASE("records after the checkpoint's step are dropped, earlier ones kept by
                       "{\"step\": 5, \"lo");  // torn by a kill mid-append
   CHECK(drop_metrics_after(file, 2) == 4);
   CHECK(read_all(file) == kept);
-  for (const auto& entry : fs::directory_iterator(scratch.path)) CHECK(entry.path().filename() == "metrics.jsonl");
+  for (const auto& entry : fs::directory_iterator(scratch.path))
+    CHECK(entry.path().filename() == "metrics.jsonl");
 
   CHECK(drop_metrics_after(file, 2) == 0);  // idempotent
   CHECK(read_all(file) == kept);
@@ -74,6 +75,7 @@ TEST_CASE("a missing metrics file stays missing; a corrupt middle line is an err
 
   const std::string corrupt = "{\"step\": 1}\nnot json\n{\"step\": 2}\n";
   write_all(file, corrupt);
-  CHECK_THROWS_WITH_AS(drop_metrics_after(file, 1), doctest::Contains("metrics.jsonl:2"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(drop_metrics_after(file, 1), doctest::Contains("metrics.jsonl:2"),
+                       patchbay::Error);
   CHECK(read_all(file) == corrupt);  // untouched
 }

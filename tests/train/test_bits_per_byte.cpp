@@ -34,18 +34,22 @@ struct ScratchFolder {
 
 }  // namespace
 
-TEST_CASE("bits per byte counts the bytes of the evaluated BPE targets; special tokens are left out") {
+TEST_CASE(
+    "bits per byte counts the bytes of the evaluated BPE targets; special tokens are left out") {
   ScratchFolder scratch;
   train::testing::write_tiny_corpus(scratch.path);
   train::testing::TinySetup setup;
-  const config::ResolvedConfig config = setup.config(train::testing::tiny_config_text(scratch.path),
-                                                     {"tokenizer.kind=\"bpe\"", "tokenizer.vocab_size=400"});
+  const config::ResolvedConfig config =
+      setup.config(train::testing::tiny_config_text(scratch.path),
+                   {"tokenizer.kind=\"bpe\"", "tokenizer.vocab_size=400"});
   train::TrainingData data = train::prepare_training_data(config, setup.registry, setup.lookup);
   const int64_t vocab = data.tokenizer.vocab_size();
   REQUIRE(!data.tokenizer.special_tokens().empty());
   const int32_t end_of_text = data.tokenizer.special_tokens().front().id;
 
-  std::string val_text = " the cat sat on<|endoftext|> the mat.\nthe bird looked at the door.\na dog ran to the river.\n";
+  std::string val_text =
+      " the cat sat on<|endoftext|> the mat.\nthe bird looked at the door.\na dog ran to the "
+      "river.\n";
   for (int i = 0; i < 500; ++i) val_text += "QZXW";  // never merged: one byte per token
   const std::vector<int32_t> ids = data.tokenizer.encode(val_text, /*allow_special=*/true);
   data::TokenCacheInfo info;
@@ -54,7 +58,8 @@ TEST_CASE("bits per byte counts the bytes of the evaluated BPE targets; special 
   data::write_token_cache(scratch.path / "val.tokens", ids, info);
   const data::TokenCache val = data::TokenCache::open(scratch.path / "val.tokens");
 
-  train::TrainableModel trainable = train::build_trainable_model(config, setup.registry, setup.lookup, vocab);
+  train::TrainableModel trainable =
+      train::build_trainable_model(config, setup.registry, setup.lookup, vocab);
   for (const model::NamedParameter& p : trainable.parameters) {
     REQUIRE(p.tensor.dtype() == engine::DType::kF32);
     std::fill_n(p.tensor.data<float>(), p.tensor.numel(), 0.0f);
@@ -72,11 +77,13 @@ TEST_CASE("bits per byte counts the bytes of the evaluated BPE targets; special 
   REQUIRE(std::count(targets.begin(), targets.end(), end_of_text) == 1);
   std::erase(targets, end_of_text);
   const auto expected_bytes = static_cast<int64_t>(data.tokenizer.decode(targets).size());
-  CHECK(expected_bytes > 2 * static_cast<int64_t>(targets.size()));  // merged words: several bytes each
+  CHECK(expected_bytes >
+        2 * static_cast<int64_t>(targets.size()));  // merged words: several bytes each
   CHECK(r.tokens == seq_len - 1);
   CHECK(r.bytes == expected_bytes);
   CHECK(r.loss == doctest::Approx(std::log(static_cast<double>(vocab))).epsilon(1e-5));
-  const double expected_bpb = std::log2(static_cast<double>(vocab)) * static_cast<double>(seq_len - 1) /
+  const double expected_bpb = std::log2(static_cast<double>(vocab)) *
+                              static_cast<double>(seq_len - 1) /
                               static_cast<double>(expected_bytes);
   CHECK(r.bits_per_byte == doctest::Approx(expected_bpb).epsilon(1e-5));
 

@@ -4,10 +4,9 @@
 // hold each training step once, in order, with elapsed_seconds never going back, and each
 // evaluation step once.
 #include <doctest/doctest.h>
-
 #include <fcntl.h>
-#include <stdlib.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,9 +99,17 @@ TEST_CASE("a run killed with SIGKILL after a checkpoint resumes without duplicat
   const fs::path metrics = run_dir / "metrics.jsonl";
   const fs::path log = folder / "patchbay.log";
   const int64_t max_steps = 200;
-  const std::vector<std::string> first_args = {
-      "train", (folder / "tiny.toml").string(), "--no-progress", "--set", "train.max_steps=" + std::to_string(max_steps),
-      "--set", "train.checkpoint_every=20", "--set", "train.eval_every=10", "--set", "train.sample_tokens=0"};
+  const std::vector<std::string> first_args = {"train",
+                                               (folder / "tiny.toml").string(),
+                                               "--no-progress",
+                                               "--set",
+                                               "train.max_steps=" + std::to_string(max_steps),
+                                               "--set",
+                                               "train.checkpoint_every=20",
+                                               "--set",
+                                               "train.eval_every=10",
+                                               "--set",
+                                               "train.sample_tokens=0"};
 
   // Poll; when the run looks past a checkpoint, freeze it (SIGSTOP) and look again at the
   // frozen files: kill only when metrics hold records after the latest checkpoint's step.
@@ -113,10 +120,13 @@ TEST_CASE("a run killed with SIGKILL after a checkpoint resumes without duplicat
   while (true) {
     int status = 0;
     REQUIRE_MESSAGE(::waitpid(scratch.child, &status, WNOHANG) == 0,
-                    "the run ended before it could be killed past a checkpoint:\n" << read_text(log));
-    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "no checkpoint after 120 s:\n" << read_text(log));
+                    "the run ended before it could be killed past a checkpoint:\n"
+                        << read_text(log));
+    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "no checkpoint after 120 s:\n"
+                                                                     << read_text(log));
     // Past checkpoint + 10: an evaluation record (eval_every = 10) is among those to drop.
-    if (latest_checkpoint_step(run_dir) > 0 && last_logged_step(metrics) > latest_checkpoint_step(run_dir) + 10) {
+    if (latest_checkpoint_step(run_dir) > 0 &&
+        last_logged_step(metrics) > latest_checkpoint_step(run_dir) + 10) {
       ::kill(scratch.child, SIGSTOP);
       checkpoint_step = latest_checkpoint_step(run_dir);
       logged_step = last_logged_step(metrics);
@@ -136,7 +146,8 @@ TEST_CASE("a run killed with SIGKILL after a checkpoint resumes without duplicat
   int status = 0;
   REQUIRE(::waitpid(scratch.child, &status, 0) == scratch.child);
   scratch.child = -1;
-  REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "resume failed:\n" << read_text(log));
+  REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "resume failed:\n"
+                                                                       << read_text(log));
 
   std::vector<int64_t> train_steps, eval_steps;
   std::vector<double> elapsed;
@@ -149,11 +160,13 @@ TEST_CASE("a run killed with SIGKILL after a checkpoint resumes without duplicat
   }
   // log_every = 1: every step once, in order, 1 .. max_steps.
   REQUIRE(train_steps.size() == static_cast<size_t>(max_steps));
-  for (size_t i = 0; i < train_steps.size(); ++i) CHECK(train_steps[i] == static_cast<int64_t>(i) + 1);
+  for (size_t i = 0; i < train_steps.size(); ++i)
+    CHECK(train_steps[i] == static_cast<int64_t>(i) + 1);
   for (size_t i = 1; i < elapsed.size(); ++i) {
     INFO("step " << train_steps[i]);
     CHECK(elapsed[i] >= elapsed[i - 1]);
   }
   REQUIRE(eval_steps.size() == static_cast<size_t>(max_steps / 10));
-  for (size_t i = 0; i < eval_steps.size(); ++i) CHECK(eval_steps[i] == 10 * (static_cast<int64_t>(i) + 1));
+  for (size_t i = 0; i < eval_steps.size(); ++i)
+    CHECK(eval_steps[i] == 10 * (static_cast<int64_t>(i) + 1));
 }
