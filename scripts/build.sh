@@ -53,8 +53,10 @@ if [ -z "$usable" ] || [ ! -f "$build/$usable" ]; then
   if [ -n "$usable" ]; then
     echo "patchbay: $build has a CMake cache but no $usable (an earlier configure failed or was interrupted); configuring again"
   fi
+  had_cache=0
+  [ -f "$build/CMakeCache.txt" ] && had_cache=1
   if ! configure; then
-    if [ -f "$build/CMakeCache.txt" ]; then
+    if [ "$had_cache" = 1 ]; then
       echo "patchbay: configure failed on the existing cache; retrying from an empty cache"
       rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
       configure || true
