@@ -1,13 +1,16 @@
-# Build-speed switches for a fresh build (measured figures: docs/BENCHMARKS.md, "fresh build").
+# Build-speed switches for a fresh build (measured figures: docs/BENCHMARKS.md, "Fresh build").
 #
 # PATCHBAY_PRECOMPILED_HEADERS: the third-party headers that cost the most to parse
 # (each 1-2 CPU seconds per translation unit with GCC 12: TOML++, Boost.Program_options,
-# nlohmann/json, Boost.DLL, spdlog, oneDNN) are precompiled once per target that opts in
-# with patchbay_precompile_heavy_headers(<target>), for those of them its own sources name
-# in an #include (scanned at configure time, so a new file joins by itself). Off: every TU
+# nlohmann/json, Boost.DLL, spdlog, oneDNN) are precompiled once per target (every target
+# through patchbay_strict_warnings): those its sources reach by #include, directly or through
+# project headers (scanned at configure time, so a new file joins by itself). Off: every TU
 # parses what it includes, as usual. Warnings stay errors either way: GCC reports nothing
 # from system headers, precompiled or not.
-option(PATCHBAY_PRECOMPILED_HEADERS "Precompile heavy third-party headers per opted-in target" OFF)
+# Measured on core/train (10 sources): 37.3 CPU s without, 41.0 with (8.1 to build the PCH;
+# the two heavy sources gain 2-3 s each, the light ones lose 0.2-0.7 s loading it), so it is
+# off; it pays only in targets with many sources that use the heavy headers.
+option(PATCHBAY_PRECOMPILED_HEADERS "Precompile heavy third-party headers per target" OFF)
 
 # Header -> the include pattern that marks a source as using it.
 set(PATCHBAY_HEAVY_HEADERS
@@ -86,11 +89,15 @@ function(patchbay_precompile_heavy_headers target)
   endif()
 endfunction()
 
-# PATCHBAY_UNITY_BUILD_TARGETS: targets compiled as unity batches (CMake UNITY_BUILD), for
-# measuring; empty by default (see docs/BENCHMARKS.md for why it is not on).
-set(PATCHBAY_UNITY_BUILD_TARGETS "" CACHE STRING "Targets to compile as unity batches (measurement)")
+# PATCHBAY_UNITY_BUILD: every host target that passes through patchbay_strict_warnings
+# (libraries, the CLI, plugins, tests — new ones join by themselves) is compiled as unity
+# batches of up to 8 sources (CMake UNITY_BUILD): shared headers are parsed once per batch.
+# Measured on core/train (its 10 sources as one unity file): 37.3 -> 17.0 CPU seconds. Off by default until a whole-tree unity
+# build has passed with -Werror (sources that reuse a name in an anonymous namespace collide
+# in one batch: rename one, or set SKIP_UNITY_BUILD_INCLUSION on the file).
+option(PATCHBAY_UNITY_BUILD "Compile host targets as unity batches (fewer CPU seconds)" OFF)
 function(_patchbay_unity_build target)
-  if(target IN_LIST PATCHBAY_UNITY_BUILD_TARGETS)
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON)
+  if(PATCHBAY_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   endif()
 endfunction()

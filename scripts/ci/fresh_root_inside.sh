@@ -37,6 +37,8 @@ if [ "${PATCHBAY_FRESH_ROOT_CCACHE:-0}" = 1 ]; then
 fi
 
 targets="patchbay_sdk_header_check tokenizer_char patchbay"
+dpkg-query -W -f='${Status}' ocl-icd-opencl-dev 2>/dev/null | grep -q "install ok installed" ||
+  fail setup "scripts/setup.sh did not install ocl-icd-opencl-dev, which oneDNN's CMake package needs (find_package(OpenCL REQUIRED))"
 opencl="$(dpkg -L ocl-icd-opencl-dev | grep '/libOpenCL\.so$' | head -n 1)"
 [ -n "$opencl" ] || fail heal "ocl-icd-opencl-dev has no libOpenCL.so to hide"
 mv "$opencl" "$opencl.hidden"
