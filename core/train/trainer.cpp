@@ -107,6 +107,26 @@ std::string numeric_failure_message(int64_t step, const StepResult& r, const Tra
   return m.str();
 }
 
+// Resuming at a checkpoint: metrics.jsonl loses the records the interrupted run wrote after
+// the checkpoint's step (they are trained again, and would otherwise appear twice), and the
+// returned offset lets elapsed_seconds continue: the checkpoint's own count, or, for a
+// checkpoint written before it stored one, the last kept record's.
+double resume_metrics(const fs::path& metrics_file, const Checkpoint& checkpoint) {
+  const int64_t step = checkpoint.step();
+  const std::size_t dropped = run::drop_metrics_after(metrics_file, step);
+  if (dropped > 0)
+    spdlog::info("{}: dropped {} records the interrupted run wrote after step {}", metrics_file.string(), dropped,
+                 step);
+  const auto stored = checkpoint.metadata().find(kMetaElapsedSeconds);
+  if (stored != checkpoint.metadata().end()) return std::stod(stored->second);
+  double elapsed = 0;
+  if (fs::exists(metrics_file))
+    for (const nlohmann::json& record : run::read_metrics(metrics_file))
+      if (record.contains("elapsed_seconds") && record["elapsed_seconds"].is_number())
+        elapsed = record["elapsed_seconds"].get<double>();
+  return elapsed;
+}
+
 // A fresh run must not mix its metrics and checkpoints with an earlier run's.
 void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
   const fs::path produced[] = {run_dir / "checkpoints", run_dir / "metrics.jsonl",
@@ -141,6 +161,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   const fs::path run_tokenizer = o.run_dir / "tokenizer.txt";
   if (!fs::exists(run_tokenizer) || data::fnv1a64(data::read_text_file(run_tokenizer)) != data.tokenizer_hash)
     fs::copy_file(data.tokenizer_file, run_tokenizer, fs::copy_options::overwrite_existing);
+  const TokenBytes target_bytes = token_bytes(data.tokenizer);  // bits per byte of evaluated targets
   const double val_tokens_per_byte =
       static_cast<double>(data.val.size()) / static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
 
@@ -165,6 +186,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)}};
 
   int64_t start_step = 0;
+  double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
   if (!request.resume.empty()) {
     const Checkpoint checkpoint = load_checkpoint(request.resume);
     std::vector<NamedTensor> params;
@@ -177,6 +199,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",
                    checkpoint.path().string());
     spdlog::info("resumed from {} at step {}", checkpoint.path().string(), start_step);
+    elapsed_before = resume_metrics(o.run_dir / "metrics.jsonl", checkpoint);
     if (any_dropout(config, model.options()) && start_step > 0) {
       // Advance every dropout generator (model and plugins) exactly as the first run did.
       spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
@@ -189,6 +212,8 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   summary.start_step = start_step;
   summary.steps_done = start_step;
 
+  const auto start = Clock::now();
+  auto elapsed_seconds = [&] { return elapsed_before + seconds_since(start); };
   run::MetricsLog metrics(o.run_dir / "metrics.jsonl");
   std::ofstream samples_file(o.run_dir / "samples.txt", std::ios::app);
   const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum_steps;
@@ -200,6 +225,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});
     for (const auto& s : trainable.optimizer->state()) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
     metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
+    metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
     metadata[kMetaRng] = nlohmann::json{{"batch_seed", o.seed},
                                         {"batch_rule", "splitmix64(seed, step, micro_step, row)"},
                                         {"dropout", any_dropout(config, model.options())
@@ -210,10 +236,10 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
   };
   auto run_eval = [&](int64_t step) {
-    EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, val_tokens_per_byte};
+    EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     const EvalResult r = evaluate(model, data.val, settings);
     metrics.append({{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity}, {"val_bpb", r.bits_per_byte},
-                    {"val_tokens", r.tokens}});
+                    {"val_tokens", r.tokens}, {"val_bytes", r.bytes}});
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
                  r.bits_per_byte);
     summary.last_eval = r;
@@ -227,7 +253,6 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     if (request.print_samples) std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
   };
 
-  const auto start = Clock::now();
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
   for (int64_t step = start_step; step < o.max_steps; ++step) {
@@ -247,7 +272,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                       {"lr", r.lr},
                       {"grad_norm", r.grad_norm},
                       {"tokens_per_second", tokens_per_second},
-                      {"elapsed_seconds", seconds_since(start)},
+                      {"elapsed_seconds", elapsed_seconds()},
                       {"tokens", done * tokens_per_step},
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}});
       window_start = Clock::now();
