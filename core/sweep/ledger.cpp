@@ -89,7 +89,8 @@ void Ledger::reconcile(const std::vector<ResolvedJob>& jobs, const std::string& 
       if (entry.value("state", "") != "done") continue;
       bool present = false;
       for (const ResolvedJob& job : jobs) present = present || job.id == id;
-      if (!present) lost.push_back(id + " (" + entry.value("label", "?") + ")");
+      if (!present)
+        lost.push_back(id + " (" + entry.value("label", "?") + ", seed " + std::to_string(entry.value("seed", int64_t{0})) + ")");
     }
     if (!lost.empty()) {
       std::string list;

@@ -169,10 +169,10 @@ TEST_CASE("a sweep killed mid-job resumes from the checkpoint; finished jobs are
 TEST_CASE("failure policy: a failing job does not stop the sweep; --fail-fast does") {
   Folder folder;
   write_base(folder.path);
-  // The middle job names a corpus that does not exist: valid config, fails when it runs.
+  // Jobs with train.seq_len 48 pass validation but fail when they run (longer than the
+  // model's context of 32).
   const fs::path sweep_file = folder.path / "fail.toml";
-  std::ofstream(sweep_file) << "base = \"base.toml\"\n[grid]\n\"data.corpus\" = [\"" << (folder.path / "corpus.txt").string()
-                            << "\", \"" << (folder.path / "missing.txt").string() << "\"]\n\"train.lr\" = [0.01, 0.02]\n";
+  std::ofstream(sweep_file) << "base = \"base.toml\"\n[grid]\n\"train.seq_len\" = [16, 48]\n\"train.lr\" = [0.01, 0.02]\n";
   const Result all = patchbay_cli("sweep " + sweep_file.string() + " --out " + (folder.path / "a").string() +
                                   " --jobs 1 --threads 1 --no-progress");
   CHECK(all.code == 1);
@@ -180,10 +180,9 @@ TEST_CASE("failure policy: a failing job does not stop the sweep; --fail-fast do
   CHECK(count_state(l, "done") == 2);
   CHECK(count_state(l, "failed") == 2);
   CHECK(all.output.find("FAILED job") != std::string::npos);
-  CHECK(all.output.find("missing.txt") != std::string::npos);  // the log tail names the cause
+  CHECK(all.output.find("exceeds model.context_length") != std::string::npos);  // the log tail names the cause
 
-  std::ofstream(sweep_file) << "base = \"base.toml\"\n[grid]\n\"data.corpus\" = [\"" << (folder.path / "missing.txt").string()
-                            << "\", \"" << (folder.path / "corpus.txt").string() << "\"]\n";
+  std::ofstream(sweep_file) << "base = \"base.toml\"\n[grid]\n\"train.seq_len\" = [48, 16]\n";
   const Result fast = patchbay_cli("sweep " + sweep_file.string() + " --out " + (folder.path / "f").string() +
                                    " --jobs 1 --threads 1 --fail-fast --no-progress");
   CHECK(fast.code == 1);
