@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,10 @@ std::string quote_shell(const std::string& text) {
 std::string gp_string(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";  // a line break inside a double-quoted gnuplot string
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
@@ -42,6 +47,27 @@ std::string terminals_block(const std::string& stem, const std::string& plot_bod
   out += "set terminal svg size " + std::to_string(width) + "," + std::to_string(height) +
          " enhanced font 'DejaVu Sans,11' background '#ffffff'\nset output " + gp_string(stem + ".svg") + "\n" +
          plot_body + "unset output\n";
+  return out;
+}
+
+// "model.positional=\"rotary\", train.lr=0.01" -> "positional=rotary" + separator + "lr=0.01":
+// each key shortened to its last component, quotes dropped (the table keeps full names).
+std::string short_label(const std::string& label, const std::string& separator) {
+  std::string out;
+  size_t start = 0;
+  while (start <= label.size()) {
+    size_t end = label.find(", ", start);
+    if (end == std::string::npos) end = label.size();
+    std::string item = label.substr(start, end - start);
+    const size_t equals = item.find('=');
+    const size_t dot = item.rfind('.', equals);
+    if (equals != std::string::npos && dot != std::string::npos) item = item.substr(dot + 1);
+    std::string clean;
+    for (char c : item)
+      if (c != '"') clean += c;
+    out += (out.empty() ? "" : separator) + clean;
+    start = end + 2;
+  }
   return out;
 }
 
@@ -99,18 +125,18 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups, c
     curves += std::string(curves.empty() ? "plot " : ", \\\n     ") + gp_string(file) +
               " using 1:3:4 with filledcurves fillstyle transparent solid 0.18 noborder lc rgb '" + color +
               "' notitle, \\\n     " + gp_string(file) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '" +
-              color + "' title " + gp_string(plot_label(groups[g].label) + " (n=" +
+              color + "' title " + gp_string(plot_label(short_label(groups[g].label, ", ")) + " (n=" +
                                              std::to_string(groups[g].runs.size()) + ")");
   }
   const std::string curve_body = "set title 'Validation loss over training (line: mean over seeds; band: ± 1 std)'\n"
                                  "set xlabel 'step'\nset ylabel 'validation loss (nats/token)'\nset grid\n"
-                                 "set key top right box opaque\n" + curves + "\n";
-  run::write_text_atomically(out_dir / "val_loss_curves.gp", terminals_block("val_loss_curves", curve_body, 1000, 640));
+                                 "set key outside right top box\n" + curves + "\n";
+  run::write_text_atomically(out_dir / "val_loss_curves.gp", terminals_block("val_loss_curves", curve_body, 1300, 650));
   run_gnuplot(out_dir / "val_loss_curves.gp");
 
   // Bars: mean final loss with ± std; the y range starts a little below the smallest bar so
   // the differences show.
-  std::string bars = "# index mean std label\n";
+  std::string bars = "# index mean std\n", xtics;
   double low = INFINITY, high = -INFINITY;
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const CompareRow& row = table.rows[r];
@@ -120,10 +146,10 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups, c
     high = std::max(high, row.loss_mean + s);
     char line[96];
     std::snprintf(line, sizeof line, "%zu %.6f %.6f ", r, row.loss_mean, s);
-    std::string label;  // xtics are noenhanced: only the quotes go
-    for (char c : row.label)
-      if (c != '"') label += c;
-    bars += line + gp_string(label + (row.is_baseline ? " (baseline)" : "")) + "\n";
+    bars += std::string(line) + "\n";
+    xtics += std::string(xtics.empty() ? "set xtics (" : ", ") + gp_string(short_label(row.label, "\n") +
+                                                                     (row.is_baseline ? "\n(baseline)" : "")) +
+             " " + std::to_string(r);
   }
   run::write_text_atomically(out_dir / "final_loss_bars.dat", bars);
   const double span = std::isfinite(high - low) && high > low ? high - low : 0.1;
@@ -132,10 +158,11 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups, c
   const std::string bar_body =
       "set title 'Final validation loss per configuration (mean ± 1 std over seeds)'\n"
       "set ylabel 'validation loss (nats/token)'\nset grid ytics\nset style fill solid 0.6 border -1\n"
-      "set boxwidth 0.6\nset xtics rotate by -20 left noenhanced\nset bmargin 8\nset key off\n" +
+      "set boxwidth 0.6\nset bmargin 7\nset key off\n" + xtics + ") noenhanced\n" +
       std::string(range) + "set xrange [-0.6:" + std::to_string(table.rows.size()) + "-0.4]\n" +
-      "plot 'final_loss_bars.dat' using 1:2:3:xtic(4) with boxerrorbars lc rgb '#1f78b4' lw 1.5\n";
-  run::write_text_atomically(out_dir / "final_loss_bars.gp", terminals_block("final_loss_bars", bar_body, 1000, 640));
+      "plot 'final_loss_bars.dat' using 1:2:3 with boxerrorbars lc rgb '#1f78b4' lw 1.5\n";
+  const int width = std::max(900, 130 * static_cast<int>(table.rows.size()));
+  run::write_text_atomically(out_dir / "final_loss_bars.gp", terminals_block("final_loss_bars", bar_body, width, 640));
   run_gnuplot(out_dir / "final_loss_bars.gp");
   return {out_dir / "val_loss_curves.png", out_dir / "val_loss_curves.svg", out_dir / "final_loss_bars.png",
           out_dir / "final_loss_bars.svg"};

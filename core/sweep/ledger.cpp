@@ -101,6 +101,14 @@ void Ledger::reconcile(const std::vector<ResolvedJob>& jobs, const std::string& 
                       "\nRestore the sweep file, or run the changed sweep in a new directory (--out DIR or a new "
                       "name = ...). Adding jobs (more seeds, more values) is allowed.");
     }
+    // Unfinished entries of jobs no longer in the sweep (values removed) are dropped.
+    std::vector<std::string> dropped;
+    for (const auto& [id, entry] : document["jobs"].items()) {
+      bool present = false;
+      for (const ResolvedJob& job : jobs) present = present || job.id == id;
+      if (!present) dropped.push_back(id);
+    }
+    for (const std::string& id : dropped) document["jobs"].erase(id);
     document["sweep_file"] = sweep_file;
     document["updated"] = now_text();
     for (const ResolvedJob& job : jobs) {

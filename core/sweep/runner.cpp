@@ -140,7 +140,8 @@ SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& swee
   {
     const nlohmann::json document = ledger.read();
     for (const ResolvedJob& job : jobs) {
-      if (document["jobs"][job.id].value("state", "") == "done")
+      const nlohmann::json& entry = document["jobs"][job.id];
+      if (entry.value("state", "") == "done")
         ++report.skipped;
       else
         queue.push_back(&job);
@@ -149,7 +150,9 @@ SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& swee
 
   std::mutex mutex;  // guards queue, report, running, finished_seconds
   int running = 0;
-  std::vector<double> finished_seconds;
+  std::vector<double> finished_seconds;  // durations for the ETA, earlier runs' included
+  for (const auto& [id, entry] : ledger.read()["jobs"].items())
+    if (entry.value("state", "") == "done" && entry.contains("seconds")) finished_seconds.push_back(entry["seconds"]);
   std::atomic<bool> stop{false};
   g_stop_signal.store(0);
   for (auto& child : g_children) child.store(0);
