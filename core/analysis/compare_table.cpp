@@ -47,11 +47,14 @@ std::string csv_cell(const std::string& text) {
   return out + "\"";
 }
 
-nlohmann::json number_or_null(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(); }
+nlohmann::json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+}
 
 }  // namespace
 
-CompareTable build_compare_table(const std::vector<RunGroup>& groups, size_t baseline, double ci_level) {
+CompareTable build_compare_table(const std::vector<RunGroup>& groups, size_t baseline,
+                                 double ci_level) {
   CompareTable table;
   table.baseline = baseline;
   table.ci_level = ci_level;
@@ -89,7 +92,8 @@ CompareTable build_compare_table(const std::vector<RunGroup>& groups, size_t bas
       }
       row.delta = row.loss_mean - mean(base_losses);
       const bool paired = base_seeds == row.seeds && row.n >= 2;
-      const TTest test = paired ? paired_t_test(losses, base_losses) : welch_t_test(losses, base_losses);
+      const TTest test =
+          paired ? paired_t_test(losses, base_losses) : welch_t_test(losses, base_losses);
       if (std::isfinite(test.p_value)) {
         row.test = paired ? "paired" : "welch";
         row.p_value = test.p_value;
@@ -106,11 +110,12 @@ std::string to_markdown(const CompareTable& table) {
       << "% CI | bits/byte | tokens/s | params | FLOPs/token | Δ vs baseline | p (test) |\n"
       << "|---|---:|---|---|---:|---:|---:|---:|---:|---|\n";
   for (const CompareRow& row : table.rows) {
-    out << "| " << markdown_cell(row.label) << (row.is_baseline ? " **(baseline)**" : "") << " | " << row.n << " | "
-        << fmt(row.loss_mean);
+    out << "| " << markdown_cell(row.label) << (row.is_baseline ? " **(baseline)**" : "") << " | "
+        << row.n << " | " << fmt(row.loss_mean);
     if (std::isfinite(row.loss_std)) out << " ± " << fmt(row.loss_std);
     out << " | ";
-    if (std::isfinite(row.loss_ci.low)) out << "[" << fmt(row.loss_ci.low) << ", " << fmt(row.loss_ci.high) << "]";
+    if (std::isfinite(row.loss_ci.low))
+      out << "[" << fmt(row.loss_ci.low) << ", " << fmt(row.loss_ci.high) << "]";
     out << " | " << fmt(row.bpb_mean) << " | " << fmt(row.tokens_per_second, "%.0f") << " | "
         << fmt(row.parameters, "%.0f") << " | " << fmt(row.flops_per_token, "%.3g") << " | "
         << (row.is_baseline ? std::string("—") : fmt(row.delta, "%+.4f")) << " | ";
@@ -122,16 +127,20 @@ std::string to_markdown(const CompareTable& table) {
 
 std::string to_csv(const CompareTable& table) {
   std::ostringstream out;
-  out << "configuration,baseline,n,seeds,val_loss_mean,val_loss_std,val_loss_ci_low,val_loss_ci_high,"
-         "val_bpb_mean,val_bpb_std,tokens_per_second,parameters,flops_per_token,delta,test,p_value\n";
+  out << "configuration,baseline,n,seeds,val_loss_mean,val_loss_std,val_loss_ci_low,val_loss_ci_"
+         "high,"
+         "val_bpb_mean,val_bpb_std,tokens_per_second,parameters,flops_per_token,delta,test,p_"
+         "value\n";
   for (const CompareRow& row : table.rows) {
-    out << csv_cell(row.label) << "," << (row.is_baseline ? "true" : "false") << "," << row.n << ",";
+    out << csv_cell(row.label) << "," << (row.is_baseline ? "true" : "false") << "," << row.n
+        << ",";
     for (size_t i = 0; i < row.seeds.size(); ++i) out << (i ? " " : "") << row.seeds[i];
-    out << "," << fmt(row.loss_mean, "%.6g") << "," << fmt(row.loss_std, "%.6g") << "," << fmt(row.loss_ci.low, "%.6g")
-        << "," << fmt(row.loss_ci.high, "%.6g") << "," << fmt(row.bpb_mean, "%.6g") << "," << fmt(row.bpb_std, "%.6g")
-        << "," << fmt(row.tokens_per_second, "%.6g") << "," << fmt(row.parameters, "%.0f") << ","
-        << fmt(row.flops_per_token, "%.6g") << "," << fmt(row.delta, "%.6g") << "," << row.test << ","
-        << fmt(row.p_value, "%.6g") << "\n";
+    out << "," << fmt(row.loss_mean, "%.6g") << "," << fmt(row.loss_std, "%.6g") << ","
+        << fmt(row.loss_ci.low, "%.6g") << "," << fmt(row.loss_ci.high, "%.6g") << ","
+        << fmt(row.bpb_mean, "%.6g") << "," << fmt(row.bpb_std, "%.6g") << ","
+        << fmt(row.tokens_per_second, "%.6g") << "," << fmt(row.parameters, "%.0f") << ","
+        << fmt(row.flops_per_token, "%.6g") << "," << fmt(row.delta, "%.6g") << "," << row.test
+        << "," << fmt(row.p_value, "%.6g") << "\n";
   }
   return out.str();
 }
@@ -139,22 +148,23 @@ std::string to_csv(const CompareTable& table) {
 std::string to_json(const CompareTable& table) {
   nlohmann::json rows = nlohmann::json::array();
   for (const CompareRow& row : table.rows) {
-    rows.push_back({{"configuration", row.label},
-                    {"config_id", row.config_id},
-                    {"baseline", row.is_baseline},
-                    {"n", row.n},
-                    {"seeds", row.seeds},
-                    {"val_loss_mean", number_or_null(row.loss_mean)},
-                    {"val_loss_std", number_or_null(row.loss_std)},
-                    {"val_loss_ci", {number_or_null(row.loss_ci.low), number_or_null(row.loss_ci.high)}},
-                    {"val_bpb_mean", number_or_null(row.bpb_mean)},
-                    {"val_bpb_std", number_or_null(row.bpb_std)},
-                    {"tokens_per_second", number_or_null(row.tokens_per_second)},
-                    {"parameters", number_or_null(row.parameters)},
-                    {"flops_per_token", number_or_null(row.flops_per_token)},
-                    {"delta", number_or_null(row.delta)},
-                    {"test", row.test},
-                    {"p_value", number_or_null(row.p_value)}});
+    rows.push_back(
+        {{"configuration", row.label},
+         {"config_id", row.config_id},
+         {"baseline", row.is_baseline},
+         {"n", row.n},
+         {"seeds", row.seeds},
+         {"val_loss_mean", number_or_null(row.loss_mean)},
+         {"val_loss_std", number_or_null(row.loss_std)},
+         {"val_loss_ci", {number_or_null(row.loss_ci.low), number_or_null(row.loss_ci.high)}},
+         {"val_bpb_mean", number_or_null(row.bpb_mean)},
+         {"val_bpb_std", number_or_null(row.bpb_std)},
+         {"tokens_per_second", number_or_null(row.tokens_per_second)},
+         {"parameters", number_or_null(row.parameters)},
+         {"flops_per_token", number_or_null(row.flops_per_token)},
+         {"delta", number_or_null(row.delta)},
+         {"test", row.test},
+         {"p_value", number_or_null(row.p_value)}});
   }
   return nlohmann::json{{"ci_level", table.ci_level}, {"rows", rows}}.dump(2) + "\n";
 }

@@ -25,8 +25,8 @@ struct CompareRow {
   double parameters = kMissing;
   double flops_per_token = kMissing;
   bool is_baseline = false;
-  double delta = kMissing;   // loss_mean - baseline loss_mean
-  std::string test;          // "paired", "welch" or "" (baseline / too few runs)
+  double delta = kMissing;  // loss_mean - baseline loss_mean
+  std::string test;         // "paired", "welch" or "" (baseline / too few runs)
   double p_value = kMissing;
 };
 
@@ -38,7 +38,8 @@ struct CompareTable {
 
 // `baseline`: index of the baseline group. Runs without a validation loss are left out of
 // the loss statistics (they still count in n only when they have one).
-CompareTable build_compare_table(const std::vector<RunGroup>& groups, size_t baseline, double ci_level = 0.95);
+CompareTable build_compare_table(const std::vector<RunGroup>& groups, size_t baseline,
+                                 double ci_level = 0.95);
 
 std::string to_markdown(const CompareTable& table);
 std::string to_csv(const CompareTable& table);

@@ -20,7 +20,8 @@ namespace patchbay::analysis {
 void run_gnuplot(const std::filesystem::path& script);
 
 // Writes the two plots above into `out_dir`; returns the image paths written.
-std::vector<std::filesystem::path> write_compare_plots(const std::vector<RunGroup>& groups, const CompareTable& table,
+std::vector<std::filesystem::path> write_compare_plots(const std::vector<RunGroup>& groups,
+                                                       const CompareTable& table,
                                                        const std::filesystem::path& out_dir);
 
 // A label gnuplot prints as given: quotes dropped, gnuplot's enhanced-text characters escaped.

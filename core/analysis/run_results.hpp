@@ -19,14 +19,15 @@ inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 struct RunResult {
   std::filesystem::path dir;
   int64_t seed = 0;
-  std::string config_id;                     // hash of the config without seed, name and out_dir
-  std::map<std::string, std::string> flat;   // config key path -> value as TOML text (same exclusions)
-  double final_val_loss = kMissing;          // last evaluation
+  std::string config_id;  // hash of the config without seed, name and out_dir
+  std::map<std::string, std::string>
+      flat;                          // config key path -> value as TOML text (same exclusions)
+  double final_val_loss = kMissing;  // last evaluation
   double final_val_bpb = kMissing;
-  double tokens_per_second = kMissing;       // mean over logged steps after the first
-  double parameters = kMissing;              // model_size.json
+  double tokens_per_second = kMissing;  // mean over logged steps after the first
+  double parameters = kMissing;         // model_size.json
   double flops_per_token = kMissing;
-  double tokens = kMissing;                  // tokens trained at the last logged step
+  double tokens = kMissing;                           // tokens trained at the last logged step
   std::vector<std::pair<int64_t, double>> val_curve;  // (step, val_loss)
 };
 
@@ -39,7 +40,7 @@ std::vector<RunResult> collect_runs(const std::vector<std::filesystem::path>& pa
                                     std::vector<std::string>* skipped = nullptr);
 
 struct RunGroup {
-  std::string label;      // the config keys that differ between groups: "model.positional=\"rotary\""
+  std::string label;  // the config keys that differ between groups: "model.positional=\"rotary\""
   std::string config_id;
   std::vector<RunResult> runs;
 };

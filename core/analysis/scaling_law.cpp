@@ -36,7 +36,8 @@ double objective(unsigned n, const double* x, double* gradient, void* data) {
     const double w1 = std::exp(t1 - m), w2 = std::exp(t2 - m), w3 = std::exp(t3 - m);
     const double s = w1 + w2 + w3;
     const double r = m + std::log(s) - p.log_l[i];
-    const double huber = std::fabs(r) <= p.delta ? 0.5 * r * r : p.delta * (std::fabs(r) - 0.5 * p.delta);
+    const double huber =
+        std::fabs(r) <= p.delta ? 0.5 * r * r : p.delta * (std::fabs(r) - 0.5 * p.delta);
     const double slope = std::fabs(r) <= p.delta ? r : (r > 0 ? p.delta : -p.delta);
     total += p.weight[i] * huber;
     const double c = p.weight[i] * slope / s;
@@ -56,7 +57,8 @@ double objective(unsigned n, const double* x, double* gradient, void* data) {
 }
 
 // One L-BFGS run from `start`; returns (value, x) of the best point seen.
-std::pair<double, std::vector<double>> minimise(Problem& problem, const std::vector<double>& start) {
+std::pair<double, std::vector<double>> minimise(Problem& problem,
+                                                const std::vector<double>& start) {
   problem.best_value = std::numeric_limits<double>::infinity();
   problem.best_x = start;
   nlopt::opt opt(nlopt::LD_LBFGS, kParams);
@@ -94,16 +96,19 @@ Interval2 percentile_interval(std::vector<double> values, double level) {
 
 }  // namespace
 
-double ChinchillaLaw::loss(double n, double d) const { return E + A / std::pow(n, alpha) + B / std::pow(d, beta); }
+double ChinchillaLaw::loss(double n, double d) const {
+  return E + A / std::pow(n, alpha) + B / std::pow(d, beta);
+}
 
 ChinchillaLaw published_law(const std::string& name) {
   if (name == "chinchilla") return {1.69, 406.4, 410.7, 0.34, 0.28};
   if (name == "chinchilla-unrounded")
     return {std::exp(0.5267228), std::exp(6.0073404), std::exp(6.0179186), 0.33917084, 0.2849083};
   if (name == "epoch") return {1.8172, 482.01, 2085.43, 0.3478, 0.3658};
-  throw Error(ErrorKind::kInvalidArgument,
-              "unknown published constants '" + name +
-                  "'; expected chinchilla, chinchilla-unrounded, epoch or kaplan (or --fit FILE.json)");
+  throw Error(
+      ErrorKind::kInvalidArgument,
+      "unknown published constants '" + name +
+          "'; expected chinchilla, chinchilla-unrounded, epoch or kaplan (or --fit FILE.json)");
 }
 
 Allocation compute_optimal(const ChinchillaLaw& law, double flops) {
@@ -117,7 +122,8 @@ Allocation compute_optimal(const ChinchillaLaw& law, double flops) {
 
 Allocation kaplan_compute_optimal(double flops) {
   const double pf_days = flops / kPetaflopDay;
-  return {1.3e9 * std::pow(pf_days, 0.73), 2e10 * std::pow(pf_days, 0.27), std::numeric_limits<double>::quiet_NaN()};
+  return {1.3e9 * std::pow(pf_days, 0.73), 2e10 * std::pow(pf_days, 0.27),
+          std::numeric_limits<double>::quiet_NaN()};
 }
 
 double kaplan_loss_of_parameters(double parameters) { return std::pow(8.8e13 / parameters, 0.076); }
@@ -125,13 +131,16 @@ double kaplan_loss_of_parameters(double parameters) { return std::pow(8.8e13 / p
 ScalingFit fit_chinchilla(const std::vector<ScalingPoint>& points, const FitOptions& options) {
   if (points.size() < 5)
     throw Error(ErrorKind::kInvalidArgument,
-                "a scaling fit has 5 constants and needs at least 5 points (runs with a final validation loss); got " +
-                    std::to_string(points.size()) + ". Add model sizes or token budgets to the sweep.");
+                "a scaling fit has 5 constants and needs at least 5 points (runs with a final "
+                "validation loss); got " +
+                    std::to_string(points.size()) +
+                    ". Add model sizes or token budgets to the sweep.");
   Problem problem;
   problem.delta = options.huber_delta;
   for (const ScalingPoint& p : points) {
     if (!(p.parameters > 0 && p.tokens > 0 && p.loss > 0))
-      throw Error(ErrorKind::kInvalidArgument, "scaling point '" + p.label + "' needs N, D and L > 0");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "scaling point '" + p.label + "' needs N, D and L > 0");
     problem.log_n.push_back(std::log(p.parameters));
     problem.log_d.push_back(std::log(p.tokens));
     problem.log_l.push_back(std::log(p.loss));
@@ -149,8 +158,10 @@ ScalingFit fit_chinchilla(const std::vector<ScalingPoint>& points, const FitOpti
             results.push_back({value, {a, b, e, alpha, beta}});
             results.back().second.insert(results.back().second.end(), x.begin(), x.end());
           }
-  std::sort(results.begin(), results.end(), [](const auto& l, const auto& r) { return l.first < r.first; });
-  const std::vector<double> best(results.front().second.begin() + kParams, results.front().second.end());
+  std::sort(results.begin(), results.end(),
+            [](const auto& l, const auto& r) { return l.first < r.first; });
+  const std::vector<double> best(results.front().second.begin() + kParams,
+                                 results.front().second.end());
   ScalingFit fit;
   fit.law = law_from(best);
   fit.objective = results.front().first;
@@ -166,7 +177,8 @@ ScalingFit fit_chinchilla(const std::vector<ScalingPoint>& points, const FitOpti
     for (size_t i = 0; i < points.size(); ++i) problem.weight[pick(generator)] += 1.0;
     std::pair<double, std::vector<double>> chosen = minimise(problem, best);
     for (size_t s = 0; s < refit_starts; ++s) {
-      const std::vector<double> start(results[s].second.begin(), results[s].second.begin() + kParams);
+      const std::vector<double> start(results[s].second.begin(),
+                                      results[s].second.begin() + kParams);
       auto candidate = minimise(problem, start);
       if (candidate.first < chosen.first) chosen = candidate;
     }

@@ -32,7 +32,7 @@ struct ScalingPoint {
 struct ChinchillaLaw {
   double E = 0, A = 0, B = 0, alpha = 0, beta = 0;
   double loss(double n, double d) const;
-  double a() const { return beta / (alpha + beta); }  // N_opt ~ C^a
+  double a() const { return beta / (alpha + beta); }   // N_opt ~ C^a
   double b() const { return alpha / (alpha + beta); }  // D_opt ~ C^b
 };
 
@@ -54,7 +54,7 @@ double kaplan_loss_of_parameters(double parameters);
 struct FitOptions {
   double huber_delta = 1e-3;
   int bootstrap_resamples = 200;
-  double ci_level = 0.90;   // Hoffmann report 10th-90th percentiles
+  double ci_level = 0.90;  // Hoffmann report 10th-90th percentiles
   uint64_t seed = 42;
 };
 
@@ -64,8 +64,8 @@ struct Interval2 {
 
 struct ScalingFit {
   ChinchillaLaw law;
-  double objective = 0;        // sum of Huber terms at the optimum
-  int starts = 0;              // initialisations tried
+  double objective = 0;  // sum of Huber terms at the optimum
+  int starts = 0;        // initialisations tried
   int bootstrap_resamples = 0;
   // Bootstrap intervals (ci_level) of E, A, B, alpha, beta, a, b; zero-width without resamples.
   Interval2 E, A, B, alpha, beta, a, b;

@@ -22,7 +22,8 @@ ChinchillaLaw read_fit_json(const std::filesystem::path& file);
 
 // scaling_fit.{png,svg} (+ .dat/.gp) in `out_dir`: loss against tokens, one colour per model
 // size, points measured and lines the fit predicts.
-std::vector<std::filesystem::path> write_scaling_plot(const ScalingFit& fit, const std::vector<ScalingPoint>& points,
+std::vector<std::filesystem::path> write_scaling_plot(const ScalingFit& fit,
+                                                      const std::vector<ScalingPoint>& points,
                                                       const std::filesystem::path& out_dir);
 
 }  // namespace patchbay::analysis

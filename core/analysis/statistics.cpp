@@ -39,7 +39,8 @@ double mean(const std::vector<double>& values) {
 
 double sample_std(const std::vector<double>& values) { return std::sqrt(sample_variance(values)); }
 
-Interval bootstrap_mean_interval(const std::vector<double>& values, double level, int resamples, uint64_t seed) {
+Interval bootstrap_mean_interval(const std::vector<double>& values, double level, int resamples,
+                                 uint64_t seed) {
   if (values.empty()) return {kNaN, kNaN};
   if (values.size() == 1) return {values[0], values[0]};
   std::mt19937_64 generator(seed);
@@ -66,15 +67,17 @@ TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   const double vb = sample_variance(b) / static_cast<double>(b.size());
   TTest test;
   test.t = (mean(a) - mean(b)) / std::sqrt(va + vb);
-  test.degrees_of_freedom = (va + vb) * (va + vb) /
-                            (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
+  test.degrees_of_freedom =
+      (va + vb) * (va + vb) /
+      (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
   test.p_value = two_sided_p(test.t, test.degrees_of_freedom);
   return test;
 }
 
 TTest paired_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size())
-    throw Error(ErrorKind::kInvalidArgument, "a paired t-test needs two samples of the same length");
+    throw Error(ErrorKind::kInvalidArgument,
+                "a paired t-test needs two samples of the same length");
   if (a.size() < 2) return {kNaN, kNaN, kNaN};
   std::vector<double> differences(a.size());
   for (size_t i = 0; i < a.size(); ++i) differences[i] = a[i] - b[i];

@@ -20,8 +20,8 @@ struct Interval {
 // Percentile bootstrap of the mean: `resamples` resamples with replacement drawn by a
 // mt19937_64 seeded with `seed` (so reports are reproducible); the (1-level)/2 and
 // (1+level)/2 quantiles of the resampled means. n = 1 gives [x, x].
-Interval bootstrap_mean_interval(const std::vector<double>& values, double level = 0.95, int resamples = 10000,
-                                 uint64_t seed = 20240601);
+Interval bootstrap_mean_interval(const std::vector<double>& values, double level = 0.95,
+                                 int resamples = 10000, uint64_t seed = 20240601);
 
 struct TTest {
   double t = 0;

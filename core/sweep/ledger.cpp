@@ -25,7 +25,8 @@ class FileLock {
   explicit FileLock(const fs::path& path) {
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
-      throw Error(ErrorKind::kIo, "cannot open the ledger lock '" + path.string() + "': " + std::strerror(errno) +
+      throw Error(ErrorKind::kIo, "cannot open the ledger lock '" + path.string() +
+                                      "': " + std::strerror(errno) +
                                       "; check that the sweep directory is writable");
     while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
     }
@@ -56,14 +57,17 @@ nlohmann::json read_unlocked(const fs::path& path) {
     if (!document.contains("jobs")) document["jobs"] = nlohmann::json::object();
     return document;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::kIo, "the sweep ledger '" + path.string() + "' is not valid JSON (" + e.what() +
+    throw Error(ErrorKind::kIo, "the sweep ledger '" + path.string() + "' is not valid JSON (" +
+                                    e.what() +
                                     "); restore it or start the sweep in a new directory (--out)");
   }
 }
 
 }  // namespace
 
-bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+bool process_alive(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
 
 Ledger::Ledger(fs::path sweep_dir)
     : dir_(std::move(sweep_dir)), path_(dir_ / "ledger.json"), lock_path_(dir_ / "ledger.lock") {
@@ -90,15 +94,18 @@ void Ledger::reconcile(const std::vector<ResolvedJob>& jobs, const std::string& 
       bool present = false;
       for (const ResolvedJob& job : jobs) present = present || job.id == id;
       if (!present)
-        lost.push_back(id + " (" + entry.value("label", "?") + ", seed " + std::to_string(entry.value("seed", int64_t{0})) + ")");
+        lost.push_back(id + " (" + entry.value("label", "?") + ", seed " +
+                       std::to_string(entry.value("seed", int64_t{0})) + ")");
     }
     if (!lost.empty()) {
       std::string list;
       for (const std::string& item : lost) list += "\n  " + item;
       throw Error(ErrorKind::kInvalidArgument,
-                  "the sweep file changed in a way that alters finished jobs: " + std::to_string(lost.size()) +
-                      " job(s) the ledger " + path_.string() + " has as done are no longer in the sweep:" + list +
-                      "\nRestore the sweep file, or run the changed sweep in a new directory (--out DIR or a new "
+                  "the sweep file changed in a way that alters finished jobs: " +
+                      std::to_string(lost.size()) + " job(s) the ledger " + path_.string() +
+                      " has as done are no longer in the sweep:" + list +
+                      "\nRestore the sweep file, or run the changed sweep in a new directory "
+                      "(--out DIR or a new "
                       "name = ...). Adding jobs (more seeds, more values) is allowed.");
     }
     // Unfinished entries of jobs no longer in the sweep (values removed) are dropped.
@@ -141,7 +148,8 @@ bool claim_job(const fs::path& run_dir) {
       return true;
     }
     if (errno != EEXIST)
-      throw Error(ErrorKind::kIo, "cannot create the claim " + claim.string() + ": " + std::strerror(errno));
+      throw Error(ErrorKind::kIo,
+                  "cannot create the claim " + claim.string() + ": " + std::strerror(errno));
     long holder = 0;
     std::ifstream(claim) >> holder;
     if (process_alive(holder) && holder != ::getpid()) return false;

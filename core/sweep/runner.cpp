@@ -56,7 +56,8 @@ int run_child(const ResolvedJob& job, const RunnerOptions& options, int slot) {
   std::vector<std::string> args{options.executable.string()};
   args.insert(args.end(), options.global_args.begin(), options.global_args.end());
   args.insert(args.end(), {"train", (job.run_dir / "job.toml").string(), "--no-progress"});
-  const bool has_checkpoint = fs::exists(job.run_dir / "checkpoints") && !fs::is_empty(job.run_dir / "checkpoints");
+  const bool has_checkpoint =
+      fs::exists(job.run_dir / "checkpoints") && !fs::is_empty(job.run_dir / "checkpoints");
   if (has_checkpoint) {
     args.insert(args.end(), {"--resume", job.run_dir.string()});
   } else {
@@ -74,13 +75,15 @@ int run_child(const ResolvedJob& job, const RunnerOptions& options, int slot) {
   const std::string log = (job.run_dir / "sweep_job.log").string();
   {
     std::ofstream header(log, std::ios::app);
-    header << "=== sweep: " << (has_checkpoint ? "resuming" : "starting") << " job " << job.id << ":";
+    header << "=== sweep: " << (has_checkpoint ? "resuming" : "starting") << " job " << job.id
+           << ":";
     for (const std::string& a : args) header << " " << a;
     header << "\n";
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) throw Error(ErrorKind::kIo, std::string("cannot start a job process: ") + std::strerror(errno));
+  if (pid < 0)
+    throw Error(ErrorKind::kIo, std::string("cannot start a job process: ") + std::strerror(errno));
   if (pid == 0) {
     // Only async-signal-safe calls until exec.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -118,20 +121,22 @@ std::string file_tail(const fs::path& path, int lines) {
   return text;
 }
 
-SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& sweep_dir, const std::string& sweep_file,
-                      const RunnerOptions& options) {
+SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& sweep_dir,
+                      const std::string& sweep_file, const RunnerOptions& options) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options.slots < 1 || options.threads_per_job < 1 || options.slots * options.threads_per_job > cores)
+  if (options.slots < 1 || options.threads_per_job < 1 ||
+      options.slots * options.threads_per_job > cores)
     throw Error(ErrorKind::kInvalidArgument,
                 "slots (" + std::to_string(options.slots) + ") x threads per job (" +
-                    std::to_string(options.threads_per_job) + ") must be between 1 and the " + std::to_string(cores) +
-                    " cores of this machine; lower --jobs or --threads");
+                    std::to_string(options.threads_per_job) + ") must be between 1 and the " +
+                    std::to_string(cores) + " cores of this machine; lower --jobs or --threads");
   if (options.slots > kMaxChildren) throw Error(ErrorKind::kInvalidArgument, "at most 256 slots");
   const Ledger ledger(sweep_dir);
   ledger.reconcile(jobs, sweep_file);
   for (const ResolvedJob& job : jobs) {
     fs::create_directories(job.run_dir);
-    if (!fs::exists(job.run_dir / "job.toml")) run::write_text_atomically(job.run_dir / "job.toml", job.frozen_toml);
+    if (!fs::exists(job.run_dir / "job.toml"))
+      run::write_text_atomically(job.run_dir / "job.toml", job.frozen_toml);
   }
 
   SweepReport report;
@@ -152,11 +157,13 @@ SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& swee
   int running = 0;
   std::vector<double> finished_seconds;  // durations for the ETA, earlier runs' included
   for (const auto& [id, entry] : ledger.read()["jobs"].items())
-    if (entry.value("state", "") == "done" && entry.contains("seconds")) finished_seconds.push_back(entry["seconds"]);
+    if (entry.value("state", "") == "done" && entry.contains("seconds"))
+      finished_seconds.push_back(entry["seconds"]);
   std::atomic<bool> stop{false};
   g_stop_signal.store(0);
   for (auto& child : g_children) child.store(0);
-  struct sigaction action{}, old_int{}, old_term{};
+  struct sigaction action {
+  }, old_int{}, old_term{};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGINT, &action, &old_int);
@@ -173,8 +180,9 @@ SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& swee
       mean /= static_cast<double>(finished_seconds.size());
       eta = format_duration(mean * remaining / options.slots);
     }
-    std::cerr << "sweep: " << finished << "/" << report.total << " done, " << running << " running, "
-              << report.failed << " failed, " << queue.size() << " queued; ETA " << eta << std::endl;
+    std::cerr << "sweep: " << finished << "/" << report.total << " done, " << running
+              << " running, " << report.failed << " failed, " << queue.size() << " queued; ETA "
+              << eta << std::endl;
   };
 
   auto slot_loop = [&](int slot) {
@@ -227,8 +235,8 @@ SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& swee
         ++report.failed;
         JobFailure failure{job->id, job->spec.label(), code,
                            file_tail(job->run_dir / "sweep_job.log", options.log_tail_lines)};
-        std::cerr << "sweep: job " << job->id << " (" << failure.label << ") failed with exit code " << code
-                  << "; log: " << (job->run_dir / "sweep_job.log").string() << "\n";
+        std::cerr << "sweep: job " << job->id << " (" << failure.label << ") failed with exit code "
+                  << code << "; log: " << (job->run_dir / "sweep_job.log").string() << "\n";
         report.failures.push_back(std::move(failure));
         if (options.fail_fast && !stop.exchange(true)) {
           std::cerr << "sweep: --fail-fast: stopping the running jobs\n";

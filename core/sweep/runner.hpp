@@ -22,24 +22,24 @@ struct RunnerOptions {
   int slots = 1;
   int threads_per_job = 1;
   bool fail_fast = false;
-  bool progress = true;                  // a progress line on stderr after every change
+  bool progress = true;  // a progress line on stderr after every change
   int log_tail_lines = 15;
 };
 
 struct JobFailure {
   std::string id;
   std::string label;
-  int exit_code = 0;       // the child's exit status, or 128 + signal
-  std::string log_tail;    // last lines of <run_dir>/sweep_job.log
+  int exit_code = 0;     // the child's exit status, or 128 + signal
+  std::string log_tail;  // last lines of <run_dir>/sweep_job.log
 };
 
 struct SweepReport {
   int total = 0;
-  int skipped = 0;         // already done before this run
-  int done = 0;            // finished in this run
+  int skipped = 0;  // already done before this run
+  int done = 0;     // finished in this run
   int failed = 0;
-  int not_run = 0;         // claimed elsewhere, or left after fail-fast / a stop signal
-  bool stopped = false;    // fail-fast or a signal stopped the sweep
+  int not_run = 0;       // claimed elsewhere, or left after fail-fast / a stop signal
+  bool stopped = false;  // fail-fast or a signal stopped the sweep
   std::vector<JobFailure> failures;
 };
 

@@ -17,7 +17,8 @@ void erase_key(toml::table& table, const std::string& path) {
   size_t start = 0;
   while (true) {
     const size_t dot = path.find('.', start);
-    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (dot == std::string::npos) {
       current->erase(key);
       return;
@@ -37,18 +38,21 @@ std::string hex16(uint64_t value) {
 
 }  // namespace
 
-std::string config_hash(const config::ResolvedConfig& config, const std::vector<std::string>& drop_keys) {
+std::string config_hash(const config::ResolvedConfig& config,
+                        const std::vector<std::string>& drop_keys) {
   config::ResolvedConfig copy = config;
   for (const std::string& key : drop_keys) erase_key(copy.table(), key);
   return hex16(data::fnv1a64(config::to_toml(copy)));
 }
 
-std::filesystem::path sweep_directory(const SweepSpec& spec, const std::filesystem::path& out_override) {
+std::filesystem::path sweep_directory(const SweepSpec& spec,
+                                      const std::filesystem::path& out_override) {
   return out_override.empty() ? spec.output_dir / spec.name : out_override;
 }
 
 std::vector<ResolvedJob> resolve_jobs(const SweepSpec& spec, const std::vector<JobSpec>& jobs,
-                                      const ConfigValidator& validate, const std::filesystem::path& sweep_dir) {
+                                      const ConfigValidator& validate,
+                                      const std::filesystem::path& sweep_dir) {
   std::vector<ResolvedJob> resolved;
   std::vector<config::ConfigIssue> issues;
   for (const JobSpec& job : jobs) {

@@ -16,7 +16,7 @@ namespace patchbay::sweep {
 
 struct ResolvedJob {
   JobSpec spec;
-  std::string id;         // 16 hex digits: fnv1a64 of the resolved config without run.name / train.out_dir
+  std::string id;  // 16 hex digits: fnv1a64 of the resolved config without run.name / train.out_dir
   std::string config_id;  // the same without the seed: jobs that differ only by seed share it
   std::filesystem::path run_dir;
   std::string frozen_toml;  // the resolved config the job trains, train.out_dir = run_dir
@@ -30,12 +30,15 @@ using ConfigValidator = std::function<void(config::ResolvedConfig&)>;
 // is tried; if any fails, one ConfigError lists every failing job's problems (each issue's
 // key path prefixed with "job N (label)").
 std::vector<ResolvedJob> resolve_jobs(const SweepSpec& spec, const std::vector<JobSpec>& jobs,
-                                      const ConfigValidator& validate, const std::filesystem::path& sweep_dir);
+                                      const ConfigValidator& validate,
+                                      const std::filesystem::path& sweep_dir);
 
 // Hash of a resolved config's TOML text with `drop_keys` ("run.name") removed, as 16 hex digits.
-std::string config_hash(const config::ResolvedConfig& config, const std::vector<std::string>& drop_keys);
+std::string config_hash(const config::ResolvedConfig& config,
+                        const std::vector<std::string>& drop_keys);
 
 // The sweep directory: --out when given, else <output_dir>/<name>.
-std::filesystem::path sweep_directory(const SweepSpec& spec, const std::filesystem::path& out_override);
+std::filesystem::path sweep_directory(const SweepSpec& spec,
+                                      const std::filesystem::path& out_override);
 
 }  // namespace patchbay::sweep

@@ -1,12 +1,12 @@
 // Parsing a sweep file and expanding it into jobs; see sweep_spec.hpp for the format.
 #include "sweep/sweep_spec.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 #include "config/config_error.hpp"
 #include "sweep/toml_value_text.hpp"
@@ -20,8 +20,8 @@ using config::ConfigIssue;
 int64_t line_of(const toml::node& node) { return static_cast<int64_t>(node.source().begin.line); }
 
 [[noreturn]] void fail(const std::string& file, const toml::node* node, const std::string& key,
-                       const std::string& problem, const std::string& expected, const std::string& found,
-                       const std::string& fix) {
+                       const std::string& problem, const std::string& expected,
+                       const std::string& found, const std::string& fix) {
   ConfigIssue issue;
   issue.where = {file, node != nullptr ? line_of(*node) : 0};
   issue.key_path = key;
@@ -34,22 +34,32 @@ int64_t line_of(const toml::node& node) { return static_cast<int64_t>(node.sourc
 
 std::string type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    default: return "a date/time";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date/time";
   }
 }
 
-std::vector<SweepSpec::Axis> read_axes(const std::string& file, const toml::table& table, const std::string& section) {
+std::vector<SweepSpec::Axis> read_axes(const std::string& file, const toml::table& table,
+                                       const std::string& section) {
   // TOML++ iterates keys sorted; axes keep the order they are written in (line, column).
   std::vector<std::pair<toml::source_position, std::string>> order;
-  for (const auto& [key, node] : table) order.push_back({node.source().begin, std::string(key.str())});
+  for (const auto& [key, node] : table)
+    order.push_back({node.source().begin, std::string(key.str())});
   std::sort(order.begin(), order.end(), [](const auto& l, const auto& r) {
-    return l.first.line != r.first.line ? l.first.line < r.first.line : l.first.column < r.first.column;
+    return l.first.line != r.first.line ? l.first.line < r.first.line
+                                        : l.first.column < r.first.column;
   });
   std::vector<SweepSpec::Axis> axes;
   for (const auto& [position, key_text] : order) {
@@ -60,7 +70,8 @@ std::vector<SweepSpec::Axis> read_axes(const std::string& file, const toml::tabl
     if (values == nullptr || values->empty())
       fail(file, &node, where, "an axis needs a non-empty list of values", "[value, value, ...]",
            values == nullptr ? type_name(node) : "an empty list",
-           "write the key path as the axis name and its values as a list: \"train.lr\" = [1e-3, 3e-3]");
+           "write the key path as the axis name and its values as a list: \"train.lr\" = [1e-3, "
+           "3e-3]");
     SweepSpec::Axis axis{std::string(key.str()), {}};
     for (const toml::node& value : *values) axis.values.push_back(toml_value_text(value));
     axes.push_back(std::move(axis));
@@ -68,11 +79,13 @@ std::vector<SweepSpec::Axis> read_axes(const std::string& file, const toml::tabl
   return axes;
 }
 
-std::vector<SweepSpec::Axis> read_zip(const std::string& file, const toml::table& table, const std::string& section) {
+std::vector<SweepSpec::Axis> read_zip(const std::string& file, const toml::table& table,
+                                      const std::string& section) {
   std::vector<SweepSpec::Axis> axes = read_axes(file, table, section);
   for (const SweepSpec::Axis& axis : axes) {
     if (axis.values.size() != axes.front().values.size())
-      fail(file, table.get(axis.path), section + "." + axis.path, "zipped lists must have the same length",
+      fail(file, table.get(axis.path), section + "." + axis.path,
+           "zipped lists must have the same length",
            std::to_string(axes.front().values.size()) + " values (as " + axes.front().path + ")",
            std::to_string(axis.values.size()) + " values",
            "give every list in one [zip] group the same length, or use [grid] for a product");
@@ -103,12 +116,13 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& source_na
   }
   SweepSpec spec;
   spec.file = source_name;
-  static const std::set<std::string> known = {"base", "name", "output_dir", "set", "seeds", "seed_key",
-                                              "grid", "zip", "ofat"};
+  static const std::set<std::string> known = {"base",     "name", "output_dir", "set", "seeds",
+                                              "seed_key", "grid", "zip",        "ofat"};
   for (const auto& [key, node] : root) {
     if (known.count(std::string(key.str())) == 0)
       fail(source_name, &node, std::string(key.str()), "unknown key in a sweep file",
-           "one of base, name, output_dir, set, seeds, seed_key, [grid], [zip], [ofat]", std::string(key.str()),
+           "one of base, name, output_dir, set, seeds, seed_key, [grid], [zip], [ofat]",
+           std::string(key.str()),
            "axes go under [grid], [zip] or [ofat]; see configs/sweeps/ for examples");
   }
   auto string_key = [&](const char* key, bool required) -> std::string {
@@ -130,7 +144,9 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& source_na
   if (const std::string key = string_key("seed_key", false); !key.empty()) spec.seed_key = key;
   if (const toml::node* node = root.get("set")) {
     const toml::array* list = node->as_array();
-    if (list == nullptr) fail(source_name, node, "set", "wrong type", "a list of \"path=value\" strings", type_name(*node), "write set = [\"train.max_steps=200\"]");
+    if (list == nullptr)
+      fail(source_name, node, "set", "wrong type", "a list of \"path=value\" strings",
+           type_name(*node), "write set = [\"train.max_steps=200\"]");
     for (const toml::node& item : *list) {
       if (!item.is_string() || item.as_string()->get().find('=') == std::string::npos)
         fail(source_name, &item, "set", "bad override", "\"path=value\"", toml_value_text(item),
@@ -141,10 +157,12 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& source_na
   if (const toml::node* node = root.get("seeds")) {
     const toml::array* list = node->as_array();
     if (list == nullptr || list->empty())
-      fail(source_name, node, "seeds", "wrong type", "a non-empty list of integers", type_name(*node), "write seeds = [0, 1, 2]");
+      fail(source_name, node, "seeds", "wrong type", "a non-empty list of integers",
+           type_name(*node), "write seeds = [0, 1, 2]");
     for (const toml::node& item : *list) {
       if (!item.is_integer())
-        fail(source_name, &item, "seeds", "wrong type", "integers", type_name(item), "write seeds = [0, 1, 2]");
+        fail(source_name, &item, "seeds", "wrong type", "integers", type_name(item),
+             "write seeds = [0, 1, 2]");
       spec.seeds.push_back(item.as_integer()->get());
     }
   }
@@ -161,8 +179,10 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& source_na
   if (const toml::node* zip = root.get("zip")) {
     if (const toml::table* table = zip->as_table()) {
       spec.zips.push_back(read_zip(source_name, *table, "zip"));
-    } else if (const toml::array* groups = zip->as_array(); groups != nullptr && groups->is_array_of_tables()) {
-      for (const toml::node& group : *groups) spec.zips.push_back(read_zip(source_name, *group.as_table(), "zip"));
+    } else if (const toml::array* groups = zip->as_array();
+               groups != nullptr && groups->is_array_of_tables()) {
+      for (const toml::node& group : *groups)
+        spec.zips.push_back(read_zip(source_name, *group.as_table(), "zip"));
     } else {
       fail(source_name, zip, "zip", "wrong type", "[zip] or [[zip]] tables", type_name(*zip),
            "write [zip] then lists of equal length");
@@ -197,12 +217,14 @@ std::vector<JobSpec> expand_jobs(const SweepSpec& spec) {
   for (const std::vector<SweepSpec::Axis>& zip : spec.zips) {
     std::vector<Alternative> alternatives(zip.front().values.size());
     for (const SweepSpec::Axis& axis : zip)
-      for (size_t i = 0; i < axis.values.size(); ++i) alternatives[i].push_back({axis.path, axis.values[i]});
+      for (size_t i = 0; i < axis.values.size(); ++i)
+        alternatives[i].push_back({axis.path, axis.values[i]});
     factors.push_back(std::move(alternatives));
   }
   if (!spec.ofat.empty()) {
     Alternative baseline;
-    for (const SweepSpec::Axis& axis : spec.ofat) baseline.push_back({axis.path, axis.values.front()});
+    for (const SweepSpec::Axis& axis : spec.ofat)
+      baseline.push_back({axis.path, axis.values.front()});
     std::vector<Alternative> alternatives{baseline};
     for (size_t a = 0; a < spec.ofat.size(); ++a)
       for (size_t v = 1; v < spec.ofat[a].values.size(); ++v) {
@@ -225,7 +247,10 @@ std::vector<JobSpec> expand_jobs(const SweepSpec& spec) {
       --f;
       if (++digit[f] < factors[f].size()) break;
       digit[f] = 0;
-      if (f == 0) { f = factors.size() + 1; break; }
+      if (f == 0) {
+        f = factors.size() + 1;
+        break;
+      }
     }
     if (factors.empty() || f == factors.size() + 1) break;
   }

@@ -10,7 +10,8 @@
 //   set = ["train.max_steps=200"]      # fixed overrides applied to every job, first
 //   seeds = [0, 1, 2]                  # seed axis (innermost); key seed_key = "run.seed"
 //   [grid]   "model.positional" = ["learned", "rotary"]   # Cartesian product, last axis fastest
-//   [zip]    "model.d_model" = [64, 128]                   # lists stepped together (equal lengths);
+//   [zip]    "model.d_model" = [64, 128]                   # lists stepped together (equal
+//   lengths);
 //            "model.n_heads" = [2, 4]                      #   [[zip]] for several groups
 //   [ofat]   "train.lr" = [1e-3, 3e-3, 1e-2]               # one factor at a time: the first value
 //                                                          #   of every axis is the baseline
@@ -34,8 +35,8 @@ struct Override {
 };
 
 struct JobSpec {
-  size_t index = 0;                  // position in expansion order
-  std::vector<Override> overrides;   // the axis values of this job (fixed `set` not included)
+  size_t index = 0;                 // position in expansion order
+  std::vector<Override> overrides;  // the axis values of this job (fixed `set` not included)
   bool has_seed = false;
   int64_t seed = 0;
   // Overrides that make the job, in order: the sweep's fixed ones, the axis values, the seed.
@@ -51,7 +52,7 @@ struct SweepSpec {
   std::filesystem::path output_dir = "runs/sweeps";
   std::vector<std::string> fixed_overrides;
   std::string seed_key = "run.seed";
-  std::vector<int64_t> seeds;         // empty: no seed axis
+  std::vector<int64_t> seeds;  // empty: no seed axis
   struct Axis {
     std::string path;
     std::vector<std::string> values;  // TOML text of each value

@@ -1,8 +1,8 @@
 // Writing one TOML value as text; see toml_value_text.hpp.
 #include "sweep/toml_value_text.hpp"
 
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -45,7 +45,8 @@ std::string toml_value_text(const toml::node& node) {
   }
   if (const toml::array* array = node.as_array()) {
     std::string text = "[";
-    for (size_t i = 0; i < array->size(); ++i) text += (i ? ", " : "") + toml_value_text(*array->get(i));
+    for (size_t i = 0; i < array->size(); ++i)
+      text += (i ? ", " : "") + toml_value_text(*array->get(i));
     return text + "]";
   }
   if (const auto* string = node.as_string()) return quoted(string->get());

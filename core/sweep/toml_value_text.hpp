@@ -3,9 +3,9 @@
 // tables inline ({ kind = "sgd", momentum = 0.9 }).
 #pragma once
 
-#include <string>
-
 #include <toml++/toml.h>
+
+#include <string>
 
 namespace patchbay::sweep {
 

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cmath>
-
 #include <filesystem>
 #include <fstream>
 
@@ -21,21 +20,27 @@ namespace fs = std::filesystem;
 namespace {
 
 struct TempFolder {
-  fs::path path = fs::temp_directory_path() / ("patchbay_compare_test_" + std::to_string(::getpid()));
-  TempFolder() { fs::remove_all(path); fs::create_directories(path); }
+  fs::path path =
+      fs::temp_directory_path() / ("patchbay_compare_test_" + std::to_string(::getpid()));
+  TempFolder() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
   ~TempFolder() { fs::remove_all(path); }
 };
 
 void write_run(const fs::path& dir, const std::string& positional, int seed, double final_loss) {
   fs::create_directories(dir);
-  std::ofstream(dir / "config.toml") << "[run]\nname = \"" << dir.filename().string() << "\"\nseed = " << seed
-                                     << "\n[model]\npositional = \"" << positional << "\"\nd_model = 64\n";
+  std::ofstream(dir / "config.toml")
+      << "[run]\nname = \"" << dir.filename().string() << "\"\nseed = " << seed
+      << "\n[model]\npositional = \"" << positional << "\"\nd_model = 64\n";
   std::ofstream metrics(dir / "metrics.jsonl");
   metrics << "{\"step\":10,\"loss\":3.0,\"tokens_per_second\":1000,\"tokens\":1000}\n"
           << "{\"step\":20,\"loss\":2.5,\"tokens_per_second\":1200,\"tokens\":2000}\n"
           << "{\"step\":20,\"val_loss\":" << final_loss + 0.5 << ",\"val_bpb\":1.0}\n"
           << "{\"step\":40,\"loss\":2.0,\"tokens_per_second\":1400,\"tokens\":4000}\n"
-          << "{\"step\":40,\"val_loss\":" << final_loss << ",\"val_bpb\":" << final_loss / std::log(2.0) << "}\n";
+          << "{\"step\":40,\"val_loss\":" << final_loss
+          << ",\"val_bpb\":" << final_loss / std::log(2.0) << "}\n";
   std::ofstream(dir / "model_size.json") << "{\"parameters\": 12345, \"flops_per_token\": 8.5e4}\n";
 }
 

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "../train/train_fixture.hpp"
@@ -44,8 +44,10 @@ struct Result {
 };
 
 Result patchbay_cli(const std::string& arguments) {
-  const fs::path log = fs::temp_directory_path() / ("patchbay_sweep_cli_" + std::to_string(::getpid()) + ".log");
-  const std::string command = std::string(PATCHBAY_EXECUTABLE) + " " + arguments + " > " + log.string() + " 2>&1";
+  const fs::path log =
+      fs::temp_directory_path() / ("patchbay_sweep_cli_" + std::to_string(::getpid()) + ".log");
+  const std::string command =
+      std::string(PATCHBAY_EXECUTABLE) + " " + arguments + " > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream in(log);
   std::stringstream text;
@@ -76,8 +78,10 @@ TEST_CASE("every job is validated before launch; ids are stable and differ betwe
   };
   const fs::path base = folder.path / "base.toml";
   const sweep::SweepSpec good = sweep::parse_sweep_spec(
-      "base = \"" + base.string() + "\"\nseeds = [0, 1]\n[grid]\n\"train.lr\" = [0.01, 0.02]\n", "s.toml", "/");
-  const auto jobs = sweep::resolve_jobs(good, sweep::expand_jobs(good), validate, folder.path / "sw");
+      "base = \"" + base.string() + "\"\nseeds = [0, 1]\n[grid]\n\"train.lr\" = [0.01, 0.02]\n",
+      "s.toml", "/");
+  const auto jobs =
+      sweep::resolve_jobs(good, sweep::expand_jobs(good), validate, folder.path / "sw");
   REQUIRE(jobs.size() == 4);
   std::set<std::string> ids;
   for (const auto& job : jobs) ids.insert(job.id);
@@ -87,43 +91,53 @@ TEST_CASE("every job is validated before launch; ids are stable and differ betwe
   CHECK(jobs[0].run_dir == folder.path / "sw" / "runs" / jobs[0].id);
   CHECK(jobs[0].frozen_toml.find(jobs[0].run_dir.string()) != std::string::npos);
   // Same sweep again (and the same config reached through another file): same ids.
-  const auto again = sweep::resolve_jobs(good, sweep::expand_jobs(good), validate, folder.path / "other");
+  const auto again =
+      sweep::resolve_jobs(good, sweep::expand_jobs(good), validate, folder.path / "other");
   CHECK(again[3].id == jobs[3].id);
 
   // A typo in the third value only: the whole sweep fails before anything runs, naming the job.
   const sweep::SweepSpec typo = sweep::parse_sweep_spec(
-      "base = \"" + base.string() + "\"\n[grid]\n\"model.positional\" = [\"learned\", \"rotary\", \"rotray\"]\n",
+      "base = \"" + base.string() +
+          "\"\n[grid]\n\"model.positional\" = [\"learned\", \"rotary\", \"rotray\"]\n",
       "s.toml", "/");
-  CHECK_THROWS_WITH_AS(sweep::resolve_jobs(typo, sweep::expand_jobs(typo), validate, folder.path / "t"),
-                       doctest::Contains("job 2 (model.positional=\"rotray\")"), config::ConfigError);
+  CHECK_THROWS_WITH_AS(
+      sweep::resolve_jobs(typo, sweep::expand_jobs(typo), validate, folder.path / "t"),
+      doctest::Contains("job 2 (model.positional=\"rotray\")"), config::ConfigError);
   CHECK_FALSE(fs::exists(folder.path / "t"));
 
   // Through the CLI: --dry-run lists every job, a typo exits with the config code (3).
-  std::ofstream(folder.path / "typo.toml") << "base = \"base.toml\"\n[grid]\n\"train.lrr\" = [0.1]\n";
-  const Result bad = patchbay_cli("sweep " + (folder.path / "typo.toml").string() + " --out " + (folder.path / "t").string());
+  std::ofstream(folder.path / "typo.toml")
+      << "base = \"base.toml\"\n[grid]\n\"train.lrr\" = [0.1]\n";
+  const Result bad = patchbay_cli("sweep " + (folder.path / "typo.toml").string() + " --out " +
+                                  (folder.path / "t").string());
   CHECK(bad.code == 3);
   CHECK(bad.output.find("train.lrr") != std::string::npos);
-  std::ofstream(folder.path / "ok.toml") << "base = \"base.toml\"\nseeds = [0, 1]\n[ofat]\n\"train.lr\" = [0.01, 0.02]\n";
-  const Result dry = patchbay_cli("sweep " + (folder.path / "ok.toml").string() + " --dry-run --out " +
-                                  (folder.path / "d").string());
+  std::ofstream(folder.path / "ok.toml")
+      << "base = \"base.toml\"\nseeds = [0, 1]\n[ofat]\n\"train.lr\" = [0.01, 0.02]\n";
+  const Result dry = patchbay_cli("sweep " + (folder.path / "ok.toml").string() +
+                                  " --dry-run --out " + (folder.path / "d").string());
   CHECK(dry.code == 0);
   CHECK(dry.output.find("--set train.lr=0.02 --set run.seed=1") != std::string::npos);
   CHECK_FALSE(fs::exists(folder.path / "d" / "ledger.json"));
 }
 
-TEST_CASE("a sweep killed mid-job resumes from the checkpoint; finished jobs are skipped; a changed file is refused") {
+TEST_CASE(
+    "a sweep killed mid-job resumes from the checkpoint; finished jobs are skipped; a changed file "
+    "is refused") {
   Folder folder;
   write_base(folder.path);
   const fs::path sweep_file = folder.path / "resume.toml";
-  std::ofstream(sweep_file) << "base = \"base.toml\"\nset = [\"train.max_steps=400\", \"train.checkpoint_every=5\", "
-                               "\"train.eval_every=200\", \"train.log_every=50\"]\nseeds = [0, 1]\n";
+  std::ofstream(sweep_file)
+      << "base = \"base.toml\"\nset = [\"train.max_steps=400\", \"train.checkpoint_every=5\", "
+         "\"train.eval_every=200\", \"train.log_every=50\"]\nseeds = [0, 1]\n";
   const fs::path sweep_dir = folder.path / "sw";
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     const std::string out = sweep_dir.string();
-    ::execl(PATCHBAY_EXECUTABLE, PATCHBAY_EXECUTABLE, "sweep", sweep_file.c_str(), "--out", out.c_str(), "--jobs", "1",
-            "--threads", "1", "--no-progress", static_cast<char*>(nullptr));
+    ::execl(PATCHBAY_EXECUTABLE, PATCHBAY_EXECUTABLE, "sweep", sweep_file.c_str(), "--out",
+            out.c_str(), "--jobs", "1", "--threads", "1", "--no-progress",
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   // Wait for a checkpoint of the first job, then kill the sweep (its child dies with it).
@@ -132,7 +146,8 @@ TEST_CASE("a sweep killed mid-job resumes from the checkpoint; finished jobs are
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (fs::exists(sweep_dir / "runs"))
       for (const auto& run : fs::directory_iterator(sweep_dir / "runs"))
-        checkpointed = checkpointed || (fs::exists(run.path() / "checkpoints") && !fs::is_empty(run.path() / "checkpoints"));
+        checkpointed = checkpointed || (fs::exists(run.path() / "checkpoints") &&
+                                        !fs::is_empty(run.path() / "checkpoints"));
   }
   ::kill(pid, SIGKILL);
   int status = 0;
@@ -141,7 +156,8 @@ TEST_CASE("a sweep killed mid-job resumes from the checkpoint; finished jobs are
   const nlohmann::json before = ledger(sweep_dir);
   CHECK(count_state(before, "done") < 2);
 
-  const Result resumed = patchbay_cli("sweep " + sweep_file.string() + " --out " + sweep_dir.string() + " --jobs 1 --threads 1");
+  const Result resumed = patchbay_cli("sweep " + sweep_file.string() + " --out " +
+                                      sweep_dir.string() + " --jobs 1 --threads 1");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   const nlohmann::json after = ledger(sweep_dir);
@@ -159,9 +175,11 @@ TEST_CASE("a sweep killed mid-job resumes from the checkpoint; finished jobs are
   CHECK(skip.code == 0);
   CHECK(skip.output.find("0 finished now, 2 already done") != std::string::npos);
   // Adding a seed is allowed (dry run only); changing what finished jobs are is refused.
-  std::ofstream(sweep_file) << "base = \"base.toml\"\nset = [\"train.max_steps=300\", \"train.checkpoint_every=5\", "
-                               "\"train.eval_every=200\", \"train.log_every=50\"]\nseeds = [0, 1]\n";
-  const Result changed = patchbay_cli("sweep " + sweep_file.string() + " --out " + sweep_dir.string());
+  std::ofstream(sweep_file)
+      << "base = \"base.toml\"\nset = [\"train.max_steps=300\", \"train.checkpoint_every=5\", "
+         "\"train.eval_every=200\", \"train.log_every=50\"]\nseeds = [0, 1]\n";
+  const Result changed =
+      patchbay_cli("sweep " + sweep_file.string() + " --out " + sweep_dir.string());
   CHECK(changed.code != 0);
   CHECK(changed.output.find("changed in a way that alters finished jobs") != std::string::npos);
 }
@@ -172,19 +190,23 @@ TEST_CASE("failure policy: a failing job does not stop the sweep; --fail-fast do
   // Jobs with train.seq_len 48 pass validation but fail when they run (longer than the
   // model's context of 32).
   const fs::path sweep_file = folder.path / "fail.toml";
-  std::ofstream(sweep_file) << "base = \"base.toml\"\n[grid]\n\"train.seq_len\" = [16, 48]\n\"train.lr\" = [0.01, 0.02]\n";
-  const Result all = patchbay_cli("sweep " + sweep_file.string() + " --out " + (folder.path / "a").string() +
-                                  " --jobs 1 --threads 1 --no-progress");
+  std::ofstream(sweep_file) << "base = \"base.toml\"\n[grid]\n\"train.seq_len\" = [16, "
+                               "48]\n\"train.lr\" = [0.01, 0.02]\n";
+  const Result all =
+      patchbay_cli("sweep " + sweep_file.string() + " --out " + (folder.path / "a").string() +
+                   " --jobs 1 --threads 1 --no-progress");
   CHECK(all.code == 1);
   const nlohmann::json l = ledger(folder.path / "a");
   CHECK(count_state(l, "done") == 2);
   CHECK(count_state(l, "failed") == 2);
   CHECK(all.output.find("FAILED job") != std::string::npos);
-  CHECK(all.output.find("exceeds model.context_length") != std::string::npos);  // the log tail names the cause
+  CHECK(all.output.find("exceeds model.context_length") !=
+        std::string::npos);  // the log tail names the cause
 
   std::ofstream(sweep_file) << "base = \"base.toml\"\n[grid]\n\"train.seq_len\" = [48, 16]\n";
-  const Result fast = patchbay_cli("sweep " + sweep_file.string() + " --out " + (folder.path / "f").string() +
-                                   " --jobs 1 --threads 1 --fail-fast --no-progress");
+  const Result fast =
+      patchbay_cli("sweep " + sweep_file.string() + " --out " + (folder.path / "f").string() +
+                   " --jobs 1 --threads 1 --fail-fast --no-progress");
   CHECK(fast.code == 1);
   const nlohmann::json lf = ledger(folder.path / "f");
   CHECK(count_state(lf, "failed") == 1);
