@@ -56,8 +56,9 @@ int run_child(const ResolvedJob& job, const RunnerOptions& options, int slot) {
   std::vector<std::string> args{options.executable.string()};
   args.insert(args.end(), options.global_args.begin(), options.global_args.end());
   args.insert(args.end(), {"train", (job.run_dir / "job.toml").string(), "--no-progress"});
-  const bool has_checkpoint =
-      fs::exists(job.run_dir / "checkpoints") && !fs::is_empty(job.run_dir / "checkpoints");
+  // `latest` is written after its checkpoint file (train/checkpoint.hpp): a job killed while
+  // writing its first checkpoint has files but no `latest`, and starts over.
+  const bool has_checkpoint = fs::exists(job.run_dir / "checkpoints" / "latest");
   if (has_checkpoint) {
     args.insert(args.end(), {"--resume", job.run_dir.string()});
   } else {

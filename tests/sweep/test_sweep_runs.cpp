@@ -146,8 +146,7 @@ TEST_CASE(
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (fs::exists(sweep_dir / "runs"))
       for (const auto& run : fs::directory_iterator(sweep_dir / "runs"))
-        checkpointed = checkpointed || (fs::exists(run.path() / "checkpoints") &&
-                                        !fs::is_empty(run.path() / "checkpoints"));
+        checkpointed = checkpointed || fs::exists(run.path() / "checkpoints" / "latest");
   }
   ::kill(pid, SIGKILL);
   int status = 0;
