@@ -183,6 +183,33 @@ TEST_CASE(
   CHECK(changed.output.find("changed in a way that alters finished jobs") != std::string::npos);
 }
 
+TEST_CASE("an axis that swaps a component: each kind takes its own options table") {
+  Folder folder;
+  write_base(folder.path);
+  std::ofstream(folder.path / "base.toml", std::ios::app)
+      << "[optimizer.adamw]\nbeta2 = 0.95\n[optimizer.sgd]\nmomentum = 0.9\n";
+  train::testing::TinySetup setup;
+  const sweep::ConfigValidator validate = [&](config::ResolvedConfig& c) {
+    train::validate_training_config(c, setup.lookup);
+  };
+  const std::string base = "base = \"" + (folder.path / "base.toml").string() + "\"\n";
+  const sweep::SweepSpec spec = sweep::parse_sweep_spec(
+      base + "[grid]\n\"optimizer.kind\" = [\"adamw\", \"sgd\"]\n", "swap.toml", "/");
+  const auto jobs =
+      sweep::resolve_jobs(spec, sweep::expand_jobs(spec), validate, folder.path / "sw");
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].id != jobs[1].id);
+  CHECK(jobs[0].frozen_toml.find("kind = \"adamw\"") != std::string::npos);
+  CHECK(jobs[1].frozen_toml.find("kind = \"sgd\"") != std::string::npos);
+  // A key the chosen kind does not have is still refused before launch.
+  const sweep::SweepSpec bad = sweep::parse_sweep_spec(
+      base + "set = [\"optimizer.kind=sgd\"]\n[grid]\n\"optimizer.sgd.betta\" = [0.5]\n",
+      "swap.toml", "/");
+  CHECK_THROWS_WITH_AS(
+      sweep::resolve_jobs(bad, sweep::expand_jobs(bad), validate, folder.path / "b"),
+      doctest::Contains("betta"), config::ConfigError);
+}
+
 TEST_CASE("failure policy: a failing job does not stop the sweep; --fail-fast does") {
   Folder folder;
   write_base(folder.path);
