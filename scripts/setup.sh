@@ -14,6 +14,8 @@ packages=(
   nlohmann-json3-dev      # safetensors headers, manifests, metrics (JSON)
   libpcre2-dev            # GPT-2 pre-tokenisation regex (Unicode classes, JIT)
   bible-kjv               # the default corpus
+  libnlopt-cxx-dev        # L-BFGS (LD_LBFGS) for the Chinchilla scaling-law fit (patchbay scaling fit)
+  gnuplot-nox             # PNG/SVG plots of patchbay compare and patchbay scaling fit
 )
 
 missing=()

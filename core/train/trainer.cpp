@@ -172,6 +172,14 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                                                  ") exceeds model.context_length (" +
                                                  std::to_string(model.options().context_length) + ")");
   summary.parameter_count = model.parameter_count();
+  // Model size for reports (`patchbay compare`, `patchbay scaling fit`).
+  run::write_text_atomically(o.run_dir / "model_size.json",
+                             nlohmann::json{{"parameters", model.parameter_count()},
+                                            {"non_embedding_parameters", model.parameter_count(true)},
+                                            {"flops_per_token", model.flops_per_token(o.seq_len)},
+                                            {"seq_len", o.seq_len},
+                                            {"tokens_per_step", o.batch_size * o.seq_len * o.grad_accum_steps}}
+                                     .dump() + "\n");
   spdlog::info("model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
                model.parameter_count(), model.parameter_count(true), model.flops_per_token(o.seq_len), o.seq_len);
   spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
