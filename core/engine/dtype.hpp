@@ -207,12 +207,16 @@ storage_t<To> convert_element(storage_t<From> x) {
     return x;
   } else if constexpr (is_floating(From)) {
     const float f = widen_to_f32<From>(x);
-    if constexpr (is_floating(To)) return narrow_from_f32<To>(f);
-    else return float_to_int<storage_t<To>>(f);
+    if constexpr (is_floating(To))
+      return narrow_from_f32<To>(f);
+    else
+      return float_to_int<storage_t<To>>(f);
   } else {
     const auto v = static_cast<int64_t>(x);
-    if constexpr (is_floating(To)) return int_to_float<To>(v);
-    else return static_cast<storage_t<To>>(v);  // i64 -> i32 wraps; i32 -> i64 exact
+    if constexpr (is_floating(To))
+      return int_to_float<To>(v);
+    else
+      return static_cast<storage_t<To>>(v);  // i64 -> i32 wraps; i32 -> i64 exact
   }
 }
 
@@ -252,16 +256,20 @@ inline float f64_to_f32_round_to_odd(double d) {
 inline float load_as_f32(const void* base, int64_t index, DType t) {
   return visit_dtype(t, [&]<DType T>() {
     const storage_t<T> x = static_cast<const storage_t<T>*>(base)[index];
-    if constexpr (is_floating(T)) return widen_to_f32<T>(x);
-    else return static_cast<float>(x);  // one rounding, to nearest
+    if constexpr (is_floating(T))
+      return widen_to_f32<T>(x);
+    else
+      return static_cast<float>(x);  // one rounding, to nearest
   });
 }
 // Exact for every float and for integers up to 2^53 (larger ones round to nearest).
 inline double load_as_f64(const void* base, int64_t index, DType t) {
   return visit_dtype(t, [&]<DType T>() {
     const storage_t<T> x = static_cast<const storage_t<T>*>(base)[index];
-    if constexpr (is_floating(T)) return static_cast<double>(widen_to_f32<T>(x));
-    else return static_cast<double>(x);
+    if constexpr (is_floating(T))
+      return static_cast<double>(widen_to_f32<T>(x));
+    else
+      return static_cast<double>(x);
   });
 }
 // Stores a double (a fill value, an arange step) by the same rules: rounded once to a float
@@ -269,9 +277,12 @@ inline double load_as_f64(const void* base, int64_t index, DType t) {
 inline void store_from_f64(void* base, int64_t index, DType t, double v) {
   visit_dtype(t, [&]<DType T>() {
     auto* p = static_cast<storage_t<T>*>(base);
-    if constexpr (T == DType::kF32) p[index] = static_cast<float>(v);
-    else if constexpr (is_floating(T)) p[index] = narrow_from_f32<T>(f64_to_f32_round_to_odd(v));
-    else p[index] = float_to_int<storage_t<T>>(v);
+    if constexpr (T == DType::kF32)
+      p[index] = static_cast<float>(v);
+    else if constexpr (is_floating(T))
+      p[index] = narrow_from_f32<T>(f64_to_f32_round_to_odd(v));
+    else
+      p[index] = float_to_int<storage_t<T>>(v);
   });
 }
 
