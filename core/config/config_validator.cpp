@@ -113,8 +113,12 @@ class Validator {
                            : "one of the available " + std::string(component_kind_name(kind)) +
                                  " components: " + join_names(found.available);
       issue.found = describe_value(*selector);
-      issue.fix = (close.empty() ? std::string() : "did you mean " + quote_alternatives(close) + "? ") +
-                  "or add the plugin providing it to the plugin path (--plugin-path or run.plugin_paths)";
+      const std::string add_plugin = "add the plugin providing '" + name +
+                                     "' to the plugin path (--plugin-path or run.plugin_paths)";
+      issue.fix =
+          !close.empty() ? "did you mean " + quote_alternatives(close) + "? If not, " + add_plugin
+          : found.available.empty() ? add_plugin
+                                    : "choose one of the available components, or " + add_plugin;
       issues_.push_back(std::move(issue));
       return std::nullopt;
     }
