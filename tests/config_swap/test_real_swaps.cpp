@@ -15,6 +15,7 @@
 #include "config/config_loader.hpp"
 #include "generate/sampler_config.hpp"
 #include "model/language_model.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 #include "runtime/registry.hpp"
 #include "train/train_config.hpp"
 
@@ -75,14 +76,10 @@ int64_t parameter_length(const patchbay::model::LanguageModel& model, const std:
   return -1;
 }
 
+// A scratch folder of its own, removed when the test ends (also when it fails).
 struct TempFolder {
-  fs::path path =
-      fs::temp_directory_path() / ("patchbay_config_swap_" + std::to_string(::getpid()));
-  TempFolder() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempFolder() { fs::remove_all(path); }
+  patchbay::testing::TempDir dir{"config_swap"};
+  const fs::path& path = dir.path();
 };
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "patchbay/testing/temp_dir.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -42,14 +44,10 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// A scratch folder of its own, removed when the test ends (also when it fails).
 struct TempFolder {
-  fs::path path =
-      fs::temp_directory_path() / ("patchbay_config_swap_e2e_" + std::to_string(::getpid()));
-  TempFolder() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempFolder() { fs::remove_all(path); }
+  patchbay::testing::TempDir dir{"config_swap_e2e"};
+  const fs::path& path = dir.path();
 };
 
 std::string read(const fs::path& file) {

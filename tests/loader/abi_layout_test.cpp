@@ -1,17 +1,15 @@
 // Freezes the released ABI layouts (ABI 1.0, LP64 Linux): a change to any size or offset
 // below breaks every plugin built against an earlier SDK, so it fails the build here first.
+// This file: host api, config, descriptors, tokenizer. The other kinds' interfaces are in
+// abi_layout_interfaces_test.cpp, the ops table in ops_table_layout_test.cpp, the sampler in
+// tests/samplers/sampler_abi_layout_test.cpp.
 // Appending a field in a new minor changes only sizeof(): update the size line, keep every
 // offset, and record the bump in sdk/CHANGELOG.md.
 #include <doctest/doctest.h>
 
-#include <cstddef>
-
+#include "abi_freeze.hpp"
 #include "patchbay/plugin.h"
 #include "patchbay/tokenizer.h"
-
-#define FROZEN_OFFSET(type, field, offset) \
-  static_assert(offsetof(type, field) == (offset), #type "." #field " moved: ABI break")
-#define FROZEN_SIZE(type, size) static_assert(sizeof(type) == (size), #type " resized")
 
 static_assert(PB_ABI_VERSION_MAJOR == 1, "the layouts below are those of ABI 1.x");
 

@@ -8,9 +8,7 @@
 
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
-#ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
 #include "patchbay/kernels/attention_flash.hpp"
-#endif
 
 namespace patchbay::engine {
 namespace {
@@ -28,7 +26,6 @@ using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, c
                                      const Tensor& v, const Tensor& out, const Tensor& lse,
                                      const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
 
-#ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
 kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& out, const Tensor& lse) {
   kernels::AttentionParams p;
@@ -80,7 +77,6 @@ void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tens
 PATCHBAY_REGISTER_KERNEL(AttentionKernel, "attention", DeviceType::kCpu, attention_cpu);
 PATCHBAY_REGISTER_KERNEL(AttentionBackwardKernel, "attention_backward", DeviceType::kCpu,
                          attention_backward_cpu);
-#endif
 
 }  // namespace
 

@@ -203,6 +203,10 @@ typedef struct pb_ops_table {
   pb_status* (*contiguous)(const pb_tensor* x, pb_tensor** out);
   pb_status* (*concat)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
   pb_status* (*stack)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
+  /* One rule per dtype pair (copies and contiguous() too): integers exact, i64 -> i32 keeps
+   * the low 32 bits; int -> float and float narrowing round once to nearest, ties to even
+   * (never through double: i64 above 2^53 converts exactly when it fits); float -> int
+   * truncates toward zero, NaN gives 0, values beyond the integer's range saturate. */
   pb_status* (*to_dtype)(const pb_tensor* x, pb_dtype dtype, pb_tensor** out);
 
   /* ---- masking, regularisation, attention ---- */

@@ -34,8 +34,6 @@
 
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -53,9 +51,10 @@
 #include <vector>
 
 #include "patchbay/component.h"
-#include "patchbay/tokenizer.h"
 #include "patchbay/testing/config_builder.hpp"
 #include "patchbay/testing/standalone_host.hpp"
+#include "patchbay/testing/temp_dir.hpp"
+#include "patchbay/tokenizer.h"
 
 namespace patchbay::testing {
 
@@ -202,10 +201,11 @@ struct TokenizerConformanceOptions {
   // Tokenizers without PB_TOKENIZER_CAP_TRAIN load this file instead (may stay empty for
   // tokenizers that need neither).
   std::string vocabulary_file;
-  // Where save/load checks write their files. One folder per process, so suites running in
-  // parallel (ctest -j) never write the same file; created on first use.
-  std::filesystem::path scratch_dir =
-      std::filesystem::temp_directory_path() / ("patchbay_conformance_" + std::to_string(::getpid()));
+  // Parent of the folders the save/load checks write in: each check makes a fresh folder of
+  // its own there (TempDir, unique per process and call, so suites running in parallel never
+  // share a file) and removes it when the check ends, passed or failed. Empty: the system's
+  // temporary folder.
+  std::filesystem::path scratch_dir;
   int random_trials = 40;
   size_t max_random_bytes = 3000;
   uint64_t seed = 1;
@@ -295,6 +295,12 @@ inline std::string random_bytes(std::mt19937_64& rng, size_t n) {
   std::string s(n, '\0');
   for (char& c : s) c = static_cast<char>(rng() & 0xff);
   return s;
+}
+
+// A fresh folder for one check's files, under options.scratch_dir when set.
+inline TempDir scratch_folder(const TokenizerConformanceOptions& options) {
+  return options.scratch_dir.empty() ? TempDir("tokenizer_conformance")
+                                     : TempDir("tokenizer_conformance", options.scratch_dir);
 }
 
 inline std::string read_all(const std::filesystem::path& path) {
@@ -408,10 +414,8 @@ inline void check_tokenizer_conformance(const TokenizerFactory& make,
 
   SUBCASE("save then load gives the same vocabulary and ids") {
     TokenizerUnderTest tok = ready_tokenizer(make, options);
-    const std::filesystem::path path =
-        options.scratch_dir / ("patchbay_conformance_" + std::to_string(options.seed) + "_" +
-                               std::to_string(reinterpret_cast<uintptr_t>(&tok)) + ".tok");
-    std::filesystem::create_directories(options.scratch_dir);
+    const TempDir scratch = detail::scratch_folder(options);
+    const std::filesystem::path path = scratch / "saved.tok";
     tok.save(path.string());
     TokenizerUnderTest loaded = make();
     loaded.load(path.string());
@@ -425,22 +429,18 @@ inline void check_tokenizer_conformance(const TokenizerFactory& make,
     const std::filesystem::path again = path.string() + ".again";
     loaded.save(again.string());
     CHECK(detail::read_all(again) == detail::read_all(path));
-    std::filesystem::remove(path);
-    std::filesystem::remove(again);
   }
 
   SUBCASE("training and encoding are deterministic") {
     TokenizerUnderTest first = ready_tokenizer(make, options);
     TokenizerUnderTest second = ready_tokenizer(make, options);
     CHECK(first.vocab_size() == second.vocab_size());
-    const std::filesystem::path a = options.scratch_dir / "patchbay_conformance_det_a.tok";
-    const std::filesystem::path b = options.scratch_dir / "patchbay_conformance_det_b.tok";
-    std::filesystem::create_directories(options.scratch_dir);
+    const TempDir scratch = detail::scratch_folder(options);
+    const std::filesystem::path a = scratch / "first.tok";
+    const std::filesystem::path b = scratch / "second.tok";
     first.save(a.string());
     second.save(b.string());
     CHECK(detail::read_all(a) == detail::read_all(b));
-    std::filesystem::remove(a);
-    std::filesystem::remove(b);
     const std::string text = detail::text_sample(options.training_text, rng, 5000);
     CHECK(first.encode(text, true) == first.encode(text, true));
     CHECK(first.encode(text, true) == second.encode(text, true));
