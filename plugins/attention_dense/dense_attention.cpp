@@ -2,11 +2,11 @@
 // host's ops table (patchbay::Tensor); see dense_attention.hpp for the shapes.
 #include "dense_attention.hpp"
 
-#include "alibi_slopes.hpp"
-
 #include <cmath>
 #include <string>
 #include <vector>
+
+#include "alibi_slopes.hpp"
 
 namespace patchbay_dense {
 namespace {

@@ -27,9 +27,8 @@ namespace patchbay_dense {
 
 class DenseAttention : public patchbay::Attention {
  public:
-  static constexpr uint64_t kCapabilities =
-      PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL | PB_ATTENTION_CAP_ROTARY |
-      PB_ATTENTION_CAP_ALIBI;
+  static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL |
+                                            PB_ATTENTION_CAP_ROTARY | PB_ATTENTION_CAP_ALIBI;
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
   static constexpr const char* kComplexity =
       "time O(T^2 C), with window w O(T w C); memory O(T C) (fused attention); decode O(len C) "

@@ -160,6 +160,6 @@ TEST_CASE("a decode step reads the KV cache in place: no per-step copy of the pr
   const size_t prefix_copy = size_t(2 * 2000 * 128) * sizeof(float);
   CHECK(grown < prefix_copy / 32);
   CHECK(y.shape() == eng::Shape{1, 1, 128});
-  MESSAGE("decode step at length 2000: peak growth " << grown << " B (a prefix copy: "
-                                                     << prefix_copy << " B)");
+  MESSAGE("decode step at length 2000: peak growth "
+          << grown << " B (a prefix copy: " << prefix_copy << " B)");
 }

@@ -39,13 +39,15 @@ ref::Array naive(const Tensor& q, const Tensor& k, const Tensor& v, const Option
         std::vector<double> w(size_t(tk), -std::numeric_limits<double>::infinity());
         double top = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < tk; ++j) {
-          const bool hidden = (o.causal && j > p) || (o.window > 0 && std::llabs(p - j) >= o.window);
+          const bool hidden =
+              (o.causal && j > p) || (o.window > 0 && std::llabs(p - j) >= o.window);
           if (hidden) continue;
           double dot = 0;
           for (int64_t x = 0; x < d; ++x)
             dot += double(qv[size_t(((b * h_n + h) * tq + i) * d + x)]) *
                    kv[size_t(((b * hkv + hk) * tk + j) * d + x)];
-          w[size_t(j)] = dot * scale - (o.slopes.empty() ? 0.0 : o.slopes[size_t(h)] * std::llabs(p - j));
+          w[size_t(j)] =
+              dot * scale - (o.slopes.empty() ? 0.0 : o.slopes[size_t(h)] * std::llabs(p - j));
           top = std::max(top, w[size_t(j)]);
         }
         if (top == -std::numeric_limits<double>::infinity()) continue;  // no key: zeros
@@ -84,10 +86,10 @@ TEST_CASE("attention with window and ALiBi matches a naive attention") {
     bool alibi;
   };
   const Case cases[] = {
-      {1, 2, 2, 9, 9, 8, true, 3, false},   {1, 2, 2, 9, 9, 8, true, 0, true},
-      {2, 4, 2, 7, 7, 8, true, 4, true},    {1, 2, 2, 3, 10, 4, true, 5, true},  // Tq < Tk
-      {1, 2, 1, 1, 12, 8, true, 6, true},   {1, 2, 2, 8, 8, 8, false, 3, true},  // non-causal
-      {1, 2, 2, 8, 8, 8, false, 0, true},   {1, 1, 1, 70, 70, 16, true, 20, true}};
+      {1, 2, 2, 9, 9, 8, true, 3, false}, {1, 2, 2, 9, 9, 8, true, 0, true},
+      {2, 4, 2, 7, 7, 8, true, 4, true},  {1, 2, 2, 3, 10, 4, true, 5, true},  // Tq < Tk
+      {1, 2, 1, 1, 12, 8, true, 6, true}, {1, 2, 2, 8, 8, 8, false, 3, true},  // non-causal
+      {1, 2, 2, 8, 8, 8, false, 0, true}, {1, 1, 1, 70, 70, 16, true, 20, true}};
   uint64_t seed = 5000;
   for (const Case& c : cases) {
     Tensor q = random_tensor({c.b, c.h, c.tq, c.d}, seed++),

@@ -28,30 +28,30 @@ struct OptionCase {
 
 std::vector<OptionCase> option_cases() {
   auto shape = [](std::int64_t b, std::int64_t h, std::int64_t hkv, std::int64_t tq,
-                  std::int64_t tk, std::int64_t d, bool causal, bool strided) {
-    return AttentionShape{b, h, hkv, tq, tk, d, causal, strided};
-  };
+                  std::int64_t tk, std::int64_t d, bool causal,
+                  bool strided) { return AttentionShape{b, h, hkv, tq, tk, d, causal, strided}; };
   return {
-      {shape(1, 2, 2, 150, 150, 64, true, false), 17, false},   // window inside tiles
-      {shape(1, 2, 2, 150, 150, 64, true, false), 64, true},    // window = one tile, ALiBi
-      {shape(1, 2, 2, 150, 150, 64, true, false), 1, false},    // each query sees itself only
-      {shape(1, 2, 2, 150, 150, 64, true, false), 0, true},     // ALiBi alone
-      {shape(1, 2, 2, 100, 100, 32, true, false), 500, true},   // window longer than T
-      {shape(2, 3, 3, 130, 130, 32, false, false), 20, true},   // non-causal: |pos - j| < 20
-      {shape(1, 2, 2, 70, 70, 32, false, false), 0, true},      // non-causal ALiBi, |pos - j|
-      {shape(1, 2, 2, 1, 200, 64, true, false), 30, true},      // decode: window at the end
-      {shape(2, 8, 2, 1, 100, 64, true, true), 70, true},       // GQA decode, strided cache
-      {shape(1, 2, 2, 5, 64, 32, true, false), 10, true},       // chunk after a cache
-      {shape(1, 4, 2, 100, 100, 64, true, false), 33, true},    // GQA: slopes per query head
-      {shape(1, 2, 1, 80, 20, 16, true, false), 5, true},       // Tq > Tk: rows see nothing
-      {shape(1, 2, 1, 33, 77, 40, true, true), 12, true},       // D % 16 != 0, strided
+      {shape(1, 2, 2, 150, 150, 64, true, false), 17, false},  // window inside tiles
+      {shape(1, 2, 2, 150, 150, 64, true, false), 64, true},   // window = one tile, ALiBi
+      {shape(1, 2, 2, 150, 150, 64, true, false), 1, false},   // each query sees itself only
+      {shape(1, 2, 2, 150, 150, 64, true, false), 0, true},    // ALiBi alone
+      {shape(1, 2, 2, 100, 100, 32, true, false), 500, true},  // window longer than T
+      {shape(2, 3, 3, 130, 130, 32, false, false), 20, true},  // non-causal: |pos - j| < 20
+      {shape(1, 2, 2, 70, 70, 32, false, false), 0, true},     // non-causal ALiBi, |pos - j|
+      {shape(1, 2, 2, 1, 200, 64, true, false), 30, true},     // decode: window at the end
+      {shape(2, 8, 2, 1, 100, 64, true, true), 70, true},      // GQA decode, strided cache
+      {shape(1, 2, 2, 5, 64, 32, true, false), 10, true},      // chunk after a cache
+      {shape(1, 4, 2, 100, 100, 64, true, false), 33, true},   // GQA: slopes per query head
+      {shape(1, 2, 1, 80, 20, 16, true, false), 5, true},      // Tq > Tk: rows see nothing
+      {shape(1, 2, 1, 33, 77, 40, true, true), 12, true},      // D % 16 != 0, strided
   };
 }
 
 std::vector<pk::KernelIsa> isas_on_this_cpu() {
   std::vector<pk::KernelIsa> isas = {pk::KernelIsa::generic};
   const pk::KernelIsa best = pk::attention_flash_resolved_isa();
-  if (best == pk::KernelIsa::avx2 || best == pk::KernelIsa::avx512) isas.push_back(pk::KernelIsa::avx2);
+  if (best == pk::KernelIsa::avx2 || best == pk::KernelIsa::avx512)
+    isas.push_back(pk::KernelIsa::avx2);
   if (best == pk::KernelIsa::avx512) isas.push_back(pk::KernelIsa::avx512);
   return isas;
 }
@@ -127,7 +127,8 @@ TEST_CASE("the options change the result: a window or ALiBi is not ignored") {
   CHECK(pk::testing::max_relative_diff(biased, plain, "out") > 1e-2);
   // Rows 0..3 see at most 4 keys anyway: the window changes nothing there.
   for (std::int64_t i = 0; i < 4; ++i)
-    CHECK(windowed.at("out", 0, 1, i, 5) == doctest::Approx(plain.at("out", 0, 1, i, 5)).epsilon(1e-6));
+    CHECK(windowed.at("out", 0, 1, i, 5) ==
+          doctest::Approx(plain.at("out", 0, 1, i, 5)).epsilon(1e-6));
 }
 
 TEST_CASE("ALiBi known answer: with zero scores the weights are softmax(-slope * distance)") {

@@ -86,7 +86,8 @@ TEST_CASE("KV-cache decoding equals the full forward: ALiBi positions") {
   eng::NoGradGuard no_grad;
   const std::vector<float> full = model->forward(tokens, false).logits.to_vector();
   pm::DecodeState state = model->start_decoding(2, 6);
-  std::vector<eng::Tensor> pieces = {model->decode_step(state, eng::narrow(tokens, 1, 0, 2).contiguous())};
+  std::vector<eng::Tensor> pieces = {
+      model->decode_step(state, eng::narrow(tokens, 1, 0, 2).contiguous())};
   for (int64_t t = 2; t < 6; ++t)
     pieces.push_back(model->decode_step(state, eng::narrow(tokens, 1, t, 1).contiguous()));
   const std::vector<float> decoded = eng::concat(pieces, 1).to_vector();

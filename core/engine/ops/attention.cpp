@@ -29,8 +29,8 @@ struct AttentionShape {
   float scale = 0.f;
   bool causal = false;
   int64_t window = 0;
-  OperandStrides q, k, v;      // of the (possibly strided) f32 operands
-  std::vector<float> slopes;   // [H] ALiBi slopes, empty = none
+  OperandStrides q, k, v;     // of the (possibly strided) f32 operands
+  std::vector<float> slopes;  // [H] ALiBi slopes, empty = none
 };
 // out [B,H,Tq,D], lse [B,H,Tq] (out, contiguous f32); q, k, v f32 with the shape's strides.
 using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
@@ -44,8 +44,8 @@ using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, c
 // contiguous last dim and usable strides, else a packed f32 copy. Never records autograd.
 Tensor kernel_operand(const Tensor& x, OperandStrides& strides) {
   const Shape& st = x.strides();
-  const bool in_place = x.dtype() == DType::kF32 && (st[3] == 1 || x.size(3) == 1) &&
-                        st[0] >= 0 && st[1] >= 0 && (st[2] > 0 || x.size(2) == 1);
+  const bool in_place = x.dtype() == DType::kF32 && (st[3] == 1 || x.size(3) == 1) && st[0] >= 0 &&
+                        st[1] >= 0 && (st[2] > 0 || x.size(2) == 1);
   Tensor operand = in_place ? x.detach() : detail::as_f32_contiguous(x);
   const Shape& os = operand.strides();
   // A length-1 seq dim is never stepped over; any positive stride describes it.
@@ -129,9 +129,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     "H a multiple of Hkv, found " +
                     q.str() + ", " + k.str() + ", " + v.str());
   if (options.window < 0)
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(op) + ": window must be >= 0 (0 = unlimited), found " +
-                    std::to_string(options.window));
+    throw Error(ErrorKind::kInvalidArgument, std::string(op) +
+                                                 ": window must be >= 0 (0 = unlimited), found " +
+                                                 std::to_string(options.window));
   AttentionShape s;
   s.batch = q.size(0);
   s.heads = q.size(1);
@@ -157,8 +157,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     std::string(op) + ": alibi_slopes[" + std::to_string(h) +
                         "] must be finite, found " + std::to_string(s.slopes[h]));
   }
-  Tensor q32 = kernel_operand(q, s.q), k32 = kernel_operand(k, s.k),
-         v32 = kernel_operand(v, s.v);
+  Tensor q32 = kernel_operand(q, s.q), k32 = kernel_operand(k, s.k), v32 = kernel_operand(v, s.v);
   Tensor out = Tensor::empty(q.shape(), DType::kF32, q.device());
   Tensor lse = Tensor::empty({s.batch, s.heads, s.q_len}, DType::kF32, q.device());
   if (out.numel() > 0) {
