@@ -513,6 +513,7 @@ pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, doub
 // Defined in ops_table_custom.cpp.
 int ops_table_set_grad_enabled(int enabled);
 void fill_custom_op_entries(pb_ops_table& table);
+void fill_attention_options_entries(pb_ops_table& table);  // ops/attention_options.cpp
 
 namespace {
 int set_grad_enabled(int enabled) { return ops_table_set_grad_enabled(enabled); }
@@ -584,6 +585,7 @@ pb_ops_table make_table() {
   fill_custom_op_entries(t);
   t.memory_stats = memory_stats_fn;
   t.rotary_embedding = rotary_embedding_fn;
+  fill_attention_options_entries(t);  // version 3/4: ops/attention_options.cpp
   return t;
 }
 }  // namespace

@@ -33,7 +33,8 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION 2 /* 2: rotary_embedding */
+#define PB_OPS_TABLE_VERSION \
+  4 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -110,6 +111,25 @@ typedef struct pb_custom_op_desc {
   /* Called once when the last reference to the op goes away; may be NULL. */
   void (*destroy)(void* user_data);
 } pb_custom_op_desc;
+
+/* Options of attention_with_options (version 3; fields after `alibi_slopes` are version 4).
+ * Check struct_size before reading a later field: an older caller's struct is shorter and the
+ * engine treats missing fields as zero / NULL. */
+typedef struct pb_attention_options {
+  size_t struct_size;
+  int32_t causal;                /* bottom-right aligned */
+  double scale;                  /* <= 0: 1/sqrt(D) */
+  int64_t window;                /* > 0: query at absolute position p sees keys j > p - window;
+                                    0 = unlimited */
+  const pb_tensor* alibi_slopes; /* nullable f32 [H] */
+  /* ---- version 4 (block-sparse attention) ---- */
+  /* Nullable int32 [H, ceil(Tk/bs), ceil(Tk/bs)], 0/1: tile (query block of the ABSOLUTE query
+   * position a = i + Tk - Tq, key block) is computed only where 1; needs Tq <= Tk. Causal and
+   * window still apply inside active tiles (within-block causality). Work and memory are
+   * proportional to the active tiles; the backward is the kernel's own (no Tq x Tk anywhere). */
+  const pb_tensor* block_layout;
+  int64_t block_size; /* bs >= 1 when block_layout is set */
+} pb_attention_options;
 
 typedef struct pb_ops_table {
   size_t struct_size;
@@ -255,6 +275,13 @@ typedef struct pb_ops_table {
    * x1[i] sin a. position_offset >= 0 (positions already in a KV cache); theta > 0. */
   pb_status* (*rotary_embedding)(const pb_tensor* x, int64_t position_offset, double theta,
                                  pb_tensor** out);
+
+  /* ---- version 3 (attention with options) ---- */
+  /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D] -> [B,H,Tq,D]; options as documented on
+   * pb_attention_options (version 4 adds a block layout: block-sparse attention). */
+  pb_status* (*attention_with_options)(const pb_tensor* q, const pb_tensor* k,
+                                       const pb_tensor* v, const pb_attention_options* options,
+                                       pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus
