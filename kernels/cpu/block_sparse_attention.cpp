@@ -79,7 +79,11 @@ void backward_row(const float* q, const float* dout, const float* k, const float
   }
 }
 
+// Threads for a call: small calls (under 2^20 multiply-adds if every tile were active) stay on
+// the calling thread, where an OpenMP region costs more than it saves.
 int thread_count(const BlockSparseParams& p) {
+  const double work = double(p.batch) * p.heads * p.q_len * p.kv_len * p.head_dim;
+  if (work < double(1 << 20)) return 1;
   return p.num_threads > 0 ? p.num_threads : omp_get_max_threads();
 }
 
@@ -123,7 +127,7 @@ std::string block_sparse_attention_forward(const BlockSparseParams& p) {
   const std::int64_t first_row = offset / bs;  // layout rows holding queries
   const std::int64_t rows = blocks - first_row;
   const std::int64_t tasks = p.batch * p.heads * rows;
-#pragma omp parallel num_threads(thread_count(p)) if (tasks > 1)
+#pragma omp parallel num_threads(thread_count(p)) if (tasks > 1 && thread_count(p) > 1)
   {
     std::vector<float> s(static_cast<size_t>(bs));
 #pragma omp for schedule(dynamic, 1)
@@ -172,7 +176,7 @@ std::string block_sparse_attention_backward(const BlockSparseParams& p) {
   std::fill(p.dk, p.dk + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
   std::fill(p.dv, p.dv + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
   const std::int64_t tasks = p.batch * p.kv_heads;
-#pragma omp parallel for num_threads(thread_count(p)) schedule(dynamic, 1) if (tasks > 1)
+#pragma omp parallel for num_threads(thread_count(p)) schedule(dynamic, 1) if (tasks > 1 && thread_count(p) > 1)
   for (std::int64_t task = 0; task < tasks; ++task) {
     const std::int64_t b = task / p.kv_heads, hk = task % p.kv_heads;
     const std::int64_t kv_off = (b * p.kv_heads + hk) * p.kv_len * dim;

@@ -16,9 +16,10 @@ TEST_CASE("attention 'sparse' passes the conformance kit for every pattern and c
     const char* combine;
     int64_t block_size, stride, summary;
   };
-  const Variant variants[] = {{"fixed", "union", 2, 4, 2},     {"fixed", "heads", 1, 3, 1},
-                              {"fixed", "alternate", 2, 4, 2}, {"strided", "union", 2, 4, 2},
-                              {"strided", "heads", 1, 3, 1},   {"strided", "alternate", 3, 3, 3},
+  // Every pattern and every way of combining at least once (the kernel test covers all pairs).
+  const Variant variants[] = {{"fixed", "union", 2, 4, 2},
+                              {"strided", "heads", 1, 3, 1},
+                              {"strided", "alternate", 3, 3, 3},
                               {"local", "union", 2, 4, 2}};
   for (const Variant& v : variants) {
     CAPTURE(v.pattern);
