@@ -42,8 +42,10 @@ SparseAttention::SparseAttention(const patchbay::Host& host, const patchbay::Con
   spec_.block_size = config.get_int("block_size");
   spec_.stride = config.get_int("stride");
   spec_.summary = config.get_int("summary");
-  if (std::string err = pattern_spec_error(spec_); !err.empty())
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "attention 'sparse': " + err);
+  if (spec_.stride > 0 && spec_.summary == 0) spec_.summary = spec_.block_size;
+  if (spec_.stride > 0)
+    if (std::string err = pattern_spec_error(spec_); !err.empty())
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT, "attention 'sparse': " + err);
   if (!(dropout_ >= 0.0 && dropout_ < 1.0))
     throw PluginError(PB_STATUS_OUT_OF_RANGE,
                       "dropout must lie in [0, 1), found " + std::to_string(dropout_));
@@ -75,6 +77,18 @@ void SparseAttention::init(const pb_layer_context& ctx) {
                       "rotary positions need an even head dim, found " +
                           std::to_string(head_dim_));
   dtype_ = ctx.param_dtype;
+  // auto stride: l ~ sqrt(T bs) (a power-of-two number of blocks), which minimises the keys per
+  // row l + (T / l) bs of the block-granular sets, giving O(T^1.5) pairs in all.
+  if (spec_.stride == 0) {
+    const double length = static_cast<double>(max_seq_len_ > 0 ? max_seq_len_ : 1024);
+    const double target = std::sqrt(length * static_cast<double>(spec_.block_size));
+    int64_t blocks = 1;
+    while (static_cast<double>(blocks * 2 * spec_.block_size) <= target * std::sqrt(2.0)) blocks *= 2;
+    spec_.stride = blocks * spec_.block_size;
+  }
+  if (spec_.summary == 0) spec_.summary = spec_.block_size;
+  if (std::string err = pattern_spec_error(spec_); !err.empty())
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "attention 'sparse': " + err);
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
   const int64_t c = d_model_;
   qkv_weight_ = add_parameter("qkv.weight",

@@ -67,12 +67,15 @@ inline constexpr pb_config_field kSparseConfigFields[] = {
     patchbay::Field::string("combine", "\"union\"",
                             "how A1 and A2 combine: \"union\" (one head sees both), \"heads\" "
                             "(even heads A1, odd heads A2) or \"alternate\" (by layer)"),
-    patchbay::Field::integer("block_size", "16", "tile size bs in positions").range(1, 4096),
-    patchbay::Field::integer("stride", "64", "stride l in positions (a multiple of block_size)")
-        .range(1, 1 << 20),
-    patchbay::Field::integer("summary", "16",
-                             "summary width c of the fixed pattern (a multiple of block_size)")
-        .range(1, 1 << 20),
+    patchbay::Field::integer("block_size", "32", "tile size bs in positions").range(1, 4096),
+    patchbay::Field::integer("stride", "0",
+                             "stride l in positions (a multiple of block_size); 0: about "
+                             "sqrt(max_seq_len * block_size), a power-of-two number of blocks")
+        .range(0, 1 << 20),
+    patchbay::Field::integer("summary", "0",
+                             "summary width c of the fixed pattern (a multiple of block_size); "
+                             "0: one block")
+        .range(0, 1 << 20),
     patchbay::Field::real("dropout", "0.0", "dropout on the attention output, training only")
         .range(0.0, 0.99),
 };
