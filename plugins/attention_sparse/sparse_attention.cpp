@@ -37,7 +37,7 @@ class KvCache : public patchbay::AttentionState {
 
 SparseAttention::SparseAttention(const patchbay::Host& host, const patchbay::ConfigView& config)
     : host_(host), ops_(host.api()->ops), dropout_(config.get_float("dropout")) {
-  spec_.pattern = parse_pattern(config.get_string("pattern"));
+  spec_.pattern = parse_pattern(config.get_string("mode"));
   spec_.combine = parse_combine(config.get_string("combine"));
   spec_.block_size = config.get_int("block_size");
   spec_.stride = config.get_int("stride");

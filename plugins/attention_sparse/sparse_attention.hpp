@@ -62,7 +62,7 @@ class SparseAttention : public patchbay::Attention {
 };
 
 inline constexpr pb_config_field kSparseConfigFields[] = {
-    patchbay::Field::string("pattern", "\"fixed\"",
+    patchbay::Field::string("mode", "\"fixed\"",
                             "\"strided\", \"fixed\" or \"local\" (sparse_patterns.hpp)"),
     patchbay::Field::string("combine", "\"union\"",
                             "how A1 and A2 combine: \"union\" (one head sees both), \"heads\" "

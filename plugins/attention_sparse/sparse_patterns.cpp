@@ -10,7 +10,7 @@ Pattern parse_pattern(const std::string& name) {
   if (name == "fixed") return Pattern::fixed;
   if (name == "local") return Pattern::local;
   throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                              "pattern must be \"strided\", \"fixed\" or \"local\", found \"" +
+                              "mode must be \"strided\", \"fixed\" or \"local\", found \"" +
                                   name + "\"");
 }
 

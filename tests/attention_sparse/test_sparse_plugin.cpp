@@ -30,7 +30,7 @@ TEST_CASE("attention 'sparse' passes the conformance kit for every pattern and c
     options.grad_seq_len = 5;
     pt::check_attention_conformance(sat::factory("sparse",
                                                  [v](patchbay::runtime::ComponentConfig& c) {
-                                                   c.set_string("pattern", v.pattern);
+                                                   c.set_string("mode", v.pattern);
                                                    c.set_string("combine", v.combine);
                                                    c.set_int("block_size", v.block_size);
                                                    c.set_int("stride", v.stride);
