@@ -30,14 +30,14 @@ eng::Tensor LanguageModel::Impl::reversible_f(size_t index, const eng::Tensor& h
                                               runtime::AttentionHandle::State* state) {
   Block& block = blocks[index];
   const eng::Tensor n = norm(block.norm1, h);
-  return residual_dropout(state != nullptr ? block.attn->forward_step(*state, n)
-                                           : block.attn->forward(n, training),
-                          training);
+  return residual_dropout(
+      state != nullptr ? block.attn->forward_step(*state, n) : block.attn->forward(n, training),
+      training);
 }
 
 eng::Tensor LanguageModel::Impl::reversible_g(size_t index, const eng::Tensor& h, bool training) {
-  runtime::FeedForwardHandle::Output out = blocks[index].ffn->forward(norm(blocks[index].norm2, h),
-                                                                      training);
+  runtime::FeedForwardHandle::Output out =
+      blocks[index].ffn->forward(norm(blocks[index].norm2, h), training);
   if (out.aux_loss.defined() && training && eng::grad_enabled())
     throw Error(ErrorKind::kInvalidArgument,
                 "residual = \"reversible\" does not carry a feed-forward auxiliary loss (block " +
@@ -122,15 +122,16 @@ class ReversibleStack final : public eng::CustomOp {
 eng::Tensor LanguageModel::Impl::reversible_stack(
     const eng::Tensor& x, bool training, std::vector<runtime::AttentionHandle::State>* states) {
   if (eng::grad_enabled() && states == nullptr && !options.reversible_store_activations)
-    return eng::apply_custom_op(
-        std::make_shared<ReversibleStack>(
-            blocks.size(),
-            [this, training](size_t i, const eng::Tensor& h) {
-              return reversible_f(i, h, training, nullptr);
-            },
-            [this, training](size_t i, const eng::Tensor& h) { return reversible_g(i, h, training); },
-            dropout_generator),
-        {x})[0];
+    return eng::apply_custom_op(std::make_shared<ReversibleStack>(
+                                    blocks.size(),
+                                    [this, training](size_t i, const eng::Tensor& h) {
+                                      return reversible_f(i, h, training, nullptr);
+                                    },
+                                    [this, training](size_t i, const eng::Tensor& h) {
+                                      return reversible_g(i, h, training);
+                                    },
+                                    dropout_generator),
+                                {x})[0];
   eng::Tensor x1 = x, x2 = x;
   for (size_t i = 0; i < blocks.size(); ++i) {
     eng::Tensor y1 = x1 + reversible_f(i, x2, training, states ? &(*states)[i] : nullptr);

@@ -6,14 +6,14 @@
 // Backward: one task per (batch, kv head) so that dk/dv of a kv head have one writer; it
 // walks the same tiles for every query head of the group and recomputes P from lse.
 // The two row routines are compiled per ISA with GCC target_clones (picked at load time).
+#include "patchbay/kernels/block_sparse_attention.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
-
-#include "patchbay/kernels/block_sparse_attention.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define PB_BLOCK_SPARSE_CLONES \
@@ -29,8 +29,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // One query row against n consecutive keys: online-softmax update of (m, l, o[D]).
 PB_BLOCK_SPARSE_CLONES
-void forward_row(const float* q, const float* k, const float* v, std::int64_t n,
-                 std::int64_t dim, float scale, float* s, float& m, float& l, float* o) {
+void forward_row(const float* q, const float* k, const float* v, std::int64_t n, std::int64_t dim,
+                 float scale, float* s, float& m, float& l, float* o) {
   float row_max = kNegInf;
   for (std::int64_t j = 0; j < n; ++j) {
     const float* kj = k + j * dim;
@@ -56,9 +56,9 @@ void forward_row(const float* q, const float* k, const float* v, std::int64_t n,
 
 // One query row against n consecutive keys: adds its share of dq (scaled), dk, dv.
 PB_BLOCK_SPARSE_CLONES
-void backward_row(const float* q, const float* dout, const float* k, const float* v,
-                  std::int64_t n, std::int64_t dim, float scale, float lse, float delta,
-                  float* dq, float* dk, float* dv) {
+void backward_row(const float* q, const float* dout, const float* k, const float* v, std::int64_t n,
+                  std::int64_t dim, float scale, float lse, float delta, float* dq, float* dk,
+                  float* dv) {
   for (std::int64_t j = 0; j < n; ++j) {
     const float* kj = k + j * dim;
     const float* vj = v + j * dim;
@@ -103,8 +103,7 @@ std::int64_t block_sparse_layout_blocks(std::int64_t kv_len, std::int64_t block_
 }
 
 std::string block_sparse_params_error(const BlockSparseParams& p, bool backward) {
-  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.q_len < 1 || p.kv_len < 1 ||
-      p.head_dim < 1)
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.q_len < 1 || p.kv_len < 1 || p.head_dim < 1)
     return "batch, heads, kv_heads, q_len, kv_len and head_dim must all be >= 1";
   if (p.heads % p.kv_heads != 0)
     return "heads (" + std::to_string(p.heads) + ") must be a multiple of kv_heads (" +
@@ -150,8 +149,8 @@ std::string block_sparse_attention_forward(const BlockSparseParams& p) {
           std::int64_t lo, hi;
           visible_range(p, a, c, lo, hi);
           if (lo >= hi) continue;
-          forward_row(q, kbase + lo * dim, vbase + lo * dim, hi - lo, dim, p.scale, s.data(), m,
-                      l, o);
+          forward_row(q, kbase + lo * dim, vbase + lo * dim, hi - lo, dim, p.scale, s.data(), m, l,
+                      o);
         }
         if (l > 0.f) {
           const float inv = 1.f / l;
@@ -176,7 +175,8 @@ std::string block_sparse_attention_backward(const BlockSparseParams& p) {
   std::fill(p.dk, p.dk + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
   std::fill(p.dv, p.dv + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
   const std::int64_t tasks = p.batch * p.kv_heads;
-#pragma omp parallel for num_threads(thread_count(p)) schedule(dynamic, 1) if (tasks > 1 && thread_count(p) > 1)
+#pragma omp parallel for num_threads(thread_count(p)) \
+    schedule(dynamic, 1) if (tasks > 1 && thread_count(p) > 1)
   for (std::int64_t task = 0; task < tasks; ++task) {
     const std::int64_t b = task / p.kv_heads, hk = task % p.kv_heads;
     const std::int64_t kv_off = (b * p.kv_heads + hk) * p.kv_len * dim;

@@ -26,9 +26,9 @@ class LshCache : public patchbay::AttentionState {
         rank(bucket.size()),
         members(static_cast<size_t>(batch * heads * spec.n_hashes),
                 std::vector<std::vector<int64_t>>(static_cast<size_t>(spec.n_buckets))) {}
-  std::vector<float> qk, unit, v;  // [B][H][capacity][D]
-  std::vector<int32_t> bucket;     // [B][H][n_hashes][capacity]
-  std::vector<int64_t> rank;       // [B][H][n_hashes][capacity]
+  std::vector<float> qk, unit, v;                          // [B][H][capacity][D]
+  std::vector<int32_t> bucket;                             // [B][H][n_hashes][capacity]
+  std::vector<int64_t> rank;                               // [B][H][n_hashes][capacity]
   std::vector<std::vector<std::vector<int64_t>>> members;  // [B*H*n_hashes][bucket] -> positions
 };
 
@@ -151,17 +151,17 @@ Tensor LshAttention::lsh_attention(const Tensor& qk, const Tensor& v) const {
   // Sorted, chunked rows [B, H, nC, c, D].
   Tensor q_c = ops_.embedding(qk.reshape({rows * t, d}), sort_index).reshape({b, h, chunks, c, d});
   Tensor v_c = ops_.embedding(v.reshape({rows * t, d}), sort_index).reshape({b, h, chunks, c, d});
-  Tensor k_c = q_c * ((q_c * q_c).sum({-1}, true) + 1e-12).rsqrt();  // unit keys
+  Tensor k_c = q_c * ((q_c * q_c).sum({-1}, true) + 1e-12).rsqrt();   // unit keys
   Tensor k_win = ops_.concat({previous_chunk(k_c, chunks), k_c}, 3);  // [B, H, nC, 2c, D]
   Tensor v_win = ops_.concat({previous_chunk(v_c, chunks), v_c}, 3);
   Tensor scores = q_c.matmul(k_win, false, true) + bias_t;  // [B, H, nC, c, 2c]
   Tensor row_max = scores.detach().max({-1}, true);
   Tensor lse = (scores - row_max).exp().sum({-1}, true).log() + row_max;  // [B, H, nC, c, 1]
-  Tensor o_c = (scores - lse).exp().matmul(v_win);                          // [B, H, nC, c, D]
+  Tensor o_c = (scores - lse).exp().matmul(v_win);                        // [B, H, nC, c, D]
 
   // Back to positions: [B, H, rounds, T, D] and [B, H, rounds, T, 1].
-  Tensor o_r = ops_.embedding(o_c.reshape({rows * slots, d}), unsort_index)
-                   .reshape({b, h, rounds, t, d});
+  Tensor o_r =
+      ops_.embedding(o_c.reshape({rows * slots, d}), unsort_index).reshape({b, h, rounds, t, d});
   if (rounds == 1) return o_r.reshape({b, h, t, d});
   Tensor lse_r = ops_.embedding(lse.reshape({rows * slots, 1}), unsort_index)
                      .reshape({b, h, rounds, t})
@@ -221,8 +221,8 @@ Tensor LshAttention::forward_step(patchbay::AttentionState& state, const Tensor&
         return cache.rank[static_cast<size_t>((row * rounds + r) * cap + pos)];
       };
       for (int64_t r = 0; r < rounds; ++r) {
-        const int32_t bu = hash_round(cq, 1, d, rotations_[static_cast<size_t>(r)],
-                                      spec_.n_buckets)[0];
+        const int32_t bu =
+            hash_round(cq, 1, d, rotations_[static_cast<size_t>(r)], spec_.n_buckets)[0];
         auto& list = cache.members[static_cast<size_t>(row * rounds + r)][bu];
         bucket_at(r, p) = bu;
         rank_at(r, p) = static_cast<int64_t>(list.size());
@@ -262,7 +262,8 @@ Tensor LshAttention::forward_step(patchbay::AttentionState& state, const Tensor&
         for (int64_t m = lo; m <= hi; ++m) {
           const double w = std::exp(s[static_cast<size_t>(m - lo)] - lse_r[static_cast<size_t>(r)]);
           const float* vj = cache.v.data() + (row * cap + list[static_cast<size_t>(m)]) * d;
-          for (int64_t e = 0; e < d; ++e) o_r[static_cast<size_t>(r)][static_cast<size_t>(e)] += w * vj[e];
+          for (int64_t e = 0; e < d; ++e)
+            o_r[static_cast<size_t>(r)][static_cast<size_t>(e)] += w * vj[e];
         }
       }
       const double mx = *std::max_element(lse_r.begin(), lse_r.end());

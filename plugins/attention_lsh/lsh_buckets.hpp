@@ -42,12 +42,12 @@ std::vector<int32_t> hash_round(const float* x, int64_t length, int64_t dim,
 // The slot plan of one (batch, head) row: every round's positions grouped by bucket, padded
 // per bucket to whole chunks.
 struct SlotPlan {
-  std::vector<int64_t> position;  // [slots], -1 for padding
-  std::vector<int32_t> group;     // [slots], round * n_buckets + bucket (-1 for padding)
+  std::vector<int64_t> position;        // [slots], -1 for padding
+  std::vector<int32_t> group;           // [slots], round * n_buckets + bucket (-1 for padding)
   std::vector<int32_t> chunk_in_group;  // [slots], chunk index inside its bucket
-  std::vector<int64_t> slot_of;   // [n_hashes * T]: slot of (round, position)
-  std::vector<int32_t> bucket;    // [n_hashes * T]
-  std::vector<int64_t> rank;      // [n_hashes * T]: rank of the position inside its bucket
+  std::vector<int64_t> slot_of;         // [n_hashes * T]: slot of (round, position)
+  std::vector<int32_t> bucket;          // [n_hashes * T]
+  std::vector<int64_t> rank;            // [n_hashes * T]: rank of the position inside its bucket
 };
 // buckets: [n_hashes][T]. Slots = sum over (round, bucket) of ceil(count / c) * c.
 SlotPlan plan_slots(const std::vector<std::vector<int32_t>>& buckets, int64_t length,

@@ -74,8 +74,7 @@ void SparseAttention::init(const pb_layer_context& ctx) {
   rope_theta_ = ctx.rope_theta > 0 ? ctx.rope_theta : 10000.0;
   if (rotary_ && head_dim_ % 2 != 0)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                      "rotary positions need an even head dim, found " +
-                          std::to_string(head_dim_));
+                      "rotary positions need an even head dim, found " + std::to_string(head_dim_));
   dtype_ = ctx.param_dtype;
   // auto stride: l ~ sqrt(T bs) (a power-of-two number of blocks), which minimises the keys per
   // row l + (T / l) bs of the block-granular sets, giving O(T^1.5) pairs in all.
@@ -83,7 +82,8 @@ void SparseAttention::init(const pb_layer_context& ctx) {
     const double length = static_cast<double>(max_seq_len_ > 0 ? max_seq_len_ : 1024);
     const double target = std::sqrt(length * static_cast<double>(spec_.block_size));
     int64_t blocks = 1;
-    while (static_cast<double>(blocks * 2 * spec_.block_size) <= target * std::sqrt(2.0)) blocks *= 2;
+    while (static_cast<double>(blocks * 2 * spec_.block_size) <= target * std::sqrt(2.0))
+      blocks *= 2;
     spec_.stride = blocks * spec_.block_size;
   }
   if (spec_.summary == 0) spec_.summary = spec_.block_size;
@@ -189,8 +189,8 @@ Tensor SparseAttention::forward_step(patchbay::AttentionState& state, const Tens
   cache.advance(steps);
   // The queries are the last `steps` of `end` positions: the kernel aligns them bottom-right
   // and visits only the layout's active key blocks of their rows.
-  return project_out(sparse_attention(h.q.to(dtype_), cache.k.slice(2, 0, end),
-                                      cache.v.slice(2, 0, end)));
+  return project_out(
+      sparse_attention(h.q.to(dtype_), cache.k.slice(2, 0, end), cache.v.slice(2, 0, end)));
 }
 
 }  // namespace patchbay_sparse

@@ -9,18 +9,18 @@ Pattern parse_pattern(const std::string& name) {
   if (name == "strided") return Pattern::strided;
   if (name == "fixed") return Pattern::fixed;
   if (name == "local") return Pattern::local;
-  throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                              "mode must be \"strided\", \"fixed\" or \"local\", found \"" +
-                                  name + "\"");
+  throw patchbay::PluginError(
+      PB_STATUS_INVALID_ARGUMENT,
+      "mode must be \"strided\", \"fixed\" or \"local\", found \"" + name + "\"");
 }
 
 Combine parse_combine(const std::string& name) {
   if (name == "union") return Combine::union_of_sets;
   if (name == "heads") return Combine::separate_heads;
   if (name == "alternate") return Combine::alternate_layers;
-  throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                              "combine must be \"union\", \"heads\" or \"alternate\", found \"" +
-                                  name + "\"");
+  throw patchbay::PluginError(
+      PB_STATUS_INVALID_ARGUMENT,
+      "combine must be \"union\", \"heads\" or \"alternate\", found \"" + name + "\"");
 }
 
 std::string pattern_spec_error(const PatternSpec& s) {

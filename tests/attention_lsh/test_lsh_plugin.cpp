@@ -48,12 +48,12 @@ TEST_CASE("attention 'lsh' passes the conformance kit") {
     // depends on token 0 alone; the leak check (outputs at <= t unchanged) still runs, and the
     // test below shows outputs at t + 1.. do change.
     options.perturbed_token_output_must_change = false;
-    pt::check_attention_conformance(
-        sat::factory("lsh",
-                     [s](patchbay::runtime::ComponentConfig& c) {
-                       configure(c, s.buckets, s.hashes, s.chunk, s.dedup);
-                     }),
-        options);
+    pt::check_attention_conformance(sat::factory("lsh",
+                                                 [s](patchbay::runtime::ComponentConfig& c) {
+                                                   configure(c, s.buckets, s.hashes, s.chunk,
+                                                             s.dedup);
+                                                 }),
+                                    options);
   }
 }
 
@@ -100,7 +100,8 @@ TEST_CASE("LSH causality is not vacuous: perturbing tokens after t changes later
   const std::vector<float> after = y.slice(1, 4, t).to_vector(),
                            after2 = y2.slice(1, 4, t).to_vector();
   double change = 0;
-  for (size_t i = 0; i < after.size(); ++i) change = std::max(change, double(std::abs(after[i] - after2[i])));
+  for (size_t i = 0; i < after.size(); ++i)
+    change = std::max(change, double(std::abs(after[i] - after2[i])));
   CHECK(change > 1e-3);
 }
 

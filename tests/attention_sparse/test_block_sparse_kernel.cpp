@@ -143,7 +143,8 @@ TEST_CASE("a window inside active tiles, and empty rows give zero output and zer
   pk::BlockSparseParams p = e.params(1);
   REQUIRE(pk::block_sparse_attention_forward(p).empty());
   CHECK(std::isinf(e.lse[static_cast<size_t>(1 * e.q_len + 0)]));  // head 1, row 0
-  for (int64_t d = 0; d < e.dim; ++d) CHECK(e.out[static_cast<size_t>((1 * e.q_len) * e.dim + d)] == 0.f);
+  for (int64_t d = 0; d < e.dim; ++d)
+    CHECK(e.out[static_cast<size_t>((1 * e.q_len) * e.dim + d)] == 0.f);
 }
 
 TEST_CASE("reference backward matches finite differences of the reference forward") {
@@ -171,8 +172,8 @@ TEST_CASE("reference backward matches finite differences of the reference forwar
     const std::vector<float>* grad;
     size_t index;
   };
-  const Probe probes[] = {{&c.q, &dq, 3}, {&c.q, &dq, 100}, {&c.k, &dk, 5},
-                          {&c.k, &dk, 60}, {&c.v, &dv, 17}, {&c.v, &dv, 70}};
+  const Probe probes[] = {{&c.q, &dq, 3},  {&c.q, &dq, 100}, {&c.k, &dk, 5},
+                          {&c.k, &dk, 60}, {&c.v, &dv, 17},  {&c.v, &dv, 70}};
   for (const Probe& probe : probes) {
     float& x = (*probe.input)[probe.index];
     const float saved = x;

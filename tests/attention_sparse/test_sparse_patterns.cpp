@@ -27,10 +27,10 @@ TEST_CASE("fixed sets at block size 1") {
   s.block_size = 1;
   s.stride = 4;
   s.summary = 1;
-  CHECK(allowed_keys(s, 0, 6) == Keys{4, 5, 6});           // floor(j/4) == floor(6/4)
-  CHECK(allowed_keys(s, 1, 6) == Keys{3});                 // j mod 4 == 3
-  CHECK(allowed_keys(s, 2, 9) == Keys{3, 7, 8, 9});        // union
-  CHECK(allowed_keys(s, 1, 2).empty());                    // no summary yet: empty row
+  CHECK(allowed_keys(s, 0, 6) == Keys{4, 5, 6});     // floor(j/4) == floor(6/4)
+  CHECK(allowed_keys(s, 1, 6) == Keys{3});           // j mod 4 == 3
+  CHECK(allowed_keys(s, 2, 9) == Keys{3, 7, 8, 9});  // union
+  CHECK(allowed_keys(s, 1, 2).empty());              // no summary yet: empty row
   s.summary = 2;
   CHECK(allowed_keys(s, 1, 11) == Keys{2, 3, 6, 7, 10, 11});
 }

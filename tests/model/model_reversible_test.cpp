@@ -35,7 +35,8 @@ eng::Tensor loss(pm::LanguageModel& model, const eng::Tensor& tokens, const eng:
                             eng::reshape(targets, {-1}));
 }
 
-std::map<std::string, std::vector<float>> gradients(pm::LanguageModel& model, const eng::Tensor& tokens,
+std::map<std::string, std::vector<float>> gradients(pm::LanguageModel& model,
+                                                    const eng::Tensor& tokens,
                                                     const eng::Tensor& targets, bool training) {
   eng::backward(loss(model, tokens, targets, training));
   std::map<std::string, std::vector<float>> out;
@@ -55,8 +56,9 @@ TEST_CASE("reversible gradients match finite differences") {
   std::map<std::string, eng::Tensor> by_name;
   for (const pm::NamedParameter& p : model->parameters()) by_name[p.name] = p.tensor;
   const double eps = 1e-2;
-  for (const char* name : {"wte.weight", "blocks.0.norm1.gain", "blocks.0.attn.qkv.weight",
-                           "blocks.1.attn.proj.weight", "blocks.0.ffn.fc.weight", "blocks.1.norm2.bias"}) {
+  for (const char* name :
+       {"wte.weight", "blocks.0.norm1.gain", "blocks.0.attn.qkv.weight",
+        "blocks.1.attn.proj.weight", "blocks.0.ffn.fc.weight", "blocks.1.norm2.bias"}) {
     INFO("parameter ", name);
     REQUIRE(by_name.count(name) == 1);
     float* data = by_name[name].data<float>();
@@ -116,7 +118,8 @@ TEST_CASE("reversible decoding equals the whole-sequence forward") {
     stepped.insert(stepped.end(), step.begin(), step.end());
   }
   REQUIRE(stepped.size() == full.size());
-  for (size_t i = 0; i < full.size(); ++i) CHECK(stepped[i] == doctest::Approx(full[i]).epsilon(1e-4));
+  for (size_t i = 0; i < full.size(); ++i)
+    CHECK(stepped[i] == doctest::Approx(full[i]).epsilon(1e-4));
 }
 
 TEST_CASE("reversible activation memory is flat in depth (measured at 2 and 8 layers)") {
@@ -139,10 +142,10 @@ TEST_CASE("reversible activation memory is flat in depth (measured at 2 and 8 la
   };
   const double rev2 = retained(2, false), rev8 = retained(8, false);
   const double std2 = retained(2, true), std8 = retained(8, true);
-  MESSAGE("retained after forward: reversible ", rev2, " -> ", rev8, " bytes; stored ", std2, " -> ",
-          std8);
-  CHECK(rev8 < 1.1 * rev2);   // flat in depth
-  CHECK(std8 > 2.5 * std2);   // the stored variant grows with depth (the measurement can see it)
+  MESSAGE("retained after forward: reversible ", rev2, " -> ", rev8, " bytes; stored ", std2,
+          " -> ", std8);
+  CHECK(rev8 < 1.1 * rev2);  // flat in depth
+  CHECK(std8 > 2.5 * std2);  // the stored variant grows with depth (the measurement can see it)
 }
 
 TEST_CASE("reversible refuses post-norm") {

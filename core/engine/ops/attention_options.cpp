@@ -79,9 +79,9 @@ Tensor block_sparse_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                     std::to_string(blocks) + "], found " + layout_in.str() +
                     "; build it for the key length");
   if (layout_in.dtype() != DType::kI32 && layout_in.dtype() != DType::kI64)
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(op) + ": block_layout must be int32 (or int64), found " +
-                    layout_in.str());
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        std::string(op) + ": block_layout must be int32 (or int64), found " + layout_in.str());
   if (q.size(2) > kv_len)
     throw Error(ErrorKind::kInvalidArgument,
                 std::string(op) + ": block layouts need Tq <= Tk, found Tq " +
@@ -133,7 +133,7 @@ Tensor attention_with_options(const Tensor& q, const Tensor& k, const Tensor& v,
   std::memcpy(&o, &o_in, std::min(o_in.struct_size, sizeof(o)));
   if (o.alibi_slopes != nullptr)
     throw Unsupported(
-                "attention_with_options: alibi_slopes are not implemented in this engine build; "
+        "attention_with_options: alibi_slopes are not implemented in this engine build; "
         "pass NULL or use a build with the ALiBi path");
   const double scale =
       o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(q.size(3), 1)));
@@ -155,7 +155,7 @@ Tensor attention_with_options(const Tensor& q, const Tensor& k, const Tensor& v,
 #ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
   if (q.device().type != DeviceType::kCpu)
     throw Unsupported(
-                "attention_with_options: block-sparse and windowed attention run on the CPU only");
+        "attention_with_options: block-sparse and windowed attention run on the CPU only");
   if (o.block_layout != nullptr)
     return block_sparse_attention(q, k, v, o.causal != 0, static_cast<float>(scale), o.window,
                                   ops_table_tensor(o.block_layout), o.block_size);
@@ -166,7 +166,7 @@ Tensor attention_with_options(const Tensor& q, const Tensor& k, const Tensor& v,
                                 bs);
 #else
   throw Unsupported(
-              "attention_with_options: block-sparse/windowed attention needs patchbay_kernels_cpu");
+      "attention_with_options: block-sparse/windowed attention needs patchbay_kernels_cpu");
 #endif
 }
 
@@ -181,8 +181,8 @@ pb_status* attention_with_options_fn(const pb_tensor* q, const pb_tensor* k, con
                               "attention_with_options: options.struct_size is " +
                                   std::to_string(options->struct_size) +
                                   "; set it to sizeof(pb_attention_options)");
-    Tensor t = attention_with_options(ops_table_tensor(q), ops_table_tensor(k),
-                                      ops_table_tensor(v), *options);
+    Tensor t = attention_with_options(ops_table_tensor(q), ops_table_tensor(k), ops_table_tensor(v),
+                                      *options);
     *out = ops_table_wrap(std::move(t));
     return nullptr;
   } catch (const Unsupported& e) {

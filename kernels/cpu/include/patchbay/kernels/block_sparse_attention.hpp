@@ -35,7 +35,7 @@ struct BlockSparseParams {
   float* lse = nullptr;  // [B, H, Tq], forward output, backward input
   float scale = 0.0f;
   bool causal = false;
-  std::int64_t window = 0;  // > 0: keys j > a(i) - window only
+  std::int64_t window = 0;               // > 0: keys j > a(i) - window only
   const std::int32_t* layout = nullptr;  // [H, rows, cols]; see the top of the file
   std::int64_t block_size = 0;
   const float* dout = nullptr;  // backward only
