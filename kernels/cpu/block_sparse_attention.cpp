@@ -27,18 +27,21 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// One query row against n consecutive keys: online-softmax update of (m, l, o[D]).
+// One query row against n consecutive keys of one block: online-softmax update of (m, l, o[D]).
+// kt: the block's keys transposed, [D][bs], starting at the first key (column) to use; the
+// score loop runs over keys (independent lanes), so it vectorises without reassociating sums.
 PB_BLOCK_SPARSE_CLONES
-void forward_row(const float* q, const float* k, const float* v, std::int64_t n, std::int64_t dim,
-                 float scale, float* s, float& m, float& l, float* o) {
-  float row_max = kNegInf;
-  for (std::int64_t j = 0; j < n; ++j) {
-    const float* kj = k + j * dim;
-    float acc = 0.f;
-    for (std::int64_t d = 0; d < dim; ++d) acc += q[d] * kj[d];
-    s[j] = acc * scale;
-    row_max = std::max(row_max, s[j]);
+void forward_row(const float* q, const float* kt, const float* v, std::int64_t n,
+                 std::int64_t dim, std::int64_t bs, float scale, float* s, float& m, float& l,
+                 float* o) {
+  for (std::int64_t j = 0; j < n; ++j) s[j] = 0.f;
+  for (std::int64_t d = 0; d < dim; ++d) {
+    const float qd = q[d] * scale;
+    const float* row = kt + d * bs;
+    for (std::int64_t j = 0; j < n; ++j) s[j] += qd * row[j];
   }
+  float row_max = kNegInf;
+  for (std::int64_t j = 0; j < n; ++j) row_max = std::max(row_max, s[j]);
   const float m_new = std::max(m, row_max);
   const float alpha = m == kNegInf ? 0.f : std::exp(m - m_new);
   if (alpha != 1.f) {
@@ -54,21 +57,26 @@ void forward_row(const float* q, const float* k, const float* v, std::int64_t n,
   m = m_new;
 }
 
-// One query row against n consecutive keys: adds its share of dq (scaled), dk, dv.
+// One query row against n consecutive keys of one block: adds its share of dq (scaled), dk,
+// dv. kt, vt: the block's keys and values transposed ([D][bs], from the first key used).
 PB_BLOCK_SPARSE_CLONES
-void backward_row(const float* q, const float* dout, const float* k, const float* v, std::int64_t n,
-                  std::int64_t dim, float scale, float lse, float delta, float* dq, float* dk,
-                  float* dv) {
-  for (std::int64_t j = 0; j < n; ++j) {
-    const float* kj = k + j * dim;
-    const float* vj = v + j * dim;
-    float s = 0.f, dp = 0.f;
-    for (std::int64_t d = 0; d < dim; ++d) {
-      s += q[d] * kj[d];
-      dp += dout[d] * vj[d];
+void backward_row(const float* q, const float* dout, const float* kt, const float* vt,
+                  const float* k, std::int64_t n, std::int64_t dim, std::int64_t bs, float scale,
+                  float lse, float delta, float* s, float* dp, float* dq, float* dk, float* dv) {
+  for (std::int64_t j = 0; j < n; ++j) s[j] = dp[j] = 0.f;
+  for (std::int64_t d = 0; d < dim; ++d) {
+    const float qd = q[d] * scale, gd = dout[d];
+    const float* krow = kt + d * bs;
+    const float* vrow = vt + d * bs;
+    for (std::int64_t j = 0; j < n; ++j) {
+      s[j] += qd * krow[j];
+      dp[j] += gd * vrow[j];
     }
-    const float p = std::exp(s * scale - lse);
-    const float ds = p * (dp - delta) * scale;
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float p = std::exp(s[j] - lse);
+    const float ds = p * (dp[j] - delta) * scale;
+    const float* kj = k + j * dim;
     float* dkj = dk + j * dim;
     float* dvj = dv + j * dim;
     for (std::int64_t d = 0; d < dim; ++d) {
@@ -77,6 +85,23 @@ void backward_row(const float* q, const float* dout, const float* k, const float
       dkj[d] += ds * q[d];
     }
   }
+}
+
+// x [B, Hkv, Tk, D] -> blocks transposed [B, Hkv, nb, D, bs] (zero padded past Tk).
+std::vector<float> transpose_blocks(const float* x, std::int64_t rows, std::int64_t kv_len,
+                                    std::int64_t dim, std::int64_t bs, int threads) {
+  const std::int64_t nb = (kv_len + bs - 1) / bs;
+  std::vector<float> out(static_cast<size_t>(rows * nb * dim * bs), 0.f);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (std::int64_t rb = 0; rb < rows * nb; ++rb) {
+    const std::int64_t r = rb / nb, c = rb % nb;
+    float* dst = out.data() + rb * dim * bs;
+    for (std::int64_t j = 0; j < bs && c * bs + j < kv_len; ++j) {
+      const float* src = x + (r * kv_len + c * bs + j) * dim;
+      for (std::int64_t d = 0; d < dim; ++d) dst[d * bs + j] = src[d];
+    }
+  }
+  return out;
 }
 
 // Threads for a call: small calls (under 2^20 multiply-adds if every tile were active) stay on
@@ -126,6 +151,8 @@ std::string block_sparse_attention_forward(const BlockSparseParams& p) {
   const std::int64_t first_row = offset / bs;  // layout rows holding queries
   const std::int64_t rows = blocks - first_row;
   const std::int64_t tasks = p.batch * p.heads * rows;
+  const std::vector<float> kt =
+      transpose_blocks(p.k, p.batch * p.kv_heads, p.kv_len, dim, bs, thread_count(p));
 #pragma omp parallel num_threads(thread_count(p)) if (tasks > 1 && thread_count(p) > 1)
   {
     std::vector<float> s(static_cast<size_t>(bs));
@@ -135,7 +162,7 @@ std::string block_sparse_attention_forward(const BlockSparseParams& p) {
       const std::int64_t r = first_row + task % rows, hk = h / group;
       const std::int64_t i0 = std::max<std::int64_t>(r * bs - offset, 0);
       const std::int64_t i1 = std::min((r + 1) * bs - offset, p.q_len);
-      const float* kbase = p.k + (b * p.kv_heads + hk) * p.kv_len * dim;
+      const float* ktbase = kt.data() + (b * p.kv_heads + hk) * blocks * dim * bs;
       const float* vbase = p.v + (b * p.kv_heads + hk) * p.kv_len * dim;
       const std::int32_t* layout_row = p.layout + (h * blocks + r) * blocks;
       for (std::int64_t i = i0; i < i1; ++i) {
@@ -149,8 +176,8 @@ std::string block_sparse_attention_forward(const BlockSparseParams& p) {
           std::int64_t lo, hi;
           visible_range(p, a, c, lo, hi);
           if (lo >= hi) continue;
-          forward_row(q, kbase + lo * dim, vbase + lo * dim, hi - lo, dim, p.scale, s.data(), m, l,
-                      o);
+          forward_row(q, ktbase + c * dim * bs + (lo - c * bs), vbase + lo * dim, hi - lo, dim, bs,
+                      p.scale, s.data(), m, l, o);
         }
         if (l > 0.f) {
           const float inv = 1.f / l;
@@ -175,11 +202,17 @@ std::string block_sparse_attention_backward(const BlockSparseParams& p) {
   std::fill(p.dk, p.dk + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
   std::fill(p.dv, p.dv + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
   const std::int64_t tasks = p.batch * p.kv_heads;
+  const std::vector<float> kt =
+      transpose_blocks(p.k, p.batch * p.kv_heads, p.kv_len, dim, bs, thread_count(p));
+  const std::vector<float> vt =
+      transpose_blocks(p.v, p.batch * p.kv_heads, p.kv_len, dim, bs, thread_count(p));
 #pragma omp parallel for num_threads(thread_count(p)) \
     schedule(dynamic, 1) if (tasks > 1 && thread_count(p) > 1)
   for (std::int64_t task = 0; task < tasks; ++task) {
     const std::int64_t b = task / p.kv_heads, hk = task % p.kv_heads;
     const std::int64_t kv_off = (b * p.kv_heads + hk) * p.kv_len * dim;
+    const std::int64_t t_off = (b * p.kv_heads + hk) * blocks * dim * bs;
+    std::vector<float> s(static_cast<size_t>(bs)), dp(static_cast<size_t>(bs));
     for (std::int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       for (std::int64_t r = first_row; r < blocks; ++r) {
         const std::int32_t* layout_row = p.layout + (h * blocks + r) * blocks;
@@ -198,9 +231,11 @@ std::string block_sparse_attention_backward(const BlockSparseParams& p) {
             std::int64_t lo, hi;
             visible_range(p, a, c, lo, hi);
             if (lo >= hi) continue;
-            backward_row(p.q + row * dim, dout, p.k + kv_off + lo * dim, p.v + kv_off + lo * dim,
-                         hi - lo, dim, p.scale, lse, delta, p.dq + row * dim,
-                         p.dk + kv_off + lo * dim, p.dv + kv_off + lo * dim);
+            const std::int64_t col = t_off + c * dim * bs + (lo - c * bs);
+            backward_row(p.q + row * dim, dout, kt.data() + col, vt.data() + col,
+                         p.k + kv_off + lo * dim, hi - lo, dim, bs, p.scale, lse, delta, s.data(),
+                         dp.data(), p.dq + row * dim, p.dk + kv_off + lo * dim,
+                         p.dv + kv_off + lo * dim);
           }
         }
       }

@@ -4,7 +4,8 @@
 // forward keeps an online softmax (running max, running sum, rescaled accumulator) over the
 // active tiles of a query block only, the backward recomputes probabilities from the saved
 // row log-sum-exp over the same tiles. Work and memory are proportional to the number of
-// active tiles (never Tq x Tk); scratch is O(block_size) per thread.
+// active tiles (never Tq x Tk); scratch: O(block_size) per thread plus block-transposed copies
+// of K (and V in the backward), O(Tk * D).
 //
 // Semantics (per batch b, query head h, kv head hk = h / (H / Hkv), offset = Tk - Tq >= 0):
 //   a(i)          = i + offset                          absolute position of query i
