@@ -79,16 +79,17 @@ struct ModelOptions {
   // With reversible: run the same blocks through plain autograd, keeping every block's
   // activations (no reconstruction). For tests and memory comparisons; not a config key.
   bool reversible_store_activations = false;
-  // Plugin component per layer: layer i uses attention_kinds[i % size()] with the shared
-  // config table ComponentTables::attention; same for feed-forward.
+  // Plugin component per layer: layer i uses attention_kinds[i % size()] with that
+  // component's options from ComponentTables::attention; same for feed-forward.
   std::vector<std::string> attention_kinds = {"dense"};
   std::vector<std::string> feedforward_kinds = {"mlp"};
 };
 
 // The component settings of the layers: the [model.attention] and [model.feedforward]
-// tables. Each layer's component receives the keys of its own schema (values or schema
-// defaults); other keys (`kind`, `pattern`, keys of another component of the pattern) are
-// not passed to it. Empty tables give every component its defaults.
+// tables. Each layer's component receives its own options (config/component_options.hpp):
+// its per-kind table ([model.attention.local] window = 32), plus the flat keys when it is
+// `kind`; every schema key it lacks gets its default. A key its schema lacks is an error.
+// Empty tables give every component its defaults.
 struct ComponentTables {
   toml::table attention;
   toml::table feedforward;
@@ -187,8 +188,9 @@ class LanguageModel {
 //   ("layernorm"|"rmsnorm"), norm_position ("pre"|"post"), positional ("learned"|
 //   "sinusoidal"|"rotary"|"alibi"|"none"), rope_theta, tie_embeddings, dropout, init_std,
 //   norm_eps, seed.
-// With a pattern, the validator checks the table's keys against `kind`'s component; each
-// layer's component receives those of the keys its own schema has.
+// Flat keys of [model.attention] are options of `kind`'s component; each component of a
+// `pattern` takes its options from its own per-kind table ([model.attention.local]), checked
+// against its own schema (config/component_options.hpp).
 void declare_model_sections(config::SchemaRegistry& schema);
 
 // The options a validated config (defaults applied or not) describes; vocab_size comes from
