@@ -9,7 +9,8 @@
 // of a causal model with max_seq_len = T (so components that size themselves from T, such as
 // sparse's automatic stride, do), and run on x [B, T, H*D] ~ N(0, 1) with loss = sum(y * w).
 // Memory: the engine allocator's peak during forward + backward minus what was live before
-// (parameters and x). A kind stops at the first T whose run took longer than --max-seconds.
+// (parameters and x). Lengths run in order, every kind at one T before the next T; a kind stops
+// after the first T whose run took longer than --max-seconds.
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -231,14 +232,19 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
             << ", causal, forward + backward of one attention layer (projections included)\n";
   std::map<std::string, std::vector<Point>> results;
   std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "fwd+bwd s", "peak MiB", "vs dense");
-  for (const std::string& kind : kinds) {
-    for (int64_t t : lengths) {
+  // T outer, kinds inner: every kind at one T is measured within a short interval, so a change
+  // of machine load between kinds does not skew their ratio.
+  std::map<std::string, bool> stopped;
+  for (int64_t t : lengths) {
+    for (const std::string& kind : kinds) {
+      if (stopped[kind]) continue;
       Point p;
       try {
         p = measure(registry, kind, settings[kind], batch, heads, head_dim, t, repeats);
       } catch (const std::exception& e) {
         std::printf("%-10s %8lld  failed: %s\n", kind.c_str(), static_cast<long long>(t), e.what());
-        break;
+        stopped[kind] = true;
+        continue;
       }
       results[kind].push_back(p);
       std::string ratio = "-";
@@ -247,7 +253,7 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t), p.seconds, p.mib,
                   ratio.c_str());
       std::fflush(stdout);
-      if (p.seconds > max_seconds) break;
+      if (p.seconds > max_seconds) stopped[kind] = true;
     }
   }
   std::printf("\n%-10s %14s %14s %22s\n", "kind", "time exponent", "memory exponent", "faster than dense from T");
