@@ -509,7 +509,7 @@ pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, doub
                  [&] { return rotary_embedding(unwrap(x, "x"), position_offset, theta); });
 }
 
-// ---- version 3 ----
+// ---- versions 3 and 4 ----
 // options: NULL = defaults. struct_size must cover the version-3 fields; bytes past the
 // fields this engine knows (appended by a newer SDK) must be zero, i.e. those options off.
 AttentionOptions attention_options_from(const pb_attention_options* options) {
@@ -533,6 +533,10 @@ AttentionOptions attention_options_from(const pb_attention_options* options) {
   if (options->scale > 0) o.scale = options->scale;
   o.window = options->window;
   if (options->alibi_slopes != nullptr) o.alibi_slopes = unwrap(options->alibi_slopes, "alibi_slopes");
+  if (PB_HAS_FIELD(options, pb_attention_options, block_size) && options->block_layout != nullptr) {
+    o.block_layout = unwrap(options->block_layout, "block_layout");
+    o.block_size = options->block_size;
+  }
   return o;
 }
 pb_status* attention_with_options_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,

@@ -118,8 +118,12 @@ ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
   }
   ForwardResult result;
   eng::Tensor x = m.embed(tokens, 0, training);
-  for (size_t i = 0; i < m.blocks.size(); ++i)
-    x = m.block_forward(i, x, training, nullptr, &result);
+  if (m.options.reversible) {
+    x = m.reversible_stack(x, training, nullptr);
+  } else {
+    for (size_t i = 0; i < m.blocks.size(); ++i)
+      x = m.block_forward(i, x, training, nullptr, &result);
+  }
   result.logits = m.head_logits(m.norm(m.norm_f, x));
   return result;
 }
@@ -195,8 +199,12 @@ eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& to
   eng::NoGradGuard no_grad;
   s.broken = true;  // until every layer has taken the step
   eng::Tensor x = m.embed(tokens, s.length, false);
-  for (size_t i = 0; i < m.blocks.size(); ++i)
-    x = m.block_forward(i, x, false, &s.layers[i], nullptr);
+  if (m.options.reversible) {
+    x = m.reversible_stack(x, false, &s.layers);
+  } else {
+    for (size_t i = 0; i < m.blocks.size(); ++i)
+      x = m.block_forward(i, x, false, &s.layers[i], nullptr);
+  }
   eng::Tensor logits = m.head_logits(m.norm(m.norm_f, x));
   s.length += tokens.size(1);
   s.broken = false;

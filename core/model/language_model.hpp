@@ -76,6 +76,14 @@ struct ModelOptions {
   double norm_eps = 1e-5;
   double dropout = 0.0;  // on embeddings and residual branches, training only
   uint64_t seed = 0;
+  // [model] residual = "reversible": RevNet/Reformer blocks y1 = x1 + F(x2), y2 = x2 + G(y1)
+  // with F = dropout(attention(norm1(.))), G = dropout(ffn(norm2(.))), x1 = x2 = the embedding,
+  // and the stack's output (y1 + y2) / 2. The backward reconstructs every block's inputs from
+  // its outputs (model/reversible.cpp), so activation memory does not grow with depth.
+  bool reversible = false;
+  // With reversible: run the same blocks through plain autograd, keeping every block's
+  // activations (no reconstruction). For tests and memory comparisons; not a config key.
+  bool reversible_store_activations = false;
   // Plugin component per layer: layer i uses attention_kinds[i % size()] with that
   // component's options from ComponentTables::attention; same for feed-forward.
   std::vector<std::string> attention_kinds = {"dense"};

@@ -3,8 +3,10 @@
 // creating anything), initialises the model's own tensors and lists the parameters.
 #include <cmath>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "common/error.hpp"
 #include "config/component_options.hpp"
@@ -38,6 +40,8 @@ void check_options(const ModelOptions& o) {
           "dropout must lie in [0, 1), found " + std::to_string(o.dropout));
   require(o.init_std >= 0, "init_std must be >= 0");
   require(o.norm_eps >= 0, "norm_eps must be >= 0");
+  require(!o.reversible || o.pre_norm,
+          "residual = \"reversible\" uses pre-norm branches; set norm_position = \"pre\"");
   require(!o.attention_kinds.empty(), "attention_kinds (model.attention.pattern) is empty");
   require(!o.feedforward_kinds.empty(), "feedforward_kinds (model.feedforward.pattern) is empty");
 }
@@ -239,6 +243,19 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
   const std::map<std::string, toml::table> feedforward_options =
       layer_options(tables.feedforward, o.feedforward_kinds, feedforward_entries,
                     "model.feedforward", kDefaultFeedforwardKind);
+  // Reversible blocks replay the model's dropout masks, not a plugin's own: refuse those.
+  if (o.reversible)
+    for (const auto& [section, options] :
+         {std::pair<const char*, const std::map<std::string, toml::table>*>{"model.attention",
+                                                                            &attention_options},
+          std::pair<const char*, const std::map<std::string, toml::table>*>{
+              "model.feedforward", &feedforward_options}})
+      for (const auto& [kind, table] : *options)
+        if (const std::optional<double> d = table["dropout"].value<double>(); d && *d > 0)
+          throw Error(ErrorKind::kInvalidArgument,
+                      std::string(section) + "." + kind + ".dropout = " + std::to_string(*d) +
+                          ": residual = \"reversible\" cannot replay a plugin's own dropout in "
+                          "the backward; set it to 0 and use model.dropout (replayed exactly)");
 
   auto impl = std::make_unique<Impl>();
   impl->options = o;
@@ -260,6 +277,16 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
   std::vector<NamedParameter>& params = impl->parameters;
   params.push_back({"wte.weight", impl->wte, false});
   if (impl->wpe.defined()) params.push_back({"wpe.weight", impl->wpe, false});
+  // Reversible blocks replay the model's dropout masks, not a plugin's own: refuse those.
+  if (o.reversible)
+    for (const auto& [table, name] :
+         {std::pair<const toml::table*, const char*>{&tables.attention, "model.attention"},
+          std::pair<const toml::table*, const char*>{&tables.feedforward, "model.feedforward"}})
+      if (const std::optional<double> d = (*table)["dropout"].value<double>(); d && *d > 0)
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string(name) + ".dropout = " + std::to_string(*d) +
+                        ": residual = \"reversible\" cannot replay a plugin's own dropout in the "
+                        "backward; set it to 0 and use model.dropout (replayed exactly)");
   for (int64_t i = 0; i < o.n_layers; ++i) {
     const size_t a = static_cast<size_t>(i) % o.attention_kinds.size();
     const size_t f = static_cast<size_t>(i) % o.feedforward_kinds.size();

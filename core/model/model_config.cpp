@@ -52,6 +52,10 @@ config::HostSection model_section() {
       Field::real("init_std", "0.02", "std of the normal init of weights (GPT-2: 0.02)")
           .range(0.0, 10.0),
       Field::real("norm_eps", "1e-5", "epsilon of the norms").range(0.0, 1.0),
+      Field::string("residual", "\"standard\"",
+                    "standard: x + f(x); reversible: y1 = x1 + Attn(x2), y2 = x2 + FFN(y1), inputs "
+                    "rebuilt from outputs in the backward (activation memory flat in depth)")
+          .choices("standard|reversible"),
       Field::integer("seed", "0", "seed of the parameter init (layer seeds derive from it)")
           .range(0, 9007199254740992.0),
   };
@@ -195,6 +199,7 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
   o.dropout = float_value(config, "dropout");
   o.init_std = float_value(config, "init_std");
   o.norm_eps = float_value(config, "norm_eps");
+  o.reversible = string_value(config, "residual") == "reversible";
   o.seed = static_cast<uint64_t>(int_value(config, "seed"));
   if (o.d_model % o.n_heads != 0) {
     throw Error(ErrorKind::kInvalidArgument,

@@ -48,6 +48,15 @@ struct LanguageModel::Impl {
   engine::Tensor block_forward(size_t index, const engine::Tensor& x, bool training,
                                runtime::AttentionHandle::State* state, ForwardResult* result);
   void check_tokens(const engine::Tensor& tokens, const char* what) const;
+  // residual = "reversible" (reversible.cpp): the whole block stack on x [B, T, C]. With grad
+  // recording on it is one engine custom op whose backward rebuilds the blocks' inputs;
+  // `states` (decoding) is null or one per block.
+  engine::Tensor reversible_stack(const engine::Tensor& x, bool training,
+                                  std::vector<runtime::AttentionHandle::State>* states);
+  // The two branches of block i: F = dropout(attn(norm1(h))), G = dropout(ffn(norm2(h))).
+  engine::Tensor reversible_f(size_t index, const engine::Tensor& h, bool training,
+                              runtime::AttentionHandle::State* state);
+  engine::Tensor reversible_g(size_t index, const engine::Tensor& h, bool training);
 };
 
 struct DecodeState::Impl {

@@ -116,7 +116,9 @@ TEST_CASE("PB_ARRAY_AT walks an array with the producer's struct_size, not the r
 }
 
 // Ops table version 3: the options of attention_with_options (fields are only appended).
-FROZEN_SIZE(pb_attention_options, 40);
+FROZEN_SIZE(pb_attention_options, 56);  // version 4: block_layout, block_size appended
+FROZEN_OFFSET(pb_attention_options, block_layout, 40);
+FROZEN_OFFSET(pb_attention_options, block_size, 48);
 FROZEN_OFFSET(pb_attention_options, struct_size, 0);
 FROZEN_OFFSET(pb_attention_options, causal, 8);
 FROZEN_OFFSET(pb_attention_options, scale, 16);

@@ -128,6 +128,15 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     throw Error(ErrorKind::kInvalidArgument, std::string(op) +
                                                  ": window must be >= 0 (0 = unlimited), found " +
                                                  std::to_string(options.window));
+  if (options.block_layout.defined()) {
+    if (options.alibi_slopes.defined())
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(op) + ": a block layout with ALiBi slopes is not implemented (the "
+                                    "block-sparse kernel has no bias); use one or the other");
+    const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(q.size(3), 1))));
+    return block_sparse_attention(q, k, v, options.causal, static_cast<float>(scale), options.window,
+                                  options.block_layout, options.block_size);
+  }
   AttentionShape s;
   s.batch = q.size(0);
   s.heads = q.size(1);

@@ -33,7 +33,8 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION 3 /* 2: rotary_embedding; 3: attention_with_options */
+#define PB_OPS_TABLE_VERSION \
+  4 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -100,6 +101,14 @@ typedef struct pb_attention_options {
   double scale;                   /* <= 0 means 1/sqrt(D) */
   int64_t window;                 /* > 0: a query at absolute position p sees only keys at positions j with p - window < j (<= p when causal); work O(T * window), never T x T; 0 = unlimited */
   const pb_tensor* alibi_slopes;  /* nullable; f32 [H]: adds -slope_h * (p - j) to the score of query position p and key position j (Press et al. 2022) */
+  /* ---- version 4 (block-sparse attention) ---- */
+  /* Nullable int32 [H, ceil(Tk/bs), ceil(Tk/bs)], 0/1: tile (query block of the ABSOLUTE query
+   * position p = i + Tk - Tq, key block) is computed only where 1; needs Tq <= Tk. Causal and
+   * window still apply inside active tiles (within-block causality). Work and memory are
+   * proportional to the active tiles; the backward is the kernel's own (no Tq x Tk anywhere).
+   * Not combined with alibi_slopes (INVALID_ARGUMENT). */
+  const pb_tensor* block_layout;
+  int64_t block_size; /* bs >= 1 when block_layout is set */
 } pb_attention_options;
 /* More on the options:
  *  - window, not causal: the window is two-sided, p - window < j < p + window (|p - j| <
@@ -133,6 +142,7 @@ typedef struct pb_custom_op_desc {
   /* Called once when the last reference to the op goes away; may be NULL. */
   void (*destroy)(void* user_data);
 } pb_custom_op_desc;
+
 
 typedef struct pb_ops_table {
   size_t struct_size;
@@ -292,7 +302,8 @@ typedef struct pb_ops_table {
    * (e.g. k = a [B,Hkv,capacity,D] KV-cache buffer sliced to [:, :, :len]): f32 views whose
    * last dim is contiguous are read in place, without a copy; others are packed first.
    * Differentiable in q, k and v. `attention(q, k, v, causal, scale)` is this op with
-   * {causal, scale} and no window or ALiBi. */
+   * {causal, scale} and no window or ALiBi. Version 4: with options->block_layout set
+   * (struct_size covering it), only the layout's tiles are computed (block-sparse kernel). */
   pb_status* (*attention_with_options)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
                                        const pb_attention_options* options, pb_tensor** out);
 } pb_ops_table;
