@@ -16,6 +16,7 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
   engine::NoGradGuard no_grad;
   double loss_sum = 0;
   int64_t tokens = 0;
+  LayerStats stats;
   for (int64_t b = 0; b < settings.batches; ++b) {
     const Batch batch = validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
     const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
@@ -25,8 +26,10 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
     const engine::Tensor targets = batch.targets.reshape({-1});
     loss_sum += engine::cross_entropy(out.logits.reshape({-1, vocab}), targets, sum).item();
     tokens += engine::count_targets(targets);
+    stats.add(out.stats);
   }
   EvalResult result;
+  result.layer_stats = std::move(stats);
   result.tokens = tokens;
   result.loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : std::nan("");
   result.perplexity = std::exp(result.loss);

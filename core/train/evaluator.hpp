@@ -7,6 +7,7 @@
 
 #include "data/token_cache.hpp"
 #include "model/language_model.hpp"
+#include "train/layer_stats.hpp"
 #include "runtime/component_instance.hpp"
 
 namespace patchbay::train {
@@ -16,6 +17,7 @@ struct EvalResult {
   double perplexity = 0;  // exp(loss)
   double bits_per_byte = 0;  // loss * tokens_per_byte / ln 2 (tokens/bytes of the whole split)
   int64_t tokens = 0;     // targets evaluated
+  LayerStats layer_stats; // feed-forward statistics (MoE load, drops, ...), mean over batches
 };
 
 struct EvalSettings {

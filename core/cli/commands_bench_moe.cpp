@@ -1,0 +1,255 @@
+// `patchbay bench moe`: what a mixture-of-experts feed-forward layer (ffn_moe's "moe") costs
+// next to references measured in the same run, forward + backward on x [B, T, C]:
+//   dense       ffn_mlp's "mlp" with d_ff = k·F: the same ACTIVE parameters (and FLOPs) per
+//               token as the MoE layer with k experts of width F;
+//   moe         E experts of width F, top-k, dropless (every assignment is computed), and
+//               with capacity factor 1.25;
+//   experts     the expert GEMM chains alone: E engine MLPs on pre-grouped rows with exactly
+//               the per-expert counts the moe forward routed (read from its expert_load
+//               statistic). moe − experts = routing (router GEMM, softmax, top-k, aux losses,
+//               statistics) + dispatch (plan, gather, gate, combine); its share of moe is the
+//               overhead the issue bounds (target < 15% at E = 8, k = 2);
+//   scaling     the same for E in --scaling at fixed k and F (fixed active compute);
+//   slices      the E = 8 layer with expert_split = "slices" (engine slices, composed backward)
+//               instead of the split_rows custom op: the measurement behind that choice.
+// Times are the best of --repeats; the machine is shared, so read ratios within one run.
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "common/error.hpp"
+#include "engine/autograd.hpp"
+#include "engine/generator.hpp"
+#include "engine/ops.hpp"
+#include "engine/ops_table.hpp"
+#include "patchbay/feedforward.h"
+#include "runtime/component_config.hpp"
+#include "runtime/feedforward_handle.hpp"
+#include "runtime/host_api.hpp"
+#include "runtime/plugin_search_path.hpp"
+#include "runtime/registry.hpp"
+
+namespace patchbay::cli {
+namespace {
+
+namespace po = boost::program_options;
+namespace eng = patchbay::engine;
+namespace rt = patchbay::runtime;
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  int64_t batch = 8, seq_len = 256, d_model = 256, expert_d_ff = 512, experts = 8, top_k = 2;
+  int repeats = 5;
+  std::string activation = "gelu";
+  std::string scaling = "4,8,16,32";
+};
+
+// Best seconds of fn over `repeats` calls after one warm-up call.
+template <class Fn>
+double best_seconds(Fn&& fn, int repeats) {
+  fn();
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+pb_layer_context layer_context(const BenchOptions& o, int64_t d_ff) {
+  pb_layer_context ctx{};
+  ctx.struct_size = sizeof(pb_layer_context);
+  ctx.d_model = o.d_model;
+  ctx.n_heads = 1;
+  ctx.d_ff = d_ff;
+  ctx.max_seq_len = o.seq_len;
+  ctx.n_layers = 1;
+  ctx.causal = 1;
+  ctx.positional = PB_POSITIONAL_LEARNED;
+  ctx.rope_theta = 10000;
+  ctx.init_std = 0.02;
+  ctx.residual_init_std = 0.02;
+  ctx.seed = 1;
+  ctx.param_dtype = PB_DTYPE_F32;
+  ctx.device_type = PB_DEVICE_CPU;
+  return ctx;
+}
+
+// Forward + backward of `layer` on a fresh leaf copy of x (the loss is sum(y · probe), plus
+// the aux loss when there is one); gradients are dropped afterwards.
+void step(rt::FeedForwardHandle& layer, const eng::Tensor& x, const eng::Tensor& probe,
+          std::vector<float>* expert_load = nullptr) {
+  eng::Tensor leaf = x.detach();
+  leaf.set_requires_grad(true);
+  rt::FeedForwardHandle::Output out = layer.forward(leaf, true);
+  eng::Tensor loss = eng::sum(out.y * probe);
+  if (out.aux_loss.defined()) loss = loss + out.aux_loss;
+  eng::backward(loss);
+  for (auto& p : layer.parameters()) p.tensor.zero_grad();
+  if (expert_load != nullptr) {
+    for (const auto& s : out.stats)
+      if (s.name == "expert_load") *expert_load = s.values;
+  }
+}
+
+// The expert GEMM chains alone: per expert, rows [n_e, C] -> gelu(rows W1ᵀ + b1) W2ᵀ + b2,
+// forward and backward, with weights and inputs requiring grad as in the layer.
+struct ExpertsOnly {
+  std::vector<eng::Tensor> rows, w1, b1, w2, b2, probes;
+  ExpertsOnly(const std::vector<int64_t>& counts, int64_t c, int64_t f, eng::Generator& gen) {
+    for (int64_t n : counts) {
+      rows.push_back(eng::randn({std::max<int64_t>(n, 1), c}, gen));
+      probes.push_back(eng::randn({std::max<int64_t>(n, 1), c}, gen));
+      w1.push_back(eng::randn({f, c}, gen) * 0.02);
+      b1.push_back(eng::zeros({f}));
+      w2.push_back(eng::randn({c, f}, gen) * 0.02);
+      b2.push_back(eng::zeros({c}));
+    }
+    for (auto* group : {&rows, &w1, &b1, &w2, &b2})
+      for (eng::Tensor& t : *group) t.set_requires_grad(true);
+  }
+  void run(const std::vector<int64_t>& counts) {
+    eng::Tensor loss;
+    for (size_t e = 0; e < counts.size(); ++e) {
+      if (counts[e] == 0) continue;
+      const eng::Tensor h = eng::gelu_tanh(eng::matmul(rows[e], w1[e], false, true) + b1[e]);
+      const eng::Tensor y = eng::matmul(h, w2[e], false, true) + b2[e];
+      const eng::Tensor part = eng::sum(y * probes[e]);
+      loss = loss.defined() ? loss + part : part;
+    }
+    eng::backward(loss);
+    for (auto* group : {&rows, &w1, &b1, &w2, &b2})
+      for (eng::Tensor& t : *group) t.zero_grad();
+  }
+};
+
+struct MoeTiming {
+  double moe_seconds = 0, experts_seconds = 0;
+  double max_load = 0;
+};
+
+MoeTiming time_moe(rt::Registry& registry, const BenchOptions& o, int64_t experts, bool dropless,
+                   const eng::Tensor& x, const eng::Tensor& probe, const std::string& expert_split = "custom_op") {
+  const rt::ComponentEntry& entry = registry.find(PB_KIND_FEEDFORWARD, "moe");
+  rt::ComponentConfig config(*entry.descriptor);
+  config.set_int("experts", experts);
+  config.set_int("top_k", o.top_k);
+  config.set_bool("dropless", dropless);
+  config.set_string("activation", "gelu");
+  config.set_string("expert_split", expert_split);
+  rt::FeedForwardHandle layer(registry.create(PB_KIND_FEEDFORWARD, "moe", config.view()), registry.host());
+  layer.init(layer_context(o, o.expert_d_ff));
+  MoeTiming timing;
+  timing.moe_seconds = best_seconds([&] { step(layer, x, probe); }, o.repeats);
+  std::vector<float> load;
+  step(layer, x, probe, &load);
+  const int64_t n = o.batch * o.seq_len;
+  std::vector<int64_t> counts;
+  for (float f : load) {
+    counts.push_back(static_cast<int64_t>(std::llround(static_cast<double>(f) * static_cast<double>(n * o.top_k))));
+    timing.max_load = std::max(timing.max_load, static_cast<double>(f));
+  }
+  if (!dropless) {  // kept rows are at most the capacity
+    const auto cap = static_cast<int64_t>(std::ceil(1.25 * static_cast<double>(n * o.top_k) / static_cast<double>(experts)));
+    for (int64_t& c : counts) c = std::min(c, cap);
+  }
+  eng::Generator gen(7);
+  ExpertsOnly reference(counts, o.d_model, o.expert_d_ff, gen);
+  timing.experts_seconds = best_seconds([&] { reference.run(counts); }, o.repeats);
+  return timing;
+}
+
+std::vector<int64_t> parse_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(std::stoll(item));
+  }
+  return out;
+}
+
+int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& global) {
+  BenchOptions o;
+  po::options_description options("Options");
+  options.add_options()("help,h", "this help")("batch", po::value(&o.batch), "sequences B (default 8)")(
+      "seq-len", po::value(&o.seq_len), "tokens per sequence T (default 256)")(
+      "d-model", po::value(&o.d_model), "width C (default 256)")(
+      "expert-d-ff", po::value(&o.expert_d_ff), "hidden width F of one expert (default 512)")(
+      "experts", po::value(&o.experts), "E of the headline comparison (default 8)")(
+      "top-k", po::value(&o.top_k), "k (default 2); the dense reference has d_ff = k·F")(
+      "repeats", po::value(&o.repeats), "timed repeats, best kept (default 5)")(
+      "scaling", po::value(&o.scaling), "comma-separated E values at fixed k, F (default 4,8,16,32; empty: skip)");
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).run(), values);
+  po::notify(values);
+  if (values.count("help") != 0) {
+    std::cout << "Usage: patchbay bench moe [options]\n\nTimes ffn_moe's \"moe\" layer (forward + backward) "
+                 "against the dense MLP of equal active parameters and against its own expert GEMMs,\n"
+                 "giving tokens/s and the share of time spent routing and dispatching.\n\n"
+              << options;
+    return kExitOk;
+  }
+  if (o.top_k < 1 || o.experts < o.top_k || o.batch < 1 || o.seq_len < 1 || o.d_model < 1 || o.expert_d_ff < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "bench moe: expected B, T, C, F >= 1 and 1 <= k <= E");
+  }
+  static const pb_host_api api = rt::make_host_api(eng::host_ops_table());
+  rt::Registry registry(&api);
+  rt::SearchPathOptions search;
+  search.cli_paths = global.plugin_paths;
+  registry.scan(rt::plugin_search_path(search), rt::LoadMode::kMetadataOnly);
+
+  eng::Generator gen(3);
+  const eng::Tensor x = eng::randn({o.batch, o.seq_len, o.d_model}, gen);
+  const eng::Tensor probe = eng::randn({o.batch, o.seq_len, o.d_model}, gen);
+  const double tokens = static_cast<double>(o.batch * o.seq_len);
+
+  const rt::ComponentEntry& mlp_entry = registry.find(PB_KIND_FEEDFORWARD, "mlp");
+  rt::ComponentConfig mlp_config(*mlp_entry.descriptor);
+  rt::FeedForwardHandle dense(registry.create(PB_KIND_FEEDFORWARD, "mlp", mlp_config.view()), registry.host());
+  dense.init(layer_context(o, o.top_k * o.expert_d_ff));
+  const double dense_seconds = best_seconds([&] { step(dense, x, probe); }, o.repeats);
+
+  std::printf("x [%lld, %lld, %lld], expert width F = %lld, k = %lld, gelu, f32, forward + backward, best of %d\n",
+              static_cast<long long>(o.batch), static_cast<long long>(o.seq_len), static_cast<long long>(o.d_model),
+              static_cast<long long>(o.expert_d_ff), static_cast<long long>(o.top_k), o.repeats);
+  std::printf("%-34s %10s %12s %10s %14s\n", "layer", "ms", "tokens/s", "vs dense", "route+dispatch");
+  std::printf("%-34s %10.2f %12.0f %10.2f %14s\n", ("dense mlp d_ff = k*F = " + std::to_string(o.top_k * o.expert_d_ff)).c_str(),
+              dense_seconds * 1e3, tokens / dense_seconds, 1.0, "-");
+  auto report = [&](const std::string& name, const MoeTiming& t) {
+    const double overhead = std::max(0.0, t.moe_seconds - t.experts_seconds) / t.moe_seconds;
+    std::printf("%-34s %10.2f %12.0f %10.2f %13.1f%%\n", name.c_str(), t.moe_seconds * 1e3, tokens / t.moe_seconds,
+                dense_seconds / t.moe_seconds, 100.0 * overhead);
+    std::printf("%-34s %10.2f %12s %10s %14s   (max expert load %.3f)\n", "  of which expert GEMMs alone",
+                t.experts_seconds * 1e3, "", "", "", t.max_load);
+  };
+  const std::string e_text = "E = " + std::to_string(o.experts);
+  report("moe " + e_text + ", dropless", time_moe(registry, o, o.experts, true, x, probe));
+  report("moe " + e_text + ", capacity 1.25", time_moe(registry, o, o.experts, false, x, probe));
+  // The backward choice (README "Dispatch"): engine slices instead of the split_rows custom op.
+  report("moe " + e_text + ", dropless, slices", time_moe(registry, o, o.experts, true, x, probe, "slices"));
+  const std::vector<int64_t> scaling = parse_list(o.scaling);
+  if (!scaling.empty()) std::printf("scaling with E at fixed active compute (k = %lld, F = %lld), dropless:\n",
+                                    static_cast<long long>(o.top_k), static_cast<long long>(o.expert_d_ff));
+  for (int64_t e : scaling) {
+    if (e < o.top_k) continue;
+    report("moe E = " + std::to_string(e), time_moe(registry, o, e, true, x, probe));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+PATCHBAY_REGISTER_COMMAND({"bench moe",
+                           "Time a mixture-of-experts layer against the dense MLP of equal active parameters",
+                           run_bench_moe});
+
+}  // namespace patchbay::cli
