@@ -12,12 +12,15 @@
 //   scaling     the same for E in --scaling at fixed k and F (fixed active compute);
 //   slices      the E = 8 layer with expert_split = "slices" (engine slices, composed backward)
 //               instead of the split_rows custom op: the measurement behind that choice.
-// Times are the best of --repeats; the machine is shared, so read ratios within one run.
+// Every layer runs once per round, rounds interleave all layers, and the best call of
+// --repeats rounds counts; the machine is shared, so read ratios within one run.
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -50,19 +53,6 @@ struct BenchOptions {
   std::string activation = "gelu";
   std::string scaling = "4,8,16,32";
 };
-
-// Best seconds of fn over `repeats` calls after one warm-up call.
-template <class Fn>
-double best_seconds(Fn&& fn, int repeats) {
-  fn();
-  double best = 1e30;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = Clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best;
-}
 
 pb_layer_context layer_context(const BenchOptions& o, int64_t d_ff) {
   pb_layer_context ctx{};
@@ -131,13 +121,27 @@ struct ExpertsOnly {
   }
 };
 
-struct MoeTiming {
-  double moe_seconds = 0, experts_seconds = 0;
-  double max_load = 0;
+// One timed thing: its own warm-up, then timed calls interleaved round-robin with every other
+// contender (so a burst of load on the shared machine hits all of them alike); the best call
+// counts.
+struct Contender {
+  std::function<void()> run;
+  double best = 1e30;
 };
 
-MoeTiming time_moe(rt::Registry& registry, const BenchOptions& o, int64_t experts, bool dropless,
-                   const eng::Tensor& x, const eng::Tensor& probe, const std::string& expert_split = "custom_op") {
+// A MoE layer and the reference of its expert GEMMs alone, with the counts it routed.
+struct MoeCase {
+  std::string name;
+  std::unique_ptr<rt::FeedForwardHandle> layer;
+  std::unique_ptr<ExpertsOnly> experts;
+  std::vector<int64_t> counts;
+  double max_load = 0;
+  size_t moe_index = 0, experts_index = 0;  // into the contender list
+};
+
+MoeCase make_moe_case(rt::Registry& registry, const BenchOptions& o, const std::string& name, int64_t experts,
+                      bool dropless, const eng::Tensor& x, const eng::Tensor& probe,
+                      const std::string& expert_split = "custom_op") {
   const rt::ComponentEntry& entry = registry.find(PB_KIND_FEEDFORWARD, "moe");
   rt::ComponentConfig config(*entry.descriptor);
   config.set_int("experts", experts);
@@ -145,26 +149,23 @@ MoeTiming time_moe(rt::Registry& registry, const BenchOptions& o, int64_t expert
   config.set_bool("dropless", dropless);
   config.set_string("activation", "gelu");
   config.set_string("expert_split", expert_split);
-  rt::FeedForwardHandle layer(registry.create(PB_KIND_FEEDFORWARD, "moe", config.view()), registry.host());
-  layer.init(layer_context(o, o.expert_d_ff));
-  MoeTiming timing;
-  timing.moe_seconds = best_seconds([&] { step(layer, x, probe); }, o.repeats);
+  MoeCase c;
+  c.name = name;
+  c.layer = std::make_unique<rt::FeedForwardHandle>(registry.create(PB_KIND_FEEDFORWARD, "moe", config.view()),
+                                                    registry.host());
+  c.layer->init(layer_context(o, o.expert_d_ff));
   std::vector<float> load;
-  step(layer, x, probe, &load);
+  step(*c.layer, x, probe, &load);
   const int64_t n = o.batch * o.seq_len;
-  std::vector<int64_t> counts;
+  const auto cap = static_cast<int64_t>(std::ceil(1.25 * static_cast<double>(n * o.top_k) / static_cast<double>(experts)));
   for (float f : load) {
-    counts.push_back(static_cast<int64_t>(std::llround(static_cast<double>(f) * static_cast<double>(n * o.top_k))));
-    timing.max_load = std::max(timing.max_load, static_cast<double>(f));
-  }
-  if (!dropless) {  // kept rows are at most the capacity
-    const auto cap = static_cast<int64_t>(std::ceil(1.25 * static_cast<double>(n * o.top_k) / static_cast<double>(experts)));
-    for (int64_t& c : counts) c = std::min(c, cap);
+    const auto routed = static_cast<int64_t>(std::llround(static_cast<double>(f) * static_cast<double>(n * o.top_k)));
+    c.counts.push_back(dropless ? routed : std::min(routed, cap));  // kept rows
+    c.max_load = std::max(c.max_load, static_cast<double>(f));
   }
   eng::Generator gen(7);
-  ExpertsOnly reference(counts, o.d_model, o.expert_d_ff, gen);
-  timing.experts_seconds = best_seconds([&] { reference.run(counts); }, o.repeats);
-  return timing;
+  c.experts = std::make_unique<ExpertsOnly>(c.counts, o.d_model, o.expert_d_ff, gen);
+  return c;
 }
 
 std::vector<int64_t> parse_list(const std::string& text) {
@@ -186,7 +187,7 @@ int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& glo
       "expert-d-ff", po::value(&o.expert_d_ff), "hidden width F of one expert (default 512)")(
       "experts", po::value(&o.experts), "E of the headline comparison (default 8)")(
       "top-k", po::value(&o.top_k), "k (default 2); the dense reference has d_ff = k·F")(
-      "repeats", po::value(&o.repeats), "timed repeats, best kept (default 5)")(
+      "repeats", po::value(&o.repeats), "timed rounds over every layer, best kept (default 5)")(
       "scaling", po::value(&o.scaling), "comma-separated E values at fixed k, F (default 4,8,16,32; empty: skip)");
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).run(), values);
@@ -216,32 +217,55 @@ int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& glo
   rt::ComponentConfig mlp_config(*mlp_entry.descriptor);
   rt::FeedForwardHandle dense(registry.create(PB_KIND_FEEDFORWARD, "mlp", mlp_config.view()), registry.host());
   dense.init(layer_context(o, o.top_k * o.expert_d_ff));
-  const double dense_seconds = best_seconds([&] { step(dense, x, probe); }, o.repeats);
 
-  std::printf("x [%lld, %lld, %lld], expert width F = %lld, k = %lld, gelu, f32, forward + backward, best of %d\n",
+  const std::string e_text = "E = " + std::to_string(o.experts);
+  std::vector<MoeCase> cases;
+  cases.push_back(make_moe_case(registry, o, "moe " + e_text + ", dropless", o.experts, true, x, probe));
+  cases.push_back(make_moe_case(registry, o, "moe " + e_text + ", capacity 1.25", o.experts, false, x, probe));
+  // The backward choice (README "Dispatch"): engine slices instead of the split_rows custom op.
+  cases.push_back(make_moe_case(registry, o, "moe " + e_text + ", dropless, slices", o.experts, true, x, probe, "slices"));
+  const size_t headline = cases.size();
+  for (int64_t e : parse_list(o.scaling)) {
+    if (e >= o.top_k) cases.push_back(make_moe_case(registry, o, "moe E = " + std::to_string(e), e, true, x, probe));
+  }
+  std::vector<Contender> contenders;
+  contenders.push_back({[&] { step(dense, x, probe); }});
+  for (MoeCase& c : cases) {
+    c.moe_index = contenders.size();
+    contenders.push_back({[&c, &x, &probe] { step(*c.layer, x, probe); }});
+    c.experts_index = contenders.size();
+    contenders.push_back({[&c] { c.experts->run(c.counts); }});
+  }
+  for (Contender& c : contenders) c.run();  // warm-up
+  for (int r = 0; r < o.repeats; ++r) {
+    for (Contender& c : contenders) {
+      const auto t0 = Clock::now();
+      c.run();
+      c.best = std::min(c.best, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+  }
+  const double dense_seconds = contenders[0].best;
+
+  std::printf("x [%lld, %lld, %lld], expert width F = %lld, k = %lld, gelu, f32, forward + backward, best of %d "
+              "(interleaved)\n",
               static_cast<long long>(o.batch), static_cast<long long>(o.seq_len), static_cast<long long>(o.d_model),
               static_cast<long long>(o.expert_d_ff), static_cast<long long>(o.top_k), o.repeats);
   std::printf("%-34s %10s %12s %10s %14s\n", "layer", "ms", "tokens/s", "vs dense", "route+dispatch");
-  std::printf("%-34s %10.2f %12.0f %10.2f %14s\n", ("dense mlp d_ff = k*F = " + std::to_string(o.top_k * o.expert_d_ff)).c_str(),
-              dense_seconds * 1e3, tokens / dense_seconds, 1.0, "-");
-  auto report = [&](const std::string& name, const MoeTiming& t) {
-    const double overhead = std::max(0.0, t.moe_seconds - t.experts_seconds) / t.moe_seconds;
-    std::printf("%-34s %10.2f %12.0f %10.2f %13.1f%%\n", name.c_str(), t.moe_seconds * 1e3, tokens / t.moe_seconds,
-                dense_seconds / t.moe_seconds, 100.0 * overhead);
+  std::printf("%-34s %10.2f %12.0f %10.2f %14s\n",
+              ("dense mlp d_ff = k*F = " + std::to_string(o.top_k * o.expert_d_ff)).c_str(), dense_seconds * 1e3,
+              tokens / dense_seconds, 1.0, "-");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (i == headline) {
+      std::printf("scaling with E at fixed active compute (k = %lld, F = %lld), dropless:\n",
+                  static_cast<long long>(o.top_k), static_cast<long long>(o.expert_d_ff));
+    }
+    const MoeCase& c = cases[i];
+    const double moe_seconds = contenders[c.moe_index].best, experts_seconds = contenders[c.experts_index].best;
+    const double overhead = std::max(0.0, moe_seconds - experts_seconds) / moe_seconds;
+    std::printf("%-34s %10.2f %12.0f %10.2f %13.1f%%\n", c.name.c_str(), moe_seconds * 1e3, tokens / moe_seconds,
+                dense_seconds / moe_seconds, 100.0 * overhead);
     std::printf("%-34s %10.2f %12s %10s %14s   (max expert load %.3f)\n", "  of which expert GEMMs alone",
-                t.experts_seconds * 1e3, "", "", "", t.max_load);
-  };
-  const std::string e_text = "E = " + std::to_string(o.experts);
-  report("moe " + e_text + ", dropless", time_moe(registry, o, o.experts, true, x, probe));
-  report("moe " + e_text + ", capacity 1.25", time_moe(registry, o, o.experts, false, x, probe));
-  // The backward choice (README "Dispatch"): engine slices instead of the split_rows custom op.
-  report("moe " + e_text + ", dropless, slices", time_moe(registry, o, o.experts, true, x, probe, "slices"));
-  const std::vector<int64_t> scaling = parse_list(o.scaling);
-  if (!scaling.empty()) std::printf("scaling with E at fixed active compute (k = %lld, F = %lld), dropless:\n",
-                                    static_cast<long long>(o.top_k), static_cast<long long>(o.expert_d_ff));
-  for (int64_t e : scaling) {
-    if (e < o.top_k) continue;
-    report("moe E = " + std::to_string(e), time_moe(registry, o, e, true, x, probe));
+                experts_seconds * 1e3, "", "", "", c.max_load);
   }
   return kExitOk;
 }
