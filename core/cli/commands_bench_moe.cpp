@@ -8,20 +8,21 @@
 //               the per-expert counts the moe forward routed (read from its expert_load
 //               statistic). moe − experts = routing (router GEMM, softmax, top-k, aux losses,
 //               statistics) + dispatch (plan, gather, gate, combine); its share of moe is the
-//               overhead the issue bounds (target < 15% at E = 8, k = 2);
+//               overhead the issue bounds (target < 15% at E = 8, k = 2), shown from the
+//               best times and as the median over rounds of the paired difference;
 //   scaling     the same for E in --scaling at fixed k and F (fixed active compute);
 //   slices      the E = 8 layer with expert_split = "slices" (engine slices, composed backward)
 //               instead of the split_rows custom op: the measurement behind that choice.
 // Every layer runs once per round, rounds interleave all layers, and the best call of
 // --repeats rounds counts; the machine is shared, so read ratios within one run.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -127,7 +128,15 @@ struct ExpertsOnly {
 struct Contender {
   std::function<void()> run;
   double best = 1e30;
+  std::vector<double> rounds;  // seconds per round, in round order
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0
+                   : (v.size() % 2 == 1 ? v[v.size() / 2]
+                                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
 
 // A MoE layer and the reference of its expert GEMMs alone, with the counts it routed.
 struct MoeCase {
@@ -139,9 +148,9 @@ struct MoeCase {
   size_t moe_index = 0, experts_index = 0;  // into the contender list
 };
 
-MoeCase make_moe_case(rt::Registry& registry, const BenchOptions& o, const std::string& name, int64_t experts,
-                      bool dropless, const eng::Tensor& x, const eng::Tensor& probe,
-                      const std::string& expert_split = "custom_op") {
+MoeCase make_moe_case(rt::Registry& registry, const BenchOptions& o, const std::string& name,
+                      int64_t experts, bool dropless, const eng::Tensor& x,
+                      const eng::Tensor& probe, const std::string& expert_split = "custom_op") {
   const rt::ComponentEntry& entry = registry.find(PB_KIND_FEEDFORWARD, "moe");
   rt::ComponentConfig config(*entry.descriptor);
   config.set_int("experts", experts);
@@ -151,15 +160,17 @@ MoeCase make_moe_case(rt::Registry& registry, const BenchOptions& o, const std::
   config.set_string("expert_split", expert_split);
   MoeCase c;
   c.name = name;
-  c.layer = std::make_unique<rt::FeedForwardHandle>(registry.create(PB_KIND_FEEDFORWARD, "moe", config.view()),
-                                                    registry.host());
+  c.layer = std::make_unique<rt::FeedForwardHandle>(
+      registry.create(PB_KIND_FEEDFORWARD, "moe", config.view()), registry.host());
   c.layer->init(layer_context(o, o.expert_d_ff));
   std::vector<float> load;
   step(*c.layer, x, probe, &load);
   const int64_t n = o.batch * o.seq_len;
-  const auto cap = static_cast<int64_t>(std::ceil(1.25 * static_cast<double>(n * o.top_k) / static_cast<double>(experts)));
+  const auto cap = static_cast<int64_t>(
+      std::ceil(1.25 * static_cast<double>(n * o.top_k) / static_cast<double>(experts)));
   for (float f : load) {
-    const auto routed = static_cast<int64_t>(std::llround(static_cast<double>(f) * static_cast<double>(n * o.top_k)));
+    const auto routed = static_cast<int64_t>(
+        std::llround(static_cast<double>(f) * static_cast<double>(n * o.top_k)));
     c.counts.push_back(dropless ? routed : std::min(routed, cap));  // kept rows
     c.max_load = std::max(c.max_load, static_cast<double>(f));
   }
@@ -181,25 +192,30 @@ std::vector<int64_t> parse_list(const std::string& text) {
 int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& global) {
   BenchOptions o;
   po::options_description options("Options");
-  options.add_options()("help,h", "this help")("batch", po::value(&o.batch), "sequences B (default 8)")(
+  options.add_options()("help,h", "this help")("batch", po::value(&o.batch),
+                                               "sequences B (default 8)")(
       "seq-len", po::value(&o.seq_len), "tokens per sequence T (default 256)")(
       "d-model", po::value(&o.d_model), "width C (default 256)")(
       "expert-d-ff", po::value(&o.expert_d_ff), "hidden width F of one expert (default 512)")(
       "experts", po::value(&o.experts), "E of the headline comparison (default 8)")(
       "top-k", po::value(&o.top_k), "k (default 2); the dense reference has d_ff = k·F")(
       "repeats", po::value(&o.repeats), "timed rounds over every layer, best kept (default 5)")(
-      "scaling", po::value(&o.scaling), "comma-separated E values at fixed k, F (default 4,8,16,32; empty: skip)");
+      "scaling", po::value(&o.scaling),
+      "comma-separated E values at fixed k, F (default 4,8,16,32; empty: skip)");
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).run(), values);
   po::notify(values);
   if (values.count("help") != 0) {
-    std::cout << "Usage: patchbay bench moe [options]\n\nTimes ffn_moe's \"moe\" layer (forward + backward) "
-                 "against the dense MLP of equal active parameters and against its own expert GEMMs,\n"
-                 "giving tokens/s and the share of time spent routing and dispatching.\n\n"
-              << options;
+    std::cout
+        << "Usage: patchbay bench moe [options]\n\nTimes ffn_moe's \"moe\" layer (forward + "
+           "backward) "
+           "against the dense MLP of equal active parameters and against its own expert GEMMs,\n"
+           "giving tokens/s and the share of time spent routing and dispatching.\n\n"
+        << options;
     return kExitOk;
   }
-  if (o.top_k < 1 || o.experts < o.top_k || o.batch < 1 || o.seq_len < 1 || o.d_model < 1 || o.expert_d_ff < 1) {
+  if (o.top_k < 1 || o.experts < o.top_k || o.batch < 1 || o.seq_len < 1 || o.d_model < 1 ||
+      o.expert_d_ff < 1) {
     throw Error(ErrorKind::kInvalidArgument, "bench moe: expected B, T, C, F >= 1 and 1 <= k <= E");
   }
   static const pb_host_api api = rt::make_host_api(eng::host_ops_table());
@@ -215,18 +231,24 @@ int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& glo
 
   const rt::ComponentEntry& mlp_entry = registry.find(PB_KIND_FEEDFORWARD, "mlp");
   rt::ComponentConfig mlp_config(*mlp_entry.descriptor);
-  rt::FeedForwardHandle dense(registry.create(PB_KIND_FEEDFORWARD, "mlp", mlp_config.view()), registry.host());
+  rt::FeedForwardHandle dense(registry.create(PB_KIND_FEEDFORWARD, "mlp", mlp_config.view()),
+                              registry.host());
   dense.init(layer_context(o, o.top_k * o.expert_d_ff));
 
   const std::string e_text = "E = " + std::to_string(o.experts);
   std::vector<MoeCase> cases;
-  cases.push_back(make_moe_case(registry, o, "moe " + e_text + ", dropless", o.experts, true, x, probe));
-  cases.push_back(make_moe_case(registry, o, "moe " + e_text + ", capacity 1.25", o.experts, false, x, probe));
+  cases.push_back(
+      make_moe_case(registry, o, "moe " + e_text + ", dropless", o.experts, true, x, probe));
+  cases.push_back(
+      make_moe_case(registry, o, "moe " + e_text + ", capacity 1.25", o.experts, false, x, probe));
   // The backward choice (README "Dispatch"): engine slices instead of the split_rows custom op.
-  cases.push_back(make_moe_case(registry, o, "moe " + e_text + ", dropless, slices", o.experts, true, x, probe, "slices"));
+  cases.push_back(make_moe_case(registry, o, "moe " + e_text + ", dropless, slices", o.experts,
+                                true, x, probe, "slices"));
   const size_t headline = cases.size();
   for (int64_t e : parse_list(o.scaling)) {
-    if (e >= o.top_k) cases.push_back(make_moe_case(registry, o, "moe E = " + std::to_string(e), e, true, x, probe));
+    if (e >= o.top_k)
+      cases.push_back(
+          make_moe_case(registry, o, "moe E = " + std::to_string(e), e, true, x, probe));
   }
   std::vector<Contender> contenders;
   contenders.push_back({[&] { step(dense, x, probe); }});
@@ -241,39 +263,56 @@ int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& glo
     for (Contender& c : contenders) {
       const auto t0 = Clock::now();
       c.run();
-      c.best = std::min(c.best, std::chrono::duration<double>(Clock::now() - t0).count());
+      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      c.best = std::min(c.best, seconds);
+      c.rounds.push_back(seconds);
     }
   }
   const double dense_seconds = contenders[0].best;
 
-  std::printf("x [%lld, %lld, %lld], expert width F = %lld, k = %lld, gelu, f32, forward + backward, best of %d "
-              "(interleaved)\n",
-              static_cast<long long>(o.batch), static_cast<long long>(o.seq_len), static_cast<long long>(o.d_model),
-              static_cast<long long>(o.expert_d_ff), static_cast<long long>(o.top_k), o.repeats);
-  std::printf("%-34s %10s %12s %10s %14s\n", "layer", "ms", "tokens/s", "vs dense", "route+dispatch");
+  std::printf(
+      "x [%lld, %lld, %lld], expert width F = %lld, k = %lld, gelu, f32, forward + backward, best "
+      "of %d "
+      "(interleaved)\n",
+      static_cast<long long>(o.batch), static_cast<long long>(o.seq_len),
+      static_cast<long long>(o.d_model), static_cast<long long>(o.expert_d_ff),
+      static_cast<long long>(o.top_k), o.repeats);
+  std::printf("%-34s %10s %12s %10s %14s %8s\n", "layer", "ms", "tokens/s", "vs dense",
+              "route+dispatch", "(paired)");
   std::printf("%-34s %10.2f %12.0f %10.2f %14s\n",
-              ("dense mlp d_ff = k*F = " + std::to_string(o.top_k * o.expert_d_ff)).c_str(), dense_seconds * 1e3,
-              tokens / dense_seconds, 1.0, "-");
+              ("dense mlp d_ff = k*F = " + std::to_string(o.top_k * o.expert_d_ff)).c_str(),
+              dense_seconds * 1e3, tokens / dense_seconds, 1.0, "-");
   for (size_t i = 0; i < cases.size(); ++i) {
     if (i == headline) {
       std::printf("scaling with E at fixed active compute (k = %lld, F = %lld), dropless:\n",
                   static_cast<long long>(o.top_k), static_cast<long long>(o.expert_d_ff));
     }
     const MoeCase& c = cases[i];
-    const double moe_seconds = contenders[c.moe_index].best, experts_seconds = contenders[c.experts_index].best;
+    const double moe_seconds = contenders[c.moe_index].best,
+                 experts_seconds = contenders[c.experts_index].best;
     const double overhead = std::max(0.0, moe_seconds - experts_seconds) / moe_seconds;
-    std::printf("%-34s %10.2f %12.0f %10.2f %13.1f%%\n", c.name.c_str(), moe_seconds * 1e3, tokens / moe_seconds,
-                dense_seconds / moe_seconds, 100.0 * overhead);
-    std::printf("%-34s %10.2f %12s %10s %14s   (max expert load %.3f)\n", "  of which expert GEMMs alone",
-                experts_seconds * 1e3, "", "", "", c.max_load);
+    // Paired: each round runs the layer and its expert GEMMs back to back; the median over
+    // rounds of (layer - experts) / layer is less sensitive to load bursts than the bests.
+    std::vector<double> paired;
+    for (size_t r = 0; r < contenders[c.moe_index].rounds.size(); ++r) {
+      const double layer = contenders[c.moe_index].rounds[r],
+                   gemms = contenders[c.experts_index].rounds[r];
+      paired.push_back((layer - gemms) / layer);
+    }
+    std::printf("%-34s %10.2f %12.0f %10.2f %13.1f%% %7.1f%%\n", c.name.c_str(), moe_seconds * 1e3,
+                tokens / moe_seconds, dense_seconds / moe_seconds, 100.0 * overhead,
+                100.0 * median(paired));
+    std::printf("%-34s %10.2f %12s %10s %14s   (max expert load %.3f)\n",
+                "  of which expert GEMMs alone", experts_seconds * 1e3, "", "", "", c.max_load);
   }
   return kExitOk;
 }
 
 }  // namespace
 
-PATCHBAY_REGISTER_COMMAND({"bench moe",
-                           "Time a mixture-of-experts layer against the dense MLP of equal active parameters",
-                           run_bench_moe});
+PATCHBAY_REGISTER_COMMAND(
+    {"bench moe",
+     "Time a mixture-of-experts layer against the dense MLP of equal active parameters",
+     run_bench_moe});
 
 }  // namespace patchbay::cli

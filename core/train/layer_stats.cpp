@@ -11,7 +11,8 @@ namespace patchbay::train {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -22,7 +23,8 @@ void LayerStats::add(const std::vector<std::pair<std::string, std::vector<float>
     if (count == 0) sum.assign(values.size(), 0.0);
     if (sum.size() != values.size()) {
       throw Error(ErrorKind::kInternal, "layer statistic '" + name + "' changed length from " +
-                                            std::to_string(sum.size()) + " to " + std::to_string(values.size()));
+                                            std::to_string(sum.size()) + " to " +
+                                            std::to_string(values.size()));
     }
     for (size_t i = 0; i < values.size(); ++i) sum[i] += values[i];
     ++count;
@@ -71,7 +73,8 @@ std::string LayerStats::summary() const {
   if (layers == 0) return "";
   char line[256];
   std::snprintf(line, sizeof line,
-                "moe x%lld layers: load max %.3f min %.3f | dropped %.4f | entropy %.3f | balance %.5f | z %.5f",
+                "moe x%lld layers: load max %.3f min %.3f | dropped %.4f | entropy %.3f | balance "
+                "%.5f | z %.5f",
                 static_cast<long long>(layers), load_max, load_min,
                 dropped_n > 0 ? dropped / static_cast<double>(dropped_n) : 0.0,
                 entropy_n > 0 ? entropy / static_cast<double>(entropy_n) : 0.0, balance, z);

@@ -23,7 +23,8 @@ class LayerStats {
   // Adds "<prefix><name>": mean (a number for one value, else an array) to `record`.
   void write_to(nlohmann::json& record, const std::string& prefix = "") const;
   // One compact line over all layers, from the MoE names (others appear only in the JSON):
-  //   "moe x4 layers: load max 0.31 min 0.05 | dropped 0.021 | entropy 1.93 | balance 0.0102 | z 0.0007"
+  //   "moe x4 layers: load max 0.31 min 0.05 | dropped 0.021 | entropy 1.93 | balance 0.0102 | z
+  //   0.0007"
   // (load: highest/lowest expert share over all layers; dropped and entropy: mean over layers;
   // balance and z: sum over layers, as they enter the loss). Empty when no layer reports them.
   std::string summary() const;

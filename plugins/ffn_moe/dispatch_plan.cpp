@@ -9,7 +9,8 @@ namespace patchbay_ffn_moe {
 
 int64_t expert_capacity(int64_t tokens, int64_t k, int64_t experts, double capacity_factor) {
   if (tokens <= 0 || k <= 0 || experts <= 0 || !(capacity_factor > 0)) {
-    throw std::invalid_argument("expert_capacity: tokens, k, experts and capacity_factor must be > 0");
+    throw std::invalid_argument(
+        "expert_capacity: tokens, k, experts and capacity_factor must be > 0");
   }
   const double exact = capacity_factor * static_cast<double>(tokens) * static_cast<double>(k) /
                        static_cast<double>(experts);
@@ -17,13 +18,14 @@ int64_t expert_capacity(int64_t tokens, int64_t k, int64_t experts, double capac
   return rounded < 1 ? 1 : rounded;
 }
 
-DispatchPlan plan_dispatch(const std::vector<int64_t>& choices, int64_t batch, int64_t seq_len, int64_t k,
-                           int64_t experts, int64_t capacity) {
+DispatchPlan plan_dispatch(const std::vector<int64_t>& choices, int64_t batch, int64_t seq_len,
+                           int64_t k, int64_t experts, int64_t capacity) {
   const int64_t n_tokens = batch * seq_len;
   if (batch <= 0 || seq_len <= 0 || k <= 0 || experts <= 0 ||
       static_cast<int64_t>(choices.size()) != n_tokens * k) {
     throw std::invalid_argument("plan_dispatch: expected " + std::to_string(n_tokens * k) +
-                                " choices (B·T·k) with B, T, k, E > 0, got " + std::to_string(choices.size()));
+                                " choices (B·T·k) with B, T, k, E > 0, got " +
+                                std::to_string(choices.size()));
   }
   DispatchPlan plan;
   plan.tokens = n_tokens;
@@ -43,8 +45,9 @@ DispatchPlan plan_dispatch(const std::vector<int64_t>& choices, int64_t batch, i
         const size_t slot = static_cast<size_t>(n * k + j);
         const int64_t e = choices[slot];
         if (e < 0 || e >= experts) {
-          throw std::invalid_argument("plan_dispatch: expert id " + std::to_string(e) + " of token " +
-                                      std::to_string(n) + " is outside [0, " + std::to_string(experts) + ")");
+          throw std::invalid_argument("plan_dispatch: expert id " + std::to_string(e) +
+                                      " of token " + std::to_string(n) + " is outside [0, " +
+                                      std::to_string(experts) + ")");
         }
         ++plan.routed[static_cast<size_t>(e)];
         int64_t& count = kept_count[static_cast<size_t>(e)];
@@ -59,7 +62,8 @@ DispatchPlan plan_dispatch(const std::vector<int64_t>& choices, int64_t batch, i
   // Offsets: exclusive prefix sum of the kept histogram.
   plan.offsets.assign(static_cast<size_t>(experts) + 1, 0);
   for (int64_t e = 0; e < experts; ++e) {
-    plan.offsets[static_cast<size_t>(e) + 1] = plan.offsets[static_cast<size_t>(e)] + kept_count[static_cast<size_t>(e)];
+    plan.offsets[static_cast<size_t>(e) + 1] =
+        plan.offsets[static_cast<size_t>(e)] + kept_count[static_cast<size_t>(e)];
   }
   const int64_t kept = plan.offsets.back();
   plan.sorted_tokens.assign(static_cast<size_t>(kept), 0);

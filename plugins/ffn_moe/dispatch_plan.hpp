@@ -22,10 +22,10 @@ namespace patchbay_ffn_moe {
 int64_t expert_capacity(int64_t tokens, int64_t k, int64_t experts, double capacity_factor);
 
 struct DispatchPlan {
-  int64_t tokens = 0;   // N = B·T
-  int64_t k = 0;        // choices per token
-  int64_t experts = 0;  // E
-  int64_t capacity = 0; // per expert; -1: dropless
+  int64_t tokens = 0;    // N = B·T
+  int64_t k = 0;         // choices per token
+  int64_t experts = 0;   // E
+  int64_t capacity = 0;  // per expert; -1: dropless
   // Kept assignments grouped by expert (expert e's rows are [offsets[e], offsets[e+1])),
   // within an expert in priority order. M = offsets[E] = kept assignments.
   std::vector<int64_t> offsets;        // [E + 1]
@@ -33,15 +33,15 @@ struct DispatchPlan {
   std::vector<int64_t> sorted_slots;   // [M] n·k + j (row of the gate [N·k])
   // For every slot n·k + j: its row in the sorted order, or M when the assignment was dropped
   // (the row M of the padded expert output is zero, so a dropped choice adds nothing).
-  std::vector<int64_t> slot_rows;      // [N·k]
-  std::vector<int64_t> routed;         // [E] assignments chosen per expert, before capacity
-  int64_t dropped = 0;                 // assignments over capacity
+  std::vector<int64_t> slot_rows;  // [N·k]
+  std::vector<int64_t> routed;     // [E] assignments chosen per expert, before capacity
+  int64_t dropped = 0;             // assignments over capacity
   int64_t kept() const { return offsets.empty() ? 0 : offsets.back(); }
 };
 
 // choices [N·k] (row-major [B, T, k]): expert ids in [0, E), distinct within a token.
 // capacity < 0: dropless. Throws std::invalid_argument on ids out of range or bad sizes.
-DispatchPlan plan_dispatch(const std::vector<int64_t>& choices, int64_t batch, int64_t seq_len, int64_t k,
-                           int64_t experts, int64_t capacity);
+DispatchPlan plan_dispatch(const std::vector<int64_t>& choices, int64_t batch, int64_t seq_len,
+                           int64_t k, int64_t experts, int64_t capacity);
 
 }  // namespace patchbay_ffn_moe

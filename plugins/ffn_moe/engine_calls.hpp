@@ -3,13 +3,13 @@
 #pragma once
 
 #include <patchbay/tensor.hpp>
-
 #include <utility>
 
 namespace patchbay_ffn_moe {
 
 // values, indices (int64) of the k largest entries along `dim`.
-inline std::pair<patchbay::Tensor, patchbay::Tensor> topk(const patchbay::Tensor& x, int64_t k, int64_t dim) {
+inline std::pair<patchbay::Tensor, patchbay::Tensor> topk(const patchbay::Tensor& x, int64_t k,
+                                                          int64_t dim) {
   const pb_ops_table* ops = x.ops();
   pb_tensor* values = nullptr;
   pb_tensor* indices = nullptr;
@@ -18,12 +18,12 @@ inline std::pair<patchbay::Tensor, patchbay::Tensor> topk(const patchbay::Tensor
 }
 
 // self with src added at index along dim (PyTorch scatter_add, out of place).
-inline patchbay::Tensor scatter_add(const patchbay::Tensor& self, int64_t dim, const patchbay::Tensor& index,
-                                    const patchbay::Tensor& src) {
+inline patchbay::Tensor scatter_add(const patchbay::Tensor& self, int64_t dim,
+                                    const patchbay::Tensor& index, const patchbay::Tensor& src) {
   const pb_ops_table* ops = self.ops();
   pb_tensor* out = nullptr;
-  patchbay::check_ops_status(ops, ops->scatter_add(self.handle(), dim, index.handle(), src.handle(), &out),
-                             "scatter_add");
+  patchbay::check_ops_status(
+      ops, ops->scatter_add(self.handle(), dim, index.handle(), src.handle(), &out), "scatter_add");
   return patchbay::Tensor(ops, out);
 }
 

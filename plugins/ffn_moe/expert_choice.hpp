@@ -34,13 +34,16 @@ class ExpertChoiceLayer : public patchbay::FeedForward {
 
 inline constexpr pb_config_field kExpertChoiceFields[] = {
     PATCHBAY_FFN_MOE_EXPERT_FIELDS,
-    patchbay::Field::real("capacity_factor", "2.0",
-                          "tokens per expert = ceil(factor * tokens / E), at most tokens (Zhou et al.: c = 2)")
+    patchbay::Field::real(
+        "capacity_factor", "2.0",
+        "tokens per expert = ceil(factor * tokens / E), at most tokens (Zhou et al.: c = 2)")
         .range(1e-6, 1e6),
 };
 
-inline constexpr pb_component_descriptor kExpertChoice = patchbay::make_feedforward_component<ExpertChoiceLayer>(
-    "moe_expert_choice", "1.0.0",
-    "expert-choice mixture of experts (bidirectional: refused in a causal LM)", kExpertChoiceFields);
+inline constexpr pb_component_descriptor kExpertChoice =
+    patchbay::make_feedforward_component<ExpertChoiceLayer>(
+        "moe_expert_choice", "1.0.0",
+        "expert-choice mixture of experts (bidirectional: refused in a causal LM)",
+        kExpertChoiceFields);
 
 }  // namespace patchbay_ffn_moe

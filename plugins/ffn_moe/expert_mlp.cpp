@@ -17,11 +17,13 @@ Activation parse_activation(const std::string& name) {
 }
 
 ExpertMlp::ExpertMlp(const patchbay::Ops& ops, patchbay::Generator& gen, const ExpertShape& shape,
-                     const std::string& prefix, double init_std, double residual_init_std, pb_dtype dtype,
-                     const RegisterParameter& add)
+                     const std::string& prefix, double init_std, double residual_init_std,
+                     pb_dtype dtype, const RegisterParameter& add)
     : shape_(shape) {
   const int64_t c = shape.d_model, f = shape.d_hidden;
-  auto normal = [&](int64_t rows, int64_t cols, double std) { return ops.randn({rows, cols}, gen, dtype) * std; };
+  auto normal = [&](int64_t rows, int64_t cols, double std) {
+    return ops.randn({rows, cols}, gen, dtype) * std;
+  };
   fc_weight_ = add(prefix + ".fc.weight", normal(f, c, init_std));
   if (shape.bias) fc_bias_ = add(prefix + ".fc.bias", ops.zeros({f}, dtype));
   if (shape.activation == Activation::kSwiGlu) {
@@ -40,10 +42,18 @@ Tensor ExpertMlp::linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 Tensor ExpertMlp::forward(const Tensor& rows) const {
   Tensor hidden = linear(rows, fc_weight_, fc_bias_);  // [M, F]
   switch (shape_.activation) {
-    case Activation::kGeluTanh: hidden = hidden.gelu(true); break;
-    case Activation::kGeluErf: hidden = hidden.gelu(false); break;
-    case Activation::kRelu: hidden = hidden.relu(); break;
-    case Activation::kSwiGlu: hidden = linear(rows, gate_weight_, gate_bias_).silu() * hidden; break;
+    case Activation::kGeluTanh:
+      hidden = hidden.gelu(true);
+      break;
+    case Activation::kGeluErf:
+      hidden = hidden.gelu(false);
+      break;
+    case Activation::kRelu:
+      hidden = hidden.relu();
+      break;
+    case Activation::kSwiGlu:
+      hidden = linear(rows, gate_weight_, gate_bias_).silu() * hidden;
+      break;
   }
   return linear(hidden, proj_weight_, proj_bias_);  // [M, C]
 }

@@ -43,17 +43,22 @@ ExpertSettings read_expert_settings(const patchbay::ConfigView& config) {
 int64_t check_context(const pb_layer_context& ctx, const ExpertSettings& s, const char* component) {
   const std::string who = component;
   if (ctx.d_model <= 0 || ctx.d_ff <= 0) {
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, who + ": layer context d_model and d_ff must be > 0, got " +
-                                                      std::to_string(ctx.d_model) + " and " + std::to_string(ctx.d_ff));
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      who + ": layer context d_model and d_ff must be > 0, got " +
+                          std::to_string(ctx.d_model) + " and " + std::to_string(ctx.d_ff));
   }
   if (!(ctx.init_std >= 0) || !(ctx.residual_init_std >= 0)) {
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, who + ": layer context init_std and residual_init_std must be >= 0");
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      who + ": layer context init_std and residual_init_std must be >= 0");
   }
   if (ctx.device_type != PB_DEVICE_CPU) {
-    throw PluginError(PB_STATUS_UNSUPPORTED, who + " creates its parameters on the CPU only (ops randn has no device)");
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      who + " creates its parameters on the CPU only (ops randn has no device)");
   }
-  if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 && ctx.param_dtype != PB_DTYPE_F16) {
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, who + ": param_dtype must be a float dtype (f32, bf16, f16)");
+  if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
+      ctx.param_dtype != PB_DTYPE_F16) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      who + ": param_dtype must be a float dtype (f32, bf16, f16)");
   }
   if (s.experts < 1) throw PluginError(PB_STATUS_INVALID_ARGUMENT, who + ": experts must be >= 1");
   return s.expert_d_ff > 0 ? s.expert_d_ff : ctx.d_ff;
@@ -61,11 +66,13 @@ int64_t check_context(const pb_layer_context& ctx, const ExpertSettings& s, cons
 
 Tensor combine_rows(const patchbay::Ops& ops, const Tensor& rows, const DispatchPlan& plan) {
   const int64_t c = rows.size(1);
-  const Tensor padded = ops.concat({rows, ops.zeros({1, c}, rows.dtype())}, 0);  // [M + 1, C], row M = 0
+  const Tensor padded =
+      ops.concat({rows, ops.zeros({1, c}, rows.dtype())}, 0);  // [M + 1, C], row M = 0
   Tensor sum;
   for (int64_t j = 0; j < plan.k; ++j) {
     std::vector<int64_t> ids(static_cast<size_t>(plan.tokens));
-    for (int64_t n = 0; n < plan.tokens; ++n) ids[static_cast<size_t>(n)] = plan.slot_rows[static_cast<size_t>(n * plan.k + j)];
+    for (int64_t n = 0; n < plan.tokens; ++n)
+      ids[static_cast<size_t>(n)] = plan.slot_rows[static_cast<size_t>(n * plan.k + j)];
     const Tensor part = ops.embedding(padded, ops.from_vector(ids, {plan.tokens}));  // [N, C]
     sum = sum.defined() ? sum + part : part;
   }
@@ -91,9 +98,10 @@ MoeLayer::MoeLayer(const patchbay::Host& host, const patchbay::ConfigView& confi
   }
   router_settings_.k = k > 0 ? k : (router_settings_.kind == RouterKind::kSwitch ? 1 : 2);
   if (router_settings_.k > experts_settings_.experts) {
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "top_k = " + std::to_string(router_settings_.k) + " exceeds experts = " +
-                                                      std::to_string(experts_settings_.experts) +
-                                                      "; a token picks k distinct experts");
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "top_k = " + std::to_string(router_settings_.k) +
+                          " exceeds experts = " + std::to_string(experts_settings_.experts) +
+                          "; a token picks k distinct experts");
   }
   router_settings_.renormalize = config.get_bool("renormalize");
   router_settings_.jitter = config.get_float("router_jitter");
@@ -108,16 +116,19 @@ void MoeLayer::init(const pb_layer_context& ctx) {
   const RegisterParameter add = [this](std::string name, Tensor t) -> Tensor& {
     return register_parameter(std::move(name), std::move(t));
   };
-  // Draw order: router, experts 0..E-1, shared expert: fixed, so a seed always gives the same model.
+  // Draw order: router, experts 0..E-1, shared expert: fixed, so a seed always gives the same
+  // model.
   router_.emplace(ops, init_gen, router_settings_, ctx.d_model, ctx.init_std, ctx.param_dtype, add);
-  const ExpertShape shape{ctx.d_model, hidden, experts_settings_.activation, experts_settings_.bias};
+  const ExpertShape shape{ctx.d_model, hidden, experts_settings_.activation,
+                          experts_settings_.bias};
   experts_.reserve(static_cast<size_t>(experts_settings_.experts));
   for (int64_t e = 0; e < experts_settings_.experts; ++e) {
-    experts_.emplace_back(ops, init_gen, shape, "experts." + std::to_string(e), ctx.init_std, ctx.residual_init_std,
-                          ctx.param_dtype, add);
+    experts_.emplace_back(ops, init_gen, shape, "experts." + std::to_string(e), ctx.init_std,
+                          ctx.residual_init_std, ctx.param_dtype, add);
   }
   if (shared_expert_) {
-    shared_.emplace(ops, init_gen, shape, "shared_expert", ctx.init_std, ctx.residual_init_std, ctx.param_dtype, add);
+    shared_.emplace(ops, init_gen, shape, "shared_expert", ctx.init_std, ctx.residual_init_std,
+                    ctx.param_dtype, add);
   }
   noise_gen_ = std::make_unique<patchbay::Generator>(ops.table(), ctx.seed ^ kNoiseStream);
   dropout_gen_ = std::make_unique<patchbay::Generator>(ops.table(), ctx.seed ^ kDropoutStream);
@@ -126,8 +137,9 @@ void MoeLayer::init(const pb_layer_context& ctx) {
 patchbay::FeedForward::Output MoeLayer::forward(const Tensor& x, bool training) {
   const std::vector<int64_t> shape = x.shape();
   if (shape.size() != 3 || shape[2] != d_model_) {
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                      "moe: x must be [B, T, " + std::to_string(d_model_) + "] but is " + shape_text(shape));
+    throw PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        "moe: x must be [B, T, " + std::to_string(d_model_) + "] but is " + shape_text(shape));
   }
   const patchbay::Ops ops(host_.api()->ops);
   const int64_t batch = shape[0], seq = shape[1], n = batch * seq, k = router_settings_.k;
@@ -142,13 +154,15 @@ patchbay::FeedForward::Output MoeLayer::forward(const Tensor& x, bool training) 
   Tensor y2;
   if (plan.kept() > 0) {
     const int64_t kept = plan.kept();
-    const Tensor grouped = ops.embedding(x2, ops.from_vector(plan.sorted_tokens, {kept}));  // [M, C]
+    const Tensor grouped =
+        ops.embedding(x2, ops.from_vector(plan.sorted_tokens, {kept}));  // [M, C]
     std::vector<Tensor> blocks;  // one per expert with rows, in expert order
     if (split_with_custom_op_) {
       blocks = split_rows(grouped, plan.offsets);
     } else {
       for (int64_t e = 0; e < e_count; ++e) {
-        const int64_t begin = plan.offsets[static_cast<size_t>(e)], end = plan.offsets[static_cast<size_t>(e) + 1];
+        const int64_t begin = plan.offsets[static_cast<size_t>(e)],
+                      end = plan.offsets[static_cast<size_t>(e) + 1];
         if (end > begin) blocks.push_back(grouped.slice(0, begin, end));
       }
     }
@@ -159,7 +173,8 @@ patchbay::FeedForward::Output MoeLayer::forward(const Tensor& x, bool training) 
       }
     }
     const Tensor expert_out = outputs.size() == 1 ? outputs[0] : ops.concat(outputs, 0);  // [M, C]
-    const Tensor gates = ops.embedding(routing.gates.reshape({n * k, 1}), ops.from_vector(plan.sorted_slots, {kept}));
+    const Tensor gates = ops.embedding(routing.gates.reshape({n * k, 1}),
+                                       ops.from_vector(plan.sorted_slots, {kept}));
     y2 = combine_rows(ops, expert_out * gates.to(expert_out.dtype()), plan);  // [N, C]
   } else {
     y2 = ops.zeros({n, d_model_}, x.dtype());
@@ -188,13 +203,14 @@ patchbay::FeedForward::Output MoeLayer::forward(const Tensor& x, bool training) 
   }
   std::vector<float> load(static_cast<size_t>(e_count));
   for (int64_t e = 0; e < e_count; ++e) {
-    load[static_cast<size_t>(e)] =
-        static_cast<float>(static_cast<double>(plan.routed[static_cast<size_t>(e)]) / static_cast<double>(n * k));
+    load[static_cast<size_t>(e)] = static_cast<float>(
+        static_cast<double>(plan.routed[static_cast<size_t>(e)]) / static_cast<double>(n * k));
   }
   const double entropy = mean_router_entropy(routing.probs.to_vector(), e_count);
   std::vector<Stat> stats = {
       Stat{"expert_load", std::move(load)},
-      Stat{"dropped_fraction", {static_cast<float>(static_cast<double>(plan.dropped) / static_cast<double>(n * k))}},
+      Stat{"dropped_fraction",
+           {static_cast<float>(static_cast<double>(plan.dropped) / static_cast<double>(n * k))}},
       Stat{"router_entropy", {static_cast<float>(entropy)}},
       Stat{"balance_loss", {static_cast<float>(balance_value)}},
       Stat{"z_loss", {static_cast<float>(z_value)}},

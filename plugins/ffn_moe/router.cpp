@@ -14,7 +14,8 @@ RouterKind parse_router(const std::string& name) {
   if (name == "topk") return RouterKind::kTopK;
   if (name == "switch") return RouterKind::kSwitch;
   if (name == "noisy_topk") return RouterKind::kNoisyTopK;
-  throw PluginError(PB_STATUS_INVALID_ARGUMENT, "router '" + name + "' is not one of topk, switch, noisy_topk");
+  throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                    "router '" + name + "' is not one of topk, switch, noisy_topk");
 }
 
 namespace {
@@ -24,8 +25,8 @@ Tensor softplus(const Tensor& v) { return v.relu() + ((-v.abs()).exp() + 1.0).lo
 
 }  // namespace
 
-Router::Router(const patchbay::Ops& ops, patchbay::Generator& gen, const RouterSettings& settings, int64_t d_model,
-               double init_std, pb_dtype dtype, const RegisterParameter& add)
+Router::Router(const patchbay::Ops& ops, patchbay::Generator& gen, const RouterSettings& settings,
+               int64_t d_model, double init_std, pb_dtype dtype, const RegisterParameter& add)
     : ops_(ops), settings_(settings) {
   weight_ = add("router.weight", ops.randn({settings.experts, d_model}, gen, dtype) * init_std);
   if (settings.kind == RouterKind::kNoisyTopK) {
@@ -33,7 +34,9 @@ Router::Router(const patchbay::Ops& ops, patchbay::Generator& gen, const RouterS
   }
 }
 
-Tensor Router::logits(const Tensor& x2f) const { return x2f.matmul(weight_.to(PB_DTYPE_F32), false, true); }
+Tensor Router::logits(const Tensor& x2f) const {
+  return x2f.matmul(weight_.to(PB_DTYPE_F32), false, true);
+}
 
 Routing Router::route(const Tensor& x2, bool training, patchbay::Generator& noise) const {
   const int64_t n = x2.size(0), c = x2.size(1);
@@ -60,7 +63,8 @@ Routing Router::route(const Tensor& x2, bool training, patchbay::Generator& nois
                   : selected_values;
   }
   const Tensor ids = selected_ids.contiguous();
-  if (ids.dtype() != PB_DTYPE_I64) throw PluginError(PB_STATUS_INTERNAL, "topk returned non-int64 indices");
+  if (ids.dtype() != PB_DTYPE_I64)
+    throw PluginError(PB_STATUS_INTERNAL, "topk returned non-int64 indices");
   const int64_t* id_data = ids.data<int64_t>();
   r.choices.assign(id_data, id_data + n * settings_.k);
   return r;

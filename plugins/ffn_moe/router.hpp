@@ -8,9 +8,8 @@
 // (expert_choice.cpp).
 #pragma once
 
-#include <patchbay/feedforward.hpp>
-
 #include <cstdint>
+#include <patchbay/feedforward.hpp>
 #include <string>
 #include <vector>
 
@@ -41,8 +40,8 @@ class Router {
  public:
   // router.weight [E, C] ~ N(0, init_std²); noisy_topk adds router.noise_weight [E, C] = 0
   // (Shazeer's zero init: the noise starts at softplus(0) = ln 2).
-  Router(const patchbay::Ops& ops, patchbay::Generator& gen, const RouterSettings& settings, int64_t d_model,
-         double init_std, pb_dtype dtype, const RegisterParameter& add);
+  Router(const patchbay::Ops& ops, patchbay::Generator& gen, const RouterSettings& settings,
+         int64_t d_model, double init_std, pb_dtype dtype, const RegisterParameter& add);
 
   // x2 [N, C] -> routing. `noise` draws the jitter and the gating noise (training only).
   Routing route(const patchbay::Tensor& x2, bool training, patchbay::Generator& noise) const;
@@ -60,7 +59,8 @@ class Router {
 // Switch load-balancing loss (unweighted): E · Σ_i f_i · P_i with f_i = routed[i] / (N·k)
 // (every selected expert counts, before capacity) and P_i = mean over tokens of probs[:, i].
 // Uniform routing gives exactly 1. probs [N, E] f32.
-patchbay::Tensor load_balancing_loss(const patchbay::Tensor& probs, const std::vector<int64_t>& routed, int64_t k);
+patchbay::Tensor load_balancing_loss(const patchbay::Tensor& probs,
+                                     const std::vector<int64_t>& routed, int64_t k);
 // ST-MoE router z-loss (unweighted): mean over tokens of logsumexp(logits)², computed as
 // m + log Σ exp(logits − m) with m = max (detached: the exact gradient does not depend on it).
 patchbay::Tensor router_z_loss(const patchbay::Tensor& logits);

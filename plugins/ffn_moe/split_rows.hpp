@@ -4,15 +4,15 @@
 // rows cost E·M·C in backward; `patchbay bench moe` measures both (README "Dispatch").
 #pragma once
 
-#include <patchbay/tensor.hpp>
-
 #include <cstdint>
+#include <patchbay/tensor.hpp>
 #include <vector>
 
 namespace patchbay_ffn_moe {
 
 // bounds: non-decreasing, bounds.front() = 0, bounds.back() = rows.size(0); empty blocks are
 // skipped (the result has one tensor per non-empty block, in order).
-std::vector<patchbay::Tensor> split_rows(const patchbay::Tensor& rows, const std::vector<int64_t>& bounds);
+std::vector<patchbay::Tensor> split_rows(const patchbay::Tensor& rows,
+                                         const std::vector<int64_t>& bounds);
 
 }  // namespace patchbay_ffn_moe

@@ -1,11 +1,11 @@
 // The host-side MoE planner (plugins/ffn_moe/dispatch_plan.cpp): capacity rounding, drop
 // counts and grouping on hand-built routings, and the causal priority order.
+#include "dispatch_plan.hpp"
+
 #include <doctest/doctest.h>
 
 #include <stdexcept>
 #include <vector>
-
-#include "dispatch_plan.hpp"
 
 using patchbay_ffn_moe::DispatchPlan;
 using patchbay_ffn_moe::expert_capacity;
@@ -14,17 +14,18 @@ using patchbay_ffn_moe::plan_dispatch;
 TEST_CASE("capacity is ceil(factor * tokens * k / experts), at least 1, without float noise") {
   CHECK(expert_capacity(8, 1, 2, 1.0) == 4);
   CHECK(expert_capacity(8, 1, 2, 1.25) == 5);
-  CHECK(expert_capacity(10, 1, 4, 1.0) == 3);    // 2.5 rounds up
-  CHECK(expert_capacity(10, 1, 1, 1.1) == 11);   // 1.1 * 10 = 11.000000000000002 in doubles
-  CHECK(expert_capacity(6, 2, 4, 1.0) == 3);     // k counts: 12 assignments over 4 experts
-  CHECK(expert_capacity(1, 2, 8, 2.0) == 1);     // 0.5 -> 1: a lone decode token is never dropped
+  CHECK(expert_capacity(10, 1, 4, 1.0) == 3);   // 2.5 rounds up
+  CHECK(expert_capacity(10, 1, 1, 1.1) == 11);  // 1.1 * 10 = 11.000000000000002 in doubles
+  CHECK(expert_capacity(6, 2, 4, 1.0) == 3);    // k counts: 12 assignments over 4 experts
+  CHECK(expert_capacity(1, 2, 8, 2.0) == 1);    // 0.5 -> 1: a lone decode token is never dropped
   CHECK(expert_capacity(3, 1, 8, 0.01) == 1);
   CHECK_THROWS_AS(expert_capacity(3, 1, 8, 0.0), std::invalid_argument);
 }
 
 TEST_CASE("a hand-built routing: groups, offsets, drops in position-major order") {
   // B = 2, T = 3, k = 1, E = 2; every token picks expert 0 except (b1, t1) -> 1.
-  //   token n = b*T + t:   n0 (b0,t0)=0  n1 (b0,t1)=0  n2 (b0,t2)=0  n3 (b1,t0)=0  n4 (b1,t1)=1  n5 (b1,t2)=0
+  //   token n = b*T + t:   n0 (b0,t0)=0  n1 (b0,t1)=0  n2 (b0,t2)=0  n3 (b1,t0)=0  n4 (b1,t1)=1  n5
+  //   (b1,t2)=0
   const std::vector<int64_t> choices = {0, 0, 0, 0, 1, 0};
   // Capacity 3: expert 0 receives, in priority order t0: n0, n3; t1: n1; t2: n2, n5.
   const DispatchPlan plan = plan_dispatch(choices, 2, 3, 1, 2, 3);
@@ -59,7 +60,8 @@ TEST_CASE("a later position never changes what an earlier position gets") {
   std::vector<int64_t> choices;
   for (int64_t n = 0; n < batch * seq; ++n) {
     choices.push_back(n % experts);
-    choices.push_back((n * 3 + 1) % experts == n % experts ? (n + 1) % experts : (n * 3 + 1) % experts);
+    choices.push_back((n * 3 + 1) % experts == n % experts ? (n + 1) % experts
+                                                           : (n * 3 + 1) % experts);
   }
   const DispatchPlan before = plan_dispatch(choices, batch, seq, k, experts, 3);
   std::vector<int64_t> changed = choices;

@@ -34,8 +34,9 @@ TEST_CASE("no causal leak through capacity, noise or jitter, for every causal ro
     const char* router;
     double jitter;
   };
-  for (const RouterCase rc : {RouterCase{"topk", 0.0}, RouterCase{"switch", 0.0}, RouterCase{"noisy_topk", 0.0},
-                              RouterCase{"topk", 0.2}, RouterCase{"switch", 0.2}}) {
+  for (const RouterCase rc :
+       {RouterCase{"topk", 0.0}, RouterCase{"switch", 0.0}, RouterCase{"noisy_topk", 0.0},
+        RouterCase{"topk", 0.2}, RouterCase{"switch", 0.2}}) {
     CAPTURE(rc.router);
     CAPTURE(rc.jitter);
     eng::Generator gen(17);
@@ -51,8 +52,10 @@ TEST_CASE("no causal leak through capacity, noise or jitter, for every causal ro
       }
     }
     std::vector<std::vector<float>> ys, grads;
-    for (const std::vector<float>* input : {&base, static_cast<const std::vector<float>*>(&changed)}) {
-      rt::FeedForwardHandle layer = make_layer(loaded, rc.router, rc.jitter);  // equal seeds: equal noise
+    for (const std::vector<float>* input :
+         {&base, static_cast<const std::vector<float>*>(&changed)}) {
+      rt::FeedForwardHandle layer =
+          make_layer(loaded, rc.router, rc.jitter);  // equal seeds: equal noise
       eng::Tensor x = eng::Tensor::from_vector(*input, {kBatch, kSeq, kWidth});
       x.set_requires_grad(true);
       const rt::FeedForwardHandle::Output out = layer.forward(x, /*training=*/true);

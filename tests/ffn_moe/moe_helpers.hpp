@@ -30,7 +30,8 @@ struct Loaded {
     return *registry.find(PB_KIND_FEEDFORWARD, name).descriptor;
   }
   rt::FeedForwardHandle make(const std::string& name, rt::ComponentConfig& config) {
-    return rt::FeedForwardHandle(registry.create(PB_KIND_FEEDFORWARD, name, config.view()), registry.host());
+    return rt::FeedForwardHandle(registry.create(PB_KIND_FEEDFORWARD, name, config.view()),
+                                 registry.host());
   }
 };
 
@@ -43,7 +44,8 @@ inline pb_layer_context context(int64_t d_model, int64_t d_ff, uint64_t seed, bo
   return ctx;
 }
 
-inline eng::Tensor param(const std::vector<rt::FeedForwardHandle::Parameter>& params, const std::string& name) {
+inline eng::Tensor param(const std::vector<rt::FeedForwardHandle::Parameter>& params,
+                         const std::string& name) {
   for (const auto& p : params)
     if (p.name == name) return p.tensor;
   FAIL("no parameter " << name);
@@ -54,11 +56,13 @@ inline double max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
   const std::vector<float> va = a.to_vector(), vb = b.to_vector();
   REQUIRE(va.size() == vb.size());
   double worst = 0;
-  for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(va[i]) - vb[i]));
+  for (size_t i = 0; i < va.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(va[i]) - vb[i]));
   return worst;
 }
 
-inline const std::vector<float>& stat(const rt::FeedForwardHandle::Output& out, const std::string& name) {
+inline const std::vector<float>& stat(const rt::FeedForwardHandle::Output& out,
+                                      const std::string& name) {
   for (const auto& s : out.stats)
     if (s.name == name) return s.values;
   FAIL("no statistic " << name);

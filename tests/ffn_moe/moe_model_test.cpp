@@ -25,11 +25,13 @@ rt::Registry& registry() {
   static rt::Registry* instance = [] {
     rt::set_host_ops(eng::host_ops_table());
     const pb_host_api* host = rt::host_api();
-    eng::set_ops_status_functions({host->status_create, host->status_code, host->status_message, host->status_free});
+    eng::set_ops_status_functions(
+        {host->status_create, host->status_code, host->status_message, host->status_free});
     const char* env = std::getenv("PATCHBAY_PLUGIN_PATH");
     REQUIRE_MESSAGE(env != nullptr, "PATCHBAY_PLUGIN_PATH is not set (run through ctest)");
     auto* r = new rt::Registry(host);
-    for (const char* file : {"attention_dense.so", "ffn_mlp.so", "ffn_moe.so"}) r->scan_file(std::filesystem::path(env) / file);
+    for (const char* file : {"attention_dense.so", "ffn_mlp.so", "ffn_moe.so"})
+      r->scan_file(std::filesystem::path(env) / file);
     for (const rt::RefusedPlugin& refused : r->refused()) FAIL_CHECK(refused.reason);
     return r;
   }();
@@ -50,7 +52,8 @@ pm::ModelOptions options(std::vector<std::string> feedforward_kinds) {
   return o;
 }
 
-const eng::Tensor* find_parameter(const std::vector<pm::NamedParameter>& params, const std::string& name) {
+const eng::Tensor* find_parameter(const std::vector<pm::NamedParameter>& params,
+                                  const std::string& name) {
   for (const pm::NamedParameter& p : params)
     if (p.name == name) return &p.tensor;
   return nullptr;
@@ -58,7 +61,8 @@ const eng::Tensor* find_parameter(const std::vector<pm::NamedParameter>& params,
 
 }  // namespace
 
-TEST_CASE("a dense/MoE pattern: aux loss summed and differentiable to the router, stats per block") {
+TEST_CASE(
+    "a dense/MoE pattern: aux loss summed and differentiable to the router, stats per block") {
   pm::ComponentTables tables;
   tables.feedforward.insert("experts", 4);
   tables.feedforward.insert("top_k", 2);
@@ -74,7 +78,8 @@ TEST_CASE("a dense/MoE pattern: aux loss summed and differentiable to the router
   bool has_load = false;
   for (const auto& [name, values] : out.stats) {
     CHECK(name.rfind("blocks.1.ffn.", 0) == 0);  // block 0 is the dense MLP: no statistics
-    if (name == "blocks.1.ffn.balance_loss" || name == "blocks.1.ffn.z_loss") from_stats += values[0];
+    if (name == "blocks.1.ffn.balance_loss" || name == "blocks.1.ffn.z_loss")
+      from_stats += values[0];
     has_load = has_load || name == "blocks.1.ffn.expert_load";
   }
   CHECK(has_load);
@@ -90,7 +95,7 @@ TEST_CASE("a dense/MoE pattern: aux loss summed and differentiable to the router
   REQUIRE(router->grad().defined());
   double norm = 0;
   for (float g : router->grad().to_vector()) norm += static_cast<double>(g) * g;
-  CHECK(norm > 0);  // the aux loss reaches the router through the model
+  CHECK(norm > 0);                        // the aux loss reaches the router through the model
   CHECK_FALSE(expert->grad().defined());  // and only the router
 }
 

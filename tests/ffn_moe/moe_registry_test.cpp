@@ -29,11 +29,15 @@ struct Case {
 TEST_CASE("moe conforms for every router and option, through the host") {
   Loaded loaded;
   const Case cases[] = {
-      {"topk", 2, true, false, false, "gelu", 2.0},     {"topk", 2, false, false, false, "relu", 2.0},
-      {"switch", 0, true, false, false, "gelu", 2.0},   {"noisy_topk", 2, true, false, false, "gelu_erf", 2.0},
-      {"topk", 3, true, true, true, "swiglu", 2.0},     {"topk", 2, true, false, false, "gelu", 0.5},
+      {"topk", 2, true, false, false, "gelu", 2.0},
+      {"topk", 2, false, false, false, "relu", 2.0},
+      {"switch", 0, true, false, false, "gelu", 2.0},
+      {"noisy_topk", 2, true, false, false, "gelu_erf", 2.0},
+      {"topk", 3, true, true, true, "swiglu", 2.0},
+      {"topk", 2, true, false, false, "gelu", 0.5},
       {"switch", 1, false, false, true, "swiglu", 0.5},
-      {"topk", 2, true, true, false, "swiglu", 2.0},    {"noisy_topk", 1, true, false, true, "gelu", 0.5},
+      {"topk", 2, true, true, false, "swiglu", 2.0},
+      {"noisy_topk", 1, true, false, true, "gelu", 0.5},
   };
   for (const Case& c : cases) {
     CAPTURE(c.activation);
@@ -65,8 +69,8 @@ TEST_CASE("moe conforms for every router and option, through the host") {
     // that f32 rounding of y over eps = 1e-3 reaches atol; 3e-3 keeps the difference quotient
     // clear of it (measured: 1e-3 fails by 1.6e-3 on smooth parameters, 3e-3 and 1e-2 pass).
     if (std::string(c.activation) == "swiglu") options.gradcheck.eps = 3e-3;
-    const pt::FeedForwardConformanceReport report =
-        pt::check_feedforward_conformance(loaded.descriptor("moe"), &config.view(), loaded.registry.host(), options);
+    const pt::FeedForwardConformanceReport report = pt::check_feedforward_conformance(
+        loaded.descriptor("moe"), &config.view(), loaded.registry.host(), options);
     CHECK_MESSAGE(report.ok(), report.message());
   }
 }
@@ -253,7 +257,8 @@ TEST_CASE("expert choice: conforms off a causal model, is refused in one, and is
     CHECK(message.find("masked-LM") != std::string::npos);
   }
   SUBCASE("with fewer picks than tokens, a later token changes an earlier token's output") {
-    config.set_float("capacity_factor", 0.5);  // each expert picks ceil(0.5 · 8 / 2) = 2 of 8 tokens
+    config.set_float("capacity_factor",
+                     0.5);  // each expert picks ceil(0.5 · 8 / 2) = 2 of 8 tokens
     rt::FeedForwardHandle layer = loaded.make("moe_expert_choice", config);
     layer.init(context(8, 16, 1, false));
     // Token 7 along ±(w0 − w1): S[7, 0] = sigmoid(±40 |w0 − w1|²), near 0 in the base input
