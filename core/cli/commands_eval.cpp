@@ -74,6 +74,14 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
             << "loss: " << r.loss << " nats/token\n"
             << "perplexity: " << r.perplexity << "\n"
             << "bits per byte: " << r.bits_per_byte << " (over the " << r.bytes << " bytes of the evaluated tokens)\n";
+  if (!r.layer_stats.empty()) {  // feed-forward statistics (MoE), mean over the batches
+    if (const std::string moe = r.layer_stats.summary(); !moe.empty()) std::cout << moe << "\n";
+    for (const auto& [name, mean] : r.layer_stats.means()) {
+      std::cout << name << ":";
+      for (double v : mean) std::cout << " " << v;
+      std::cout << "\n";
+    }
+  }
   return kExitOk;
 }
 

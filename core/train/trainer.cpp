@@ -246,8 +246,10 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   auto run_eval = [&](int64_t step) {
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     const EvalResult r = evaluate(model, data.val, settings);
-    metrics.append({{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity}, {"val_bpb", r.bits_per_byte},
-                    {"val_tokens", r.tokens}, {"val_bytes", r.bytes}});
+    nlohmann::json record = {{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity},
+                             {"val_bpb", r.bits_per_byte}, {"val_tokens", r.tokens}, {"val_bytes", r.bytes}};
+    r.layer_stats.write_to(record, "val_");
+    metrics.append(record);
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
                  r.bits_per_byte);
     summary.last_eval = r;
@@ -274,7 +276,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     if (!r.finite || done % o.log_every == 0 || last) {
       const double window_seconds = seconds_since(window_start);
       const double tokens_per_second = window_seconds > 0 ? static_cast<double>(window_tokens) / window_seconds : 0;
-      metrics.append({{"step", done},
+      nlohmann::json record = {{"step", done},
                       {"loss", r.loss},
                       {"aux_loss", r.aux_loss},
                       {"lr", r.lr},
@@ -282,7 +284,10 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                       {"tokens_per_second", tokens_per_second},
                       {"elapsed_seconds", elapsed_seconds()},
                       {"tokens", done * tokens_per_step},
-                      {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}});
+                      {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
+      r.layer_stats.write_to(record);
+      metrics.append(record);
+      if (const std::string moe = r.layer_stats.summary(); !moe.empty()) spdlog::info("step {}: {}", done, moe);
       window_start = Clock::now();
       window_tokens = 0;
       if (progress) {
