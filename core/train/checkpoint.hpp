@@ -34,6 +34,9 @@ inline constexpr const char* kMetaRng = "rng";                  // JSON object o
 inline constexpr const char* kMetaTokenizerFile = "tokenizer.file";
 inline constexpr const char* kMetaTokenizerHash = "tokenizer.fnv1a64";  // 16 hex digits
 inline constexpr const char* kMetaTokensSeen = "tokens_seen";
+// JSON array of the absolute plugin search path the run used (folders and files); with the
+// components' plugin_file it lets generate/eval/resume find the plugins without --plugin-path.
+inline constexpr const char* kMetaPluginSearchPath = "plugins.search_path";
 inline constexpr const char* kOptimizerPrefix = "optimizer/";
 inline constexpr const char* kCheckpointFormat = "patchbay-checkpoint 1";
 
