@@ -100,6 +100,7 @@ TEST_CASE("every kind: example and scaffold built, checked, loaded and trained f
     cmakelists.replace(at, 15, "broken_attention");
   write_text(broken / "CMakeLists.txt", cmakelists);
   replace_in_file(broken / "broken_attention.cpp", "j > p ||", "j > p + 1 ||");
+  replace_in_file(broken / "broken_attention.cpp", "kPreferFusedWindowOp = true", "kPreferFusedWindowOp = false");
 
   std::string project =
       "cmake_minimum_required(VERSION 3.20)\nproject(sdk_kit_check LANGUAGES CXX)\n"

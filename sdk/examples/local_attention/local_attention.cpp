@@ -14,6 +14,10 @@ namespace {
 using patchbay::PluginError;
 using patchbay::Tensor;
 
+// Use the engine's fused windowed attention when the host's ops table has it (version >= 3);
+// false always takes the explicit masked path (same values, O(T^2) memory).
+[[maybe_unused]] constexpr bool kPreferFusedWindowOp = true;
+
 // The KV cache of one decoding run: keys and values [B, H, capacity, Dh].
 class KvCache : public patchbay::AttentionState {
  public:
@@ -97,6 +101,23 @@ Tensor LocalAttention::project_out(const Tensor& o) const {
 Tensor LocalAttention::windowed_attention(const Tensor& q, const Tensor& k, const Tensor& v) const {
   const int64_t tq = q.size(2), tk = k.size(2), offset = tk - tq;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+#if defined(PB_OPS_TABLE_VERSION) && PB_OPS_TABLE_VERSION >= 3
+  const pb_ops_table* table = ops_.table();
+  if (kPreferFusedWindowOp && table->version >= 3 &&
+      PB_HAS_FIELD(table, pb_ops_table, attention_with_options) && table->attention_with_options != nullptr) {
+    // Causal, bottom-right aligned (query i is position offset + i), keys p - window < j <= p.
+    pb_attention_options options{};
+    options.struct_size = sizeof(options);
+    options.causal = 1;
+    options.scale = scale;
+    options.window = window_;
+    options.alibi_slopes = nullptr;
+    pb_tensor* out = nullptr;
+    patchbay::check_ops_status(table, table->attention_with_options(q.handle(), k.handle(), v.handle(), &options, &out),
+                               "windowed attention");
+    return Tensor(table, out);
+  }
+#endif
   // mask [Tq, Tk]: 1 (filled with -inf) where key j is in the future of query i (absolute
   // position p = offset + i) or at least `window` positions behind it.
   std::vector<float> mask(static_cast<size_t>(tq * tk), 0.0f);
