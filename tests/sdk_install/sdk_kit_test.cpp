@@ -75,7 +75,9 @@ TEST_CASE("every kind: example and scaffold built, checked, loaded and trained f
   fs::remove_all(kScratch);
   fs::create_directories(scaffolds);
   const std::string cmake = quoted(PATCHBAY_CMAKE_COMMAND);
-  const std::string patchbay = quoted(prefix / "bin/patchbay");
+  // The installed CLI as a user runs it: ctest's PATCHBAY_PLUGIN_PATH (this build's plugin
+  // folder) must not leak in.
+  const std::string patchbay = "env -u PATCHBAY_PLUGIN_PATH " + quoted(prefix / "bin/patchbay");
 
   run_ok("install", cmake + " --install " + quoted(PATCHBAY_BUILD_DIR) + " --prefix " + quoted(prefix));
   REQUIRE(fs::exists(prefix / "lib/libpatchbay_testing.so"));
@@ -136,8 +138,13 @@ TEST_CASE("every kind: example and scaffold built, checked, loaded and trained f
   CHECK(described.find("window") != std::string::npos);
 
   // Training: a tiny corpus, two layers, a few steps.
+  // 64 distinct sentences, each 25 times (the split is by line, so validation gets some too).
+  const char* subjects[] = {"the cat", "a dog", "the bird", "my fish"};
+  const char* verbs[] = {"sat on", "ran to", "looked at", "slept by"};
+  const char* objects[] = {"the mat.", "the door.", "a tree.", "the river."};
   std::string corpus;
-  for (int i = 0; i < 400; ++i) corpus += (i % 2 ? "the cat sat on the mat.\n" : "a dog ran to the door.\n");
+  for (int i = 0; i < 1600; ++i)
+    corpus += std::string(subjects[i % 4]) + " " + verbs[(i / 4) % 4] + " " + objects[(i / 16) % 4] + "\n";
   write_text(kScratch / "corpus.txt", corpus);
   const std::string config =
       "[data]\ncorpus = \"" + (kScratch / "corpus.txt").string() + "\"\nvalidation_fraction = 0.2\noutput_dir = \"" +
@@ -155,6 +162,7 @@ TEST_CASE("every kind: example and scaffold built, checked, loaded and trained f
              quoted(kScratch / "examples.toml") + " --no-progress --set model.attention.kind=local --set " +
              "model.attention.window=4 --set model.feedforward.kind=geglu --set optimizer.kind=lion");
   CHECK(fs::exists(examples_run / "checkpoints/latest"));
+  CHECK(read_text(kScratch / "train_examples.log").find("already loaded") == std::string::npos);
   const fs::path kit_attention_so = build / "kit_attention/kit_attention.so";
   run_ok("train_scaffold", patchbay + " --plugin-path " + quoted(kit_attention_so) + " train " +
                                quoted(kScratch / "scaffold.toml") + " --no-progress --set model.attention.kind=kit_attention");
