@@ -130,7 +130,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
   config::ResolvedConfig config = config::load_config_text(
       checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
-  const ComponentLookup components = make_component_lookup(global, config);
+  const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -53,10 +54,18 @@ std::string components_json(const config::ResolvedConfig& config, runtime::Regis
                     {"version", entry.version},
                     {"plugin", plugin.metadata.name},
                     {"plugin_version", plugin.metadata.version},
-                    {"plugin_file", plugin.file.string()},
+                    {"plugin_file", std::filesystem::absolute(plugin.file).lexically_normal().string()},
                     {"plugin_abi", std::to_string(plugin.metadata.abi_major) + "." +
                                        std::to_string(plugin.metadata.abi_minor)}});
   }
+  return list.dump();
+}
+
+// The folders and files the registry searched, absolute, as a JSON array.
+std::string plugin_search_path_json(const runtime::Registry& registry) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const std::filesystem::path& p : registry.searched())
+    list.push_back(std::filesystem::absolute(p).lexically_normal().string());
   return list.dump();
 }
 
@@ -191,7 +200,8 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       {kMetaSdkAbi, std::to_string(PB_ABI_VERSION_MAJOR) + "." + std::to_string(PB_ABI_VERSION_MINOR)},
       {kMetaSourceRevision, source_revision()},
       {kMetaTokenizerFile, run_tokenizer.string()},
-      {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)}};
+      {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)},
+      {kMetaPluginSearchPath, plugin_search_path_json(registry)}};
 
   int64_t start_step = 0;
   double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
