@@ -85,7 +85,7 @@ void write_png(const std::filesystem::path& csv, const std::filesystem::path& pn
   std::ostringstream script;
   script << "set terminal pngcairo size 900,500 font ',11'; set output '" << png.string() << "';"
          << "set datafile separator ','; set key off; set grid;"
-         << "set title '" << title << "'; set xlabel 'update'; set ylabel 'learning rate';"
+         << "set title '" << title << "' noenhanced; set xlabel 'update'; set ylabel 'learning rate';"
          << "plot '" << csv.string() << "' every ::1 using 1:2 with lines lw 2";
   const std::string command = "gnuplot -e \"" + script.str() + "\" 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
