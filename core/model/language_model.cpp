@@ -33,6 +33,8 @@ eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t positi
                                        bool training) {
   const int64_t t = tokens.size(1);
   eng::Tensor x = eng::embedding(wte, tokens);  // [B, T, C]
+  if (const double scale = resolved_embedding_scale(options); scale != 1.0)
+    x = eng::mul_scalar(x, scale);  // sqrt(d_model) with sinusoidal positions by default
   if (options.positional == PositionalKind::kLearned) {
     x = x + eng::narrow(wpe, 0, position_offset, t);  // [T, C] broadcast over B
   } else if (options.positional == PositionalKind::kSinusoidal) {
@@ -208,7 +210,8 @@ std::string LanguageModel::describe() const {
   out << "GPT: vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers
       << " blocks, " << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
   out << "  " << norm_kind_name(o.norm) << " (" << (o.pre_norm ? "pre" : "post")
-      << "-norm), positions " << positional_kind_name(o.positional) << ", head "
+      << "-norm), positions " << positional_kind_name(o.positional)
+      << ", embeddings x" << resolved_embedding_scale(o) << ", head "
       << (o.tie_embeddings ? "tied to wte" : "untied") << ", dropout " << o.dropout << "\n";
   auto join = [](const std::vector<std::string>& names) {
     std::string s;

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,10 @@ struct ModelOptions {
   NormKind norm = NormKind::kLayerNorm;
   bool pre_norm = true;
   PositionalKind positional = PositionalKind::kLearned;
+  // Factor on the token embeddings before positions are added ([model] embedding_scale).
+  // nullopt = "auto": sqrt(d_model) for sinusoidal positions (Vaswani et al. 2017, §3.4: "we
+  // multiply those weights by sqrt(d_model)"), 1 otherwise. See resolved_embedding_scale().
+  std::optional<double> embedding_scale;
   double rope_theta = 10000.0;
   bool tie_embeddings = true;
   double init_std = 0.02;
@@ -177,8 +182,8 @@ class LanguageModel {
 // in `schema` (after make_host_schema(): call it wherever the host schema is built).
 //   [model] keys: context_length, n_layers, n_heads, d_model, d_ff (0 = 4·d_model), norm
 //   ("layernorm"|"rmsnorm"), norm_position ("pre"|"post"), positional ("learned"|
-//   "sinusoidal"|"rotary"|"alibi"|"none"), rope_theta, tie_embeddings, dropout, init_std,
-//   norm_eps, seed.
+//   "sinusoidal"|"rotary"|"alibi"|"none"), embedding_scale ("auto"|"none"|"sqrt_d_model"|
+//   "<number>"), rope_theta, tie_embeddings, dropout, init_std, norm_eps, seed.
 // With a pattern, the validator checks the table's keys against `kind`'s component; each
 // layer's component receives those of the keys its own schema has.
 void declare_model_sections(config::SchemaRegistry& schema);
@@ -189,6 +194,12 @@ void declare_model_sections(config::SchemaRegistry& schema);
 ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size);
 // The [model.attention] and [model.feedforward] tables (empty when absent).
 ComponentTables component_tables_from_config(const config::ResolvedConfig& config);
+
+// The factor the model multiplies token embeddings by (embedding_scale, "auto" resolved).
+double resolved_embedding_scale(const ModelOptions& options);
+// Parses a [model] embedding_scale value: "auto" (nullopt), "none" (1), "sqrt_d_model", or a
+// positive number written as a string ("8.0"). Throws Error(kInvalidArgument) otherwise.
+std::optional<double> parse_embedding_scale(const std::string& value, int64_t d_model);
 
 // "layernorm"/"rmsnorm", "learned"/..., for describe() and messages.
 const char* norm_kind_name(NormKind kind);

@@ -40,6 +40,10 @@ config::HostSection model_section() {
           "learned (wpe table), sinusoidal (fixed, added), rotary (inside attention), alibi "
           "(inside attention, if it supports it), none")
           .choices("learned|sinusoidal|rotary|alibi|none"),
+      Field::string("embedding_scale", "\"auto\"",
+                    "factor on token embeddings: auto (sqrt(d_model) with sinusoidal positions, "
+                    "as Vaswani et al.; 1 otherwise), none (1), sqrt_d_model, or a positive "
+                    "number as a string, e.g. \"8.0\""),
       Field::real("rope_theta", "10000.0", "rotary base theta").range(1.0, 1e12),
       Field::boolean("tie_embeddings", "true", "the output head reuses wte (logits = x @ wte^T)"),
       Field::real("dropout", "0.0", "dropout on embeddings and residual branches (training only)")
@@ -176,6 +180,13 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
                  : positional == "rotary"     ? PositionalKind::kRotary
                  : positional == "alibi"      ? PositionalKind::kAlibi
                                               : PositionalKind::kNone;
+  try {
+    o.embedding_scale = parse_embedding_scale(string_value(config, "embedding_scale"), o.d_model);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kInvalidArgument, "model.embedding_scale (" +
+                                                 config.locate("model.embedding_scale").to_string() +
+                                                 "): " + e.what());
+  }
   o.rope_theta = float_value(config, "rope_theta");
   o.tie_embeddings = bool_value(config, "tie_embeddings");
   o.dropout = float_value(config, "dropout");
@@ -203,6 +214,32 @@ ComponentTables component_tables_from_config(const config::ResolvedConfig& confi
     tables.feedforward = *f->as_table();
   }
   return tables;
+}
+
+std::optional<double> parse_embedding_scale(const std::string& value, int64_t d_model) {
+  if (value == "auto") return std::nullopt;
+  if (value == "none") return 1.0;
+  if (value == "sqrt_d_model") return std::sqrt(static_cast<double>(d_model));
+  size_t used = 0;
+  double number = 0.0;
+  try {
+    number = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !std::isfinite(number) || number <= 0.0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "embedding_scale \"" + value +
+                    "\" is not \"auto\", \"none\", \"sqrt_d_model\" or a positive number; "
+                    "write e.g. embedding_scale = \"sqrt_d_model\" or \"8.0\"");
+  return number;
+}
+
+double resolved_embedding_scale(const ModelOptions& options) {
+  if (options.embedding_scale) return *options.embedding_scale;
+  return options.positional == PositionalKind::kSinusoidal
+             ? std::sqrt(static_cast<double>(options.d_model))
+             : 1.0;
 }
 
 const char* norm_kind_name(NormKind kind) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "patchbay/ops.h"
 #include "patchbay/plugin.h"
 #include "patchbay/tokenizer.h"
 
@@ -115,3 +116,11 @@ TEST_CASE("PB_ARRAY_AT walks an array with the producer's struct_size, not the r
   CHECK(PB_ARRAY_AT(pb_config_value, base, 2)->int_value == 12);
   CHECK(PB_HAS_FIELD(base, pb_config_value, string_count));
 }
+
+// Ops table version 3: the options of attention_with_options (fields are only appended).
+FROZEN_SIZE(pb_attention_options, 40);
+FROZEN_OFFSET(pb_attention_options, struct_size, 0);
+FROZEN_OFFSET(pb_attention_options, causal, 8);
+FROZEN_OFFSET(pb_attention_options, scale, 16);
+FROZEN_OFFSET(pb_attention_options, window, 24);
+FROZEN_OFFSET(pb_attention_options, alibi_slopes, 32);

@@ -228,15 +228,16 @@ inline bool all_finite(const std::vector<float>& v) {
   return true;
 }
 
-// The positional encodings to run the checks under: none, and rotary when declared.
+// The positional encodings to run the checks under: none, and rotary / ALiBi when declared.
 inline std::vector<pb_positional_kind> positionals(const AttentionUnderTest& layer) {
   std::vector<pb_positional_kind> out = {PB_POSITIONAL_NONE};
   if (layer.has(PB_ATTENTION_CAP_ROTARY)) out.push_back(PB_POSITIONAL_ROTARY);
+  if (layer.has(PB_ATTENTION_CAP_ALIBI)) out.push_back(PB_POSITIONAL_ALIBI);
   return out;
 }
 
 inline std::string positional_name(pb_positional_kind kind) {
-  return kind == PB_POSITIONAL_ROTARY ? "rotary" : "none";
+  return kind == PB_POSITIONAL_ROTARY ? "rotary" : kind == PB_POSITIONAL_ALIBI ? "alibi" : "none";
 }
 
 // A causal (when possible) layer initialised for the main checks.
