@@ -111,8 +111,7 @@ BeamSearchResult beam_search(BeamDecoder& decoder, std::span<const int32_t> prom
   const size_t beams = static_cast<size_t>(o.num_beams);
   const size_t keep = static_cast<size_t>(std::max<int64_t>(2, 1 + static_cast<int64_t>(o.eos_tokens.size())) * o.num_beams);
 
-  std::vector<std::vector<float>> logits(beams, decoder.prefill(prompt));
-  decoder.reorder(std::vector<int64_t>(beams, 0));
+  std::vector<std::vector<float>> logits(beams, decoder.prefill(prompt, o.num_beams));
   std::vector<std::vector<int32_t>> history(beams, std::vector<int32_t>(prompt.begin(), prompt.end()));
   std::vector<double> running(beams, kNegInf);
   running[0] = 0.0;

@@ -2,7 +2,7 @@
 // (transformers BeamSearchScorer / BeamHypotheses), over any decoder that can prefill a
 // prompt, step one token per beam and reorder its per-beam decoding states.
 //
-//   logits = decoder.prefill(prompt); decoder.reorder([0] * num_beams)    every beam = prompt
+//   logits = decoder.prefill(prompt, num_beams)                           every beam = prompt
 //   running scores: beam 0 = 0, the others -inf (step 1 expands beam 0 only)
 //   each step (cur = tokens generated after this step, 1, 2, ...):
 //     per beam b: s_b = log_softmax(logits_b); processors(s_b, history_b) (penalties, n-grams,
@@ -50,10 +50,10 @@ struct BeamSearchOptions {
 class BeamDecoder {
  public:
   virtual ~BeamDecoder() = default;
-  // Consumes the prompt as one sequence; returns the logits [V] of the next token.
-  virtual std::vector<float> prefill(std::span<const int32_t> prompt) = 0;
-  // Beam i takes the decoding state of beam source[i] (source.size() beams from now on;
-  // after prefill the single sequence is beam 0).
+  // Starts `beams` sequences, each holding the prompt; returns the logits [V] of the next
+  // token (the same for every beam).
+  virtual std::vector<float> prefill(std::span<const int32_t> prompt, int64_t beams) = 0;
+  // Beam i takes the decoding state of beam source[i] (source.size() == beams).
   virtual void reorder(std::span<const int64_t> source) = 0;
   // Appends tokens[i] to beam i; returns each beam's next-token logits [beams][V].
   virtual std::vector<std::vector<float>> step(std::span<const int32_t> tokens) = 0;

@@ -27,8 +27,8 @@ using Dist = std::map<int32_t, double>;  // token -> probability (missing: impos
 class ToyDecoder : public gen::BeamDecoder {
  public:
   explicit ToyDecoder(std::function<Dist(const std::vector<int32_t>&)> table) : table_(std::move(table)) {}
-  std::vector<float> prefill(std::span<const int32_t>) override {
-    beams_ = {{}};
+  std::vector<float> prefill(std::span<const int32_t>, int64_t beams) override {
+    beams_.assign(static_cast<size_t>(beams), {});
     return logits({});
   }
   void reorder(std::span<const int64_t> source) override {
@@ -111,7 +111,7 @@ TEST_CASE("2-beam search finds the sequence greedy misses") {
   CHECK(best(b) == std::vector<int32_t>{kB, kB});
   CHECK(b.sequences[0].sum_log_probs == doctest::Approx(std::log(0.4) + std::log(0.9)));
   CHECK(b.sequences[0].score == doctest::Approx((std::log(0.4) + std::log(0.9)) / 2));
-  CHECK(beam.reorders == 2);  // after the prefill, and before step 2
+  CHECK(beam.reorders == 1);  // before step 2 (step 1 expands the prefilled beams)
 }
 
 TEST_CASE("the length penalty decides between a short and a long hypothesis") {
