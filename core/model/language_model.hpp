@@ -77,16 +77,17 @@ struct ModelOptions {
   double norm_eps = 1e-5;
   double dropout = 0.0;  // on embeddings and residual branches, training only
   uint64_t seed = 0;
-  // Plugin component per layer: layer i uses attention_kinds[i % size()] with the shared
-  // config table ComponentTables::attention; same for feed-forward.
+  // Plugin component per layer: layer i uses attention_kinds[i % size()] with that
+  // component's options from ComponentTables::attention; same for feed-forward.
   std::vector<std::string> attention_kinds = {"dense"};
   std::vector<std::string> feedforward_kinds = {"mlp"};
 };
 
 // The component settings of the layers: the [model.attention] and [model.feedforward]
-// tables. Each layer's component receives the keys of its own schema (values or schema
-// defaults); other keys (`kind`, `pattern`, keys of another component of the pattern) are
-// not passed to it. Empty tables give every component its defaults.
+// tables. Each layer's component receives its own options (config/component_options.hpp):
+// its per-kind table ([model.attention.local] window = 32), plus the flat keys when it is
+// `kind`; every schema key it lacks gets its default. A key its schema lacks is an error.
+// Empty tables give every component its defaults.
 struct ComponentTables {
   toml::table attention;
   toml::table feedforward;
@@ -188,10 +189,18 @@ class LanguageModel {
 // in `schema` (after make_host_schema(): call it wherever the host schema is built).
 //   [model] keys: context_length, n_layers, n_heads, d_model, d_ff (0 = 4·d_model), norm
 //   ("layernorm"|"rmsnorm"), norm_position ("pre"|"post"), positional ("learned"|
+<<<<<<< HEAD
 //   "sinusoidal"|"rotary"|"alibi"|"none"), embedding_scale ("auto"|"none"|"sqrt_d_model"|
 //   "<number>"), rope_theta, tie_embeddings, dropout, init_std, norm_eps, seed.
 // With a pattern, the validator checks the table's keys against `kind`'s component; each
 // layer's component receives those of the keys its own schema has.
+=======
+//   "sinusoidal"|"rotary"|"alibi"|"none"), rope_theta, tie_embeddings, dropout, init_std,
+//   norm_eps, seed.
+// Flat keys of [model.attention] are options of `kind`'s component; each component of a
+// `pattern` takes its options from its own per-kind table ([model.attention.local]), checked
+// against its own schema (config/component_options.hpp).
+>>>>>>> main
 void declare_model_sections(config::SchemaRegistry& schema);
 
 // The options a validated config (defaults applied or not) describes; vocab_size comes from

@@ -2,10 +2,12 @@
 // plugin objects through the registry (refusing layers that cannot serve a causal LM before
 // creating anything), initialises the model's own tensors and lists the parameters.
 #include <cmath>
+#include <map>
 #include <span>
 #include <string>
 
 #include "common/error.hpp"
+#include "config/component_options.hpp"
 #include "config/component_view.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops_table.hpp"
@@ -124,25 +126,36 @@ std::span<const pb_config_field> schema_of(const runtime::ComponentEntry& entry)
   return {entry.descriptor->config_fields, entry.descriptor->config_field_count};
 }
 
-// Every key of a layer table must belong to `kind`/`pattern` or to one of the components the
-// blocks use (the validator checks the table against `kind`'s component only).
-void check_table_keys(const toml::table& table,
-                      const std::vector<const runtime::ComponentEntry*>& entries,
-                      const std::string& section) {
-  for (const auto& [key, value] : table) {
-    const std::string_view k = key.str();
-    if (k == "kind" || k == "pattern") continue;
-    bool known = false;
-    std::string valid = "kind, pattern";
-    for (const runtime::ComponentEntry* e : entries) {
-      for (const pb_config_field& f : schema_of(*e)) {
-        known = known || k == f.key;
-        valid += std::string(", ") + f.key;
-      }
+// The host keys of [model.attention] and [model.feedforward] (model_config.cpp declares them).
+const std::vector<std::string>& layer_host_keys() {
+  static const std::vector<std::string> keys{"kind", config::kComponentPatternKey};
+  return keys;
+}
+
+// The options each distinct component of a layer section receives, checked against its own
+// schema (the validator does this for configs; tables built by hand get the same rule).
+// Flat keys belong to `kind`, or to `default_kind` in a table without one (as the schema
+// default fills it in).
+std::map<std::string, toml::table> layer_options(
+    const toml::table& given, const std::vector<std::string>& kinds,
+    const std::vector<const runtime::ComponentEntry*>& entries, const std::string& section,
+    const char* default_kind) {
+  toml::table table = given;
+  if (!table.contains("kind")) table.insert("kind", default_kind);
+  std::map<std::string, toml::table> options;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (options.count(kinds[i]) != 0) continue;
+    toml::table own = config::component_options(table, kinds[i], layer_host_keys());
+    std::string problems;
+    for (const std::string& p : config::option_problems(own, schema_of(*entries[i]), true)) {
+      problems += (problems.empty() ? "" : "; ") + p;
     }
-    require(known, "[" + section + "] key '" + std::string(k) +
-                       "' belongs to none of the components the blocks use; valid keys: " + valid);
+    require(problems.empty(), "[" + section + "] options of '" + kinds[i] +
+                                  "' (flat keys when it is the kind, else [" + section + "." +
+                                  kinds[i] + "]): " + problems);
+    options.emplace(kinds[i], std::move(own));
   }
+  return options;
 }
 
 std::string layer_label(int64_t layer, const char* what, const std::string& kind,
@@ -220,8 +233,12 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     check_attention_capabilities(o, i, o.attention_kinds[a], registry, *attention_entries[a]);
     check_feedforward_capabilities(i, o.feedforward_kinds[f], registry, *feedforward_entries[f]);
   }
-  check_table_keys(tables.attention, attention_entries, "model.attention");
-  check_table_keys(tables.feedforward, feedforward_entries, "model.feedforward");
+  const std::map<std::string, toml::table> attention_options =
+      layer_options(tables.attention, o.attention_kinds, attention_entries, "model.attention",
+                    kDefaultAttentionKind);
+  const std::map<std::string, toml::table> feedforward_options =
+      layer_options(tables.feedforward, o.feedforward_kinds, feedforward_entries,
+                    "model.feedforward", kDefaultFeedforwardKind);
 
   auto impl = std::make_unique<Impl>();
   impl->options = o;
@@ -252,15 +269,17 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     block.norm1 = make_norm();
     block.norm2 = make_norm();
 
-    const config::ComponentConfigView attention_config(
-        tables.attention, schema_of(*attention_entries[a]), "model.attention");
+    const config::ComponentConfigView attention_config(attention_options.at(o.attention_kinds[a]),
+                                                       schema_of(*attention_entries[a]),
+                                                       "model.attention." + o.attention_kinds[a]);
     block.attn = std::make_unique<runtime::AttentionHandle>(
         registry.create(PB_KIND_ATTENTION, o.attention_kinds[a], *attention_config.view()),
         registry.host());
     block.attn->init(layer_context(o, i, layer_seed));
 
     const config::ComponentConfigView feedforward_config(
-        tables.feedforward, schema_of(*feedforward_entries[f]), "model.feedforward");
+        feedforward_options.at(o.feedforward_kinds[f]), schema_of(*feedforward_entries[f]),
+        "model.feedforward." + o.feedforward_kinds[f]);
     block.ffn = std::make_unique<runtime::FeedForwardHandle>(
         registry.create(PB_KIND_FEEDFORWARD, o.feedforward_kinds[f], *feedforward_config.view()),
         registry.host());

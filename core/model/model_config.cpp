@@ -12,6 +12,7 @@
 #include "config/field_schema.hpp"
 #include "config/schema_registry.hpp"
 #include "model/language_model.hpp"
+#include "model/model_impl.hpp"
 #include "patchbay/component.hpp"
 
 namespace patchbay::model {
@@ -151,16 +152,18 @@ std::vector<std::string> layer_kinds(const config::ResolvedConfig& config,
 
 void declare_model_sections(config::SchemaRegistry& schema) {
   schema.add_section(model_section());
-  schema.add_section(layer_section("model.attention", PB_KIND_ATTENTION, "\"dense\"",
+  schema.add_section(layer_section("model.attention", PB_KIND_ATTENTION, "\"dense\"",  // kDefaultAttentionKind
                                    "the attention component of every block and its settings",
                                    "attention component, e.g. \"dense\" (patchbay plugins list)",
                                    "components cycled over the blocks (block i uses pattern[i % "
-                                   "len]); empty = kind everywhere"));
+                                   "len]), each with its options in [model.attention.<name>]; "
+                                   "empty = kind everywhere"));
   schema.add_section(layer_section("model.feedforward", PB_KIND_FEEDFORWARD, "\"mlp\"",
                                    "the feed-forward component of every block and its settings",
                                    "feed-forward component, e.g. \"mlp\" (patchbay plugins list)",
                                    "components cycled over the blocks (block i uses pattern[i % "
-                                   "len]); empty = kind everywhere"));
+                                   "len]), each with its options in [model.feedforward.<name>]; "
+                                   "empty = kind everywhere"));
 }
 
 ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size) {
@@ -200,8 +203,8 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
                     " heads do not divide d_model = " + std::to_string(o.d_model) +
                     "; choose n_heads dividing d_model (head width = d_model / n_heads)");
   }
-  o.attention_kinds = layer_kinds(config, "model.attention", "dense");
-  o.feedforward_kinds = layer_kinds(config, "model.feedforward", "mlp");
+  o.attention_kinds = layer_kinds(config, "model.attention", kDefaultAttentionKind);
+  o.feedforward_kinds = layer_kinds(config, "model.feedforward", kDefaultFeedforwardKind);
   return o;
 }
 

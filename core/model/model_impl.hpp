@@ -13,6 +13,11 @@
 
 namespace patchbay::model {
 
+// The components a layer section without `kind` uses (the schema defaults of
+// model.attention.kind and model.feedforward.kind); flat keys of such a table are theirs.
+inline constexpr const char* kDefaultAttentionKind = "dense";
+inline constexpr const char* kDefaultFeedforwardKind = "mlp";
+
 struct Norm {
   engine::Tensor gain;  // [C], starts at 1
   engine::Tensor bias;  // [C], starts at 0; undefined for RMSNorm

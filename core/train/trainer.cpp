@@ -62,9 +62,19 @@ std::string components_json(const config::ResolvedConfig& config, runtime::Regis
 
 bool any_dropout(const config::ResolvedConfig& config, const model::ModelOptions& options) {
   if (options.dropout > 0) return true;
-  for (const char* table : {"model.attention.dropout", "model.feedforward.dropout"}) {
-    const toml::node* node = config.find(table);
-    if (node != nullptr && node->value<double>().value_or(0.0) > 0) return true;
+  // A validated config keeps each used layer component's options in its per-kind table
+  // ([model.attention.dense] dropout = 0.1; config/component_options.hpp); flat keys are
+  // looked at too, for configs that did not go through validation.
+  for (const char* section : {"model.attention", "model.feedforward"}) {
+    const toml::node* node = config.find(section);
+    if (node == nullptr || !node->is_table()) continue;
+    if (node->as_table()->get("dropout") != nullptr &&
+        node->as_table()->get("dropout")->value<double>().value_or(0.0) > 0)
+      return true;
+    for (const auto& [name, options] : *node->as_table()) {
+      const toml::node* dropout = options.is_table() ? options.as_table()->get("dropout") : nullptr;
+      if (dropout != nullptr && dropout->value<double>().value_or(0.0) > 0) return true;
+    }
   }
   return false;
 }

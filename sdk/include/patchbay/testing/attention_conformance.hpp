@@ -26,8 +26,9 @@
 //   #include <patchbay/testing/attention_conformance.hpp>
 //   namespace pt = patchbay::testing;
 //   TEST_CASE("my attention conforms") {
+//     pt::ConfigBuilder config(my::kMyAttention, {{"window", 32}});  // schema defaults + overrides
 //     pt::AttentionFactory make = [&] {      // a fresh, un-initialised object on every call
-//       void* object = ...;                 // descriptor->create(host, &config, &object)
+//       void* object = ...;                 // descriptor->create(host, config.view(), &object)
 //       return pt::AttentionUnderTest(vtable, object, host, [=] { descriptor->destroy(object); });
 //     };
 //     pt::check_attention_conformance(make, pt::AttentionConformanceOptions{});
@@ -48,6 +49,7 @@
 
 #include "patchbay/attention.h"
 #include "patchbay/tensor.hpp"
+#include "patchbay/testing/config_builder.hpp"
 #include "patchbay/testing/gradcheck.hpp"
 
 namespace patchbay::testing {
