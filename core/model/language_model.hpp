@@ -189,18 +189,11 @@ class LanguageModel {
 // in `schema` (after make_host_schema(): call it wherever the host schema is built).
 //   [model] keys: context_length, n_layers, n_heads, d_model, d_ff (0 = 4·d_model), norm
 //   ("layernorm"|"rmsnorm"), norm_position ("pre"|"post"), positional ("learned"|
-<<<<<<< HEAD
 //   "sinusoidal"|"rotary"|"alibi"|"none"), embedding_scale ("auto"|"none"|"sqrt_d_model"|
 //   "<number>"), rope_theta, tie_embeddings, dropout, init_std, norm_eps, seed.
-// With a pattern, the validator checks the table's keys against `kind`'s component; each
-// layer's component receives those of the keys its own schema has.
-=======
-//   "sinusoidal"|"rotary"|"alibi"|"none"), rope_theta, tie_embeddings, dropout, init_std,
-//   norm_eps, seed.
 // Flat keys of [model.attention] are options of `kind`'s component; each component of a
 // `pattern` takes its options from its own per-kind table ([model.attention.local]), checked
 // against its own schema (config/component_options.hpp).
->>>>>>> main
 void declare_model_sections(config::SchemaRegistry& schema);
 
 // The options a validated config (defaults applied or not) describes; vocab_size comes from
