@@ -64,10 +64,9 @@ const eng::Tensor* find_parameter(const std::vector<pm::NamedParameter>& params,
 TEST_CASE(
     "a dense/MoE pattern: aux loss summed and differentiable to the router, stats per block") {
   pm::ComponentTables tables;
-  tables.feedforward.insert("experts", 4);
-  tables.feedforward.insert("top_k", 2);
-  tables.feedforward.insert("expert_d_ff", 16);
-  tables.feedforward.insert("balance_loss_coef", 0.05);
+  // The pattern's moe blocks take their options from their own table ([model.feedforward.moe]).
+  tables.feedforward.insert("moe", toml::table{{"experts", 4}, {"top_k", 2}, {"expert_d_ff", 16},
+                                               {"balance_loss_coef", 0.05}});
   auto model = pm::LanguageModel::build(options({"mlp", "moe"}), tables, registry());
   std::vector<float> ids;
   for (int i = 0; i < 16; ++i) ids.push_back(static_cast<float>((i * 7) % 11));
