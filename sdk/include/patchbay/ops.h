@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION 2 /* 2: rotary_embedding */
+#define PB_OPS_TABLE_VERSION 6 /* 2: rotary_embedding; 6: causal_linear_attention */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -255,6 +255,15 @@ typedef struct pb_ops_table {
    * x1[i] sin a. position_offset >= 0 (positions already in a KV cache); theta > 0. */
   pb_status* (*rotary_embedding)(const pb_tensor* x, int64_t position_offset, double theta,
                                  pb_tensor** out);
+
+  /* ---- version 6 (causal linear attention) ---- */
+  /* Numerator of causal linear attention (Katharopoulos et al. 2020) as one fused prefix sum:
+   * q, k [..., T, E] (one shape), v [..., T, M] (same leading dims, same float dtype) ->
+   * out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j]. The feature map and the
+   * normaliser are the caller's. fp32 accumulation whatever the dtype; time O(T E M), memory
+   * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). */
+  pb_status* (*causal_linear_attention)(const pb_tensor* q, const pb_tensor* k,
+                                        const pb_tensor* v, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus
