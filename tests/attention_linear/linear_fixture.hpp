@@ -1,5 +1,5 @@
-// Shared set-up of the linear-attention plugin tests: the process host api wired to the
-// engine's ops table (as the CLI does), a registry that has loaded the real plugin libraries
+// Shared set-up of the linear-attention and Performer plugin tests: the process host api wired to
+// the engine's ops table (as the CLI does), a registry that has loaded the real plugin libraries
 // named here from PATCHBAY_PLUGIN_PATH, and helpers to create attention objects by kind.
 #pragma once
 
@@ -30,8 +30,9 @@ inline rt::Registry& registry() {
     const char* env = std::getenv("PATCHBAY_PLUGIN_PATH");
     REQUIRE_MESSAGE(env != nullptr, "PATCHBAY_PLUGIN_PATH is not set (run through ctest)");
     auto* r = new rt::Registry(host);
-    for (const char* file : {"attention_linear.so"})
-      r->scan_file(std::filesystem::path(env) / file);
+    for (const char* file : {"attention_linear.so", "attention_performer.so"})
+      if (std::filesystem::exists(std::filesystem::path(env) / file))
+        r->scan_file(std::filesystem::path(env) / file);
     for (const rt::RefusedPlugin& refused : r->refused()) FAIL_CHECK(refused.reason);
     return r;
   }();
