@@ -1,6 +1,6 @@
-// Shared set-up of the linear-attention and Performer plugin tests: the process host api wired to
-// the engine's ops table (as the CLI does), a registry that has loaded the real plugin libraries
-// named here from PATCHBAY_PLUGIN_PATH, and helpers to create attention objects by kind.
+// Shared set-up of the linear-attention, Performer and Linformer plugin tests: the process host api
+// wired to the engine's ops table (as the CLI does), a registry that has loaded the real plugin
+// libraries named here from PATCHBAY_PLUGIN_PATH, and helpers to create attention objects by kind.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -30,7 +30,8 @@ inline rt::Registry& registry() {
     const char* env = std::getenv("PATCHBAY_PLUGIN_PATH");
     REQUIRE_MESSAGE(env != nullptr, "PATCHBAY_PLUGIN_PATH is not set (run through ctest)");
     auto* r = new rt::Registry(host);
-    for (const char* file : {"attention_linear.so", "attention_performer.so"})
+    for (const char* file : {"attention_linear.so", "attention_performer.so",
+                             "attention_linformer.so", "attention_dense.so", "ffn_mlp.so"})
       if (std::filesystem::exists(std::filesystem::path(env) / file))
         r->scan_file(std::filesystem::path(env) / file);
     for (const rt::RefusedPlugin& refused : r->refused()) FAIL_CHECK(refused.reason);
