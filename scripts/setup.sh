@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Patchbay needs, only those missing. Idempotent and quiet
 # when everything is present. Needs root (or sudo) only when something must be installed.
+# Every package the configure and build need is named here: installs use
+# --no-install-recommends, so nothing may rely on a package that another one only recommends.
+# scripts/ci/fresh_root_check.sh proves the list complete on a minimal Debian 12 root.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libtomlplusplus-dev libdnnl-dev libspdlog-dev doctest-dev
+  ocl-icd-opencl-dev      # oneDNN's CMake package calls find_package(OpenCL REQUIRED); libdnnl-dev only recommends it
   nlohmann-json3-dev      # safetensors headers, manifests, metrics (JSON)
   libpcre2-dev            # GPT-2 pre-tokenisation regex (Unicode classes, JIT)
   bible-kjv               # the default corpus
+  libnlopt-cxx-dev        # L-BFGS (LD_LBFGS) for the Chinchilla scaling-law fit (patchbay scaling fit)
+  gnuplot-nox             # PNG/SVG plots of patchbay compare and patchbay scaling fit
 )
 
 missing=()

@@ -74,7 +74,8 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   std::optional<train::TrainingData> data;
   if (random_tokens) {
     if (vocab_size <= 0) {
-      const toml::node* v = config.find("tokenizer.vocab_size");
+      // The validated config keeps the tokenizer's options in its per-kind table.
+      const toml::node* v = config.find("tokenizer." + train::config_string(config, "tokenizer.kind") + ".vocab_size");
       vocab_size = v != nullptr ? v->value<int64_t>().value_or(0) : 0;
     }
     if (vocab_size <= 0) throw Error(ErrorKind::kInvalidArgument, "--random-tokens needs --vocab-size V");

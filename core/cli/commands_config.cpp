@@ -61,7 +61,9 @@ int run_config_show(const std::vector<std::string>& args, const GlobalOptions& g
   const ConfigCommandLine command_line = parse_config_command_line(
       args, "show",
       "Prints the resolved config as TOML: includes merged, --set applied, every default filled in\n"
-      "(after validation). Exit 3 with every problem listed when the config is invalid.",
+      "(after validation), each component's options in its own table ([optimizer.adamw]); options\n"
+      "tables of components not chosen are printed marked '# ignored'. Exit 3 with every problem\n"
+      "listed when the config is invalid.",
       true);
   if (command_line.help) return kExitOk;
   if (command_line.raw) {
@@ -70,7 +72,7 @@ int run_config_show(const std::vector<std::string>& args, const GlobalOptions& g
     return kExitOk;
   }
   const ValidatedConfig validated = load_validated_config(command_line.file, command_line.overrides, global);
-  std::cout << config::to_toml(validated.config, config::PrintOptions{command_line.with_sources});
+  std::cout << config::to_toml(validated.config, config::PrintOptions{command_line.with_sources, true});
   return kExitOk;
 }
 

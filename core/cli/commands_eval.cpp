@@ -65,16 +65,15 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   checkpoint.load_into(params);
 
   const data::TokenCache& tokens = split == "val" ? data.val : data.train;
-  const uint64_t bytes = split == "val" ? data.val_bytes : data.train_bytes;
-  train::EvalSettings settings{batches, batch_size, o.seq_len,
-                               static_cast<double>(tokens.size()) / static_cast<double>(std::max<uint64_t>(1, bytes))};
+  const train::TokenBytes target_bytes = train::token_bytes(data.tokenizer);
+  train::EvalSettings settings{batches, batch_size, o.seq_len, &target_bytes};
   const train::EvalResult r = train::evaluate(*model, tokens, settings);
   std::cout << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step() << ")\n"
             << "split: " << split << ", " << batches << " batches x " << batch_size << " x " << o.seq_len << " = "
             << r.tokens << " tokens\n"
             << "loss: " << r.loss << " nats/token\n"
             << "perplexity: " << r.perplexity << "\n"
-            << "bits per byte: " << r.bits_per_byte << " (" << settings.tokens_per_byte << " tokens/byte)\n";
+            << "bits per byte: " << r.bits_per_byte << " (over the " << r.bytes << " bytes of the evaluated tokens)\n";
   return kExitOk;
 }
 

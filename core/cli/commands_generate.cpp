@@ -161,7 +161,10 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   std::cout << prompt << std::flush;
   const generate::GenerateResult r =
       generate::generate(*model, tokenizer, prompt, generate_options, chain);
-  std::cout << "\n";
+  // The text's newline must reach the terminal (or the file both streams share) before the
+  // statistics on stderr, and the statistics end their own line: then neither runs into the
+  // other or into the shell prompt, whatever is buffered or redirected.
+  std::cout << "\n" << std::flush;
   const double seconds = r.decode_seconds > 0 ? r.decode_seconds : 1e-9;
   std::cerr << r.tokens.size() << " tokens ("
             << (r.stop_reason == generate::StopReason::kSpecialToken ? "stopped at a special token"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "config/component_options.hpp"
 #include "config/config_document.hpp"
 #include "config/config_error.hpp"
 #include "config/closest_names.hpp"
@@ -132,7 +133,9 @@ SelectedComponent select_component(const ResolvedConfig& config, const SchemaReg
     issue.fix = "validate the config first (patchbay config check)";
     throw ConfigError({std::move(issue)});
   }
-  return SelectedComponent{name, ComponentConfigView(*table->as_table(), found.schema->fields, section_path)};
+  const std::vector<std::string> host_keys = host_key_names(*section);
+  const toml::table options = component_options(*table->as_table(), name, host_keys);
+  return SelectedComponent{name, ComponentConfigView(options, found.schema->fields, join_key_path(section_path, name))};
 }
 
 }  // namespace patchbay::config

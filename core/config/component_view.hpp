@@ -1,6 +1,8 @@
-// Turning a validated component table into the C pb_config_view a component's `create`
-// receives: every key of the component's schema, in schema order, holding the user's
-// value or the schema default.
+// Turning a component's options into the C pb_config_view its `create` receives: every key
+// of the component's schema, in schema order, holding the user's value or the schema default.
+// This is the host's one path from a schema to a pb_config_view: runtime::ComponentConfig
+// (typed setters, for code that builds options without a config file) builds its view here
+// too. Plugin tests outside the host use patchbay/testing/config_builder.hpp.
 //
 // Lifetime: ComponentConfigView owns every string and array the view points to; keep it
 // alive until `create` returns (the component copies what it keeps). Moving the object
@@ -43,7 +45,8 @@ class ComponentConfigView {
 };
 
 // The component a validated config selects in the component section `section_path`
-// ("tokenizer"): its name and the view for its `create`. Throws ConfigError when the
+// ("tokenizer"): its name and the view for its `create`, built from the component's options
+// (its per-kind table with the flat keys laid over it; component_options.hpp). Throws ConfigError when the
 // section or its `kind` is missing or names no known component, patchbay::Error
 // (kInternal) when `section_path` is not a component section of `schema`.
 struct SelectedComponent {

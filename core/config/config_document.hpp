@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <toml++/toml.h>
 
@@ -28,6 +29,18 @@ std::string format_toml_key(std::string_view key);
 class ResolvedConfig {
  public:
   using SourceMap = std::map<std::string, SourceLocation, std::less<>>;
+
+  // A per-kind options table of a component section that the chosen components do not use
+  // ([optimizer.sgd] when kind = "adamw"), set aside by apply_defaults: it is not part of
+  // table() (so the config a run stores holds only what was used), but `config show` prints
+  // it marked as ignored. See component_options.hpp.
+  struct IgnoredTable {
+    std::string section_path;  // "optimizer"
+    std::string name;          // "sgd": the component the table is named after
+    std::string reason;        // "not used: optimizer kind = \"adamw\""
+    toml::table table;
+    SourceMap sources;  // full key paths ("optimizer.sgd.momentum")
+  };
 
   ResolvedConfig() = default;
   ResolvedConfig(toml::table table, SourceMap sources, std::string root_file);
@@ -49,10 +62,15 @@ class ResolvedConfig {
   // Drops the entries of `key_path` and everything under it.
   void erase_sources_under(std::string_view key_path);
 
+  // Per-kind options tables set aside as unused, in section order.
+  std::vector<IgnoredTable>& ignored() { return ignored_; }
+  const std::vector<IgnoredTable>& ignored() const { return ignored_; }
+
  private:
   toml::table table_;
   SourceMap sources_;
   std::string root_file_;
+  std::vector<IgnoredTable> ignored_;
 };
 
 // True when `path` is `prefix` itself or lies under it (`prefix.x`, `prefix[3]`).

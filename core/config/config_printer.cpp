@@ -12,6 +12,22 @@ void write_source(std::string& out, const ResolvedConfig& config, const std::str
   out += "  # " + config.locate(path).to_string();
 }
 
+// An ignored per-kind table: its header marked, its values (nested tables inline), with the
+// sources it had before it was set aside.
+void write_ignored(std::string& out, const ResolvedConfig::IgnoredTable& ignored, const PrintOptions& options) {
+  const std::string path = join_key_path(ignored.section_path, ignored.name);
+  const auto source = [&](const std::string& key_path) {
+    if (!options.with_sources) return std::string();
+    const auto it = ignored.sources.find(key_path);
+    return it == ignored.sources.end() ? std::string() : "  # " + it->second.to_string();
+  };
+  out += "\n[" + path + "]  # ignored: " + ignored.reason + source(path) + "\n";
+  for (const auto& [key, node] : ignored.table) {
+    const std::string key_path = join_key_path(path, key.str());
+    out += format_toml_key(key.str()) + " = " + format_toml_value(node) + source(key_path) + "\n";
+  }
+}
+
 void write_table(std::string& out, const ResolvedConfig& config, const toml::table& table, const std::string& path,
                  const PrintOptions& options) {
   bool has_plain_values = false;
@@ -39,6 +55,11 @@ void write_table(std::string& out, const ResolvedConfig& config, const toml::tab
     if (const toml::table* child = node.as_table()) {
       write_table(out, config, *child, join_key_path(path, key.str()), options);
     }
+  }
+  if (!options.show_ignored) return;
+  for (const ResolvedConfig::IgnoredTable& ignored : config.ignored()) {
+    if (ignored.section_path != path) continue;
+    write_ignored(out, ignored, options);
   }
 }
 

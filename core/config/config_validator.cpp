@@ -7,10 +7,12 @@
 #include "config/config_validator.hpp"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <tuple>
 
 #include "config/closest_names.hpp"
+#include "config/component_options.hpp"
 #include "config/field_schema.hpp"
 #include "config/type_names.hpp"
 
@@ -40,20 +42,27 @@ class Validator {
     if (section != nullptr) {
       for (const pb_config_field& field : section->fields) fields.push_back(&field);
     }
+    const size_t host_field_count = fields.size();
     // Component sections: resolve the component first, so its keys count as valid.
+    const bool is_component_section = section != nullptr && section->component_kind.has_value();
     bool component_keys_unchecked = false;
     std::string component_label;
-    if (section != nullptr && section->component_kind) {
-      const std::optional<ComponentSchema> component = resolve_component(path, table, *section);
-      if (component) {
+    std::optional<ComponentSchema> chosen;
+    if (is_component_section) {
+      chosen = resolve_selected_component(path, table, *section);
+      if (chosen) {
         component_label = std::string(" (") + component_kind_name(*section->component_kind) + " '" +
-                          component->name + "')";
-        for (const pb_config_field& field : component->fields) fields.push_back(&field);
+                          chosen->name + "')";
+        for (const pb_config_field& field : chosen->fields) fields.push_back(&field);
       } else {
         component_keys_unchecked = true;  // nothing to check the other keys against
       }
     }
     const std::vector<std::string> child_sections = schema_.child_section_names(path);
+    const std::vector<std::string> host_keys =
+        section != nullptr ? host_key_names(*section) : std::vector<std::string>{};
+    const std::vector<std::string> used =
+        is_component_section ? used_component_names(table, host_keys) : std::vector<std::string>{};
 
     std::vector<std::string> valid_keys;
     for (const pb_config_field* field : fields) valid_keys.emplace_back(field->key);
@@ -61,10 +70,8 @@ class Validator {
 
     for (const auto& [key, node] : table) {
       const std::string key_path = join_key_path(path, key.str());
-      if (const pb_config_field* field = find_field(fields, key.str())) {
-        check_field_value(*field, key_path, node);
-        continue;
-      }
+      const pb_config_field* field = find_field(fields, key.str());
+      const bool is_host_key = std::find(host_keys.begin(), host_keys.end(), key.str()) != host_keys.end();
       if (is_child_section(child_sections, key.str())) {
         const HostSection* child = schema_.find(path.empty() ? std::string(key.str())
                                                              : path + "." + std::string(key.str()));
@@ -76,44 +83,149 @@ class Validator {
         }
         continue;
       }
+      if (is_component_section && !is_host_key && node.is_table()) {
+        const bool is_used = std::find(used.begin(), used.end(), key.str()) != used.end();
+        validate_kind_options(path, std::string(key.str()), *node.as_table(), *section, is_used);
+        continue;
+      }
+      if (field != nullptr) {
+        check_field_value(*field, key_path, node);
+        continue;
+      }
       if (component_keys_unchecked) continue;
-      report_unknown_key(path, key_path, std::string(key.str()), valid_keys, component_label);
+      report_unknown_key(path, key_path, std::string(key.str()), valid_keys, component_label,
+                         is_component_section ? component_kind_name(*section->component_kind) : nullptr);
     }
 
-    for (const pb_config_field* field : fields) {
-      if (!field->required || table.contains(field->key)) continue;
-      ConfigIssue issue;
-      issue.where = config_.locate(path);
-      issue.key_path = join_key_path(path, field->key);
-      issue.problem = "missing required key";
-      issue.expected = describe_expectation(*field) + (field->doc ? std::string(": ") + field->doc : "");
-      issue.found = "no '" + std::string(field->key) + "' in " + section_header(path) + component_label;
-      issue.fix = "add " + std::string(field->key) + " = <" + schema_type_name(field->type) + "> under " +
-                  section_header(path);
-      issues_.push_back(std::move(issue));
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const pb_config_field& field = *fields[i];
+      if (!field.required || table.contains(field.key)) continue;
+      // The chosen component's required keys may also sit in its per-kind table.
+      if (i >= host_field_count && chosen && has_own_key(table, chosen->name, field.key)) continue;
+      report_missing_required(path, field, component_label);
+    }
+    if (is_component_section) check_pattern(path, table, *section, chosen, host_keys);
+  }
+
+  // True when [path.<name>] is a table holding `key`.
+  static bool has_own_key(const toml::table& table, const std::string& name, const char* key) {
+    const toml::node* own = table.get(name);
+    return own != nullptr && own->is_table() && own->as_table()->contains(key);
+  }
+
+  void report_missing_required(const std::string& path, const pb_config_field& field,
+                               const std::string& component_label) {
+    ConfigIssue issue;
+    issue.where = config_.locate(path);
+    issue.key_path = join_key_path(path, field.key);
+    issue.problem = "missing required key";
+    issue.expected = describe_expectation(field) + (field.doc ? std::string(": ") + field.doc : "");
+    issue.found = "no '" + std::string(field.key) + "' in " + section_header(path) + component_label;
+    issue.fix = "add " + std::string(field.key) + " = <" + schema_type_name(field.type) + "> under " +
+                section_header(path);
+    issues_.push_back(std::move(issue));
+  }
+
+  // The entries of a layer section's `pattern` name components too: each must exist, and each
+  // gets its required keys from its own per-kind table (the `kind` component also from the
+  // flat keys, checked above).
+  void check_pattern(const std::string& path, const toml::table& table, const HostSection& section,
+                     const std::optional<ComponentSchema>& chosen, const std::vector<std::string>& host_keys) {
+    if (std::find(host_keys.begin(), host_keys.end(), kComponentPatternKey) == host_keys.end()) return;
+    const toml::node* pattern = table.get(kComponentPatternKey);
+    if (pattern == nullptr || !pattern->is_array() || !lookup_) return;
+    const toml::array& items = *pattern->as_array();
+    std::vector<std::string> checked;
+    if (chosen) checked.push_back(chosen->name);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items.get(i)->is_string()) continue;  // reported by the field check
+      const std::string name = items.get(i)->as_string()->get();
+      if (std::find(checked.begin(), checked.end(), name) != checked.end()) continue;
+      checked.push_back(name);
+      const std::string item_path = array_item_path(join_key_path(path, kComponentPatternKey), i);
+      const std::optional<ComponentSchema> component = find_component(path, section, name, item_path, *items.get(i));
+      if (!component) continue;
+      const std::string label = std::string(" (") + component_kind_name(*section.component_kind) + " '" + name +
+                                "', from pattern)";
+      for (const pb_config_field& field : component->fields) {
+        if (!field.required || has_own_key(table, name, field.key)) continue;
+        report_missing_required(join_key_path(path, name), field, label);
+      }
     }
   }
 
-  // The component a component section selects, or nullopt (issue reported, or no lookup).
-  std::optional<ComponentSchema> resolve_component(const std::string& path, const toml::table& table,
-                                                   const HostSection& section) {
+  // A per-kind options table [path.name]: `name` must be a component of the section's kind,
+  // and the table's keys are checked against that component's schema, whether it is used or
+  // not (a typo in the options of an alternative is still a typo).
+  void validate_kind_options(const std::string& path, const std::string& name, const toml::table& options,
+                             const HostSection& section, bool is_used) {
+    const std::string table_path = join_key_path(path, name);
+    if (!lookup_) return;
+    const std::optional<ComponentSchema> component = find_component(path, section, name, table_path, options);
+    if (!component) return;
+    const std::string label = std::string(" (") + component_kind_name(*section.component_kind) + " '" + name +
+                              "'" + (is_used ? "" : ", not used: kept for a swap") + ")";
+    std::vector<const pb_config_field*> fields;
+    std::vector<std::string> valid_keys;
+    for (const pb_config_field& field : component->fields) {
+      fields.push_back(&field);
+      valid_keys.emplace_back(field.key);
+    }
+    for (const auto& [key, node] : options) {
+      const std::string key_path = join_key_path(table_path, key.str());
+      if (const pb_config_field* field = find_field(fields, key.str())) {
+        check_field_value(*field, key_path, node);
+      } else {
+        report_unknown_key(table_path, key_path, std::string(key.str()), valid_keys, label, nullptr);
+      }
+    }
+  }
+
+  // The component the section's `kind` selects, or nullopt (issue reported, or no lookup).
+  std::optional<ComponentSchema> resolve_selected_component(const std::string& path, const toml::table& table,
+                                                            const HostSection& section) {
     const toml::node* selector = table.get(kComponentSelectorKey);
+    std::optional<toml::table> default_holder;
+    if (selector == nullptr) {
+      // No `kind`: the schema default (when there is one) is the component apply_defaults
+      // will choose, so the flat keys are checked against it.
+      for (const pb_config_field& field : section.fields) {
+        if (std::string_view(field.key) == kComponentSelectorKey) default_holder = parse_default(field);
+      }
+      if (default_holder) selector = default_holder->get("value");
+    }
     if (selector == nullptr || !selector->is_string() || !lookup_) return std::nullopt;
-    const std::string name = selector->as_string()->get();
+    return find_component(path, section, selector->as_string()->get(), join_key_path(path, kComponentSelectorKey),
+                          *selector);
+  }
+
+  // The component of the section's kind called `name`, written at `named_at` (the selector,
+  // a pattern entry or a per-kind table); reports an unknown name, a broken schema or a key
+  // that shadows a host key of the section. Each name is looked up (and reported) once per
+  // section.
+  std::optional<ComponentSchema> find_component(const std::string& path, const HostSection& section,
+                                                const std::string& name, const std::string& named_at,
+                                                const toml::node& written) {
+    const std::string cache_key = path + "\n" + name;
+    if (auto it = components_.find(cache_key); it != components_.end()) return it->second;
+    std::optional<ComponentSchema>& result = components_[cache_key];
     const pb_component_kind kind = *section.component_kind;
     ComponentLookupResult found = lookup_(kind, name);
     if (!found.schema) {
+      const bool is_table = written.is_table();
       const std::vector<std::string> close = closest_names(name, found.available);
       ConfigIssue issue;
-      issue.where = config_.locate(join_key_path(path, kComponentSelectorKey));
-      issue.key_path = join_key_path(path, kComponentSelectorKey);
-      issue.problem = std::string("unknown ") + component_kind_name(kind) + " component '" + name + "'";
+      issue.where = config_.locate(named_at);
+      issue.key_path = named_at;
+      issue.problem = std::string("unknown ") + component_kind_name(kind) + " component '" + name + "'" +
+                      (is_table ? " (a per-kind options table is named after a component)" : "");
       issue.expected = found.available.empty()
                            ? std::string("the name of a loaded ") + component_kind_name(kind) + " (none found)"
                            : "one of the available " + std::string(component_kind_name(kind)) +
                                  " components: " + join_names(found.available);
-      issue.found = describe_value(*selector);
+      issue.found = is_table ? "[" + named_at + "]" : describe_value(written);
       issue.fix = (close.empty() ? std::string() : "did you mean " + quote_alternatives(close) + "? ") +
+                  (is_table ? "rename or remove the table, " : "fix the name, ") +
                   "or add the plugin providing it to the plugin path (--plugin-path or run.plugin_paths)";
       issues_.push_back(std::move(issue));
       return std::nullopt;
@@ -121,7 +233,7 @@ class Validator {
     const std::vector<std::string> problems = check_field_declarations(found.schema->fields);
     for (const std::string& problem : problems) {
       ConfigIssue issue;
-      issue.where = config_.locate(join_key_path(path, kComponentSelectorKey));
+      issue.where = config_.locate(named_at);
       issue.key_path = path;
       issue.problem = std::string(component_kind_name(kind)) + " component '" + name +
                       "' declares a broken config schema";
@@ -142,7 +254,8 @@ class Validator {
         return std::nullopt;
       }
     }
-    return found.schema;
+    result = found.schema;
+    return result;
   }
 
   void check_field_value(const pb_config_field& field, const std::string& key_path, const toml::node& node) {
@@ -158,14 +271,17 @@ class Validator {
     issues_.push_back(std::move(issue));
   }
 
+  // `component_kind_label` is set for the flat keys of a component section: the fix then also
+  // says where the options of another component go.
   void report_unknown_key(const std::string& path, const std::string& key_path, const std::string& key,
-                          const std::vector<std::string>& valid_keys, const std::string& component_label) {
+                          const std::vector<std::string>& valid_keys, const std::string& component_label,
+                          const char* component_kind_label) {
     const std::vector<std::string> close = closest_names(key, valid_keys);
     ConfigIssue issue;
     issue.where = config_.locate(key_path);
     issue.key_path = key_path;
     issue.problem = path.empty() ? "unknown section" : "unknown key";
-    issue.expected = valid_keys.empty() ? "no keys in " + section_header(path)
+    issue.expected = valid_keys.empty() ? "no keys in " + section_header(path) + component_label
                                         : (path.empty() ? "one of the sections: " : "one of the keys of " +
                                                                                         section_header(path) +
                                                                                         component_label + ": ") +
@@ -173,6 +289,10 @@ class Validator {
     issue.found = "'" + key + "'";
     issue.fix = close.empty() ? "remove it, or use one of the valid names"
                               : "did you mean " + quote_alternatives(close) + "? rename it, or remove it";
+    if (component_kind_label != nullptr) {
+      issue.fix += std::string("; options of another ") + component_kind_label + " go in its own table [" + path +
+                   ".<name>]";
+    }
     issues_.push_back(std::move(issue));
   }
 
@@ -206,6 +326,8 @@ class Validator {
   const SchemaRegistry& schema_;
   const ComponentSchemaLookup& lookup_;
   std::vector<ConfigIssue> issues_;
+  // find_component's answers, by "<section path>\n<name>".
+  std::map<std::string, std::optional<ComponentSchema>> components_;
 };
 
 void fill_defaults(ResolvedConfig& config, toml::table& table, const std::string& path,
@@ -262,11 +384,18 @@ void apply_defaults(ResolvedConfig& config, const SchemaRegistry& schema, const 
     toml::table* table = find_or_create_section(config, section, section.always_present);
     if (table == nullptr) continue;
     fill_defaults(config, *table, section.path, section.fields);
-    if (!section.component_kind || !lookup) continue;
-    const toml::node* selector = table->get(kComponentSelectorKey);
-    if (selector == nullptr || !selector->is_string()) continue;
-    const ComponentLookupResult found = lookup(*section.component_kind, selector->as_string()->get());
-    if (found.schema) fill_defaults(config, *table, section.path, found.schema->fields);
+    if (!section.component_kind) continue;
+    const std::vector<std::string> host_keys = host_key_names(section);
+    canonicalize_component_section(config, *table, section.path, host_keys,
+                                   component_kind_name(*section.component_kind));
+    if (!lookup) continue;
+    for (const std::string& name : used_component_names(*table, host_keys)) {
+      const ComponentLookupResult found = lookup(*section.component_kind, name);
+      toml::table* options = (*table)[name].as_table();
+      if (found.schema && options != nullptr) {
+        fill_defaults(config, *options, join_key_path(section.path, name), found.schema->fields);
+      }
+    }
   }
 }
 

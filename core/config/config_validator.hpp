@@ -25,9 +25,12 @@ void validate_config_or_throw(const ResolvedConfig& config, const SchemaRegistry
                               const ComponentSchemaLookup& lookup);
 
 // Fills every missing optional key of the present sections (and of the always_present
-// sections, created when absent) with its schema default, source kDefaultSource.
-// Component sections get their component's defaults when `lookup` finds it. Call after
-// validation succeeded; afterwards every declared key of a present section exists.
+// sections, created when absent) with its schema default, source kDefaultSource, and puts
+// component sections in canonical form (component_options.hpp): each used component's
+// options in its own per-kind table ([optimizer.adamw]), flat keys moved there, unused
+// per-kind tables set aside in config.ignored(). Used components get their defaults when
+// `lookup` finds them. Call after validation succeeded; afterwards every declared key of a
+// present section, and of each used component, exists.
 void apply_defaults(ResolvedConfig& config, const SchemaRegistry& schema, const ComponentSchemaLookup& lookup);
 
 }  // namespace patchbay::config

@@ -123,6 +123,27 @@ Tensor dropout(const Tensor& x, double p, Generator& gen, bool training = true);
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                     std::optional<double> scale = std::nullopt);
 
+// The options of ops-table version 3 (pb_attention_options; semantics in sdk ops.h and
+// kernels/cpu attention_flash.hpp). Query i sits at position p = i + Tk - Tq.
+struct AttentionOptions {
+  bool causal = false;
+  std::optional<double> scale;  // default 1/sqrt(D)
+  int64_t window = 0;           // 0 = unlimited; else |p - j| < window (and j <= p if causal)
+  Tensor alibi_slopes;          // undefined = none; else float [H]: bias -slope_h * |p - j|
+  // Block-sparse attention (ops table version 4): undefined = dense tiles; else int [H,
+  // ceil(Tk/bs), ceil(Tk/bs)] 0/1 over (absolute query block, key block); only tiles marked
+  // 1 are computed (ops/attention_options.cpp), forward and backward. Not with ALiBi.
+  Tensor block_layout;
+  int64_t block_size = 0;
+};
+// The block-sparse path of scaled_dot_product_attention (ops/attention_options.cpp).
+Tensor block_sparse_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale,
+                              int64_t window, const Tensor& layout, int64_t block_size);
+// With options; f32 q/k/v views whose last dim is contiguous are read in place (a KV-cache
+// slice costs no copy). Differentiable in q, k, v (not in the slopes).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options);
+
 }  // namespace patchbay::engine
 
 #include "engine/ops_indexing.hpp"

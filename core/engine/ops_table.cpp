@@ -4,6 +4,7 @@
 #include "engine/ops_table.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <new>
 #include <string>
@@ -509,6 +510,44 @@ pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, doub
                  [&] { return rotary_embedding(unwrap(x, "x"), position_offset, theta); });
 }
 
+// ---- versions 3 and 4 ----
+// options: NULL = defaults. struct_size must cover the version-3 fields; bytes past the
+// fields this engine knows (appended by a newer SDK) must be zero, i.e. those options off.
+AttentionOptions attention_options_from(const pb_attention_options* options) {
+  AttentionOptions o;
+  if (options == nullptr) return o;
+  constexpr size_t kVersion3Size =
+      offsetof(pb_attention_options, alibi_slopes) + sizeof(options->alibi_slopes);
+  if (options->struct_size < kVersion3Size)
+    throw Error(ErrorKind::kInvalidArgument,
+                "attention options: struct_size is " + std::to_string(options->struct_size) +
+                    ", expected at least " + std::to_string(kVersion3Size) +
+                    "; zero-initialise pb_attention_options and set struct_size = sizeof");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(options);
+  for (size_t i = sizeof(pb_attention_options); i < options->struct_size; ++i)
+    if (bytes[i] != 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "attention options: a field past this engine's pb_attention_options (ops table "
+                  "version " + std::to_string(PB_OPS_TABLE_VERSION) +
+                      ") is set; this Patchbay cannot honour it. Upgrade Patchbay or leave it zero");
+  o.causal = options->causal != 0;
+  if (options->scale > 0) o.scale = options->scale;
+  o.window = options->window;
+  if (options->alibi_slopes != nullptr) o.alibi_slopes = unwrap(options->alibi_slopes, "alibi_slopes");
+  if (PB_HAS_FIELD(options, pb_attention_options, block_size) && options->block_layout != nullptr) {
+    o.block_layout = unwrap(options->block_layout, "block_layout");
+    o.block_size = options->block_size;
+  }
+  return o;
+}
+pb_status* attention_with_options_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
+                                     const pb_attention_options* options, pb_tensor** out) {
+  return produce("attention_with_options", out, [&] {
+    return scaled_dot_product_attention(unwrap(q, "q"), unwrap(k, "k"), unwrap(v, "v"),
+                                        attention_options_from(options));
+  });
+}
+
 // ---- version 6 (causal linear attention) ----
 pb_status* causal_linear_attention_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
                                       pb_tensor** out) {
@@ -593,6 +632,7 @@ pb_ops_table make_table() {
   fill_custom_op_entries(t);
   t.memory_stats = memory_stats_fn;
   t.rotary_embedding = rotary_embedding_fn;
+  t.attention_with_options = attention_with_options_fn;
   t.causal_linear_attention = causal_linear_attention_fn;
   return t;
 }

@@ -5,7 +5,8 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "runtime/component_config.hpp"
+#include "config/component_options.hpp"
+#include "config/component_view.hpp"
 #include "runtime/registry.hpp"
 
 namespace patchbay::generate {
@@ -56,29 +57,31 @@ std::string value_text(const toml::node& node) {
   return out.str();
 }
 
-// Sets one entry key on the component's config by the TOML value's type (the setters check
-// the key exists, the type fits the schema and the range / choices).
-void set_key(runtime::ComponentConfig& config, std::string_view key, const toml::node& value,
-             const std::string& where) {
-  if (const auto* b = value.as_boolean()) return config.set_bool(key, b->get());
-  if (const auto* i = value.as_integer()) return config.set_int(key, i->get());
-  if (const auto* f = value.as_floating_point()) return config.set_float(key, f->get());
-  if (const auto* s = value.as_string()) return config.set_string(key, s->get());
-  if (const auto* a = value.as_array()) {
-    std::vector<std::string> items;
-    for (const toml::node& item : *a) {
-      if (!item.is_string()) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    where + ": key '" + std::string(key) + "' must be an array of strings");
-      }
-      items.push_back(item.as_string()->get());
-    }
-    return config.set_strings(key, std::move(items));
+// An entry's host key is `name`; its other keys are options (component_options.hpp).
+const std::vector<std::string>& entry_host_keys() {
+  static const std::vector<std::string> keys{"name"};
+  return keys;
+}
+
+std::span<const pb_config_field> schema_of(const runtime::ComponentEntry& component) {
+  return {component.descriptor->config_fields, component.descriptor->config_field_count};
+}
+
+const runtime::ComponentEntry& find_sampler(runtime::Registry& registry, const std::string& name,
+                                            const std::string& where) {
+  try {
+    return registry.find(PB_KIND_SAMPLER, name);
+  } catch (const Error& e) {
+    throw Error(e.kind(), where + ": " + e.what());
   }
-  throw Error(ErrorKind::kInvalidArgument,
-              where + ": key '" + std::string(key) +
-                  "' has a table value; sampler "
-                  "settings are booleans, numbers, strings or arrays of strings");
+}
+
+void throw_problems(const std::string& where, const std::string& component,
+                    const std::vector<std::string>& problems) {
+  if (problems.empty()) return;
+  std::string text;
+  for (const std::string& p : problems) text += (text.empty() ? "" : "; ") + p;
+  throw Error(ErrorKind::kInvalidArgument, where + ": sampler '" + component + "': " + text);
 }
 
 }  // namespace
@@ -140,27 +143,24 @@ runtime::SamplerChain build_sampler_chain(const toml::array& entries, runtime::R
                       "patchbay plugins list)");
     }
     const std::string name = name_node->as_string()->get();
-    const runtime::ComponentEntry* component = nullptr;
-    try {
-      component = &registry.find(PB_KIND_SAMPLER, name);
-    } catch (const Error& e) {
-      throw Error(e.kind(), where + " (name = \"" + name + "\"): " + e.what());
+    const std::string label_with_name = where + " (name = \"" + name + "\")";
+    const runtime::ComponentEntry& component = find_sampler(registry, name, label_with_name);
+    // Per-kind tables of other samplers are ignored but checked against their own schema.
+    for (const auto& [key, value] : *entry) {
+      if (!value.is_table() || key.str() == name) continue;
+      const std::string table_where = where + "." + std::string(key.str());
+      const runtime::ComponentEntry& other = find_sampler(registry, std::string(key.str()), table_where);
+      throw_problems(table_where + " (options of another sampler, ignored)", other.name,
+                     config::option_problems(*value.as_table(), schema_of(other), false));
     }
-    runtime::ComponentConfig config(*component->descriptor);
+    const toml::table options = config::component_options(*entry, name, entry_host_keys(), "name");
+    throw_problems(label_with_name, name, config::option_problems(options, schema_of(component), true));
     std::string settings;
-    try {
-      for (const auto& [key, value] : *entry) {
-        if (key.str() == "name") continue;
-        set_key(config, key.str(), value, where);
-        settings +=
-            (settings.empty() ? "" : ", ") + std::string(key.str()) + "=" + value_text(value);
-      }
-      config.check_complete();
-    } catch (const Error& e) {
-      throw Error(ErrorKind::kInvalidArgument, where + " (name = \"" + name + "\"): " + e.what());
+    for (const auto& [key, value] : options) {
+      settings += (settings.empty() ? "" : ", ") + std::string(key.str()) + "=" + value_text(value);
     }
-    handles.emplace_back(registry.create(PB_KIND_SAMPLER, name, config.view()), registry.host(),
-                         where, settings);
+    const config::ComponentConfigView view(options, schema_of(component), where);
+    handles.emplace_back(registry.create(PB_KIND_SAMPLER, name, *view.view()), registry.host(), where, settings);
   }
   return runtime::SamplerChain(std::move(handles));
 }

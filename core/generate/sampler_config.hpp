@@ -12,6 +12,16 @@
 //   name = "sample"           # exactly one selector, last
 //   seed = 1
 //
+// Per-kind options (as in component sections, config/component_options.hpp): an entry may
+// keep the options of several samplers in tables named after them; the entry's `name` picks
+// which one is used, so swapping an entry's sampler is one edit of `name`:
+//   [[generate.chain]]
+//   name = "top_k"            # or "top_p": the other table is then the one used
+//   top_k = {k = 40}
+//   top_p = {p = 0.95}
+// Flat keys belong to the named sampler and win over its table; the tables of other samplers
+// are ignored but checked against their own schema (an unknown sampler or key is an error).
+//
 // Default chain (no chain in the config): temperature 0.8 -> top_k 40 -> sample(seed), the
 // llama.cpp defaults for those knobs in HF's order (temperature before truncation); see
 // core/generate/README.md. Each entry is checked against its component's schema (unknown key,
@@ -55,7 +65,8 @@ struct SamplerOverrides {
 };
 void apply_overrides(toml::array& entries, const SamplerOverrides& overrides);
 
-// Builds the chain from entries (each a table with `name`). `label` prefixes the entry
+// Builds the chain from entries (each a table with `name`; options flat or per-kind, see
+// above), each sampler's view built through config::ComponentConfigView. `label` prefixes the entry
 // names in messages ("generate.chain" gives "generate.chain[2]"). Throws
 // Error(kInvalidArgument) for a bad entry or shape, Error(kNotFound) for an unknown sampler.
 runtime::SamplerChain build_sampler_chain(const toml::array& entries, runtime::Registry& registry,

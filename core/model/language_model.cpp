@@ -33,6 +33,8 @@ eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t positi
                                        bool training) {
   const int64_t t = tokens.size(1);
   eng::Tensor x = eng::embedding(wte, tokens);  // [B, T, C]
+  if (const double scale = resolved_embedding_scale(options); scale != 1.0)
+    x = eng::mul_scalar(x, scale);  // sqrt(d_model) with sinusoidal positions by default
   if (options.positional == PositionalKind::kLearned) {
     x = x + eng::narrow(wpe, 0, position_offset, t);  // [T, C] broadcast over B
   } else if (options.positional == PositionalKind::kSinusoidal) {
@@ -116,8 +118,12 @@ ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
   }
   ForwardResult result;
   eng::Tensor x = m.embed(tokens, 0, training);
-  for (size_t i = 0; i < m.blocks.size(); ++i)
-    x = m.block_forward(i, x, training, nullptr, &result);
+  if (m.options.reversible) {
+    x = m.reversible_stack(x, training, nullptr);
+  } else {
+    for (size_t i = 0; i < m.blocks.size(); ++i)
+      x = m.block_forward(i, x, training, nullptr, &result);
+  }
   result.logits = m.head_logits(m.norm(m.norm_f, x));
   return result;
 }
@@ -193,8 +199,12 @@ eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& to
   eng::NoGradGuard no_grad;
   s.broken = true;  // until every layer has taken the step
   eng::Tensor x = m.embed(tokens, s.length, false);
-  for (size_t i = 0; i < m.blocks.size(); ++i)
-    x = m.block_forward(i, x, false, &s.layers[i], nullptr);
+  if (m.options.reversible) {
+    x = m.reversible_stack(x, false, &s.layers);
+  } else {
+    for (size_t i = 0; i < m.blocks.size(); ++i)
+      x = m.block_forward(i, x, false, &s.layers[i], nullptr);
+  }
   eng::Tensor logits = m.head_logits(m.norm(m.norm_f, x));
   s.length += tokens.size(1);
   s.broken = false;
@@ -208,7 +218,8 @@ std::string LanguageModel::describe() const {
   out << "GPT: vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers
       << " blocks, " << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
   out << "  " << norm_kind_name(o.norm) << " (" << (o.pre_norm ? "pre" : "post")
-      << "-norm), positions " << positional_kind_name(o.positional) << ", head "
+      << "-norm), positions " << positional_kind_name(o.positional)
+      << ", embeddings x" << resolved_embedding_scale(o) << ", head "
       << (o.tie_embeddings ? "tied to wte" : "untied") << ", dropout " << o.dropout << "\n";
   auto join = [](const std::vector<std::string>& names) {
     std::string s;

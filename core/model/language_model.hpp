@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,22 +66,35 @@ struct ModelOptions {
   NormKind norm = NormKind::kLayerNorm;
   bool pre_norm = true;
   PositionalKind positional = PositionalKind::kLearned;
+  // Factor on the token embeddings before positions are added ([model] embedding_scale).
+  // nullopt = "auto": sqrt(d_model) for sinusoidal positions (Vaswani et al. 2017, §3.4: "we
+  // multiply those weights by sqrt(d_model)"), 1 otherwise. See resolved_embedding_scale().
+  std::optional<double> embedding_scale;
   double rope_theta = 10000.0;
   bool tie_embeddings = true;
   double init_std = 0.02;
   double norm_eps = 1e-5;
   double dropout = 0.0;  // on embeddings and residual branches, training only
   uint64_t seed = 0;
-  // Plugin component per layer: layer i uses attention_kinds[i % size()] with the shared
-  // config table ComponentTables::attention; same for feed-forward.
+  // [model] residual = "reversible": RevNet/Reformer blocks y1 = x1 + F(x2), y2 = x2 + G(y1)
+  // with F = dropout(attention(norm1(.))), G = dropout(ffn(norm2(.))), x1 = x2 = the embedding,
+  // and the stack's output (y1 + y2) / 2. The backward reconstructs every block's inputs from
+  // its outputs (model/reversible.cpp), so activation memory does not grow with depth.
+  bool reversible = false;
+  // With reversible: run the same blocks through plain autograd, keeping every block's
+  // activations (no reconstruction). For tests and memory comparisons; not a config key.
+  bool reversible_store_activations = false;
+  // Plugin component per layer: layer i uses attention_kinds[i % size()] with that
+  // component's options from ComponentTables::attention; same for feed-forward.
   std::vector<std::string> attention_kinds = {"dense"};
   std::vector<std::string> feedforward_kinds = {"mlp"};
 };
 
 // The component settings of the layers: the [model.attention] and [model.feedforward]
-// tables. Each layer's component receives the keys of its own schema (values or schema
-// defaults); other keys (`kind`, `pattern`, keys of another component of the pattern) are
-// not passed to it. Empty tables give every component its defaults.
+// tables. Each layer's component receives its own options (config/component_options.hpp):
+// its per-kind table ([model.attention.local] window = 32), plus the flat keys when it is
+// `kind`; every schema key it lacks gets its default. A key its schema lacks is an error.
+// Empty tables give every component its defaults.
 struct ComponentTables {
   toml::table attention;
   toml::table feedforward;
@@ -177,10 +191,11 @@ class LanguageModel {
 // in `schema` (after make_host_schema(): call it wherever the host schema is built).
 //   [model] keys: context_length, n_layers, n_heads, d_model, d_ff (0 = 4·d_model), norm
 //   ("layernorm"|"rmsnorm"), norm_position ("pre"|"post"), positional ("learned"|
-//   "sinusoidal"|"rotary"|"alibi"|"none"), rope_theta, tie_embeddings, dropout, init_std,
-//   norm_eps, seed.
-// With a pattern, the validator checks the table's keys against `kind`'s component; each
-// layer's component receives those of the keys its own schema has.
+//   "sinusoidal"|"rotary"|"alibi"|"none"), embedding_scale ("auto"|"none"|"sqrt_d_model"|
+//   "<number>"), rope_theta, tie_embeddings, dropout, init_std, norm_eps, seed.
+// Flat keys of [model.attention] are options of `kind`'s component; each component of a
+// `pattern` takes its options from its own per-kind table ([model.attention.local]), checked
+// against its own schema (config/component_options.hpp).
 void declare_model_sections(config::SchemaRegistry& schema);
 
 // The options a validated config (defaults applied or not) describes; vocab_size comes from
@@ -189,6 +204,12 @@ void declare_model_sections(config::SchemaRegistry& schema);
 ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size);
 // The [model.attention] and [model.feedforward] tables (empty when absent).
 ComponentTables component_tables_from_config(const config::ResolvedConfig& config);
+
+// The factor the model multiplies token embeddings by (embedding_scale, "auto" resolved).
+double resolved_embedding_scale(const ModelOptions& options);
+// Parses a [model] embedding_scale value: "auto" (nullopt), "none" (1), "sqrt_d_model", or a
+// positive number written as a string ("8.0"). Throws Error(kInvalidArgument) otherwise.
+std::optional<double> parse_embedding_scale(const std::string& value, int64_t d_model);
 
 // "layernorm"/"rmsnorm", "learned"/..., for describe() and messages.
 const char* norm_kind_name(NormKind kind);

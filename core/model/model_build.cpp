@@ -2,10 +2,14 @@
 // plugin objects through the registry (refusing layers that cannot serve a causal LM before
 // creating anything), initialises the model's own tensors and lists the parameters.
 #include <cmath>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "common/error.hpp"
+#include "config/component_options.hpp"
 #include "config/component_view.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops_table.hpp"
@@ -36,6 +40,8 @@ void check_options(const ModelOptions& o) {
           "dropout must lie in [0, 1), found " + std::to_string(o.dropout));
   require(o.init_std >= 0, "init_std must be >= 0");
   require(o.norm_eps >= 0, "norm_eps must be >= 0");
+  require(!o.reversible || o.pre_norm,
+          "residual = \"reversible\" uses pre-norm branches; set norm_position = \"pre\"");
   require(!o.attention_kinds.empty(), "attention_kinds (model.attention.pattern) is empty");
   require(!o.feedforward_kinds.empty(), "feedforward_kinds (model.feedforward.pattern) is empty");
 }
@@ -124,25 +130,36 @@ std::span<const pb_config_field> schema_of(const runtime::ComponentEntry& entry)
   return {entry.descriptor->config_fields, entry.descriptor->config_field_count};
 }
 
-// Every key of a layer table must belong to `kind`/`pattern` or to one of the components the
-// blocks use (the validator checks the table against `kind`'s component only).
-void check_table_keys(const toml::table& table,
-                      const std::vector<const runtime::ComponentEntry*>& entries,
-                      const std::string& section) {
-  for (const auto& [key, value] : table) {
-    const std::string_view k = key.str();
-    if (k == "kind" || k == "pattern") continue;
-    bool known = false;
-    std::string valid = "kind, pattern";
-    for (const runtime::ComponentEntry* e : entries) {
-      for (const pb_config_field& f : schema_of(*e)) {
-        known = known || k == f.key;
-        valid += std::string(", ") + f.key;
-      }
+// The host keys of [model.attention] and [model.feedforward] (model_config.cpp declares them).
+const std::vector<std::string>& layer_host_keys() {
+  static const std::vector<std::string> keys{"kind", config::kComponentPatternKey};
+  return keys;
+}
+
+// The options each distinct component of a layer section receives, checked against its own
+// schema (the validator does this for configs; tables built by hand get the same rule).
+// Flat keys belong to `kind`, or to `default_kind` in a table without one (as the schema
+// default fills it in).
+std::map<std::string, toml::table> layer_options(
+    const toml::table& given, const std::vector<std::string>& kinds,
+    const std::vector<const runtime::ComponentEntry*>& entries, const std::string& section,
+    const char* default_kind) {
+  toml::table table = given;
+  if (!table.contains("kind")) table.insert("kind", default_kind);
+  std::map<std::string, toml::table> options;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (options.count(kinds[i]) != 0) continue;
+    toml::table own = config::component_options(table, kinds[i], layer_host_keys());
+    std::string problems;
+    for (const std::string& p : config::option_problems(own, schema_of(*entries[i]), true)) {
+      problems += (problems.empty() ? "" : "; ") + p;
     }
-    require(known, "[" + section + "] key '" + std::string(k) +
-                       "' belongs to none of the components the blocks use; valid keys: " + valid);
+    require(problems.empty(), "[" + section + "] options of '" + kinds[i] +
+                                  "' (flat keys when it is the kind, else [" + section + "." +
+                                  kinds[i] + "]): " + problems);
+    options.emplace(kinds[i], std::move(own));
   }
+  return options;
 }
 
 std::string layer_label(int64_t layer, const char* what, const std::string& kind,
@@ -220,8 +237,25 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     check_attention_capabilities(o, i, o.attention_kinds[a], registry, *attention_entries[a]);
     check_feedforward_capabilities(i, o.feedforward_kinds[f], registry, *feedforward_entries[f]);
   }
-  check_table_keys(tables.attention, attention_entries, "model.attention");
-  check_table_keys(tables.feedforward, feedforward_entries, "model.feedforward");
+  const std::map<std::string, toml::table> attention_options =
+      layer_options(tables.attention, o.attention_kinds, attention_entries, "model.attention",
+                    kDefaultAttentionKind);
+  const std::map<std::string, toml::table> feedforward_options =
+      layer_options(tables.feedforward, o.feedforward_kinds, feedforward_entries,
+                    "model.feedforward", kDefaultFeedforwardKind);
+  // Reversible blocks replay the model's dropout masks, not a plugin's own: refuse those.
+  if (o.reversible)
+    for (const auto& [section, options] :
+         {std::pair<const char*, const std::map<std::string, toml::table>*>{"model.attention",
+                                                                            &attention_options},
+          std::pair<const char*, const std::map<std::string, toml::table>*>{
+              "model.feedforward", &feedforward_options}})
+      for (const auto& [kind, table] : *options)
+        if (const std::optional<double> d = table["dropout"].value<double>(); d && *d > 0)
+          throw Error(ErrorKind::kInvalidArgument,
+                      std::string(section) + "." + kind + ".dropout = " + std::to_string(*d) +
+                          ": residual = \"reversible\" cannot replay a plugin's own dropout in "
+                          "the backward; set it to 0 and use model.dropout (replayed exactly)");
 
   auto impl = std::make_unique<Impl>();
   impl->options = o;
@@ -243,6 +277,16 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
   std::vector<NamedParameter>& params = impl->parameters;
   params.push_back({"wte.weight", impl->wte, false});
   if (impl->wpe.defined()) params.push_back({"wpe.weight", impl->wpe, false});
+  // Reversible blocks replay the model's dropout masks, not a plugin's own: refuse those.
+  if (o.reversible)
+    for (const auto& [table, name] :
+         {std::pair<const toml::table*, const char*>{&tables.attention, "model.attention"},
+          std::pair<const toml::table*, const char*>{&tables.feedforward, "model.feedforward"}})
+      if (const std::optional<double> d = (*table)["dropout"].value<double>(); d && *d > 0)
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string(name) + ".dropout = " + std::to_string(*d) +
+                        ": residual = \"reversible\" cannot replay a plugin's own dropout in the "
+                        "backward; set it to 0 and use model.dropout (replayed exactly)");
   for (int64_t i = 0; i < o.n_layers; ++i) {
     const size_t a = static_cast<size_t>(i) % o.attention_kinds.size();
     const size_t f = static_cast<size_t>(i) % o.feedforward_kinds.size();
@@ -252,15 +296,17 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     block.norm1 = make_norm();
     block.norm2 = make_norm();
 
-    const config::ComponentConfigView attention_config(
-        tables.attention, schema_of(*attention_entries[a]), "model.attention");
+    const config::ComponentConfigView attention_config(attention_options.at(o.attention_kinds[a]),
+                                                       schema_of(*attention_entries[a]),
+                                                       "model.attention." + o.attention_kinds[a]);
     block.attn = std::make_unique<runtime::AttentionHandle>(
         registry.create(PB_KIND_ATTENTION, o.attention_kinds[a], *attention_config.view()),
         registry.host());
     block.attn->init(layer_context(o, i, layer_seed));
 
     const config::ComponentConfigView feedforward_config(
-        tables.feedforward, schema_of(*feedforward_entries[f]), "model.feedforward");
+        feedforward_options.at(o.feedforward_kinds[f]), schema_of(*feedforward_entries[f]),
+        "model.feedforward." + o.feedforward_kinds[f]);
     block.ffn = std::make_unique<runtime::FeedForwardHandle>(
         registry.create(PB_KIND_FEEDFORWARD, o.feedforward_kinds[f], *feedforward_config.view()),
         registry.host());

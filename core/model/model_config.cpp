@@ -12,6 +12,7 @@
 #include "config/field_schema.hpp"
 #include "config/schema_registry.hpp"
 #include "model/language_model.hpp"
+#include "model/model_impl.hpp"
 #include "patchbay/component.hpp"
 
 namespace patchbay::model {
@@ -40,6 +41,10 @@ config::HostSection model_section() {
           "learned (wpe table), sinusoidal (fixed, added), rotary (inside attention), alibi "
           "(inside attention, if it supports it), none")
           .choices("learned|sinusoidal|rotary|alibi|none"),
+      Field::string("embedding_scale", "\"auto\"",
+                    "factor on token embeddings: auto (sqrt(d_model) with sinusoidal positions, "
+                    "as Vaswani et al.; 1 otherwise), none (1), sqrt_d_model, or a positive "
+                    "number as a string, e.g. \"8.0\""),
       Field::real("rope_theta", "10000.0", "rotary base theta").range(1.0, 1e12),
       Field::boolean("tie_embeddings", "true", "the output head reuses wte (logits = x @ wte^T)"),
       Field::real("dropout", "0.0", "dropout on embeddings and residual branches (training only)")
@@ -47,6 +52,10 @@ config::HostSection model_section() {
       Field::real("init_std", "0.02", "std of the normal init of weights (GPT-2: 0.02)")
           .range(0.0, 10.0),
       Field::real("norm_eps", "1e-5", "epsilon of the norms").range(0.0, 1.0),
+      Field::string("residual", "\"standard\"",
+                    "standard: x + f(x); reversible: y1 = x1 + Attn(x2), y2 = x2 + FFN(y1), inputs "
+                    "rebuilt from outputs in the backward (activation memory flat in depth)")
+          .choices("standard|reversible"),
       Field::integer("seed", "0", "seed of the parameter init (layer seeds derive from it)")
           .range(0, 9007199254740992.0),
   };
@@ -147,16 +156,18 @@ std::vector<std::string> layer_kinds(const config::ResolvedConfig& config,
 
 void declare_model_sections(config::SchemaRegistry& schema) {
   schema.add_section(model_section());
-  schema.add_section(layer_section("model.attention", PB_KIND_ATTENTION, "\"dense\"",
+  schema.add_section(layer_section("model.attention", PB_KIND_ATTENTION, "\"dense\"",  // kDefaultAttentionKind
                                    "the attention component of every block and its settings",
                                    "attention component, e.g. \"dense\" (patchbay plugins list)",
                                    "components cycled over the blocks (block i uses pattern[i % "
-                                   "len]); empty = kind everywhere"));
+                                   "len]), each with its options in [model.attention.<name>]; "
+                                   "empty = kind everywhere"));
   schema.add_section(layer_section("model.feedforward", PB_KIND_FEEDFORWARD, "\"mlp\"",
                                    "the feed-forward component of every block and its settings",
                                    "feed-forward component, e.g. \"mlp\" (patchbay plugins list)",
                                    "components cycled over the blocks (block i uses pattern[i % "
-                                   "len]); empty = kind everywhere"));
+                                   "len]), each with its options in [model.feedforward.<name>]; "
+                                   "empty = kind everywhere"));
 }
 
 ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size) {
@@ -176,11 +187,19 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
                  : positional == "rotary"     ? PositionalKind::kRotary
                  : positional == "alibi"      ? PositionalKind::kAlibi
                                               : PositionalKind::kNone;
+  try {
+    o.embedding_scale = parse_embedding_scale(string_value(config, "embedding_scale"), o.d_model);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kInvalidArgument, "model.embedding_scale (" +
+                                                 config.locate("model.embedding_scale").to_string() +
+                                                 "): " + e.what());
+  }
   o.rope_theta = float_value(config, "rope_theta");
   o.tie_embeddings = bool_value(config, "tie_embeddings");
   o.dropout = float_value(config, "dropout");
   o.init_std = float_value(config, "init_std");
   o.norm_eps = float_value(config, "norm_eps");
+  o.reversible = string_value(config, "residual") == "reversible";
   o.seed = static_cast<uint64_t>(int_value(config, "seed"));
   if (o.d_model % o.n_heads != 0) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -189,8 +208,8 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
                     " heads do not divide d_model = " + std::to_string(o.d_model) +
                     "; choose n_heads dividing d_model (head width = d_model / n_heads)");
   }
-  o.attention_kinds = layer_kinds(config, "model.attention", "dense");
-  o.feedforward_kinds = layer_kinds(config, "model.feedforward", "mlp");
+  o.attention_kinds = layer_kinds(config, "model.attention", kDefaultAttentionKind);
+  o.feedforward_kinds = layer_kinds(config, "model.feedforward", kDefaultFeedforwardKind);
   return o;
 }
 
@@ -203,6 +222,32 @@ ComponentTables component_tables_from_config(const config::ResolvedConfig& confi
     tables.feedforward = *f->as_table();
   }
   return tables;
+}
+
+std::optional<double> parse_embedding_scale(const std::string& value, int64_t d_model) {
+  if (value == "auto") return std::nullopt;
+  if (value == "none") return 1.0;
+  if (value == "sqrt_d_model") return std::sqrt(static_cast<double>(d_model));
+  size_t used = 0;
+  double number = 0.0;
+  try {
+    number = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !std::isfinite(number) || number <= 0.0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "embedding_scale \"" + value +
+                    "\" is not \"auto\", \"none\", \"sqrt_d_model\" or a positive number; "
+                    "write e.g. embedding_scale = \"sqrt_d_model\" or \"8.0\"");
+  return number;
+}
+
+double resolved_embedding_scale(const ModelOptions& options) {
+  if (options.embedding_scale) return *options.embedding_scale;
+  return options.positional == PositionalKind::kSinusoidal
+             ? std::sqrt(static_cast<double>(options.d_model))
+             : 1.0;
 }
 
 const char* norm_kind_name(NormKind kind) {

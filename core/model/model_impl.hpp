@@ -13,6 +13,11 @@
 
 namespace patchbay::model {
 
+// The components a layer section without `kind` uses (the schema defaults of
+// model.attention.kind and model.feedforward.kind); flat keys of such a table are theirs.
+inline constexpr const char* kDefaultAttentionKind = "dense";
+inline constexpr const char* kDefaultFeedforwardKind = "mlp";
+
 struct Norm {
   engine::Tensor gain;  // [C], starts at 1
   engine::Tensor bias;  // [C], starts at 0; undefined for RMSNorm
@@ -43,6 +48,15 @@ struct LanguageModel::Impl {
   engine::Tensor block_forward(size_t index, const engine::Tensor& x, bool training,
                                runtime::AttentionHandle::State* state, ForwardResult* result);
   void check_tokens(const engine::Tensor& tokens, const char* what) const;
+  // residual = "reversible" (reversible.cpp): the whole block stack on x [B, T, C]. With grad
+  // recording on it is one engine custom op whose backward rebuilds the blocks' inputs;
+  // `states` (decoding) is null or one per block.
+  engine::Tensor reversible_stack(const engine::Tensor& x, bool training,
+                                  std::vector<runtime::AttentionHandle::State>* states);
+  // The two branches of block i: F = dropout(attn(norm1(h))), G = dropout(ffn(norm2(h))).
+  engine::Tensor reversible_f(size_t index, const engine::Tensor& h, bool training,
+                              runtime::AttentionHandle::State* state);
+  engine::Tensor reversible_g(size_t index, const engine::Tensor& h, bool training);
 };
 
 struct DecodeState::Impl {

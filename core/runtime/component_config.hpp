@@ -1,16 +1,19 @@
-// ComponentConfig: owning storage for the values handed to a component's create(), built from
-// the component's schema (pb_config_field) and exposed as a pb_config_view that stays valid
-// while this object lives and is not modified.
+// ComponentConfig: a component's options set through typed setters, for code that builds them
+// without a config file (tokenizer loading by kind, tests, plugin validation), exposed as the
+// pb_config_view handed to create().
 //
-// Starts from the schema's defaults (TOML literals: true/false, integers, floats, "strings",
-// ["string", "arrays"]); setters replace a value after checking the key exists, the type
-// matches (an int is accepted for a float key) and the value lies in the declared range or
-// choices. The config loader validates TOML tables through these setters; tests and the CLI
-// use them directly. Errors are patchbay::Error(kInvalidArgument) naming the component, the
-// key and the valid keys.
+// Starts from the schema's defaults; setters replace a value after checking the key exists,
+// the type matches (an int is accepted for a float key) and the value lies in the declared
+// range or choices. The checks, the default parsing and the view are the config library's
+// (config/field_schema.hpp, config/component_view.hpp): the host builds every pb_config_view
+// through that one path, from a config file or from here. Errors are
+// patchbay::Error(kInvalidArgument) naming the component, the key and what was expected;
+// a schema whose declarations are broken (bad default, duplicate key) is
+// Error(kPluginRefused) at construction.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +24,14 @@ namespace patchbay::runtime {
 
 class ComponentConfig {
  public:
-  // `component` must stay loaded while this object is used (its schema strings are read
-  // at construction and copied).
+  // `component` must stay loaded while this object is used (its schema strings are
+  // borrowed).
   explicit ComponentConfig(const pb_component_descriptor& component);
+  ~ComponentConfig();
+  ComponentConfig(ComponentConfig&&) noexcept;
+  ComponentConfig& operator=(ComponentConfig&&) noexcept;
+  ComponentConfig(const ComponentConfig&) = delete;
+  ComponentConfig& operator=(const ComponentConfig&) = delete;
 
   void set_bool(std::string_view key, bool value);
   void set_int(std::string_view key, int64_t value);
@@ -37,33 +45,16 @@ class ComponentConfig {
   // The view handed to create(); valid until the next setter call or destruction.
   const pb_config_view& view();
 
-  // Schema order. Type names: bool, int, float, string, array of strings.
+  // Schema order.
   std::vector<std::string> keys() const;
 
  private:
-  struct Entry {
-    std::string key;
-    pb_value_type type;
-    bool required = false;
-    bool set = false;
-    bool has_range = false;
-    double min_value = 0, max_value = 0;
-    std::vector<std::string> choices;
-    bool bool_value = false;
-    int64_t int_value = 0;
-    double float_value = 0;
-    std::string string_value;
-    std::vector<std::string> strings;
-  };
-  Entry& entry(std::string_view key, pb_value_type wanted);
-  void set_default(Entry& e, const char* literal);
-
-  std::string component_;  // "tokenizer 'char'" for messages
-  std::vector<Entry> entries_;
-  // Backing storage of view(): rebuilt on each call.
-  std::vector<pb_config_value> values_;
-  std::vector<std::vector<const char*>> item_pointers_;
-  pb_config_view view_{};
+  struct State;
+  // Checks a value of type `given` for `key` (through `check`, which sees the field) and
+  // stores it; `store` inserts it into the values table.
+  template <class Store>
+  void set(std::string_view key, pb_value_type given, const Store& store);
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace patchbay::runtime

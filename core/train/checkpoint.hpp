@@ -34,6 +34,9 @@ inline constexpr const char* kMetaRng = "rng";                  // JSON object o
 inline constexpr const char* kMetaTokenizerFile = "tokenizer.file";
 inline constexpr const char* kMetaTokenizerHash = "tokenizer.fnv1a64";  // 16 hex digits
 inline constexpr const char* kMetaTokensSeen = "tokens_seen";
+// Seconds of training (the loop, evaluations and checkpoints included) up to this checkpoint,
+// summed over every resumed part: a resumed run continues metrics.jsonl's elapsed_seconds.
+inline constexpr const char* kMetaElapsedSeconds = "elapsed_seconds";
 inline constexpr const char* kOptimizerPrefix = "optimizer/";
 inline constexpr const char* kCheckpointFormat = "patchbay-checkpoint 1";
 

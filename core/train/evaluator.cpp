@@ -9,28 +9,64 @@
 #include "data/split.hpp"
 #include "engine/ops.hpp"
 #include "train/batches.hpp"
+#include "train/training_data.hpp"
 
 namespace patchbay::train {
 
+TokenBytes token_bytes(const runtime::TokenizerHandle& tokenizer) {
+  const int64_t vocab = tokenizer.vocab_size();
+  TokenBytes table;
+  table.bytes.resize(static_cast<size_t>(vocab));
+  table.special.assign(static_cast<size_t>(vocab), 0);
+  for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens())
+    if (s.id >= 0 && s.id < vocab) table.special[static_cast<size_t>(s.id)] = 1;
+  for (int32_t id = 0; id < vocab; ++id)
+    if (table.special[static_cast<size_t>(id)] == 0)
+      table.bytes[static_cast<size_t>(id)] = static_cast<int32_t>(tokenizer.decode(std::span<const int32_t>(&id, 1)).size());
+  return table;
+}
+
 EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, const EvalSettings& settings) {
+  if (settings.token_bytes == nullptr)
+    throw Error(ErrorKind::kInternal, "evaluate: EvalSettings::token_bytes is required (train::token_bytes)");
+  const TokenBytes& table = *settings.token_bytes;
   engine::NoGradGuard no_grad;
+  engine::CrossEntropyOptions sum;
+  sum.reduction = engine::LossReduction::kSum;
   double loss_sum = 0;
   int64_t tokens = 0;
+  int64_t bytes = 0;
   for (int64_t b = 0; b < settings.batches; ++b) {
     const Batch batch = validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
     const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
     const int64_t vocab = out.logits.size(-1);
-    engine::CrossEntropyOptions sum;
-    sum.reduction = engine::LossReduction::kSum;
-    const engine::Tensor targets = batch.targets.reshape({-1});
-    loss_sum += engine::cross_entropy(out.logits.reshape({-1, vocab}), targets, sum).item();
-    tokens += engine::count_targets(targets);
+    // Special-token targets become ignore_index; the others add their bytes.
+    std::vector<int32_t> targets(static_cast<size_t>(batch.targets.numel()));
+    const engine::Tensor contiguous = batch.targets.contiguous();
+    std::copy_n(contiguous.data<int32_t>(), targets.size(), targets.begin());
+    for (int32_t& t : targets) {
+      if (t < 0 || t >= static_cast<int64_t>(table.bytes.size()))
+        throw Error(ErrorKind::kInvalidArgument, "evaluate: token id " + std::to_string(t) +
+                                                     " is outside the tokenizer's vocabulary of " +
+                                                     std::to_string(table.bytes.size()) +
+                                                     "; the token cache was encoded with another tokenizer");
+      if (table.special[static_cast<size_t>(t)] != 0) {
+        t = static_cast<int32_t>(sum.ignore_index);
+      } else {
+        bytes += table.bytes[static_cast<size_t>(t)];
+      }
+    }
+    const engine::Tensor kept =
+        engine::Tensor::from_data(targets.data(), {static_cast<int64_t>(targets.size())}, engine::DType::kI32);
+    loss_sum += engine::cross_entropy(out.logits.reshape({-1, vocab}), kept, sum).item();
+    tokens += engine::count_targets(kept, sum.ignore_index);
   }
   EvalResult result;
   result.tokens = tokens;
+  result.bytes = bytes;
   result.loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : std::nan("");
   result.perplexity = std::exp(result.loss);
-  result.bits_per_byte = result.loss * settings.tokens_per_byte / std::log(2.0);
+  result.bits_per_byte = bits_per_byte(result.loss, static_cast<uint64_t>(tokens), static_cast<uint64_t>(bytes));
   return result;
 }
 

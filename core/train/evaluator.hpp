@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/token_cache.hpp"
 #include "model/language_model.hpp"
@@ -14,19 +15,35 @@ namespace patchbay::train {
 struct EvalResult {
   double loss = 0;        // mean cross-entropy, nats per token, over every evaluated target
   double perplexity = 0;  // exp(loss)
-  double bits_per_byte = 0;  // loss * tokens_per_byte / ln 2 (tokens/bytes of the whole split)
-  int64_t tokens = 0;     // targets evaluated
+  // Σ target losses / (ln 2 · Σ target bytes): the bytes of the very tokens evaluated
+  // (TokenBytes), so it is exact for any tokenizer, not a split-wide average.
+  double bits_per_byte = 0;
+  int64_t tokens = 0;     // targets evaluated (special-token targets excluded)
+  int64_t bytes = 0;      // bytes those targets decode to
 };
+
+// Bytes each token id stands for: bytes[id] = length of decode({id}), 0 for special tokens.
+// Special tokens stand for no text, so a target that is one is excluded from the evaluated
+// loss (it has no bytes to spread its cost over); special[id] marks them.
+struct TokenBytes {
+  std::vector<int32_t> bytes;
+  std::vector<uint8_t> special;  // 1 for a special token's id
+};
+
+// Decodes every id of the tokenizer alone (byte-level tokenizers decode a sequence to the
+// concatenation of its tokens' bytes, so these lengths add up exactly).
+TokenBytes token_bytes(const runtime::TokenizerHandle& tokenizer);
 
 struct EvalSettings {
   int64_t batches = 20;
   int64_t batch_size = 8;
   int64_t seq_len = 128;
-  double tokens_per_byte = 0;  // of the split: cache tokens / text bytes
+  const TokenBytes* token_bytes = nullptr;  // required: the split's tokenizer's table
 };
 
 // Runs `batches` fixed validation batches (batches.hpp: evenly spaced windows) without
-// gradients and with dropout off. The loss is the token-weighted mean over all batches.
+// gradients and with dropout off. The loss is the token-weighted mean over all batches;
+// targets that are special tokens are left out of loss, tokens and bytes.
 EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, const EvalSettings& settings);
 
 struct SampleSettings {

@@ -62,9 +62,19 @@ std::string components_json(const config::ResolvedConfig& config, runtime::Regis
 
 bool any_dropout(const config::ResolvedConfig& config, const model::ModelOptions& options) {
   if (options.dropout > 0) return true;
-  for (const char* table : {"model.attention.dropout", "model.feedforward.dropout"}) {
-    const toml::node* node = config.find(table);
-    if (node != nullptr && node->value<double>().value_or(0.0) > 0) return true;
+  // A validated config keeps each used layer component's options in its per-kind table
+  // ([model.attention.dense] dropout = 0.1; config/component_options.hpp); flat keys are
+  // looked at too, for configs that did not go through validation.
+  for (const char* section : {"model.attention", "model.feedforward"}) {
+    const toml::node* node = config.find(section);
+    if (node == nullptr || !node->is_table()) continue;
+    if (node->as_table()->get("dropout") != nullptr &&
+        node->as_table()->get("dropout")->value<double>().value_or(0.0) > 0)
+      return true;
+    for (const auto& [name, options] : *node->as_table()) {
+      const toml::node* dropout = options.is_table() ? options.as_table()->get("dropout") : nullptr;
+      if (dropout != nullptr && dropout->value<double>().value_or(0.0) > 0) return true;
+    }
   }
   return false;
 }
@@ -95,6 +105,26 @@ std::string numeric_failure_message(int64_t step, const StepResult& r, const Tra
   if (o.schedule.warmup_steps == 0) m << ", a warmup (train.warmup_steps)";
   m << "; then resume with --resume " << (last_checkpoint.empty() ? "(none)" : last_checkpoint.string()) << ".";
   return m.str();
+}
+
+// Resuming at a checkpoint: metrics.jsonl loses the records the interrupted run wrote after
+// the checkpoint's step (they are trained again, and would otherwise appear twice), and the
+// returned offset lets elapsed_seconds continue: the checkpoint's own count, or, for a
+// checkpoint written before it stored one, the last kept record's.
+double resume_metrics(const fs::path& metrics_file, const Checkpoint& checkpoint) {
+  const int64_t step = checkpoint.step();
+  const std::size_t dropped = run::drop_metrics_after(metrics_file, step);
+  if (dropped > 0)
+    spdlog::info("{}: dropped {} records the interrupted run wrote after step {}", metrics_file.string(), dropped,
+                 step);
+  const auto stored = checkpoint.metadata().find(kMetaElapsedSeconds);
+  if (stored != checkpoint.metadata().end()) return std::stod(stored->second);
+  double elapsed = 0;
+  if (fs::exists(metrics_file))
+    for (const nlohmann::json& record : run::read_metrics(metrics_file))
+      if (record.contains("elapsed_seconds") && record["elapsed_seconds"].is_number())
+        elapsed = record["elapsed_seconds"].get<double>();
+  return elapsed;
 }
 
 // A fresh run must not mix its metrics and checkpoints with an earlier run's.
@@ -131,6 +161,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   const fs::path run_tokenizer = o.run_dir / "tokenizer.txt";
   if (!fs::exists(run_tokenizer) || data::fnv1a64(data::read_text_file(run_tokenizer)) != data.tokenizer_hash)
     fs::copy_file(data.tokenizer_file, run_tokenizer, fs::copy_options::overwrite_existing);
+  const TokenBytes target_bytes = token_bytes(data.tokenizer);  // bits per byte of evaluated targets
   const double val_tokens_per_byte =
       static_cast<double>(data.val.size()) / static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
 
@@ -141,6 +172,14 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                                                  ") exceeds model.context_length (" +
                                                  std::to_string(model.options().context_length) + ")");
   summary.parameter_count = model.parameter_count();
+  // Model size for reports (`patchbay compare`, `patchbay scaling fit`).
+  run::write_text_atomically(o.run_dir / "model_size.json",
+                             nlohmann::json{{"parameters", model.parameter_count()},
+                                            {"non_embedding_parameters", model.parameter_count(true)},
+                                            {"flops_per_token", model.flops_per_token(o.seq_len)},
+                                            {"seq_len", o.seq_len},
+                                            {"tokens_per_step", o.batch_size * o.seq_len * o.grad_accum_steps}}
+                                     .dump() + "\n");
   spdlog::info("model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
                model.parameter_count(), model.parameter_count(true), model.flops_per_token(o.seq_len), o.seq_len);
   spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
@@ -155,6 +194,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)}};
 
   int64_t start_step = 0;
+  double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
   if (!request.resume.empty()) {
     const Checkpoint checkpoint = load_checkpoint(request.resume);
     std::vector<NamedTensor> params;
@@ -167,6 +207,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",
                    checkpoint.path().string());
     spdlog::info("resumed from {} at step {}", checkpoint.path().string(), start_step);
+    elapsed_before = resume_metrics(o.run_dir / "metrics.jsonl", checkpoint);
     if (any_dropout(config, model.options()) && start_step > 0) {
       // Advance every dropout generator (model and plugins) exactly as the first run did.
       spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
@@ -179,6 +220,8 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   summary.start_step = start_step;
   summary.steps_done = start_step;
 
+  const auto start = Clock::now();
+  auto elapsed_seconds = [&] { return elapsed_before + seconds_since(start); };
   run::MetricsLog metrics(o.run_dir / "metrics.jsonl");
   std::ofstream samples_file(o.run_dir / "samples.txt", std::ios::app);
   const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum_steps;
@@ -190,6 +233,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});
     for (const auto& s : trainable.optimizer->state()) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
     metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
+    metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
     metadata[kMetaRng] = nlohmann::json{{"batch_seed", o.seed},
                                         {"batch_rule", "splitmix64(seed, step, micro_step, row)"},
                                         {"dropout", any_dropout(config, model.options())
@@ -200,10 +244,10 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
   };
   auto run_eval = [&](int64_t step) {
-    EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, val_tokens_per_byte};
+    EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     const EvalResult r = evaluate(model, data.val, settings);
     metrics.append({{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity}, {"val_bpb", r.bits_per_byte},
-                    {"val_tokens", r.tokens}});
+                    {"val_tokens", r.tokens}, {"val_bytes", r.bytes}});
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
                  r.bits_per_byte);
     summary.last_eval = r;
@@ -217,7 +261,6 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     if (request.print_samples) std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
   };
 
-  const auto start = Clock::now();
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
   for (int64_t step = start_step; step < o.max_steps; ++step) {
@@ -237,7 +280,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                       {"lr", r.lr},
                       {"grad_norm", r.grad_norm},
                       {"tokens_per_second", tokens_per_second},
-                      {"elapsed_seconds", seconds_since(start)},
+                      {"elapsed_seconds", elapsed_seconds()},
                       {"tokens", done * tokens_per_step},
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}});
       window_start = Clock::now();

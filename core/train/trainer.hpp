@@ -6,6 +6,7 @@
 //   <run_dir>/metrics.jsonl   per log step: step, loss, lr, grad_norm, tokens_per_second,
 //                             elapsed_seconds, tokens, peak_memory_bytes; per evaluation:
 //                             step, val_loss, val_ppl, val_bpb
+//   <run_dir>/model_size.json parameters (with and without embeddings), FLOPs per token
 //   <run_dir>/tokenizer.txt   copy of the tokenizer file the run uses
 //   <run_dir>/checkpoints/    train/checkpoint.hpp
 //   <run_dir>/samples.txt     every printed sample, with its step

@@ -28,7 +28,7 @@ struct TrainingData {
   data::TokenCache train;
   data::TokenCache val;
   uint64_t train_bytes = 0;
-  uint64_t val_bytes = 0;  // bytes of val.txt: tokens/bytes of the split gives bits per byte
+  uint64_t val_bytes = 0;  // bytes of val.txt (logged; bits per byte counts evaluated targets' bytes)
   std::filesystem::path prepared_dir;
 };
 
@@ -41,7 +41,8 @@ runtime::TokenizerHandle load_config_tokenizer(const config::ResolvedConfig& con
                                                const config::ComponentSchemaLookup& lookup,
                                                const std::filesystem::path& file);
 
-// bits per byte of a split: loss_nats_per_token * tokens / bytes / ln 2.
+// Bits per byte of evaluated targets: loss_nats_per_token * tokens / bytes / ln 2, where
+// `bytes` are the bytes those very tokens decode to (evaluator.hpp: TokenBytes); NaN for 0 bytes.
 double bits_per_byte(double loss_nats_per_token, uint64_t tokens, uint64_t bytes);
 
 }  // namespace patchbay::train

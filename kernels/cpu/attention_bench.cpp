@@ -115,6 +115,27 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
     flash.backward_gflops = 2.5 * fwd_flop / (flash.backward_ms * 1e6);
     rows.push_back(flash);
 
+    if (c.window > 0 || c.alibi) {
+      AttentionParams with_options = p;
+      std::vector<float> slopes;
+      for (std::int64_t h = 0; h < c.heads; ++h) slopes.push_back(std::exp2(-8.0f * float(h + 1) / float(c.heads)));
+      with_options.window = c.window;
+      with_options.alibi_slopes = c.alibi ? slopes.data() : nullptr;
+      AttentionBenchRow optioned = flash;
+      optioned.kernel = "flash*";
+      const Timing fwd = best_time([&] { return attention_flash_forward(with_options); }, c.min_seconds_per_measure);
+      const Timing bwd = best_time([&] { return attention_flash_backward(with_options); }, c.min_seconds_per_measure);
+      optioned.forward_ms = fwd.wall_ms, optioned.forward_cpu_ms = fwd.cpu_ms;
+      optioned.backward_ms = bwd.wall_ms, optioned.backward_cpu_ms = bwd.cpu_ms;
+      // Charged the same nominal FLOP as the plain row: GF/s ratios are speed ratios.
+      optioned.forward_gflops = fwd_flop / (optioned.forward_ms * 1e6);
+      optioned.backward_gflops = 2.5 * fwd_flop / (optioned.backward_ms * 1e6);
+      rows.push_back(optioned);
+      // Restore the plain output, which the naive row is compared with.
+      if (std::string error = attention_flash_forward(p); !error.empty())
+        std::fprintf(stderr, "attention bench: %s\n", error.c_str());
+    }
+
     AttentionBenchRow naive;
     naive.seq_len = t;
     naive.kernel = "naive";

@@ -78,6 +78,18 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
            ") for grouped-query attention";
   }
   if (!std::isfinite(p.scale)) return "scale must be finite (usually 1/sqrt(head_dim))";
+  if (p.window < 0) {
+    return "window must be >= 0 (0 = unlimited, else keys within window positions); found " +
+           num(p.window);
+  }
+  if (p.alibi_slopes != nullptr) {
+    for (std::int64_t h = 0; h < p.heads; ++h) {
+      if (!std::isfinite(p.alibi_slopes[h])) {
+        return "alibi_slopes[" + num(h) + "] must be finite; found " +
+               std::to_string(p.alibi_slopes[h]);
+      }
+    }
+  }
   if (p.num_threads < 0) return "num_threads must be >= 0 (0 = OpenMP default); found " + num(p.num_threads);
   if (!cpu_supports(p.isa)) {
     return std::string("isa '") + kernel_isa_name(p.isa) +

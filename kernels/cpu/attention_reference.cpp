@@ -1,10 +1,11 @@
 // Naive attention reference: full score matrix, double precision, straight from the formulas
-// in attention_flash.hpp. Parallel over (batch, kv head) only so that the dk/dv sums over the
+// in attention_flash.hpp (causal mask, sliding window and ALiBi bias applied per entry). Parallel over (batch, kv head) only so that the dk/dv sums over the
 // query heads of a group stay sequential and race free. Speed is not a goal; clarity is.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -29,8 +30,21 @@ float* row(float* base, const AttentionStrides& s, std::int64_t b, std::int64_t 
   return base + b * s.batch + h * s.head + t * s.seq;
 }
 
+// Absolute position of query i: the queries are the last Tq of the Tk positions.
+std::int64_t position(const AttentionParams& p, std::int64_t i) { return i + (p.kv_len - p.q_len); }
+
 bool visible(const AttentionParams& p, std::int64_t i, std::int64_t j) {
-  return !p.causal || j <= i + (p.kv_len - p.q_len);
+  const std::int64_t pos = position(p, i);
+  if (p.causal && j > pos) return false;
+  if (p.window > 0 && j <= pos - p.window) return false;
+  if (p.window > 0 && !p.causal && j >= pos + p.window) return false;
+  return true;
+}
+
+// ALiBi: -slope_h * |pos(i) - j| (0 without slopes).
+double bias(const AttentionParams& p, std::int64_t h, std::int64_t i, std::int64_t j) {
+  if (p.alibi_slopes == nullptr) return 0.0;
+  return -double(p.alibi_slopes[h]) * double(std::llabs(position(p, i) - j));
 }
 
 // Fills probs[Tq*Tk] with P for (b, h) (0 on masked entries and on fully masked rows) and
@@ -51,7 +65,7 @@ void probabilities(const AttentionParams& p, std::int64_t b, std::int64_t h, dou
       const float* kj = row(p.k, p.k_strides, b, hk, j);
       double dot = 0.0;
       for (std::int64_t x = 0; x < d; ++x) dot += double(qi[x]) * double(kj[x]);
-      prow[j] = dot * double(p.scale);
+      prow[j] = dot * double(p.scale) + bias(p, h, i, j);
       row_max = std::max(row_max, prow[j]);
     }
     if (row_max == kMinusInf) {  // no visible key: output 0, lse -inf

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "alibi_slopes.hpp"
+
 namespace patchbay_dense {
 namespace {
 
@@ -52,10 +54,14 @@ DenseAttention::DenseAttention(const patchbay::Host& host, const patchbay::Confi
     : host_(host),
       ops_(host.api()->ops),
       causal_(config.get_bool("causal")),
-      dropout_(config.get_float("dropout")) {
+      dropout_(config.get_float("dropout")),
+      window_(config.get_int("window")) {
   if (!(dropout_ >= 0.0 && dropout_ < 1.0))
     throw PluginError(PB_STATUS_OUT_OF_RANGE,
                       "dropout must lie in [0, 1), found " + std::to_string(dropout_));
+  if (window_ < 0)
+    throw PluginError(PB_STATUS_OUT_OF_RANGE,
+                      "window must be >= 0 (0 = full attention), found " + std::to_string(window_));
 }
 
 void DenseAttention::init(const pb_layer_context& ctx) {
@@ -80,12 +86,26 @@ void DenseAttention::init(const pb_layer_context& ctx) {
   head_dim_ = d_model_ / n_heads_;
   max_seq_len_ = ctx.max_seq_len;
   rotary_ = ctx.positional == PB_POSITIONAL_ROTARY;
+  alibi_ = ctx.positional == PB_POSITIONAL_ALIBI;
   rope_theta_ = ctx.rope_theta > 0 ? ctx.rope_theta : 10000.0;
   if (rotary_ && head_dim_ % 2 != 0)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                       "rotary positions need an even head dim, found d_model " +
                           std::to_string(d_model_) + " / n_heads " + std::to_string(n_heads_) +
                           " = " + std::to_string(head_dim_));
+  const pb_ops_table* table = ops_.table();
+  if ((alibi_ || window_ > 0) && (!PB_HAS_FIELD(table, pb_ops_table, attention_with_options) ||
+                                  table->attention_with_options == nullptr))
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      std::string(alibi_ ? "ALiBi" : "a sliding window") +
+                          " needs the host's attention_with_options (ops table version 3); this "
+                          "host's table is version " +
+                          std::to_string(table->version) + ". Upgrade Patchbay");
+  if (alibi_) {
+    std::vector<float> slopes;
+    for (double m : alibi_slopes(n_heads_)) slopes.push_back(static_cast<float>(m));
+    alibi_slopes_ = ops_.from_vector(slopes, {n_heads_});
+  }
   dtype_ = ctx.param_dtype;
 
   // One generator for the four tensors, in declaration order, so equal seeds give equal layers.
@@ -137,8 +157,7 @@ Tensor DenseAttention::forward(const Tensor& x, bool training) {
                                                   " positions exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
   Heads h = project_heads(x, 0);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  Tensor y = project_out(ops_.attention(h.q, h.k, h.v, causal_, scale));
+  Tensor y = project_out(attend(h.q, h.k, h.v));
   if (training && dropout_ > 0.0) y = y.dropout(dropout_, *dropout_generator_, true);
   return y;
 }
@@ -166,11 +185,22 @@ Tensor DenseAttention::forward_step(patchbay::AttentionState& state, const Tenso
   copy_into(k_slot, h.k);
   copy_into(v_slot, h.v);
   cache.advance(steps);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  // Bottom-right causal alignment: query i (absolute position start + i) sees keys 0..start + i.
-  Tensor o = ops_.attention(h.q.to(dtype_), cache.k.slice(2, 0, end), cache.v.slice(2, 0, end),
-                            true, scale);
+  // Bottom-right alignment: query i (absolute position start + i) sees keys 0..start + i.
+  // The slices are views of the cache buffers (no copy); the engine reads them in place.
+  Tensor o = attend(h.q.to(dtype_), cache.k.slice(2, 0, end), cache.v.slice(2, 0, end));
   return project_out(o);
+}
+
+Tensor DenseAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v) const {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (!alibi_ && window_ == 0) return ops_.attention(q, k, v, causal_, scale);
+  pb_attention_options options{};
+  options.struct_size = sizeof(options);
+  options.causal = causal_ ? 1 : 0;
+  options.scale = scale;
+  options.window = window_;
+  options.alibi_slopes = alibi_ ? alibi_slopes_.handle() : nullptr;
+  return patchbay::attention_with_options(q, k, v, options);
 }
 
 }  // namespace patchbay_dense

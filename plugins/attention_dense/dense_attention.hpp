@@ -1,18 +1,22 @@
 // The "dense" attention component: multi-head self-attention over the engine's fused
 // scaled-dot-product attention (ops->attention, which never materialises T x T), with
-// optional rotary positions and a KV cache for decoding.
+// optional rotary or ALiBi positions, an optional sliding window, and a KV cache for decoding.
 //
 //   x [B, T, C] -> qkv = x W_qkv^T + b_qkv [B, T, 3C] -> q, k, v [B, H, T, Dh] (Dh = C / H)
 //   -> rotary(q), rotary(k) at positions offset + t (when ctx.positional == ROTARY)
-//   -> o = softmax(q k^T / sqrt(Dh) + causal mask) v [B, H, T, Dh] -> [B, T, C]
+//   -> o = softmax(q k^T / sqrt(Dh) + ALiBi bias + causal/window mask) v [B, H, T, Dh]
+//   -> [B, T, C]   (ALiBi when ctx.positional == ALIBI: -m_h (i - j), alibi_slopes.hpp;
+//                   window w > 0: query i sees keys i - w < j <= i; both inside the fused op)
 //   -> y = o W_proj^T + b_proj -> dropout (training only)
 // Parameters (GPT-2 names and layout, [out, in]): qkv.weight [3C, C] ~ N(0, init_std),
 // qkv.bias [3C] = 0, proj.weight [C, C] ~ N(0, residual_init_std), proj.bias [C] = 0, drawn
 // in that order from one generator seeded with ctx.seed. The 3C rows of qkv are q, k, v in
 // that order, each C rows split into heads h * Dh .. (h + 1) * Dh.
-// KV cache: k, v [B, H, capacity, Dh] in the parameters' dtype; a step writes positions
-// [len, len + Tn) and attends over [0, len + Tn) with the causal mask aligned bottom-right
-// (query i of the step sees keys j <= len + i).
+// KV cache: k, v [B, H, capacity, Dh] in the parameters' dtype, allocated once; a step writes
+// positions [len, len + Tn) and attends over the view [:, :, 0 : len + Tn) of the buffer with
+// the causal mask aligned bottom-right (query i of the step, at absolute position len + i,
+// sees keys j <= len + i; the ALiBi distances and the window use the same positions). The
+// engine reads an f32 cache view in place: a step copies nothing but its own Tn rows.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +27,12 @@ namespace patchbay_dense {
 
 class DenseAttention : public patchbay::Attention {
  public:
-  static constexpr uint64_t kCapabilities =
-      PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL | PB_ATTENTION_CAP_ROTARY;
+  static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL |
+                                            PB_ATTENTION_CAP_ROTARY | PB_ATTENTION_CAP_ALIBI;
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
   static constexpr const char* kComplexity =
-      "time O(T^2 C), memory O(T C) (fused attention); decode O(len C) per token, cache 2 B len C";
+      "time O(T^2 C), with window w O(T w C); memory O(T C) (fused attention); decode O(len C) "
+      "per token (O(w C) with a window), cache 2 B len C";
 
   DenseAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
 
@@ -45,13 +50,20 @@ class DenseAttention : public patchbay::Attention {
   Heads project_heads(const patchbay::Tensor& x, int64_t position_offset) const;
   // o [B, H, T, Dh] -> merged [B, T, C] -> output projection.
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
+  // The fused attention of q [B, H, Tq, Dh] over k, v [B, H, Tk, Dh] (queries at the last Tq
+  // positions) with this layer's mask, window and ALiBi slopes.
+  patchbay::Tensor attend(const patchbay::Tensor& q, const patchbay::Tensor& k,
+                          const patchbay::Tensor& v) const;
 
   patchbay::Host host_;
   patchbay::Ops ops_;
   bool causal_;     // config `causal`: mask future positions
   double dropout_;  // config `dropout`: on the output, training only
+  int64_t window_;  // config `window`: 0 = full, else sliding window of that many positions
   int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
   bool rotary_ = false;
+  bool alibi_ = false;
+  patchbay::Tensor alibi_slopes_;  // f32 [H] when alibi_ (a constant, not a parameter)
   double rope_theta_ = 10000.0;
   pb_dtype dtype_ = PB_DTYPE_F32;
   std::unique_ptr<patchbay::Generator> dropout_generator_;  // seeded from ctx.seed
@@ -63,6 +75,11 @@ inline constexpr pb_config_field kDenseConfigFields[] = {
         "causal", "true", "mask future positions; false only for a bidirectional (encoder) model"),
     patchbay::Field::real("dropout", "0.0", "dropout on the attention output, training only")
         .range(0.0, 0.99),
+    patchbay::Field::integer("window", "0",
+                             "0: full attention; w > 0: sliding-window (local) attention, each "
+                             "query sees itself and the w - 1 positions before it (both sides "
+                             "when causal = false); time O(T w C) instead of O(T^2 C)")
+        .range(0, 1 << 30),
 };
 
 inline constexpr pb_component_descriptor kDenseAttention =

@@ -1,25 +1,8 @@
-// BpeComponent: config reading and exception-to-status mapping around BpeTokenizer.
+// BpeComponent: config reading and logging around BpeTokenizer.
 #include "bpe_component.hpp"
-
-#include <stdexcept>
 
 namespace patchbay_bpe {
 namespace {
-
-// Runs `body`, rethrowing the core class's standard exceptions as PluginError with the
-// matching status code. PluginError and bad_alloc pass through unchanged.
-template <class Body>
-auto with_status_codes(Body&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::out_of_range& e) {
-    throw patchbay::PluginError(PB_STATUS_OUT_OF_RANGE, e.what());
-  } catch (const std::invalid_argument& e) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, e.what());
-  } catch (const std::runtime_error& e) {
-    throw patchbay::PluginError(PB_STATUS_IO_ERROR, e.what());
-  }
-}
 
 BpeOptions options_from(const patchbay::ConfigView& config) {
   BpeOptions options;
@@ -32,21 +15,20 @@ BpeOptions options_from(const patchbay::ConfigView& config) {
 }  // namespace
 
 BpeComponent::BpeComponent(const patchbay::Host& host, const patchbay::ConfigView& config)
-    : host_(host),
-      tokenizer_(with_status_codes([&] { return BpeTokenizer(options_from(config)); })) {}
+    : host_(host), tokenizer_(options_from(config)) {}
 
 int64_t BpeComponent::vocab_size() const { return tokenizer_.vocab_size(); }
 
 std::vector<int32_t> BpeComponent::encode(std::string_view text, bool allow_special) const {
-  return with_status_codes([&] { return tokenizer_.encode(text, allow_special); });
+  return tokenizer_.encode(text, allow_special);
 }
 
 std::string BpeComponent::decode(std::span<const int32_t> ids) const {
-  return with_status_codes([&] { return tokenizer_.decode(ids); });
+  return tokenizer_.decode(ids);
 }
 
 void BpeComponent::train(std::string_view text) {
-  const TrainReport report = with_status_codes([&] { return tokenizer_.train(text); });
+  const TrainReport report = tokenizer_.train(text);
   host_.log(PB_LOG_INFO, "bpe",
             "trained on " + std::to_string(text.size()) + " bytes (" +
                 std::to_string(report.distinct_pretokens) + " distinct pre-tokens): vocab " +
@@ -64,12 +46,8 @@ std::vector<patchbay::SpecialToken> BpeComponent::special_tokens() const {
   return specials;
 }
 
-void BpeComponent::save(const std::string& path) const {
-  with_status_codes([&] { tokenizer_.save(path); });
-}
+void BpeComponent::save(const std::string& path) const { tokenizer_.save(path); }
 
-void BpeComponent::load(const std::string& path) {
-  with_status_codes([&] { tokenizer_.load(path); });
-}
+void BpeComponent::load(const std::string& path) { tokenizer_.load(path); }
 
 }  // namespace patchbay_bpe

@@ -1,7 +1,7 @@
 // The "bpe" tokenizer component: adapts patchbay_bpe::BpeTokenizer to the SDK's
-// patchbay::Tokenizer and declares its config schema. Exceptions of the core class are
-// mapped to status codes here (invalid_argument -> INVALID_ARGUMENT, out_of_range ->
-// OUT_OF_RANGE, runtime_error -> IO_ERROR); the SDK adapter does the rest at the boundary.
+// patchbay::Tokenizer and declares its config schema. The core class throws
+// patchbay::PluginError with its status code; the SDK adapter's one exception-to-status
+// mapping (patchbay::guarded, component.hpp) turns it into a pb_status at the boundary.
 #pragma once
 
 #include <patchbay/tokenizer.hpp>

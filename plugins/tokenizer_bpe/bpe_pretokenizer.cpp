@@ -5,7 +5,9 @@
 #include <pcre2.h>
 
 #include <array>
-#include <stdexcept>
+#include <new>
+
+#include "patchbay/component.hpp"
 
 namespace patchbay_bpe {
 namespace {
@@ -30,9 +32,10 @@ Gpt2PreTokenizer::Gpt2PreTokenizer() {
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof(message));
-    throw std::runtime_error(std::string("GPT-2 pattern refused by PCRE2 at offset ") +
-                             std::to_string(error_offset) + ": " +
-                             reinterpret_cast<const char*>(message));
+    throw patchbay::PluginError(PB_STATUS_INTERNAL,
+                                std::string("GPT-2 pattern refused by PCRE2 at offset ") +
+                                    std::to_string(error_offset) + ": " +
+                                    reinterpret_cast<const char*>(message));
   }
   // JIT is an optimisation; without it (e.g. a PCRE2 built without JIT) the interpreter
   // gives the same matches.
@@ -159,7 +162,8 @@ size_t Gpt2PreTokenizer::next_pcre2_piece(const unsigned char* subject, size_t n
     match_begin = ovector[0];
     match_end = ovector[1];
   } else if (rc != PCRE2_ERROR_NOMATCH) {
-    throw std::runtime_error("PCRE2 match failed with code " + std::to_string(rc));
+    throw patchbay::PluginError(PB_STATUS_INTERNAL,
+                                "PCRE2 match failed with code " + std::to_string(rc));
   }
   // Bytes the pattern skipped belong to invalid UTF-8 sequences: one piece per byte.
   for (; pos < match_begin; ++pos) on_piece(text.substr(pos, 1));

@@ -4,14 +4,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <exception>
+#include <fstream>
 #include <mutex>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
+#include "patchbay/component.hpp"
 #include "patchbay/files.hpp"
 #include "patchbay/special_tokens.hpp"
 
@@ -26,10 +26,13 @@ constexpr size_t kPieceCacheLimit = 1u << 18;
 
 void validate_specials(const std::vector<std::string>& specials) {
   for (size_t i = 0; i < specials.size(); ++i) {
-    if (specials[i].empty()) throw std::invalid_argument("special token " + std::to_string(i) + " is empty");
+    if (specials[i].empty())
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                  "special token " + std::to_string(i) + " is empty");
     for (size_t j = 0; j < i; ++j) {
       if (specials[i] == specials[j]) {
-        throw std::invalid_argument("special token '" + specials[i] + "' is listed twice");
+        throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                    "special token '" + specials[i] + "' is listed twice");
       }
     }
   }
@@ -43,9 +46,10 @@ BpeTokenizer::BpeTokenizer(BpeOptions options)
   specials_ = options_.special_tokens;
   const auto floor = static_cast<int64_t>(256 + specials_.size());
   if (options_.vocab_size < floor) {
-    throw std::invalid_argument("vocab_size " + std::to_string(options_.vocab_size) +
-                                " is below 256 bytes + " + std::to_string(specials_.size()) +
-                                " special tokens = " + std::to_string(floor));
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "vocab_size " + std::to_string(options_.vocab_size) +
+                                    " is below 256 bytes + " + std::to_string(specials_.size()) +
+                                    " special tokens = " + std::to_string(floor));
   }
 }
 
@@ -86,7 +90,9 @@ void BpeTokenizer::rebuild_from_merges() {
     const Merge& m = merges_[r];
     const auto next_id = static_cast<int32_t>(256 + r);
     if (m.left < 0 || m.right < 0 || m.left >= next_id || m.right >= next_id) {
-      throw std::invalid_argument("merge " + std::to_string(r) + " uses an id not defined before it");
+      throw patchbay::PluginError(
+          PB_STATUS_INVALID_ARGUMENT,
+          "merge " + std::to_string(r) + " uses an id not defined before it");
     }
     token_bytes_.push_back(token_bytes_[static_cast<size_t>(m.left)] +
                            token_bytes_[static_cast<size_t>(m.right)]);
@@ -102,14 +108,16 @@ int64_t BpeTokenizer::vocab_size() const {
 }
 
 int32_t BpeTokenizer::special_token_id(size_t index) const {
-  if (index >= specials_.size()) throw std::out_of_range("special token index out of range");
+  if (index >= specials_.size())
+    throw patchbay::PluginError(PB_STATUS_OUT_OF_RANGE, "special token index out of range");
   return static_cast<int32_t>(256 + merges_.size() + index);
 }
 
 const std::string& BpeTokenizer::token_bytes(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= token_bytes_.size()) {
-    throw std::out_of_range("token id " + std::to_string(id) + " outside [0, " +
-                            std::to_string(token_bytes_.size()) + ")");
+    throw patchbay::PluginError(PB_STATUS_OUT_OF_RANGE,
+                                "token id " + std::to_string(id) + " outside [0, " +
+                                    std::to_string(token_bytes_.size()) + ")");
   }
   return token_bytes_[static_cast<size_t>(id)];
 }
@@ -123,7 +131,9 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool allow_spec
 
 std::vector<int32_t> BpeTokenizer::encode_with(std::string_view text, bool allow_special,
                                                int threads, size_t min_chunk_bytes) const {
-  if (!trained_) throw std::invalid_argument("BPE tokenizer has no vocabulary: train or load it first");
+  if (!trained_)
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "BPE tokenizer has no vocabulary: train or load it first");
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 16);
   auto encode_text = [&](std::string_view part) {
@@ -235,7 +245,9 @@ std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {
 }
 
 void BpeTokenizer::save(const std::string& path) const {
-  if (!trained_) throw std::invalid_argument("cannot save a BPE tokenizer before train or load");
+  if (!trained_)
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "cannot save a BPE tokenizer before train or load");
   std::ostringstream text;
   text << kFileMagic << ' ' << kFileVersion << '\n';
   text << "pretokenizer gpt2\n";
@@ -254,9 +266,12 @@ void BpeTokenizer::save(const std::string& path) const {
 
 void BpeTokenizer::load(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error("cannot open BPE tokenizer file '" + path + "'");
+  if (!file)
+    throw patchbay::PluginError(PB_STATUS_IO_ERROR,
+                                "cannot open BPE tokenizer file '" + path + "'");
   auto fail = [&](const std::string& what) {
-    throw std::invalid_argument("'" + path + "' is not a valid patchbay-bpe file: " + what);
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "'" + path + "' is not a valid patchbay-bpe file: " + what);
   };
   std::string magic, keyword, value;
   int version = 0;

@@ -1,14 +1,14 @@
-// Byte-level BPE tokenizer with GPT-2 pre-tokenisation, as a plain C++ class (no SDK
-// types); plugin.cpp adapts it to pb_tokenizer_vtable.
+// Byte-level BPE tokenizer with GPT-2 pre-tokenisation, as a plain C++ class;
+// bpe_component.cpp adapts it to the SDK's patchbay::Tokenizer.
 //
 // Ids: [0, 256) raw bytes, [256, 256 + merges) learned merges in rank order, then the
 // special tokens in configuration order. vocab_size() is 0 until train() or load().
 // Every byte string round-trips: decode(encode(x)) == x, including invalid UTF-8.
 //
 // Thread safety: encode/decode/queries are const and may run concurrently; train/load
-// need exclusive access. Errors are exceptions (std::invalid_argument for bad input,
-// std::out_of_range for bad ids, std::runtime_error for I/O); the plugin boundary turns
-// them into pb_status values.
+// need exclusive access. Errors are patchbay::PluginError carrying their status code
+// (INVALID_ARGUMENT for bad input, OUT_OF_RANGE for bad ids, IO_ERROR for files, INTERNAL
+// for a PCRE2 failure); the SDK adapter turns them into pb_status values at the boundary.
 #pragma once
 
 #include <cstddef>

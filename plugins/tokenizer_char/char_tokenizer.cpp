@@ -6,8 +6,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 
+#include "patchbay/component.hpp"
 #include "patchbay/files.hpp"
 #include "patchbay/special_tokens.hpp"
 
@@ -56,9 +56,13 @@ size_t utf8_char_length(std::string_view text, size_t pos) {
 CharTokenizer::CharTokenizer(std::vector<std::string> special_tokens)
     : specials_(std::move(special_tokens)) {
   for (size_t i = 0; i < specials_.size(); ++i) {
-    if (specials_[i].empty()) throw std::invalid_argument("special token " + std::to_string(i) + " is empty");
+    if (specials_[i].empty())
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                  "special token " + std::to_string(i) + " is empty");
     for (size_t j = 0; j < i; ++j) {
-      if (specials_[i] == specials_[j]) throw std::invalid_argument("special token '" + specials_[i] + "' is listed twice");
+      if (specials_[i] == specials_[j])
+        throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                    "special token '" + specials_[i] + "' is listed twice");
     }
   }
   ascii_id_.fill(-1);
@@ -113,7 +117,8 @@ int64_t CharTokenizer::vocab_size() const {
 }
 
 int32_t CharTokenizer::special_token_id(size_t index) const {
-  if (index >= specials_.size()) throw std::out_of_range("special token index out of range");
+  if (index >= specials_.size())
+    throw patchbay::PluginError(PB_STATUS_OUT_OF_RANGE, "special token index out of range");
   return static_cast<int32_t>(characters_.size() + 256 + index);
 }
 
@@ -146,7 +151,9 @@ void CharTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>&
 }
 
 std::vector<int32_t> CharTokenizer::encode(std::string_view text, bool allow_special) const {
-  if (!trained_) throw std::invalid_argument("char tokenizer has no vocabulary: train or load it first");
+  if (!trained_)
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "char tokenizer has no vocabulary: train or load it first");
   std::vector<int32_t> ids;
   ids.reserve(text.size());
   if (!allow_special) {
@@ -170,7 +177,9 @@ std::string CharTokenizer::decode(std::span<const int32_t> ids) const {
   const int64_t size = vocab_size();
   for (int32_t id : ids) {
     if (id < 0 || id >= size) {
-      throw std::out_of_range("token id " + std::to_string(id) + " outside [0, " + std::to_string(size) + ")");
+      throw patchbay::PluginError(
+          PB_STATUS_OUT_OF_RANGE,
+          "token id " + std::to_string(id) + " outside [0, " + std::to_string(size) + ")");
     }
     if (id < chars) {
       bytes += characters_[static_cast<size_t>(id)];
@@ -184,7 +193,9 @@ std::string CharTokenizer::decode(std::span<const int32_t> ids) const {
 }
 
 void CharTokenizer::save(const std::string& path) const {
-  if (!trained_) throw std::invalid_argument("cannot save a char tokenizer before train or load");
+  if (!trained_)
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "cannot save a char tokenizer before train or load");
   std::ostringstream text;
   text << kFileMagic << ' ' << kFileVersion << '\n';
   text << "characters " << characters_.size() << '\n';
@@ -197,9 +208,12 @@ void CharTokenizer::save(const std::string& path) const {
 
 void CharTokenizer::load(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error("cannot open char tokenizer file '" + path + "'");
+  if (!file)
+    throw patchbay::PluginError(PB_STATUS_IO_ERROR,
+                                "cannot open char tokenizer file '" + path + "'");
   auto fail = [&](const std::string& what) {
-    throw std::invalid_argument("'" + path + "' is not a valid patchbay-char file: " + what);
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "'" + path + "' is not a valid patchbay-char file: " + what);
   };
   std::string magic, keyword, value;
   int version = 0;

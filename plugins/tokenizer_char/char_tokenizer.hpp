@@ -1,5 +1,5 @@
-// Character-level tokenizer with byte fallback, as a plain C++ class (no SDK types);
-// plugin.cpp adapts it to pb_tokenizer_vtable.
+// Character-level tokenizer with byte fallback, as a plain C++ class;
+// char_component.cpp adapts it to the SDK's patchbay::Tokenizer.
 //
 // Ids: [0, C) the distinct UTF-8 characters seen in training, sorted by their bytes
 // (= by code point); [C, C + 256) one token per byte value; then the special tokens in
@@ -9,7 +9,8 @@
 // vocab_size() is 0 until train() or load().
 //
 // Thread safety: encode/decode/queries are const and may run concurrently; train/load need
-// exclusive access. Errors are exceptions; the plugin boundary turns them into statuses.
+// exclusive access. Errors are patchbay::PluginError carrying their status code
+// (INVALID_ARGUMENT, OUT_OF_RANGE, IO_ERROR); the SDK adapter turns them into statuses.
 #pragma once
 
 #include <array>

@@ -25,3 +25,13 @@ TEST_CASE("attention 'dense' with dropout configured still conforms (dropout is 
           [](patchbay::runtime::ComponentConfig& c) { c.set_float("dropout", 0.5); }),
       options);
 }
+
+TEST_CASE("attention 'dense' with a sliding window conforms (causality, decoding, gradients)") {
+  pt::AttentionConformanceOptions options;
+  options.seq_len = 14;
+  options.prefill = 6;  // the window (4) ends inside the prefill, then slides over the cache
+  pt::check_attention_conformance(
+      attention_test::dense_factory(
+          [](patchbay::runtime::ComponentConfig& c) { c.set_int("window", 4); }),
+      options);
+}

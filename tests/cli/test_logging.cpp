@@ -1,17 +1,16 @@
 // The host's logging set-up: level names, and a run log file receiving the messages the
 // console gets.
 #include <doctest/doctest.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include <spdlog/spdlog.h>
-#include <unistd.h>
-
 #include "common/error.hpp"
 #include "common/logging.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 using namespace patchbay::logging;
 
@@ -29,9 +28,8 @@ TEST_CASE("log level names") {
 }
 
 TEST_CASE("a run log file gets every message at or above the level") {
-  const std::filesystem::path folder =
-      std::filesystem::temp_directory_path() / ("patchbay_logging_test_" + std::to_string(getpid()));
-  std::filesystem::remove_all(folder);
+  const patchbay::testing::TempDir scratch("logging_test");
+  const std::filesystem::path& folder = scratch.path();
   init_logging(spdlog::level::info);
   add_run_log_file(folder / "run" / "log.txt");  // parent folders are created
   spdlog::debug("hidden below the level");
@@ -43,5 +41,4 @@ TEST_CASE("a run log file gets every message at or above the level") {
   CHECK(text.str().find("step 7 done") != std::string::npos);
   CHECK(text.str().find("[info]") != std::string::npos);
   CHECK(text.str().find("hidden") == std::string::npos);
-  std::filesystem::remove_all(folder);
 }

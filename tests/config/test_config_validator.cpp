@@ -198,8 +198,11 @@ TEST_CASE("apply_defaults fills host and component defaults with their source") 
   apply_defaults(config, make_host_schema(), fake_tokenizer_lookup());
   CHECK(config.find("run.output_dir")->as_string()->get() == "runs");
   CHECK(config.find("data.validation_fraction")->as_floating_point()->get() == doctest::Approx(0.1));
-  CHECK(config.find("tokenizer.mode")->as_string()->get() == "bytes");
-  CHECK(config.find("tokenizer.special_tokens")->as_array()->size() == 2);  // user's value kept
+  // Component options end up in the chosen kind's own table (canonical form).
+  REQUIRE(config.find("tokenizer.bpe.mode") != nullptr);
+  CHECK(config.find("tokenizer.bpe.mode")->as_string()->get() == "bytes");
+  CHECK(config.find("tokenizer.bpe.special_tokens")->as_array()->size() == 2);  // user's value kept
+  CHECK(config.find("tokenizer.mode") == nullptr);
   CHECK(config.locate("run.output_dir").file == kDefaultSource);
   CHECK(config.locate("run.name").line == 2);
   CHECK(validate_config(config, make_host_schema(), fake_tokenizer_lookup()).empty());

@@ -2,8 +2,6 @@
 // manifest, and token cache round trips (uint16 and uint32) with corruption detection.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -15,17 +13,12 @@
 #include "data/corpus.hpp"
 #include "data/split.hpp"
 #include "data/token_cache.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace patchbay::data;
 
 namespace {
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("patchbay_data_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
 
 std::string read(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -80,7 +73,8 @@ TEST_CASE("files are cut into blocks ending at newlines, and folders read in sor
   CHECK(joined == text);
   CHECK(blocks[1].name == "f.txt#1");
 
-  const fs::path folder = scratch("folder");
+  const patchbay::testing::TempDir scratch("data_test");
+  const fs::path folder = scratch / "folder";
   fs::create_directories(folder / "sub");
   std::ofstream(folder / "b.txt") << "second\n";
   std::ofstream(folder / "a.md") << "first\n";
@@ -123,7 +117,8 @@ TEST_CASE("prepared folder holds both splits and a manifest with their hashes") 
   const Corpus corpus = synthetic_corpus(50);
   const SplitOptions options{0.2, 7};
   const CorpusSplit split = split_corpus(corpus, options);
-  const PreparedFiles files = write_prepared_corpus(scratch("prepared"), corpus, split, options);
+  const patchbay::testing::TempDir scratch("data_test");
+  const PreparedFiles files = write_prepared_corpus(scratch / "prepared", corpus, split, options);
   CHECK(read(files.train) == split.train);
   CHECK(read(files.val) == split.val);
   const std::string manifest = read(files.manifest);
@@ -136,12 +131,13 @@ TEST_CASE("prepared folder holds both splits and a manifest with their hashes") 
 }
 
 TEST_CASE("token caches round-trip as uint16 and uint32 and refuse damaged files") {
+  const patchbay::testing::TempDir scratch("data_test");
   std::mt19937 rng(3);
   for (uint64_t vocab : {300ull, 65536ull, 100000ull}) {
     std::vector<int32_t> ids(10007);
     for (int32_t& id : ids) id = static_cast<int32_t>(rng() % vocab);
     ids[0] = static_cast<int32_t>(vocab - 1);
-    const fs::path path = scratch("cache_" + std::to_string(vocab) + ".tokens");
+    const fs::path path = scratch / ("cache_" + std::to_string(vocab) + ".tokens");
     TokenCacheInfo info;
     info.vocab_size = vocab;
     info.tokenizer_hash = 0x1234;
@@ -160,7 +156,7 @@ TEST_CASE("token caches round-trip as uint16 and uint32 and refuse damaged files
     CHECK(window == std::vector<int32_t>(ids.begin() + 10000, ids.begin() + 10005));
     CHECK_THROWS_AS(cache.copy(10005, window), patchbay::Error);
   }
-  const fs::path path = scratch("bad.tokens");
+  const fs::path path = scratch / "bad.tokens";
   CHECK_THROWS_AS(write_token_cache(path, std::vector<int32_t>{5}, TokenCacheInfo{0, 0, 5, 0, 0, "char"}),
                   patchbay::Error);
   write_token_cache(path, std::vector<int32_t>{1, 2, 3}, TokenCacheInfo{0, 0, 5, 0, 0, "char"});
@@ -168,5 +164,4 @@ TEST_CASE("token caches round-trip as uint16 and uint32 and refuse damaged files
   CHECK_THROWS_AS(TokenCache::open(path), patchbay::Error);
   std::ofstream(path, std::ios::binary) << "not a cache at all, but long enough to hold a header.........";
   CHECK_THROWS_AS(TokenCache::open(path), patchbay::Error);
-  fs::remove_all(path.parent_path());
 }

@@ -3,14 +3,13 @@
 // original text; the header records the tokenizer's kind, vocab size and file hash.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
 #include "data/split.hpp"
 #include "data/token_cache.hpp"
 #include "data/tokenizer_io.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 #include "runtime/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -18,8 +17,8 @@ namespace rt = patchbay::runtime;
 using namespace patchbay::data;
 
 TEST_CASE("a split round-trips through tokenizer, token cache and decode") {
-  const fs::path dir = fs::temp_directory_path() / ("patchbay_cache_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const patchbay::testing::TempDir scratch("cache_test");
+  const fs::path& dir = scratch.path();
   std::string text;
   for (int verse = 1; verse <= 400; ++verse) {
     text += "  " + std::to_string(verse) + " And God said, Let there be light: and there was light. é日\n";
@@ -53,5 +52,4 @@ TEST_CASE("a split round-trips through tokenizer, token cache and decode") {
     CHECK(ids == loaded.encode(text, false));
     CHECK(loaded.decode(ids) == text);
   }
-  fs::remove_all(dir);
 }

@@ -16,6 +16,7 @@
 #include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
 #include "model_fixture.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 #include "train/checkpoint.hpp"
 
 namespace fs = std::filesystem;
@@ -51,9 +52,8 @@ seed = 3
 }  // namespace
 
 TEST_CASE("patchbay generate reproduces in-process generation from a saved checkpoint") {
-  const fs::path dir =
-      fs::temp_directory_path() / ("patchbay_generate_cmd_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const patchbay::testing::TempDir scratch("generate_cmd");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "run");
 
   rt::ComponentConfig tokenizer_config(
@@ -96,5 +96,13 @@ TEST_CASE("patchbay generate reproduces in-process generation from a saved check
   const std::string first = run_command(command);
   CHECK(first == "the" + expected.text + "\n");
   CHECK(run_command(command) == first);
-  fs::remove_all(dir);
+
+  // stdout and stderr into one pipe: the text ends its line before the statistics line
+  // starts, and the statistics line ends with a newline (nothing runs into the prompt).
+  const std::string both = run_command(std::string(PATCHBAY_EXECUTABLE) + " generate " +
+                                       (dir / "run").string() + " --prompt the -n 12 --seed 4 --no-stop 2>&1");
+  const size_t stats = both.find("12 tokens (max-new-tokens)");
+  REQUIRE(stats != std::string::npos);
+  CHECK(both.substr(0, stats).ends_with("the" + expected.text + "\n"));
+  CHECK(both.ends_with(" tokens/s\n"));
 }

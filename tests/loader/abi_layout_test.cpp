@@ -1,17 +1,16 @@
 // Freezes the released ABI layouts (ABI 1.0, LP64 Linux): a change to any size or offset
 // below breaks every plugin built against an earlier SDK, so it fails the build here first.
+// This file: host api, config, descriptors, tokenizer. The other kinds' interfaces are in
+// abi_layout_interfaces_test.cpp, the ops table in ops_table_layout_test.cpp, the sampler in
+// tests/samplers/sampler_abi_layout_test.cpp.
 // Appending a field in a new minor changes only sizeof(): update the size line, keep every
 // offset, and record the bump in sdk/CHANGELOG.md.
 #include <doctest/doctest.h>
 
-#include <cstddef>
-
+#include "abi_freeze.hpp"
+#include "patchbay/ops.h"
 #include "patchbay/plugin.h"
 #include "patchbay/tokenizer.h"
-
-#define FROZEN_OFFSET(type, field, offset) \
-  static_assert(offsetof(type, field) == (offset), #type "." #field " moved: ABI break")
-#define FROZEN_SIZE(type, size) static_assert(sizeof(type) == (size), #type " resized")
 
 static_assert(PB_ABI_VERSION_MAJOR == 1, "the layouts below are those of ABI 1.x");
 
@@ -115,3 +114,13 @@ TEST_CASE("PB_ARRAY_AT walks an array with the producer's struct_size, not the r
   CHECK(PB_ARRAY_AT(pb_config_value, base, 2)->int_value == 12);
   CHECK(PB_HAS_FIELD(base, pb_config_value, string_count));
 }
+
+// Ops table version 3: the options of attention_with_options (fields are only appended).
+FROZEN_SIZE(pb_attention_options, 56);  // version 4: block_layout, block_size appended
+FROZEN_OFFSET(pb_attention_options, block_layout, 40);
+FROZEN_OFFSET(pb_attention_options, block_size, 48);
+FROZEN_OFFSET(pb_attention_options, struct_size, 0);
+FROZEN_OFFSET(pb_attention_options, causal, 8);
+FROZEN_OFFSET(pb_attention_options, scale, 16);
+FROZEN_OFFSET(pb_attention_options, window, 24);
+FROZEN_OFFSET(pb_attention_options, alibi_slopes, 32);

@@ -1,5 +1,6 @@
 // ComponentConfig: schema defaults parsed from TOML literals, checked setters, and the
-// pb_config_view a plugin reads through patchbay::ConfigView.
+// pb_config_view a plugin reads through patchbay::ConfigView (built by the config library's
+// one schema-to-view path, so the messages are the config validator's words).
 #include <doctest/doctest.h>
 
 #include "loader_test_support.hpp"
@@ -67,13 +68,14 @@ TEST_CASE("setters refuse unknown keys, wrong types, values out of range or choi
                        "tokenizer 'demo': key 'vocab_size' expects int, got string",
                        patchbay::Error);
   CHECK_THROWS_WITH_AS(config.set_int("vocab_size", 100),
-                       "tokenizer 'demo': key 'vocab_size' = 100 is outside the allowed range "
-                       "[256, 4096]",
+                       "tokenizer 'demo': key 'vocab_size' = 100: value out of range; expected an "
+                       "integer in [256, 4096]",
                        patchbay::Error);
-  CHECK_THROWS_WITH_AS(config.set_float("dropout", 1.5), doctest::Contains("outside"),
+  CHECK_THROWS_WITH_AS(config.set_float("dropout", 1.5), doctest::Contains("value out of range"),
                        patchbay::Error);
   CHECK_THROWS_WITH_AS(config.set_string("mode", "words"),
-                       "tokenizer 'demo': key 'mode' = \"words\" is not one of: bytes, chars",
+                       "tokenizer 'demo': key 'mode' = \"words\": value not among the choices; "
+                       "expected one of 'bytes' or 'chars'",
                        patchbay::Error);
   config.set_int("vocab_size", 4096);  // bounds are inclusive
 }
@@ -87,8 +89,7 @@ TEST_CASE("malformed default literals are reported as a schema bug") {
     rt::ComponentConfig config(d);
     FAIL("should throw");
   } catch (const patchbay::Error& e) {
-    CHECK(contains(e.what(),
-                   "the default of key 'x' ([\"a\" \"b\"]) is not a TOML array of "
-                   "strings"));
+    CHECK(contains(e.what(), "tokenizer 'demo': broken config schema: config field 'x': default_value "
+                             "'[\"a\" \"b\"]' is not one TOML value literal"));
   }
 }

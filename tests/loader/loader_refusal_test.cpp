@@ -100,8 +100,9 @@ TEST_CASE("metadata that disagrees with the descriptor is refused") {
 TEST_CASE("a schema default outside its own range is refused") {
   const auto file = fixture("bad_default");
   const std::string reason = refusal_of(file);
-  CHECK(contains(reason, file.string() + ": tokenizer 'bad-default': key 'vocab_size' = 10 is "
-                                         "outside the allowed range [256, 65536]"));
+  CHECK(contains(reason, file.string() + ": tokenizer 'bad-default': broken config schema: key "
+                                         "'vocab_size': default 10 does not fit: expected an integer in "
+                                         "[256, 65536]"));
 }
 
 TEST_CASE("metadata-only scanning refuses bad versions without loading and defers the rest") {

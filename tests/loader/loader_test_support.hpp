@@ -3,13 +3,13 @@
 #pragma once
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
 
+#include "patchbay/testing/temp_dir.hpp"
 #include "runtime/registry.hpp"
 
 namespace loader_test {
@@ -20,33 +20,24 @@ inline fs::path fixture(const std::string& name) {
   return fs::path(PATCHBAY_LOADER_FIXTURES_DIR) / (name + ".so");
 }
 
-// A fresh folder removed when the object dies.
+// A fresh folder (patchbay::testing::TempDir) removed when the object dies, with helpers
+// to fill it.
 class ScratchFolder {
  public:
-  explicit ScratchFolder(const std::string& tag) {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / ("patchbay-loader-" + tag + "-" + std::to_string(getpid()) +
-                                         "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
+  explicit ScratchFolder(const std::string& tag) : dir_("loader_" + tag) {}
+  const fs::path& path() const { return dir_.path(); }
   fs::path write(const std::string& name, const std::string& bytes) const {
-    const fs::path file = path_ / name;
+    const fs::path file = dir_ / name;
     std::ofstream(file, std::ios::binary) << bytes;
     return file;
   }
   fs::path copy_in(const fs::path& from, const std::string& name) const {
-    fs::copy_file(from, path_ / name);
-    return path_ / name;
+    fs::copy_file(from, dir_ / name);
+    return dir_ / name;
   }
 
  private:
-  fs::path path_;
+  patchbay::testing::TempDir dir_;
 };
 
 // Scans one file and returns the refusal reason; fails the test if it was not refused.

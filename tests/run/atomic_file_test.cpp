@@ -1,14 +1,14 @@
 // Atomic replacement: a failing writer leaves the previous file intact and no temporary.
-#include <doctest/doctest.h>
+#include "run/atomic_file.hpp"
 
-#include <unistd.h>
+#include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.hpp"
-#include "run/atomic_file.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace patchbay::run;
@@ -23,7 +23,8 @@ std::string read_all(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("write_text_atomically creates folders and replaces the file") {
-  const auto dir = fs::temp_directory_path() / ("pb_atomic_" + std::to_string(::getpid())) / "x";
+  const patchbay::testing::TempDir scratch("atomic");
+  const auto dir = scratch / "x";
   const auto path = dir / "f.txt";
   write_text_atomically(path, "first");
   CHECK(read_all(path) == "first");
@@ -32,7 +33,8 @@ TEST_CASE("write_text_atomically creates folders and replaces the file") {
 }
 
 TEST_CASE("a writer that fails midway keeps the old contents and removes the temporary") {
-  const auto dir = fs::temp_directory_path() / ("pb_atomic2_" + std::to_string(::getpid()));
+  const patchbay::testing::TempDir scratch("atomic");
+  const auto& dir = scratch.path();
   const auto path = dir / "f.txt";
   write_text_atomically(path, "good");
   CHECK_THROWS_AS(write_file_atomically(path,

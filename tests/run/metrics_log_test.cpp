@@ -1,20 +1,20 @@
 // metrics.jsonl: one object per line, appended across reopenings, NaN kept as null.
+#include "run/metrics_log.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
-#include "run/metrics_log.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace patchbay::run;
 
 TEST_CASE("metrics are appended as JSON lines and survive reopening") {
-  const auto path = fs::temp_directory_path() / ("pb_metrics_" + std::to_string(::getpid())) / "metrics.jsonl";
-  fs::remove(path);
+  const patchbay::testing::TempDir scratch("metrics");
+  const auto path = scratch / "metrics.jsonl";
   {
     MetricsLog log(path);
     log.append({{"step", 1}, {"loss", 2.5}});
@@ -32,8 +32,8 @@ TEST_CASE("metrics are appended as JSON lines and survive reopening") {
 }
 
 TEST_CASE("a torn last line from a crash is skipped, earlier records kept") {
-  const auto path = fs::temp_directory_path() / ("pb_metrics2_" + std::to_string(::getpid())) / "m.jsonl";
-  fs::create_directories(path.parent_path());
+  const patchbay::testing::TempDir scratch("metrics");
+  const auto path = scratch / "m.jsonl";
   {
     std::ofstream out(path);
     out << "{\"step\": 1}\n{\"step\": 2, \"lo";

@@ -1,25 +1,20 @@
 // safetensors: round trip, layout details other tools rely on, and corrupt-file errors.
+#include "run/safetensors.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstring>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
-#include "run/safetensors.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace patchbay::run;
 
 namespace {
-fs::path temp_dir() {
-  auto dir = fs::temp_directory_path() / ("pb_safetensors_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
 template <typename T>
 std::span<const std::byte> bytes_of(const std::vector<T>& v) {
   return std::as_bytes(std::span<const T>(v));
@@ -27,7 +22,8 @@ std::span<const std::byte> bytes_of(const std::vector<T>& v) {
 }  // namespace
 
 TEST_CASE("safetensors round trip keeps names, order, dtypes, shapes, data and metadata") {
-  const auto path = temp_dir() / "a.safetensors";
+  const patchbay::testing::TempDir scratch("safetensors");
+  const auto path = scratch / "a.safetensors";
   std::vector<float> w = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -0.5f};
   std::vector<int64_t> step = {42};
   std::vector<uint16_t> half = {0x3f80, 0xbf80};
@@ -48,7 +44,8 @@ TEST_CASE("safetensors round trip keeps names, order, dtypes, shapes, data and m
 }
 
 TEST_CASE("safetensors header is 8-byte aligned JSON after a little-endian length") {
-  const auto path = temp_dir() / "b.safetensors";
+  const patchbay::testing::TempDir scratch("safetensors");
+  const auto path = scratch / "b.safetensors";
   std::vector<float> x = {1.0f};
   write_safetensors(path, {{"x", StoredDType::kF32, {1}, bytes_of(x)}}, {});
   std::ifstream in(path, std::ios::binary);
@@ -65,7 +62,8 @@ TEST_CASE("safetensors header is 8-byte aligned JSON after a little-endian lengt
 }
 
 TEST_CASE("a truncated safetensors file is refused with the file name") {
-  const auto path = temp_dir() / "c.safetensors";
+  const patchbay::testing::TempDir scratch("safetensors");
+  const auto path = scratch / "c.safetensors";
   std::vector<float> x(100, 1.0f);
   write_safetensors(path, {{"x", StoredDType::kF32, {100}, bytes_of(x)}}, {});
   fs::resize_file(path, fs::file_size(path) - 10);
@@ -79,7 +77,8 @@ TEST_CASE("a truncated safetensors file is refused with the file name") {
 }
 
 TEST_CASE("asking for a missing tensor lists the available ones") {
-  const auto path = temp_dir() / "d.safetensors";
+  const patchbay::testing::TempDir scratch("safetensors");
+  const auto path = scratch / "d.safetensors";
   std::vector<float> x = {1.0f};
   write_safetensors(path, {{"wte", StoredDType::kF32, {1}, bytes_of(x)}}, {});
   SafetensorsFile file(path);
@@ -87,7 +86,8 @@ TEST_CASE("asking for a missing tensor lists the available ones") {
 }
 
 TEST_CASE("a shape that disagrees with the byte count is refused before writing") {
-  const auto path = temp_dir() / "e.safetensors";
+  const patchbay::testing::TempDir scratch("safetensors");
+  const auto path = scratch / "e.safetensors";
   std::vector<float> x = {1.0f, 2.0f};
   CHECK_THROWS_AS(write_safetensors(path, {{"x", StoredDType::kF32, {3}, bytes_of(x)}}, {}),
                   patchbay::Error);

@@ -13,6 +13,8 @@
 #include "bpe_pretokenizer.hpp"
 #include "bpe_tokenizer.hpp"
 #include "bpe_trainer.hpp"
+#include "patchbay/component.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 using patchbay_bpe::BpeOptions;
 using patchbay_bpe::BpeTokenizer;
@@ -20,6 +22,17 @@ using patchbay_bpe::Gpt2PreTokenizer;
 using Pieces = std::vector<std::string>;
 
 namespace {
+
+// The status code of the patchbay::PluginError that `body` throws (PB_STATUS_OK if none).
+template <class Body>
+pb_status_code thrown_code(Body&& body) {
+  try {
+    body();
+  } catch (const patchbay::PluginError& e) {
+    return e.code();
+  }
+  return PB_STATUS_OK;
+}
 
 std::string random_bytes(std::mt19937_64& rng, size_t n) {
   std::string s(n, '\0');
@@ -219,14 +232,16 @@ TEST_CASE("byte-level round trip on random bytes and a pathological piece") {
   }
   const std::string long_run(200000, 'x');
   CHECK(bpe.decode(bpe.encode(long_run, false)) == long_run);
-  CHECK_THROWS_AS(bpe.decode(std::vector<int32_t>{static_cast<int32_t>(bpe.vocab_size())}),
-                  std::out_of_range);
+  CHECK(thrown_code([&] {
+          bpe.decode(std::vector<int32_t>{static_cast<int32_t>(bpe.vocab_size())});
+        }) == PB_STATUS_OUT_OF_RANGE);
 }
 
 TEST_CASE("save then load gives the same vocabulary and ids") {
   BpeTokenizer bpe(BpeOptions{500, {"<|endoftext|>", "<|pad|>"}});
   bpe.train(bible_like_text(40000));
-  const auto path = (std::filesystem::temp_directory_path() / "patchbay_bpe_test.txt").string();
+  const patchbay::testing::TempDir scratch("bpe_test");
+  const auto path = (scratch / "bpe.tok").string();
   bpe.save(path);
   BpeTokenizer loaded(BpeOptions{300, {}});
   loaded.load(path);
@@ -234,14 +249,20 @@ TEST_CASE("save then load gives the same vocabulary and ids") {
   CHECK(loaded.vocab_size() == bpe.vocab_size());
   CHECK(loaded.special_tokens() == bpe.special_tokens());
   CHECK(loaded.encode(text, true) == bpe.encode(text, true));
-  std::remove(path.c_str());
+  std::filesystem::remove(path);
   CHECK_THROWS(loaded.load(path));
 }
 
 TEST_CASE("construction refuses bad options") {
-  CHECK_THROWS_AS(BpeTokenizer(BpeOptions{256, {"<|endoftext|>"}}), std::invalid_argument);
-  CHECK_THROWS_AS(BpeTokenizer(BpeOptions{1000, {"a", "a"}}), std::invalid_argument);
+  CHECK(thrown_code([] {
+          BpeTokenizer(BpeOptions{256, {"<|endoftext|>"}});
+        }) == PB_STATUS_INVALID_ARGUMENT);
+  CHECK(thrown_code([] {
+          BpeTokenizer(BpeOptions{1000, {"a", "a"}});
+        }) == PB_STATUS_INVALID_ARGUMENT);
   BpeTokenizer untrained(BpeOptions{1000, {}});
   CHECK(untrained.vocab_size() == 0);
-  CHECK_THROWS_AS(untrained.encode("x", false), std::invalid_argument);
+  CHECK(thrown_code([&] { untrained.encode("x", false); }) == PB_STATUS_INVALID_ARGUMENT);
+  CHECK(thrown_code([&] { untrained.load("/nonexistent/patchbay/bpe.tok"); }) ==
+        PB_STATUS_IO_ERROR);
 }

@@ -1,14 +1,31 @@
 // Unit tests of the character-level tokenizer class (no plugin, no SDK).
+#include "char_tokenizer.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <random>
 
-#include "char_tokenizer.hpp"
+#include "patchbay/component.hpp"
 #include "patchbay/files.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 using patchbay_char::CharTokenizer;
+
+namespace {
+
+// The status code of the patchbay::PluginError that `body` throws (PB_STATUS_OK if none).
+template <class Body>
+pb_status_code thrown_code(Body&& body) {
+  try {
+    body();
+  } catch (const patchbay::PluginError& e) {
+    return e.code();
+  }
+  return PB_STATUS_OK;
+}
+}  // namespace
 
 TEST_CASE("UTF-8 character lengths, including ill-formed sequences") {
   using patchbay_char::utf8_char_length;
@@ -33,7 +50,9 @@ TEST_CASE("vocabulary is the sorted distinct characters, then 256 bytes, then sp
   CHECK(tok.encode("a<|endoftext|>", true) == std::vector<int32_t>{1, 260});
   CHECK(tok.encode("<|endoftext|>", false).size() == 13);
   CHECK(tok.decode(std::vector<int32_t>{1, 260, 3}) == "a<|endoftext|>é");
-  CHECK_THROWS_AS(tok.decode(std::vector<int32_t>{261}), std::out_of_range);
+  CHECK(thrown_code([&] { tok.decode(std::vector<int32_t>{261}); }) == PB_STATUS_OUT_OF_RANGE);
+  CHECK(thrown_code([&] { tok.load("/nonexistent/patchbay/char.tok"); }) == PB_STATUS_IO_ERROR);
+  CHECK(thrown_code([] { CharTokenizer({"x", "x"}); }) == PB_STATUS_INVALID_ARGUMENT);
 }
 
 TEST_CASE("unknown multi-byte characters fall back to their bytes and round-trip") {
@@ -54,7 +73,8 @@ TEST_CASE("unknown multi-byte characters fall back to their bytes and round-trip
 TEST_CASE("save then load restores characters and specials") {
   CharTokenizer tok({"<|endoftext|>", "<s>"});
   tok.train("In the beginning God created the heaven and the earth. é日");
-  const auto path = (std::filesystem::temp_directory_path() / "patchbay_char_test.txt").string();
+  const patchbay::testing::TempDir scratch("char_test");
+  const auto path = (scratch / "char.tok").string();
   tok.save(path);
   CharTokenizer loaded(std::vector<std::string>{});
   loaded.load(path);
@@ -62,7 +82,6 @@ TEST_CASE("save then load restores characters and specials") {
   CHECK(loaded.special_tokens() == tok.special_tokens());
   const std::string text = "the earth<s>日 x\x80";
   CHECK(loaded.encode(text, true) == tok.encode(text, true));
-  std::remove(path.c_str());
 }
 
 TEST_CASE("the SDK hex codec round-trips every byte and refuses malformed text") {

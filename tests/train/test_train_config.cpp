@@ -19,7 +19,7 @@ TEST_CASE("a valid tiny config gives typed [train] options and defaults") {
   CHECK(o.grad_accum_steps == 1);  // default
   CHECK(o.schedule.kind == train::LrScheduleKind::kCosine);
   CHECK(o.seed == 7);
-  CHECK(c.find("optimizer.beta2") != nullptr);  // component defaults filled in
+  CHECK(c.find("optimizer.adamw.beta2") != nullptr);  // component defaults filled in, in the kind's own table
 }
 
 TEST_CASE("an unknown [train] key is an error naming the key") {

@@ -4,22 +4,20 @@
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
 #include "config/config_loader.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 #include "runtime/registry.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::train::testing {
 
-inline std::filesystem::path fresh_folder(const std::string& name) {
-  const std::filesystem::path folder = std::filesystem::temp_directory_path() /
-                                       ("patchbay_train_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(folder);
-  std::filesystem::create_directories(folder);
-  return folder;
+// An empty folder of its own, removed with everything in it when the returned object dies
+// (also when the test fails); converts to the folder's path.
+inline patchbay::testing::TempDir fresh_folder(const std::string& name) {
+  return patchbay::testing::TempDir("train_" + name);
 }
 
 // ~40 KB of simple sentences: three 16 KiB blocks, so the split has training and validation.

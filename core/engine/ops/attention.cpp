@@ -1,34 +1,60 @@
 // scaled_dot_product_attention: the fused flash kernel of patchbay_kernels_cpu behind an
 // engine op. The forward saves the per-row log-sum-exp [B,H,Tq] and its output; the backward
 // recomputes probabilities in the kernel (attention_flash_backward), so memory stays
-// O(T * D), never O(Tq * Tk). Inputs are made contiguous f32; other float dtypes are
-// widened and the result rounded back. k/v may have fewer heads than q (grouped-query
-// attention) as long as they divide H.
+// O(T * D), never O(Tq * Tk). Options (ops-table version 3): a sliding window (tiles outside
+// it are skipped) and ALiBi slopes (a bias inside the online softmax). f32 inputs whose last
+// dim is contiguous are handed to the kernel as strided views, without a copy (a KV-cache
+// buffer sliced to its filled prefix is read in place); other inputs are packed to
+// contiguous f32 and the result rounded back to q's dtype. k/v may have fewer heads than q
+// (grouped-query attention) as long as they divide H.
 #include <cmath>
+#include <vector>
 
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
-#ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
 #include "patchbay/kernels/attention_flash.hpp"
-#endif
 
 namespace patchbay::engine {
 namespace {
+
+// Element strides {batch, head, seq} of a [B, heads, T, D] operand whose last dim is contiguous.
+struct OperandStrides {
+  int64_t batch = 0, head = 0, seq = 0;
+};
 
 struct AttentionShape {
   int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   float scale = 0.f;
   bool causal = false;
+  int64_t window = 0;
+  OperandStrides q, k, v;     // of the (possibly strided) f32 operands
+  std::vector<float> slopes;  // [H] ALiBi slopes, empty = none
 };
-// out [B,H,Tq,D], lse [B,H,Tq] (out); all contiguous f32.
+// out [B,H,Tq,D], lse [B,H,Tq] (out, contiguous f32); q, k, v f32 with the shape's strides.
 using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
                              const Tensor& v, Tensor& out, Tensor& lse);
-// dq, dk, dv (out, overwritten) from the forward's tensors and dout.
+// dq, dk, dv (out, contiguous, overwritten) from the forward's tensors and dout (contiguous).
 using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& out, const Tensor& lse,
                                      const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
 
-#ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
+// x as an f32 operand the kernel can read: x itself (no copy) when it is f32 with a
+// contiguous last dim and usable strides, else a packed f32 copy. Never records autograd.
+Tensor kernel_operand(const Tensor& x, OperandStrides& strides) {
+  const Shape& st = x.strides();
+  const bool in_place = x.dtype() == DType::kF32 && (st[3] == 1 || x.size(3) == 1) && st[0] >= 0 &&
+                        st[1] >= 0 && (st[2] > 0 || x.size(2) == 1);
+  Tensor operand = in_place ? x.detach() : detail::as_f32_contiguous(x);
+  const Shape& os = operand.strides();
+  // A length-1 seq dim is never stepped over; any positive stride describes it.
+  strides = OperandStrides{os[0], os[1], x.size(2) == 1 ? std::max<int64_t>(os[2], 1) : os[2]};
+  return operand;
+}
+
+kernels::AttentionStrides to_kernel(const OperandStrides& s) {
+  return kernels::AttentionStrides{s.batch, s.head, s.seq};
+}
+
 kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& out, const Tensor& lse) {
   kernels::AttentionParams p;
@@ -41,16 +67,18 @@ kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, c
   auto q_strides = kernels::contiguous_attention_strides(s.heads, s.q_len, s.head_dim);
   auto kv_strides = kernels::contiguous_attention_strides(s.kv_heads, s.kv_len, s.head_dim);
   p.q = q.data<float>();
-  p.q_strides = q_strides;
+  p.q_strides = to_kernel(s.q);
   p.k = k.data<float>();
-  p.k_strides = kv_strides;
+  p.k_strides = to_kernel(s.k);
   p.v = v.data<float>();
-  p.v_strides = kv_strides;
+  p.v_strides = to_kernel(s.v);
   p.out = out.data<float>();
   p.out_strides = q_strides;
   p.lse = lse.data<float>();
   p.scale = s.scale;
   p.causal = s.causal;
+  p.window = s.window;
+  p.alibi_slopes = s.slopes.empty() ? nullptr : s.slopes.data();
   p.dout_strides = q_strides;
   p.dq_strides = q_strides;
   p.dk_strides = kv_strides;
@@ -80,12 +108,11 @@ void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tens
 PATCHBAY_REGISTER_KERNEL(AttentionKernel, "attention", DeviceType::kCpu, attention_cpu);
 PATCHBAY_REGISTER_KERNEL(AttentionBackwardKernel, "attention_backward", DeviceType::kCpu,
                          attention_backward_cpu);
-#endif
 
 }  // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                                    std::optional<double> scale) {
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options) {
   const char* op = "scaled_dot_product_attention";
   detail::check_same(q, k, op);
   detail::check_same(q, v, op);
@@ -97,6 +124,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     ": expected q [B,H,Tq,D], k and v [B,Hkv,Tk,D] with "
                     "H a multiple of Hkv, found " +
                     q.str() + ", " + k.str() + ", " + v.str());
+  if (options.window < 0)
+    throw Error(ErrorKind::kInvalidArgument, std::string(op) +
+                                                 ": window must be >= 0 (0 = unlimited), found " +
+                                                 std::to_string(options.window));
+  if (options.block_layout.defined()) {
+    if (options.alibi_slopes.defined())
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(op) + ": a block layout with ALiBi slopes is not implemented (the "
+                                    "block-sparse kernel has no bias); use one or the other");
+    const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(q.size(3), 1))));
+    return block_sparse_attention(q, k, v, options.causal, static_cast<float>(scale), options.window,
+                                  options.block_layout, options.block_size);
+  }
   AttentionShape s;
   s.batch = q.size(0);
   s.heads = q.size(1);
@@ -104,11 +144,25 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   s.q_len = q.size(2);
   s.kv_len = k.size(2);
   s.head_dim = q.size(3);
-  s.causal = causal;
-  s.scale = static_cast<float>(
-      scale.value_or(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(s.head_dim, 1)))));
-  Tensor q32 = detail::as_f32_contiguous(q), k32 = detail::as_f32_contiguous(k),
-         v32 = detail::as_f32_contiguous(v);
+  s.causal = options.causal;
+  s.window = options.window;
+  s.scale = static_cast<float>(options.scale.value_or(
+      1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(s.head_dim, 1)))));
+  if (options.alibi_slopes.defined()) {
+    const Tensor& slopes = options.alibi_slopes;
+    if (slopes.dim() != 1 || slopes.size(0) != s.heads || !is_floating(slopes.dtype()))
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(op) + ": alibi_slopes must be a float tensor [H] = [" +
+                      std::to_string(s.heads) + "] (one slope per query head), found " +
+                      slopes.str());
+    s.slopes = slopes.to_vector();
+    for (size_t h = 0; h < s.slopes.size(); ++h)
+      if (!std::isfinite(s.slopes[h]))
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string(op) + ": alibi_slopes[" + std::to_string(h) +
+                        "] must be finite, found " + std::to_string(s.slopes[h]));
+  }
+  Tensor q32 = kernel_operand(q, s.q), k32 = kernel_operand(k, s.k), v32 = kernel_operand(v, s.v);
   Tensor out = Tensor::empty(q.shape(), DType::kF32, q.device());
   Tensor lse = Tensor::empty({s.batch, s.heads, s.q_len}, DType::kF32, q.device());
   if (out.numel() > 0) {
@@ -133,6 +187,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                          detail::from_f32(dv, dt)};
             });
   return result;
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                    std::optional<double> scale) {
+  AttentionOptions options;
+  options.causal = causal;
+  options.scale = scale;
+  return scaled_dot_product_attention(q, k, v, options);
 }
 
 }  // namespace patchbay::engine

@@ -7,9 +7,7 @@
 
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
-#ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
 #include "patchbay/kernels/causal_linear_attention.hpp"
-#endif
 
 namespace patchbay::engine {
 namespace {
@@ -24,7 +22,6 @@ using LinearBackwardKernel = void(const LinearShape& s, const Tensor& q, const T
                                   const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
                                   Tensor& dv);
 
-#ifdef PATCHBAY_KERNELS_CPU_AVAILABLE
 kernels::CausalLinearAttentionShape kernel_shape(const LinearShape& s) {
   return kernels::CausalLinearAttentionShape{s.rows, s.length, s.key_dim, s.value_dim};
 }
@@ -43,7 +40,6 @@ PATCHBAY_REGISTER_KERNEL(LinearForwardKernel, "causal_linear_attention", DeviceT
                          linear_forward_cpu);
 PATCHBAY_REGISTER_KERNEL(LinearBackwardKernel, "causal_linear_attention_backward", DeviceType::kCpu,
                          linear_backward_cpu);
-#endif
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Data movement without arithmetic: copy_ (strided, broadcasting, dtype-converting), fill_,
-// to_dtype, concat and stack. CPU kernels use fast paths for f32<->f32/bf16/f16 and a
-// generic per-element load/store for the rest.
+// to_dtype, concat and stack. Conversions follow the per-pair rules of engine/dtype.hpp:
+// exact between integers and when widening, one rounding to nearest otherwise, truncation
+// toward zero from float to integer. No value passes through double on the way.
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
@@ -22,37 +23,18 @@ void copy_rows(const Tensor& src, Tensor& dst, Load load, Store store) {
       });
 }
 
+// One instantiation per (source, destination) dtype pair, so the element loop runs with
+// both types known; convert_element (dtype.hpp) holds the conversion rule of every pair.
 void copy_cpu(const Tensor& src, Tensor& dst) {
-  const void* s = src.data_ptr();
-  void* d = dst.data_ptr();
-  DType st = src.dtype(), dt = dst.dtype();
-  if (st == dt && dtype_size(st) == 4) {
-    auto* ps = static_cast<const uint32_t*>(s);
-    auto* pd = static_cast<uint32_t*>(d);
-    copy_rows(
-        src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint32_t v) { pd[i] = v; });
-  } else if (st == dt && dtype_size(st) == 2) {
-    auto* ps = static_cast<const uint16_t*>(s);
-    auto* pd = static_cast<uint16_t*>(d);
-    copy_rows(
-        src, dst, [ps](int64_t i) { return ps[i]; }, [pd](int64_t i, uint16_t v) { pd[i] = v; });
-  } else if (st == DType::kF32 && dt == DType::kBF16) {
-    auto* ps = static_cast<const float*>(s);
-    auto* pd = static_cast<uint16_t*>(d);
-    copy_rows(
-        src, dst, [ps](int64_t i) { return ps[i]; },
-        [pd](int64_t i, float v) { pd[i] = f32_to_bf16(v); });
-  } else if (st == DType::kBF16 && dt == DType::kF32) {
-    auto* ps = static_cast<const uint16_t*>(s);
-    auto* pd = static_cast<float*>(d);
-    copy_rows(
-        src, dst, [ps](int64_t i) { return bf16_to_f32(ps[i]); },
-        [pd](int64_t i, float v) { pd[i] = v; });
-  } else {
-    copy_rows(
-        src, dst, [s, st](int64_t i) { return load_as_f64(s, i, st); },
-        [d, dt](int64_t i, double v) { store_from_f64(d, i, dt, v); });
-  }
+  visit_dtype(src.dtype(), [&]<DType From>() {
+    visit_dtype(dst.dtype(), [&]<DType To>() {
+      const auto* ps = static_cast<const storage_t<From>*>(src.data_ptr());
+      auto* pd = static_cast<storage_t<To>*>(dst.data_ptr());
+      copy_rows(
+          src, dst, [ps](int64_t i) { return ps[i]; },
+          [pd](int64_t i, storage_t<From> v) { pd[i] = convert_element<From, To>(v); });
+    });
+  });
 }
 PATCHBAY_REGISTER_KERNEL(CopyKernel, "copy", DeviceType::kCpu, copy_cpu);
 

@@ -1,16 +1,14 @@
 // Element-wise ops other than add: sub/mul/div (broadcasting), neg and scalar ops, the
 // unary math functions and the activations. Forward and the derivative of every unary op
-// are written once (unary_value / unary_derivative) and shared by the CPU loops; with
-// oneDNN present, the activations and exp/log/sqrt/tanh/sigmoid run through
-// onednn::eltwise_forward / eltwise_backward on contiguous f32 buffers instead.
+// are written once (unary_value / unary_derivative) and shared by the CPU loops; on
+// large contiguous f32 buffers the activations and exp/log/sqrt/tanh/sigmoid run through
+// onednn::eltwise_forward / eltwise_backward instead.
 #include <cmath>
 
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
 #include "onednn/onednn_ops.hpp"
-#endif
 
 namespace patchbay::engine {
 namespace {
@@ -153,7 +151,6 @@ void binary_cpu(BinaryKind kind, const Tensor& a, const Tensor& b, Tensor& out) 
 }
 PATCHBAY_REGISTER_KERNEL(BinaryKernel, "binary", DeviceType::kCpu, binary_cpu);
 
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
 bool onednn_kind(UnaryKind k, onednn::EltwiseKind* out) {
   switch (k) {
     case UnaryKind::kRelu:
@@ -187,19 +184,16 @@ bool onednn_kind(UnaryKind k, onednn::EltwiseKind* out) {
       return false;
   }
 }
-#endif
 
 void unary_cpu(UnaryKind kind, double s, const Tensor& x, Tensor& out) {
   const float* px = x.data<float>();
   float* po = out.data<float>();
   const auto sf = static_cast<float>(s);
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
   onednn::EltwiseKind ek;
   if (x.is_contiguous() && x.numel() >= 16384 && onednn_kind(kind, &ek)) {  // small: loop is faster
     onednn::eltwise_forward(ek, onednn::DType::kF32, px, po, x.numel());
     return;
   }
-#endif
   loops::for_each_row<2>(
       x.shape(), {x.strides(), out.strides()},
       [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
@@ -214,7 +208,6 @@ void unary_backward_cpu(UnaryKind kind, double s, const Tensor& x, const Tensor&
   const float* pg = grad.data<float>();
   float* pd = dx.data<float>();
   const int64_t n = x.numel();
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
   onednn::EltwiseKind ek;
   if (n >= 16384 && onednn_kind(kind, &ek)) {
     if (onednn::eltwise_backward_needs_dst(ek)) {
@@ -226,7 +219,6 @@ void unary_backward_cpu(UnaryKind kind, double s, const Tensor& x, const Tensor&
     }
     return;
   }
-#endif
   const auto sf = static_cast<float>(s);
 #pragma omp parallel for schedule(static) if (n > 32768)
   for (int64_t i = 0; i < n; ++i) pd[i] = pg[i] * unary_derivative(kind, sf, px[i]);

@@ -8,9 +8,7 @@
 //   stored transposed, then summed over broadcast batch dims.
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
 #include "onednn/onednn_ops.hpp"
-#endif
 
 namespace patchbay::engine {
 namespace {
@@ -34,7 +32,6 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor
   const int64_t a_row = p.transpose_a ? 1 : p.k, a_col = p.transpose_a ? p.m : 1;
   const int64_t b_row = p.transpose_b ? 1 : p.n, b_col = p.transpose_b ? p.k : 1;
   const int64_t a_batch = p.broadcast_a ? 0 : p.m * p.k, b_batch = p.broadcast_b ? 0 : p.k * p.n;
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
   // Tiny f32 products (below ~32k multiply-adds) run the loop: a oneDNN call costs more.
   if (a.dtype() != DType::kF32 || p.batch * p.m * p.n * p.k >= 32768) {
     onednn::MatmulArgs args;
@@ -49,10 +46,6 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor
     onednn::matmul(args);
     return;
   }
-#endif
-  if (a.dtype() != DType::kF32)
-    throw Error(ErrorKind::kInvalidArgument,
-                "matmul: bf16 needs the oneDNN backend (patchbay_onednn)");
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* pc = out.data<float>();
@@ -113,12 +106,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   }
   Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
   p.batch = shape_numel(batch);
-  // bf16 runs natively in oneDNN; f16 (and bf16 without oneDNN) is computed in f32.
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
+  // bf16 runs natively in oneDNN; f16 is computed in f32.
   const DType compute = a.dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32;
-#else
-  const DType compute = DType::kF32;
-#endif
   Tensor a_c, b_c;
   {
     NoGradGuard no_grad;

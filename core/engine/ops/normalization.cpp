@@ -8,9 +8,7 @@
 
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
 #include "onednn/onednn_ops.hpp"
-#endif
 
 namespace patchbay::engine {
 namespace {
@@ -42,7 +40,6 @@ float* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() :
 void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, const Tensor& bias,
                     Tensor& y, Tensor& mean, Tensor& var) {
   if (s.rows * s.cols == 0) return;
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (s.rows * s.cols >= kOnednnMinElements) {
     onednn::LayerNormForwardArgs a;
     a.rows = s.rows;
@@ -57,7 +54,6 @@ void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, con
     onednn::layer_norm_forward(a);
     return;
   }
-#endif
   const float* px = x.data<float>();
   const float* g = ptr_or_null(gain);
   const float* b = ptr_or_null(bias);
@@ -85,7 +81,6 @@ void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& 
   if (dgain.defined()) fill_(dgain, 0.0);
   if (dbias.defined()) fill_(dbias, 0.0);
   if (s.rows * s.cols == 0) return;
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (s.rows * s.cols >= kOnednnMinElements) {
     onednn::LayerNormBackwardArgs a;
     a.rows = s.rows;
@@ -102,7 +97,6 @@ void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& 
     onednn::layer_norm_backward(a);
     return;
   }
-#endif
   const float* px = x.data<float>();
   const float* pg = dy.data<float>();
   const float* g = ptr_or_null(gain);

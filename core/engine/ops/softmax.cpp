@@ -6,9 +6,7 @@
 
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
 #include "onednn/onednn_ops.hpp"
-#endif
 
 namespace patchbay::engine {
 namespace {
@@ -25,13 +23,11 @@ using SoftmaxBackwardKernel = void(bool log, const Tensor& y, const Tensor& dy, 
 
 void softmax_cpu(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y) {
   if (rows * cols == 0) return;
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (rows * cols >= kOnednnMinElements) {
     onednn::softmax_forward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax,
                             x.data<float>(), y.data<float>(), rows, cols);
     return;
   }
-#endif
   const float* px = x.data<float>();
   float* py = y.data<float>();
 #pragma omp parallel for schedule(static) if (rows * cols >= kOnednnMinElements)
@@ -52,13 +48,11 @@ PATCHBAY_REGISTER_KERNEL(SoftmaxKernel, "softmax", DeviceType::kCpu, softmax_cpu
 void softmax_backward_cpu(bool log, const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols,
                           Tensor& dx) {
   if (rows * cols == 0) return;
-#ifdef PATCHBAY_ONEDNN_AVAILABLE
   if (rows * cols >= kOnednnMinElements) {
     onednn::softmax_backward(log ? onednn::SoftmaxKind::kLogSoftmax : onednn::SoftmaxKind::kSoftmax,
                              y.data<float>(), dy.data<float>(), dx.data<float>(), rows, cols);
     return;
   }
-#endif
   const float* py = y.data<float>();
   const float* pg = dy.data<float>();
   float* pd = dx.data<float>();

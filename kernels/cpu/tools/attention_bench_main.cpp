@@ -1,6 +1,8 @@
 // Command-line driver for run_attention_bench (the engine's `patchbay bench ops` calls the
-// same function). Usage: patchbay_kernels_attention_bench [max_T [naive_max_T [threads [isa]]]]
-// isa: generic | avx2 | avx512 (default: the best this CPU has).
+// same function). Usage:
+//   patchbay_kernels_attention_bench [max_T [naive_max_T [threads [isa [window [alibi]]]]]]
+// isa: generic | avx2 | avx512 | auto (default: the best this CPU has); window > 0 and/or
+// alibi = 1 add a "flash*" row with those options after each plain flash row.
 // e.g. `patchbay_kernels_attention_bench 4096` runs T = 256 ... 4096, causal, B=1 H=12 D=64.
 #include <cstdlib>
 #include <iostream>
@@ -23,13 +25,20 @@ int main(int argc, char** argv) {
     const std::string isa = argv[4];
     config.isa = isa == "generic" ? pk::KernelIsa::generic
                  : isa == "avx2"  ? pk::KernelIsa::avx2
+                 : isa == "auto"  ? pk::KernelIsa::automatic
                                   : pk::KernelIsa::avx512;
   }
+  if (argc > 5) config.window = std::atoll(argv[5]);
+  if (argc > 6) config.alibi = std::atoi(argv[6]) != 0;
   const pk::KernelIsa isa =
       config.isa == pk::KernelIsa::automatic ? pk::attention_flash_resolved_isa() : config.isa;
   std::cout << "isa " << pk::kernel_isa_name(isa) << ", B="
             << config.batch << " H=" << config.heads << " D=" << config.head_dim
-            << (config.causal ? " causal" : " full") << "\n";
+            << (config.causal ? " causal" : " full");
+  if (config.window > 0 || config.alibi)
+    std::cout << "; flash* = flash with" << (config.window > 0 ? " window " + std::to_string(config.window) : "")
+              << (config.alibi ? " ALiBi" : "");
+  std::cout << "\n";
   pk::print_attention_bench(pk::run_attention_bench(config), std::cout);
   return 0;
 }

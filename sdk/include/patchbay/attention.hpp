@@ -136,6 +136,28 @@ inline Tensor rotary_embedding(const Tensor& x, int64_t position_offset, double 
   return Tensor(ops, out);
 }
 
+// ops->attention_with_options (pb_ops_table version 3) as a Tensor function: the fused
+// attention with causal mask, scale, sliding window and ALiBi slopes (patchbay/ops.h
+// documents every option). `options` is borrowed; its struct_size is set here when 0.
+// Throws PluginError(PB_STATUS_UNSUPPORTED) on a host whose table predates the op.
+inline Tensor attention_with_options(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     pb_attention_options options) {
+  const pb_ops_table* ops = q.ops();
+  if (!PB_HAS_FIELD(ops, pb_ops_table, attention_with_options) ||
+      ops->attention_with_options == nullptr)
+    throw PluginError(
+        PB_STATUS_UNSUPPORTED,
+        "this host's ops table (version " + std::to_string(ops->version) +
+            ") has no attention_with_options (version 3: sliding window, ALiBi); upgrade "
+            "Patchbay or turn those options off");
+  if (options.struct_size == 0) options.struct_size = sizeof(pb_attention_options);
+  pb_tensor* out = nullptr;
+  check_ops_status(
+      ops, ops->attention_with_options(q.handle(), k.handle(), v.handle(), &options, &out),
+      "attention_with_options");
+  return Tensor(ops, out);
+}
+
 // ops->causal_linear_attention (pb_ops_table version 6) as a Tensor function: q, k [..., T, E],
 // v [..., T, M] -> out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j] (the numerator of
 // causal linear attention; fp32 accumulation, O(T E M) time, O(T (E + M)) memory).

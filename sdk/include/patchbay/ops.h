@@ -33,7 +33,9 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION 6 /* 2: rotary_embedding; 6: causal_linear_attention */
+/* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
+ * 6: causal_linear_attention (5: another branch's block, ordered at merge) */
+#define PB_OPS_TABLE_VERSION 6
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -89,6 +91,37 @@ typedef enum pb_loss_reduction {
   PB_LOSS_NONE = 2
 } pb_loss_reduction;
 
+/* Options of attention_with_options (ops table version 3). Zero-initialise, set struct_size =
+ * sizeof. Fields are only appended; the engine reads a field only when struct_size covers it,
+ * so zero-initialised fields it does not know and fields the caller's older struct lacks both
+ * mean "off". Positions are absolute: query i of Tq sits at p = Tk - Tq + i (the queries are
+ * the last Tq of the Tk positions, as when decoding after a KV cache); key j sits at j. */
+typedef struct pb_attention_options {
+  size_t struct_size;
+  int32_t causal;                 /* 1: causal, bottom-right aligned (query i of Tq sits at absolute position Tk - Tq + i) */
+  double scale;                   /* <= 0 means 1/sqrt(D) */
+  int64_t window;                 /* > 0: a query at absolute position p sees only keys at positions j with p - window < j (<= p when causal); work O(T * window), never T x T; 0 = unlimited */
+  const pb_tensor* alibi_slopes;  /* nullable; f32 [H]: adds -slope_h * (p - j) to the score of query position p and key position j (Press et al. 2022) */
+  /* ---- version 4 (block-sparse attention) ---- */
+  /* Nullable int32 [H, ceil(Tk/bs), ceil(Tk/bs)], 0/1: tile (query block of the ABSOLUTE query
+   * position p = i + Tk - Tq, key block) is computed only where 1; needs Tq <= Tk. Causal and
+   * window still apply inside active tiles (within-block causality). Work and memory are
+   * proportional to the active tiles; the backward is the kernel's own (no Tq x Tk anywhere).
+   * Not combined with alibi_slopes (INVALID_ARGUMENT). */
+  const pb_tensor* block_layout;
+  int64_t block_size; /* bs >= 1 when block_layout is set */
+} pb_attention_options;
+/* More on the options:
+ *  - window, not causal: the window is two-sided, p - window < j < p + window (|p - j| <
+ *    window), so the work stays O(T * window). Causal: the query sees itself and the
+ *    window - 1 keys before it. window < 0 is PB_STATUS_INVALID_ARGUMENT.
+ *  - alibi_slopes: one slope per QUERY head h (also with grouped kv heads). The bias is
+ *    -slope_h * |p - j|; under causal p >= j, so it is -slope_h * (p - j) exactly (Press et
+ *    al.); when not causal the distance is symmetric (FlashAttention's ALiBi convention).
+ *    Slopes get no gradient (they are constants, as in the paper). Any float dtype, read
+ *    once per call; a non-finite slope or a shape other than [H] is INVALID_ARGUMENT.
+ *  - A query row with no visible key (possible only when Tq > Tk under causal) gives 0. */
+
 /* A custom op: a forward and a backward written by the plugin (e.g. a fused kernel). The
  * engine calls forward with grad recording off; when an input requires grad it records a
  * node whose backward calls `backward`. */
@@ -110,6 +143,7 @@ typedef struct pb_custom_op_desc {
   /* Called once when the last reference to the op goes away; may be NULL. */
   void (*destroy)(void* user_data);
 } pb_custom_op_desc;
+
 
 typedef struct pb_ops_table {
   size_t struct_size;
@@ -203,6 +237,10 @@ typedef struct pb_ops_table {
   pb_status* (*contiguous)(const pb_tensor* x, pb_tensor** out);
   pb_status* (*concat)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
   pb_status* (*stack)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
+  /* One rule per dtype pair (copies and contiguous() too): integers exact, i64 -> i32 keeps
+   * the low 32 bits; int -> float and float narrowing round once to nearest, ties to even
+   * (never through double: i64 above 2^53 converts exactly when it fits); float -> int
+   * truncates toward zero, NaN gives 0, values beyond the integer's range saturate. */
   pb_status* (*to_dtype)(const pb_tensor* x, pb_dtype dtype, pb_tensor** out);
 
   /* ---- masking, regularisation, attention ---- */
@@ -255,6 +293,20 @@ typedef struct pb_ops_table {
    * x1[i] sin a. position_offset >= 0 (positions already in a KV cache); theta > 0. */
   pb_status* (*rotary_embedding)(const pb_tensor* x, int64_t position_offset, double theta,
                                  pb_tensor** out);
+
+  /* ---- version 3 (attention options: sliding window, ALiBi) ---- */
+  /* The fused attention of `attention` with pb_attention_options (documented above): q
+   * [B,H,Tq,D], k/v [B,Hkv,Tk,D] with H a multiple of Hkv (grouped-query attention); out
+   * [B,H,Tq,D] in q's dtype. options == NULL means causal 0, scale 1/sqrt(D), no window,
+   * no ALiBi. Never materialises Tq x Tk: flash tiling with an online softmax, and with a
+   * window the key tiles outside it are skipped (forward and backward). q, k, v may be views
+   * (e.g. k = a [B,Hkv,capacity,D] KV-cache buffer sliced to [:, :, :len]): f32 views whose
+   * last dim is contiguous are read in place, without a copy; others are packed first.
+   * Differentiable in q, k and v. `attention(q, k, v, causal, scale)` is this op with
+   * {causal, scale} and no window or ALiBi. Version 4: with options->block_layout set
+   * (struct_size covering it), only the layout's tiles are computed (block-sparse kernel). */
+  pb_status* (*attention_with_options)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
+                                       const pb_attention_options* options, pb_tensor** out);
 
   /* ---- version 6 (causal linear attention) ---- */
   /* Numerator of causal linear attention (Katharopoulos et al. 2020) as one fused prefix sum:

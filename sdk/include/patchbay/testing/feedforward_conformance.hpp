@@ -5,8 +5,9 @@
 //
 //   #include <patchbay/testing/feedforward_conformance.hpp>
 //   namespace pt = patchbay::testing;
+//   pt::ConfigBuilder config(kMyDescriptor, {{"activation", "relu"}});  // defaults + overrides
 //   const pt::FeedForwardConformanceReport report =
-//       pt::check_feedforward_conformance(kMyDescriptor, &config_view, host);
+//       pt::check_feedforward_conformance(kMyDescriptor, config.view(), host);
 //   CHECK_MESSAGE(report.ok(), report.message());
 //
 // `host` must carry the tensor engine (pb_host_api::ops non-NULL): a Patchbay host provides it.
@@ -45,6 +46,7 @@
 
 #include "patchbay/feedforward.h"
 #include "patchbay/tensor.hpp"
+#include "patchbay/testing/config_builder.hpp"
 #include "patchbay/testing/gradcheck.hpp"
 
 namespace patchbay::testing {

@@ -9,6 +9,7 @@
 //   c.lrs = {0.1, 0.1, 0.05};                              // ... the lr of each step ...
 //   c.grads = {{{...4 values...}, {...2 values...}}, {{...}, {}}, ...};  // {} = no grad
 //   c.expected = {...};           // known answers, or pt::fill_expected(c, reference_step)
+//   pt::ConfigBuilder config(kMyDescriptor, "beta2 = 0.95");  // defaults + overrides
 //   const pt::OptimizerConformanceReport report =
 //       pt::check_optimizer_conformance(kMyDescriptor, config.view(), host, c);
 //   CHECK_MESSAGE(report.ok(), report.message());
@@ -47,6 +48,7 @@
 
 #include "patchbay/optimizer.h"
 #include "patchbay/tensor.hpp"
+#include "patchbay/testing/config_builder.hpp"
 
 namespace patchbay::testing {
 

@@ -5,8 +5,7 @@
 //
 //   #include <patchbay/testing/sampler_conformance.hpp>
 //   namespace pt = patchbay::testing;
-//   pt::SamplerConfig config(kMyDescriptor);          // schema defaults ...
-//   config.set_float("p", 0.5);                       // ... and overrides
+//   pt::SamplerConfig config(kMyDescriptor, {{"p", 0.5}});  // schema defaults + overrides
 //   const auto failures = pt::check_sampler_conformance(kMyDescriptor, config.view(),
 //                                                       pt::sampler_test_host());
 //   CHECK_MESSAGE(failures.empty(), pt::join_failures(failures));
@@ -40,6 +39,7 @@
 
 #include "patchbay/component.h"
 #include "patchbay/sampler.h"
+#include "patchbay/testing/config_builder.hpp"
 #include "patchbay/testing/standalone_host.hpp"
 
 namespace patchbay::testing {
@@ -50,121 +50,12 @@ inline const pb_host_api* sampler_test_host() { return standalone_test_host(); }
 
 // ---- config values from a component's schema ------------------------------------------
 
-// Every key of the descriptor's schema with its default (parsed from the TOML literal), or
-// the value set here. view() is valid while this object lives and is not modified.
-class SamplerConfig {
+// The config of a sampler under test: patchbay/testing/config_builder.hpp (schema defaults,
+// checked overrides, key-value pairs or `key = value` lines); the name this kit has always
+// offered.
+class SamplerConfig : public ConfigBuilder {
  public:
-  explicit SamplerConfig(const pb_component_descriptor& descriptor) {
-    for (size_t i = 0; i < descriptor.config_field_count; ++i) {
-      const pb_config_field& f = *PB_ARRAY_AT(pb_config_field, descriptor.config_fields, i);
-      Entry e;
-      e.key = f.key;
-      e.type = f.type;
-      e.is_set = f.default_value != nullptr;
-      if (f.default_value != nullptr) parse_default(e, f.default_value);
-      entries_.push_back(std::move(e));
-    }
-  }
-  SamplerConfig& set_int(const std::string& key, int64_t v) {
-    return set(key).int_value = v, *this;
-  }
-  SamplerConfig& set_float(const std::string& key, double v) {
-    return set(key).float_value = v, *this;
-  }
-  SamplerConfig& set_bool(const std::string& key, bool v) { return set(key).bool_value = v, *this; }
-  SamplerConfig& set_string(const std::string& key, std::string v) {
-    return set(key).string_value = std::move(v), *this;
-  }
-  // Keys of the schema whose value is neither defaulted nor set.
-  std::vector<std::string> missing() const {
-    std::vector<std::string> out;
-    for (const Entry& e : entries_) {
-      if (!e.is_set) out.push_back(e.key);
-    }
-    return out;
-  }
-  bool has(const std::string& key) const {
-    for (const Entry& e : entries_) {
-      if (e.key == key) return true;
-    }
-    return false;
-  }
-  const pb_config_view* view() {
-    values_.clear();
-    for (Entry& e : entries_) {
-      e.item_pointers.clear();
-      for (const std::string& s : e.items) e.item_pointers.push_back(s.c_str());
-      pb_config_value v{};
-      v.struct_size = sizeof(pb_config_value);
-      v.key = e.key.c_str();
-      v.type = e.type;
-      v.bool_value = e.bool_value ? 1 : 0;
-      v.int_value = e.int_value;
-      v.float_value = e.float_value;
-      v.string_value = e.string_value.c_str();
-      v.string_items = e.item_pointers.data();
-      v.string_count = e.item_pointers.size();
-      values_.push_back(v);
-    }
-    view_ = {sizeof(pb_config_view), values_.empty() ? nullptr : values_.data(), values_.size()};
-    return &view_;
-  }
-
- private:
-  struct Entry {
-    std::string key;
-    pb_value_type type = PB_TYPE_INT;
-    bool is_set = false;
-    bool bool_value = false;
-    int64_t int_value = 0;
-    double float_value = 0.0;
-    std::string string_value;
-    std::vector<std::string> items;
-    std::vector<const char*> item_pointers;
-  };
-  Entry& set(const std::string& key) {
-    for (Entry& e : entries_) {
-      if (e.key == key) {
-        e.is_set = true;
-        return e;
-      }
-    }
-    throw std::invalid_argument("SamplerConfig: the schema has no key '" + key + "'");
-  }
-  static std::string unquote(std::string s) {
-    const size_t a = s.find('"');
-    const size_t b = s.rfind('"');
-    return (a == std::string::npos || b <= a) ? s : s.substr(a + 1, b - a - 1);
-  }
-  static void parse_default(Entry& e, const std::string& literal) {
-    switch (e.type) {
-      case PB_TYPE_BOOL:
-        e.bool_value = literal == "true";
-        break;
-      case PB_TYPE_INT:
-        e.int_value = std::strtoll(literal.c_str(), nullptr, 10);
-        break;
-      case PB_TYPE_FLOAT:
-        e.float_value = std::strtod(literal.c_str(), nullptr);
-        break;
-      case PB_TYPE_STRING:
-        e.string_value = unquote(literal);
-        break;
-      case PB_TYPE_STRING_ARRAY: {
-        size_t at = 0;  // ["a", "b"]: items are the quoted runs
-        while ((at = literal.find('"', at)) != std::string::npos) {
-          const size_t end = literal.find('"', at + 1);
-          if (end == std::string::npos) break;
-          e.items.push_back(literal.substr(at + 1, end - at - 1));
-          at = end + 1;
-        }
-        break;
-      }
-    }
-  }
-  std::vector<Entry> entries_;
-  std::vector<pb_config_value> values_;
-  pb_config_view view_{};
+  using ConfigBuilder::ConfigBuilder;
 };
 
 // ---- the checks ----------------------------------------------------------------------

@@ -21,8 +21,7 @@
 //   #include <patchbay/testing/tokenizer_conformance.hpp>
 //   namespace pt = patchbay::testing;
 //   TEST_CASE("my tokenizer conforms") {
-//     pt::TokenizerConfig config(my::kMyTokenizer);   // schema defaults ...
-//     config.set_int("vocab_size", 600);               // ... and overrides
+//     pt::TokenizerConfig config(my::kMyTokenizer, {{"vocab_size", 600}});  // defaults + overrides
 //     pt::TokenizerConformanceOptions options;
 //     options.training_text = "...";                   // a few KB of representative text
 //     pt::check_tokenizer_conformance(pt::factory_for(my::kMyTokenizer, config), options);
@@ -34,8 +33,6 @@
 #pragma once
 
 #include <doctest/doctest.h>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -54,8 +51,10 @@
 #include <vector>
 
 #include "patchbay/component.h"
-#include "patchbay/tokenizer.h"
+#include "patchbay/testing/config_builder.hpp"
 #include "patchbay/testing/standalone_host.hpp"
+#include "patchbay/testing/temp_dir.hpp"
+#include "patchbay/tokenizer.h"
 
 namespace patchbay::testing {
 
@@ -86,104 +85,13 @@ inline bool parse_string_literal(const std::string& text, size_t& pos, std::stri
 // A pb_host_api for tests that run a tokenizer without the Patchbay host. Static.
 inline const pb_host_api* tokenizer_test_host() { return standalone_test_host(); }
 
-// Owning config values for a component: the schema's defaults, then overrides. view() is
-// valid until the next setter call or destruction. Unknown keys and wrong types fail the
-// test (they are bugs in the test, not in the plugin).
-class TokenizerConfig {
+// The config of a tokenizer under test: patchbay/testing/config_builder.hpp (schema defaults,
+// checked overrides, key-value pairs or `key = value` lines), with view() by reference as
+// this kit has always offered it.
+class TokenizerConfig : public ConfigBuilder {
  public:
-  explicit TokenizerConfig(const pb_component_descriptor& component) {
-    for (size_t i = 0; i < component.config_field_count; ++i) {
-      const pb_config_field& field = component.config_fields[i];
-      Entry entry;
-      entry.key = field.key;
-      entry.type = field.type;
-      if (field.default_value != nullptr) set_literal(entry, field.default_value);
-      entries_.push_back(std::move(entry));
-    }
-  }
-  void set_int(const std::string& key, int64_t value) { find(key, PB_TYPE_INT).int_value = value; }
-  void set_float(const std::string& key, double value) { find(key, PB_TYPE_FLOAT).float_value = value; }
-  void set_bool(const std::string& key, bool value) { find(key, PB_TYPE_BOOL).bool_value = value; }
-  void set_string(const std::string& key, std::string value) {
-    find(key, PB_TYPE_STRING).string_value = std::move(value);
-  }
-  void set_strings(const std::string& key, std::vector<std::string> values) {
-    find(key, PB_TYPE_STRING_ARRAY).strings = std::move(values);
-  }
-
-  const pb_config_view& view() {
-    values_.clear();
-    item_pointers_.clear();
-    item_pointers_.resize(entries_.size());
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      Entry& e = entries_[i];
-      for (const std::string& s : e.strings) item_pointers_[i].push_back(s.c_str());
-      pb_config_value v{};
-      v.struct_size = sizeof(pb_config_value);
-      v.key = e.key.c_str();
-      v.type = e.type;
-      v.bool_value = e.bool_value ? 1 : 0;
-      v.int_value = e.int_value;
-      v.float_value = e.float_value;
-      v.string_value = e.string_value.c_str();
-      v.string_items = item_pointers_[i].data();
-      v.string_count = item_pointers_[i].size();
-      values_.push_back(v);
-    }
-    view_ = pb_config_view{sizeof(pb_config_view), values_.data(), values_.size()};
-    return view_;
-  }
-
- private:
-  struct Entry {
-    std::string key;
-    pb_value_type type{};
-    bool bool_value = false;
-    int64_t int_value = 0;
-    double float_value = 0;
-    std::string string_value;
-    std::vector<std::string> strings;
-  };
-  Entry& find(const std::string& key, pb_value_type type) {
-    for (Entry& e : entries_) {
-      if (e.key == key) {
-        REQUIRE_MESSAGE(e.type == type, "config key '" << key << "' has another type in the schema");
-        return e;
-      }
-    }
-    FAIL("config key '" << key << "' is not in the component's schema");
-    return entries_.front();  // not reached: FAIL throws
-  }
-  static void set_literal(Entry& e, const std::string& literal) {
-    switch (e.type) {
-      case PB_TYPE_BOOL: e.bool_value = literal == "true"; break;
-      case PB_TYPE_INT: e.int_value = std::strtoll(literal.c_str(), nullptr, 10); break;
-      case PB_TYPE_FLOAT: e.float_value = std::strtod(literal.c_str(), nullptr); break;
-      case PB_TYPE_STRING: {
-        size_t pos = 0;
-        tokenizer_kit_detail::parse_string_literal(literal, pos, e.string_value);
-        break;
-      }
-      case PB_TYPE_STRING_ARRAY: {
-        e.strings.clear();
-        for (size_t pos = 0; pos < literal.size();) {
-          if (literal[pos] == '"') {
-            std::string item;
-            if (!tokenizer_kit_detail::parse_string_literal(literal, pos, item)) break;
-            e.strings.push_back(std::move(item));
-          } else {
-            ++pos;
-          }
-        }
-        break;
-      }
-    }
-  }
-
-  std::vector<Entry> entries_;
-  std::vector<pb_config_value> values_;
-  std::vector<std::vector<const char*>> item_pointers_;
-  pb_config_view view_{};
+  using ConfigBuilder::ConfigBuilder;
+  const pb_config_view& view() { return *ConfigBuilder::view(); }
 };
 
 // One tokenizer object under test. Move-only; `release` destroys the object (and whatever
@@ -293,10 +201,11 @@ struct TokenizerConformanceOptions {
   // Tokenizers without PB_TOKENIZER_CAP_TRAIN load this file instead (may stay empty for
   // tokenizers that need neither).
   std::string vocabulary_file;
-  // Where save/load checks write their files. One folder per process, so suites running in
-  // parallel (ctest -j) never write the same file; created on first use.
-  std::filesystem::path scratch_dir =
-      std::filesystem::temp_directory_path() / ("patchbay_conformance_" + std::to_string(::getpid()));
+  // Parent of the folders the save/load checks write in: each check makes a fresh folder of
+  // its own there (TempDir, unique per process and call, so suites running in parallel never
+  // share a file) and removes it when the check ends, passed or failed. Empty: the system's
+  // temporary folder.
+  std::filesystem::path scratch_dir;
   int random_trials = 40;
   size_t max_random_bytes = 3000;
   uint64_t seed = 1;
@@ -386,6 +295,12 @@ inline std::string random_bytes(std::mt19937_64& rng, size_t n) {
   std::string s(n, '\0');
   for (char& c : s) c = static_cast<char>(rng() & 0xff);
   return s;
+}
+
+// A fresh folder for one check's files, under options.scratch_dir when set.
+inline TempDir scratch_folder(const TokenizerConformanceOptions& options) {
+  return options.scratch_dir.empty() ? TempDir("tokenizer_conformance")
+                                     : TempDir("tokenizer_conformance", options.scratch_dir);
 }
 
 inline std::string read_all(const std::filesystem::path& path) {
@@ -499,10 +414,8 @@ inline void check_tokenizer_conformance(const TokenizerFactory& make,
 
   SUBCASE("save then load gives the same vocabulary and ids") {
     TokenizerUnderTest tok = ready_tokenizer(make, options);
-    const std::filesystem::path path =
-        options.scratch_dir / ("patchbay_conformance_" + std::to_string(options.seed) + "_" +
-                               std::to_string(reinterpret_cast<uintptr_t>(&tok)) + ".tok");
-    std::filesystem::create_directories(options.scratch_dir);
+    const TempDir scratch = detail::scratch_folder(options);
+    const std::filesystem::path path = scratch / "saved.tok";
     tok.save(path.string());
     TokenizerUnderTest loaded = make();
     loaded.load(path.string());
@@ -516,22 +429,18 @@ inline void check_tokenizer_conformance(const TokenizerFactory& make,
     const std::filesystem::path again = path.string() + ".again";
     loaded.save(again.string());
     CHECK(detail::read_all(again) == detail::read_all(path));
-    std::filesystem::remove(path);
-    std::filesystem::remove(again);
   }
 
   SUBCASE("training and encoding are deterministic") {
     TokenizerUnderTest first = ready_tokenizer(make, options);
     TokenizerUnderTest second = ready_tokenizer(make, options);
     CHECK(first.vocab_size() == second.vocab_size());
-    const std::filesystem::path a = options.scratch_dir / "patchbay_conformance_det_a.tok";
-    const std::filesystem::path b = options.scratch_dir / "patchbay_conformance_det_b.tok";
-    std::filesystem::create_directories(options.scratch_dir);
+    const TempDir scratch = detail::scratch_folder(options);
+    const std::filesystem::path a = scratch / "first.tok";
+    const std::filesystem::path b = scratch / "second.tok";
     first.save(a.string());
     second.save(b.string());
     CHECK(detail::read_all(a) == detail::read_all(b));
-    std::filesystem::remove(a);
-    std::filesystem::remove(b);
     const std::string text = detail::text_sample(options.training_text, rng, 5000);
     CHECK(first.encode(text, true) == first.encode(text, true));
     CHECK(first.encode(text, true) == second.encode(text, true));

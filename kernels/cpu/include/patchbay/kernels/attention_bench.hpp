@@ -30,11 +30,15 @@ struct AttentionBenchConfig {
   std::size_t naive_max_workspace_bytes = 4ull << 30;  // naive skipped above this
   std::int64_t naive_max_seq_len = 0;               // also skipped above this (0 = no limit)
   double min_seconds_per_measure = 0.2;             // repeat until this much time is spent; best run kept
+  // Options: when window > 0 or alibi, a "flash*" row with them follows each plain flash row
+  // (same tensors, same run), so their cost or saving reads as a ratio to the plain kernel.
+  std::int64_t window = 0;
+  bool alibi = false;
 };
 
 struct AttentionBenchRow {
   std::int64_t seq_len = 0;
-  std::string kernel;       // "flash" or "naive"
+  std::string kernel;       // "flash", "flash*" (with the options) or "naive"
   std::string skip_reason;  // non-empty: not run, the figures below are 0
   double forward_ms = 0, backward_ms = 0;  // wall clock, best of the repeats
   // Process CPU time (all threads) of the same best runs: on a shared, loaded machine

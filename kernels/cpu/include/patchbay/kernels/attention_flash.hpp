@@ -9,14 +9,24 @@
 // Semantics (per batch b, query head h, with g = H / Hkv query heads per kv head):
 //   kv head       hk = h / g                      (grouped-query attention; Hkv == H is MHA)
 //   S[i][j]       = scale * <q[b,h,i,:], k[b,hk,j,:]>
-//   visible(i,j)  = !causal || j <= i + (Tk - Tq)  (BOTTOM-RIGHT aligned causal mask, as in
-//                   FlashAttention >= 2.1; equals the usual lower triangle when Tq == Tk; for
-//                   decode with Tq = 1 the single query sees every key)
-//   P[i][j]       = exp(S[i][j] - lse[i]) on visible entries, 0 elsewhere
-//   lse[i]        = log(sum_{visible j} exp(S[i][j]))   (natural log)
+//   pos(i)        = i + (Tk - Tq)                 absolute position of query i: queries are the
+//                   LAST Tq positions of the Tk keys (BOTTOM-RIGHT alignment, as in
+//                   FlashAttention >= 2.1; for decode with Tq = 1 the query sits at Tk - 1)
+//   visible(i,j)  = (!causal || j <= pos(i))       causal mask (the usual lower triangle
+//                   when Tq == Tk)
+//                && (window == 0 || pos(i) - window < j)                 sliding window:
+//                && (window == 0 || causal || j < pos(i) + window)       |pos(i) - j| < window
+//                   (causal: the query sees itself and the window - 1 keys before it)
+//   bias(i,j)     = alibi_slopes ? -alibi_slopes[h] * |pos(i) - j| : 0   (ALiBi, Press et al.
+//                   2022; |.| only matters when not causal, as in FlashAttention's alibi)
+//   P[i][j]       = exp(S[i][j] + bias(i,j) - lse[i]) on visible entries, 0 elsewhere
+//   lse[i]        = log(sum_{visible j} exp(S[i][j] + bias(i,j)))   (natural log)
 //   out[i,:]      = sum_j P[i][j] * v[b,hk,j,:]
 // A row with no visible key (causal with i + Tk - Tq < 0, only possible when Tq > Tk) gets
 // out = 0 and lse = -inf, and contributes nothing (zero gradients) in the backward pass.
+// With a window, key tiles wholly outside a query tile's window are never touched (and
+// query tiles wholly outside a key tile's window are skipped in the backward): the work is
+// O(Tq * window * D), not O(Tq * Tk * D). The bias is constant: no gradient for the slopes.
 //
 // Backward, given dout = dL/dout:  Dlt[i] = sum_d dout[i,d]*out[i,d];
 //   dv[j] += sum_i P[i][j] dout[i];  dP[i][j] = <dout[i], v[j]>;  dS = P * (dP - Dlt[i]);
@@ -76,6 +86,8 @@ struct AttentionParams {
 
   float scale = 0.0f;    // score scale; the caller chooses, usually 1/sqrt(D). Must be finite.
   bool causal = false;   // bottom-right aligned mask (see top of file)
+  std::int64_t window = 0;              // >= 0; 0 = unlimited; else the sliding window above
+  const float* alibi_slopes = nullptr;  // nullable; [H] finite ALiBi slopes (borrowed)
 
   // Backward only (ignored by the forward). dq/dk/dv are overwritten, not accumulated.
   const float* dout = nullptr;  // [B, H, Tq, D]

@@ -1,0 +1,163 @@
+// Reading runs and grouping them; see run_results.hpp.
+#include "analysis/run_results.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "data/split.hpp"
+#include "run/metrics_log.hpp"
+#include "sweep/toml_value_text.hpp"
+
+namespace patchbay::analysis {
+namespace fs = std::filesystem;
+namespace {
+
+void flatten(const toml::table& table, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  for (const auto& [key, node] : table) {
+    const std::string path =
+        prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+    if (const toml::table* sub = node.as_table())
+      flatten(*sub, path, out);
+    else
+      out[path] = sweep::toml_value_text(node);
+  }
+}
+
+double number(const nlohmann::json& record, const char* key) {
+  const auto it = record.find(key);
+  return it != record.end() && it->is_number() ? it->get<double>() : kMissing;
+}
+
+}  // namespace
+
+RunResult read_run(const fs::path& dir, const std::string& seed_key) {
+  const fs::path config_file = dir / "config.toml";
+  if (!fs::exists(config_file))
+    throw Error(ErrorKind::kNotFound,
+                "'" + dir.string() +
+                    "' is not a run directory (no config.toml); give run "
+                    "directories written by patchbay train or a sweep directory");
+  RunResult run;
+  run.dir = dir;
+  const toml::table table = toml::parse_file(config_file.string());
+  flatten(table, "", run.flat);
+  if (const auto it = run.flat.find(seed_key); it != run.flat.end())
+    run.seed = std::stoll(it->second);
+  for (const char* key : {"run.name", "train.out_dir"}) run.flat.erase(key);
+  run.flat.erase(seed_key);
+  std::string canonical;
+  for (const auto& [k, v] : run.flat) canonical += k + "=" + v + "\n";
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(data::fnv1a64(canonical)));
+  run.config_id = hex;
+
+  if (fs::exists(dir / "metrics.jsonl")) {
+    std::vector<double> speeds;
+    bool first_speed = true;
+    for (const nlohmann::json& record : run::read_metrics(dir / "metrics.jsonl")) {
+      const double step = number(record, "step");
+      if (record.contains("val_loss")) {
+        const double loss = number(record, "val_loss");
+        run.final_val_loss = loss;
+        run.final_val_bpb = number(record, "val_bpb");
+        // A resumed run repeats evaluations; keep the latest value for each step.
+        auto& curve = run.val_curve;
+        curve.erase(
+            std::remove_if(curve.begin(), curve.end(),
+                           [&](const auto& p) { return p.first >= static_cast<int64_t>(step); }),
+            curve.end());
+        curve.emplace_back(static_cast<int64_t>(step), loss);
+      }
+      if (record.contains("tokens_per_second")) {
+        if (!first_speed) speeds.push_back(number(record, "tokens_per_second"));
+        first_speed = false;
+        run.tokens = number(record, "tokens");
+      }
+    }
+    if (!speeds.empty()) {
+      double sum = 0;
+      for (double s : speeds) sum += s;
+      run.tokens_per_second = sum / static_cast<double>(speeds.size());
+    }
+  }
+  if (std::ifstream in(dir / "model_size.json"); in) {
+    const nlohmann::json size = nlohmann::json::parse(in, nullptr, false);
+    if (size.is_object()) {
+      run.parameters = number(size, "parameters");
+      run.flops_per_token = number(size, "flops_per_token");
+    }
+  }
+  return run;
+}
+
+std::vector<RunResult> collect_runs(const std::vector<fs::path>& paths,
+                                    std::vector<std::string>* skipped) {
+  std::vector<RunResult> runs;
+  for (const fs::path& path : paths) {
+    if (fs::exists(path / "ledger.json")) {
+      std::ifstream in(path / "ledger.json");
+      const nlohmann::json ledger = nlohmann::json::parse(in);
+      std::vector<std::pair<int64_t, std::string>> order;
+      for (const auto& [id, entry] : ledger.at("jobs").items()) {
+        if (entry.value("state", "") != "done") {
+          if (skipped != nullptr)
+            skipped->push_back(id + " (" + entry.value("label", "?") +
+                               "): " + entry.value("state", "?"));
+          continue;
+        }
+        order.emplace_back(entry.value("index", int64_t{0}), id);
+      }
+      std::sort(order.begin(), order.end());
+      for (const auto& [index, id] : order) runs.push_back(read_run(path / "runs" / id));
+    } else {
+      runs.push_back(read_run(path));
+    }
+  }
+  return runs;
+}
+
+std::vector<RunGroup> group_runs(const std::vector<RunResult>& runs) {
+  std::vector<RunGroup> groups;
+  for (const RunResult& run : runs) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const RunGroup& g) { return g.config_id == run.config_id; });
+    if (it == groups.end()) {
+      groups.push_back({"", run.config_id, {}});
+      it = groups.end() - 1;
+    }
+    it->runs.push_back(run);
+  }
+  // Keys whose value is not the same in every group (a missing key counts as a value).
+  std::set<std::string> keys;
+  for (const RunGroup& g : groups)
+    for (const auto& [k, v] : g.runs.front().flat) keys.insert(k);
+  std::vector<std::string> differing;
+  for (const std::string& key : keys) {
+    std::set<std::string> seen;
+    for (const RunGroup& g : groups) {
+      const auto found = g.runs.front().flat.find(key);
+      seen.insert(found == g.runs.front().flat.end() ? "<unset>" : found->second);
+    }
+    if (seen.size() > 1) differing.push_back(key);
+  }
+  for (RunGroup& g : groups) {
+    for (const std::string& key : differing) {
+      const auto found = g.runs.front().flat.find(key);
+      g.label += (g.label.empty() ? "" : ", ") + key + "=" +
+                 (found == g.runs.front().flat.end() ? "<unset>" : found->second);
+    }
+    if (g.label.empty()) g.label = groups.size() == 1 ? "all runs" : g.config_id;
+  }
+  return groups;
+}
+
+}  // namespace patchbay::analysis

@@ -1,0 +1,198 @@
+// The block-sparse kernel (kernels/cpu/block_sparse_attention.cpp) against its naive masked
+// reference, forward (out, lse) and gradients, for every Sparse Transformer pattern and way
+// of combining, with grouped-query heads, Tq < Tk (decode rows), a window, ragged last
+// blocks and empty rows; and the reference's backward against finite differences.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "patchbay/kernels/block_sparse_attention.hpp"
+#include "sparse_patterns.hpp"
+
+namespace pk = patchbay::kernels;
+using namespace patchbay_sparse;
+
+namespace {
+
+struct Case {
+  int64_t batch = 2, heads = 4, kv_heads = 2, q_len = 13, kv_len = 13, dim = 8;
+  std::vector<float> q, k, v, out, lse, dout, dq, dk, dv;
+  std::vector<int32_t> layout;
+  pk::BlockSparseParams p;
+
+  Case(int64_t tq, int64_t tk, unsigned seed) : q_len(tq), kv_len(tk) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    auto fill = [&](std::vector<float>& x, int64_t n) {
+      x.resize(static_cast<size_t>(n));
+      for (float& e : x) e = normal(rng);
+    };
+    fill(q, batch * heads * q_len * dim);
+    fill(dout, batch * heads * q_len * dim);
+    fill(k, batch * kv_heads * kv_len * dim);
+    fill(v, batch * kv_heads * kv_len * dim);
+    out.assign(q.size(), 0.f);
+    dq.assign(q.size(), 0.f);
+    dk.assign(k.size(), 0.f);
+    dv.assign(k.size(), 0.f);
+    lse.assign(static_cast<size_t>(batch * heads * q_len), 0.f);
+  }
+  pk::BlockSparseParams& params(int64_t block_size, bool causal = true, int64_t window = 0) {
+    p = pk::BlockSparseParams{};
+    p.batch = batch;
+    p.heads = heads;
+    p.kv_heads = kv_heads;
+    p.q_len = q_len;
+    p.kv_len = kv_len;
+    p.head_dim = dim;
+    p.q = q.data();
+    p.k = k.data();
+    p.v = v.data();
+    p.out = out.data();
+    p.lse = lse.data();
+    p.scale = 0.4f;
+    p.causal = causal;
+    p.window = window;
+    p.layout = layout.data();
+    p.block_size = block_size;
+    p.dout = dout.data();
+    p.dq = dq.data();
+    p.dk = dk.data();
+    p.dv = dv.data();
+    return p;
+  }
+};
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(a[i]) && a[i] == b[i]) continue;
+    m = std::max(m, std::abs(double(a[i]) - b[i]));
+  }
+  return m;
+}
+
+// Runs kernel and reference on c with layout already set; checks every output.
+void check_against_reference(Case& c, int64_t block_size, int64_t window = 0) {
+  pk::BlockSparseParams p = c.params(block_size, true, window);
+  REQUIRE(pk::block_sparse_attention_forward(p).empty());
+  REQUIRE(pk::block_sparse_attention_backward(p).empty());
+  std::vector<float> out = c.out, lse = c.lse, dq = c.dq, dk = c.dk, dv = c.dv;
+  REQUIRE(pk::block_sparse_attention_reference_forward(p).empty());
+  REQUIRE(pk::block_sparse_attention_reference_backward(p).empty());
+  CHECK(max_diff(out, c.out) < 2e-5);
+  CHECK(max_diff(lse, c.lse) < 2e-5);
+  CHECK(max_diff(dq, c.dq) < 5e-5);
+  CHECK(max_diff(dk, c.dk) < 5e-5);
+  CHECK(max_diff(dv, c.dv) < 5e-5);
+}
+
+}  // namespace
+
+TEST_CASE("block-sparse kernel equals the naive masked reference for every pattern") {
+  for (Pattern pattern : {Pattern::strided, Pattern::fixed, Pattern::local})
+    for (Combine combine :
+         {Combine::union_of_sets, Combine::separate_heads, Combine::alternate_layers})
+      for (int64_t layer : {0, 1})
+        for (int64_t bs : {1, 2, 3}) {
+          CAPTURE(static_cast<int>(pattern));
+          CAPTURE(static_cast<int>(combine));
+          CAPTURE(bs);
+          PatternSpec s;
+          s.pattern = pattern;
+          s.combine = combine;
+          s.block_size = bs;
+          s.stride = 2 * bs;
+          s.summary = bs;
+          Case c(13, 13, 7u + static_cast<unsigned>(bs));
+          c.layout = build_layout(s, layer, c.heads, 13);
+          check_against_reference(c, bs);
+        }
+}
+
+TEST_CASE("decode rows (Tq < Tk) align bottom-right and read the layout by absolute position") {
+  PatternSpec s;
+  s.pattern = Pattern::fixed;
+  s.block_size = 2;
+  s.stride = 4;
+  s.summary = 2;
+  for (int64_t tq : {1, 3, 6}) {
+    Case c(tq, 11, 3u);
+    c.layout = build_layout(s, 0, c.heads, 11);
+    check_against_reference(c, 2);
+  }
+}
+
+TEST_CASE("a window inside active tiles, and empty rows give zero output and zero gradients") {
+  Case c(10, 10, 5u);
+  const int64_t nb = 4;  // bs 3
+  c.layout.assign(static_cast<size_t>(c.heads * nb * nb), 1);
+  check_against_reference(c, 3, 4);
+  // Fixed with no summary before position 2: rows 0, 1 of a head using A2 are empty.
+  PatternSpec s;
+  s.pattern = Pattern::fixed;
+  s.combine = Combine::separate_heads;
+  s.block_size = 1;
+  s.stride = 4;
+  s.summary = 1;
+  Case e(8, 8, 9u);
+  e.layout = build_layout(s, 0, e.heads, 8);
+  check_against_reference(e, 1);
+  pk::BlockSparseParams p = e.params(1);
+  REQUIRE(pk::block_sparse_attention_forward(p).empty());
+  CHECK(std::isinf(e.lse[static_cast<size_t>(1 * e.q_len + 0)]));  // head 1, row 0
+  for (int64_t d = 0; d < e.dim; ++d)
+    CHECK(e.out[static_cast<size_t>((1 * e.q_len) * e.dim + d)] == 0.f);
+}
+
+TEST_CASE("reference backward matches finite differences of the reference forward") {
+  PatternSpec s;
+  s.pattern = Pattern::strided;
+  s.block_size = 2;
+  s.stride = 4;
+  Case c(7, 9, 11u);
+  c.batch = 1;
+  c.layout = build_layout(s, 0, c.heads, 9);
+  auto loss = [&] {
+    pk::BlockSparseParams p = c.params(2);
+    REQUIRE(pk::block_sparse_attention_reference_forward(p).empty());
+    double sum = 0;
+    for (size_t n = 0; n < static_cast<size_t>(c.heads * c.q_len * c.dim); ++n)
+      sum += double(c.out[n]) * c.dout[n];
+    return sum;
+  };
+  pk::BlockSparseParams p = c.params(2);
+  REQUIRE(pk::block_sparse_attention_reference_backward(p).empty());
+  const std::vector<float> dq = c.dq, dk = c.dk, dv = c.dv;
+  const double eps = 1e-2;
+  struct Probe {
+    std::vector<float>* input;
+    const std::vector<float>* grad;
+    size_t index;
+  };
+  const Probe probes[] = {{&c.q, &dq, 3},  {&c.q, &dq, 100}, {&c.k, &dk, 5},
+                          {&c.k, &dk, 60}, {&c.v, &dv, 17},  {&c.v, &dv, 70}};
+  for (const Probe& probe : probes) {
+    float& x = (*probe.input)[probe.index];
+    const float saved = x;
+    x = saved + static_cast<float>(eps);
+    const double up = loss();
+    x = saved - static_cast<float>(eps);
+    const double down = loss();
+    x = saved;
+    CHECK((*probe.grad)[probe.index] == doctest::Approx((up - down) / (2 * eps)).epsilon(2e-3));
+  }
+}
+
+TEST_CASE("bad parameters are refused with a sentence") {
+  Case c(5, 4, 1u);
+  c.layout.assign(100, 1);
+  pk::BlockSparseParams p = c.params(2);
+  CHECK(pk::block_sparse_attention_forward(p).find("q_len <= kv_len") != std::string::npos);
+  Case d(4, 4, 1u);
+  d.layout.assign(100, 1);
+  p = d.params(0);
+  CHECK(pk::block_sparse_attention_forward(p).find("block_size") != std::string::npos);
+}
