@@ -41,7 +41,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
   config::ResolvedConfig config =
       config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
-  const ComponentLookup components = make_component_lookup(global, config);
+  const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
   const train::TrainOptions o = train::train_options_from_config(config);
@@ -74,6 +74,14 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
             << "loss: " << r.loss << " nats/token\n"
             << "perplexity: " << r.perplexity << "\n"
             << "bits per byte: " << r.bits_per_byte << " (over the " << r.bytes << " bytes of the evaluated tokens)\n";
+  if (!r.layer_stats.empty()) {  // feed-forward statistics (MoE), mean over the batches
+    if (const std::string moe = r.layer_stats.summary(); !moe.empty()) std::cout << moe << "\n";
+    for (const auto& [name, mean] : r.layer_stats.means()) {
+      std::cout << name << ":";
+      for (double v : mean) std::cout << " " << v;
+      std::cout << "\n";
+    }
+  }
   return kExitOk;
 }
 

@@ -20,6 +20,7 @@
 #include "config/config_loader.hpp"
 #include "data/split.hpp"
 #include "data/tokenizer_io.hpp"
+#include "generate/beam_generate.hpp"
 #include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
 #include "train/checkpoint.hpp"
@@ -86,6 +87,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   double temperature = 0, top_p = 0, min_p = 0, repetition_penalty = 0;
   int64_t top_k = 0;
   uint64_t seed = 0;
+  int64_t num_beams = 0, num_return_sequences = 1;
+  double length_penalty = 1.0;
+  std::string early_stopping = "false";
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint file or run directory (its latest)")(
@@ -99,7 +103,13 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "repetition-penalty", po::value(&repetition_penalty), "CTRL repetition penalty (1 = off)")(
       "config", po::value(&chain_file),
       "TOML file with [[generate.chain]] entries (replaces the default chain)")(
-      "no-stop", po::bool_switch(&no_stop), "do not stop at special tokens (<|endoftext|>)");
+      "no-stop", po::bool_switch(&no_stop), "do not stop at special tokens (<|endoftext|>)")(
+      "num-beams", po::value(&num_beams), "beam search with this many beams (HF generate semantics)")(
+      "length-penalty", po::value(&length_penalty),
+      "beam score = sum log p / length^penalty (default 1; > 0 favours longer)")(
+      "early-stopping", po::value(&early_stopping),
+      "beam search stops: true (num_beams finished), false (heuristic, default), never")(
+      "num-return-sequences", po::value(&num_return_sequences), "beams printed, best first (default 1)");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   po::variables_map values;
@@ -109,12 +119,17 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     std::cout
         << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
            "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
-           "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n\n"
+           "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n"
+           "                         [--num-beams N [--length-penalty L] [--early-stopping true|false|never]\n"
+           "                          [--num-return-sequences K]]\n\n"
            "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an "
            "explicit\n"
            "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it "
            "with\n"
-           "[[generate.chain]] entries, and the options above edit whichever chain is used.\n\n"
+           "[[generate.chain]] entries, and the options above edit whichever chain is used.\n"
+           "--num-beams runs beam search instead: the chain's processors (penalties, no-repeat n-grams,\n"
+           "constraints; from --config and the options above, not the default temperature/top-k) act on\n"
+           "each beam's log-probabilities; its selector is not used.\n\n"
         << options;
     return help ? kExitOk : kExitUsage;
   }
@@ -130,7 +145,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
   config::ResolvedConfig config = config::load_config_text(
       checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
-  const ComponentLookup components = make_component_lookup(global, config);
+  const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
 
@@ -147,6 +162,40 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
+
+  if (num_beams > 0) {
+    // Beam search: only the processors asked for (a --config chain, command-line options).
+    toml::array entries;
+    if (chain_file.empty()) {
+      entries.push_back(toml::table{{"name", "greedy"}});
+      generate::apply_overrides(entries, overrides);
+    } else {
+      entries = chain_entries(chain_file, overrides);
+    }
+    const runtime::SamplerChain beam_chain = generate::build_sampler_chain(entries, *components.registry);
+    generate::BeamSearchOptions beam;
+    beam.num_beams = num_beams;
+    beam.length_penalty = length_penalty;
+    beam.early_stopping = generate::early_stopping_from_name(early_stopping);
+    beam.num_return_sequences = num_return_sequences;
+    beam.max_new_tokens = max_new_tokens;
+    std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step() << ")\n"
+              << "beam search: " << num_beams << " beams, length penalty " << length_penalty << ", early stopping "
+              << early_stopping << "; processors: " << beam_chain.describe() << " (selector unused)\n";
+    const generate::BeamGenerateResult r =
+        generate::beam_generate(*model, tokenizer, prompt, beam, !no_stop, &beam_chain);
+    for (size_t i = 0; i < r.sequences.size(); ++i) {
+      const generate::BeamText& s = r.sequences[i];
+      if (r.sequences.size() > 1) std::cout << "[" << i + 1 << "] score " << s.score << (s.finished ? " (eos)" : "") << "\n";
+      std::cout << prompt << s.text << "\n";
+    }
+    std::cerr << r.steps + 1 << " decoding steps of " << num_beams << " beams, prompt " << r.prompt_tokens
+              << " tokens, " << r.seconds << " s" << (r.state_rebuilds > 0 ? ", states rebuilt by re-prefilling " +
+                                                                                   std::to_string(r.state_rebuilds) + " times"
+                                                                             : std::string())
+              << "\n";
+    return kExitOk;
+  }
 
   runtime::SamplerChain chain =
       generate::build_sampler_chain(chain_entries(chain_file, overrides), *components.registry);

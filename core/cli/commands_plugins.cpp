@@ -5,14 +5,22 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "config/closest_names.hpp"
+#include "patchbay/attention.h"
+#include "patchbay/feedforward.h"
+#include "patchbay/optimizer.h"
+#include "patchbay/parallelism.h"
+#include "patchbay/sampler.h"
+#include "patchbay/tokenizer.h"
 #include "runtime/registry.hpp"
 
 namespace patchbay::cli {
@@ -129,6 +137,85 @@ int run_plugins_list(const std::vector<std::string>& args, const GlobalOptions& 
   return kExitOk;
 }
 
+// "causal, rotary" from the bits set in `bits`, named by `names` (bit, name) in order; bits
+// without a name are shown in hex so nothing a plugin declares is hidden.
+std::string capability_names(uint64_t bits,
+                             std::initializer_list<std::pair<uint64_t, const char*>> names) {
+  std::string out;
+  for (const auto& [bit, name] : names) {
+    if ((bits & bit) == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::string(name);
+    bits &= ~bit;
+  }
+  if (bits != 0) {
+    std::ostringstream hex;
+    hex << "0x" << std::hex << bits;
+    out += (out.empty() ? "" : ", ") + std::string("unknown bits ") + hex.str();
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+// What the component's vtable declares for people: capabilities, and per kind the cache
+// kind and complexity (attention), the strategy (parallelism), sharding (optimizer).
+void describe_declarations(std::ostream& out, const pb_component_descriptor& d) {
+  if (d.vtable == nullptr) return;
+  switch (d.kind) {
+    case PB_KIND_TOKENIZER: {
+      const auto* v = static_cast<const pb_tokenizer_vtable*>(d.vtable);
+      out << "  capabilities: "
+          << capability_names(v->capabilities, {{PB_TOKENIZER_CAP_TRAIN, "train"},
+                                                {PB_TOKENIZER_CAP_BYTE_LEVEL, "byte-level"}})
+          << "\n";
+      break;
+    }
+    case PB_KIND_ATTENTION: {
+      const auto* v = static_cast<const pb_attention_vtable*>(d.vtable);
+      out << "  capabilities: "
+          << capability_names(v->capabilities, {{PB_ATTENTION_CAP_CAUSAL, "causal"},
+                                                {PB_ATTENTION_CAP_NONCAUSAL, "non-causal"},
+                                                {PB_ATTENTION_CAP_ROTARY, "rotary"},
+                                                {PB_ATTENTION_CAP_ALIBI, "alibi"}})
+          << "\n";
+      const char* cache = v->cache_kind == PB_ATTENTION_CACHE_NONE  ? "none (no incremental decoding)"
+                          : v->cache_kind == PB_ATTENTION_CACHE_KV ? "kv (keys and values, grows with length)"
+                          : v->cache_kind == PB_ATTENTION_CACHE_RECURRENT ? "recurrent (fixed-size state)"
+                                                                          : "unknown";
+      out << "  cache:        " << cache << "\n"
+          << "  complexity:   " << (v->complexity != nullptr ? v->complexity : "(not declared)") << "\n";
+      break;
+    }
+    case PB_KIND_FEEDFORWARD: {
+      const auto* v = static_cast<const pb_feedforward_vtable*>(d.vtable);
+      out << "  capabilities: "
+          << capability_names(v->capabilities, {{PB_FEEDFORWARD_CAP_CAUSAL, "causal (position-wise)"}})
+          << "\n";
+      break;
+    }
+    case PB_KIND_SAMPLER: {
+      const auto* v = static_cast<const pb_sampler_vtable*>(d.vtable);
+      out << "  capabilities: "
+          << capability_names(v->capabilities, {{PB_SAMPLER_CAP_PROCESSOR, "processor"},
+                                                {PB_SAMPLER_CAP_SELECTOR, "selector"},
+                                                {PB_SAMPLER_CAP_STATEFUL, "stateful"}})
+          << "\n";
+      break;
+    }
+    case PB_KIND_OPTIMIZER: {
+      const auto* v = static_cast<const pb_optimizer_vtable*>(d.vtable);
+      out << "  sharding:     " << (v->set_shard != nullptr ? "yes (set_shard: ZeRO-1 state sharding)" : "no")
+          << "\n";
+      break;
+    }
+    case PB_KIND_PARALLELISM: {
+      const auto* v = static_cast<const pb_parallelism_vtable*>(d.vtable);
+      const char* names[] = {"single", "data", "zero1", "tensor"};
+      const int s = static_cast<int>(v->strategy);
+      out << "  strategy:     " << (s >= 0 && s < 4 ? names[s] : "unknown") << "\n";
+      break;
+    }
+  }
+}
+
 void describe_component(std::ostream& out, const rt::PluginEntry& plugin,
                         const rt::ComponentEntry& c) {
   out << rt::kind_name(c.kind) << " '" << c.name << "' " << c.version << "\n"
@@ -142,6 +229,7 @@ void describe_component(std::ostream& out, const rt::PluginEntry& plugin,
       << "  min host:  " << plugin.metadata.min_host_major << "." << plugin.metadata.min_host_minor
       << "." << plugin.metadata.min_host_patch << "\n";
   const pb_component_descriptor* d = c.descriptor;
+  if (d != nullptr) describe_declarations(out, *d);
   if (d == nullptr || d->config_field_count == 0) {
     out << "  config:    (no keys)\n";
     return;
@@ -194,7 +282,8 @@ int run_plugins_describe(const std::vector<std::string>& args, const GlobalOptio
   po::positional_options_description positional;
   positional.add("name", 1);
   if (!parse(args, all, positional, "patchbay plugins describe NAME [--kind KIND]",
-             std::string("Describes a component (kind, version, file, ABI, summary, config schema "
+             std::string("Describes a component (kind, version, file, ABI and interface version, "
+                         "summary, declared capabilities, cache kind and complexity, config schema "
                          "with type, default, range or choices, doc). NAME is a component name, a "
                          "plugin name (all its components) or a plugin file.\n") +
                  kSearchOrder)) {
@@ -263,7 +352,7 @@ PATCHBAY_REGISTER_COMMAND({"plugins list",
                            "List plugins on the search path and the files refused, with reasons",
                            run_plugins_list});
 PATCHBAY_REGISTER_COMMAND({"plugins describe",
-                           "Describe a component: version, file, ABI, config schema",
+                           "Describe a component: version, file, ABI, capabilities, cache, complexity, config schema",
                            run_plugins_describe});
 
 }  // namespace patchbay::cli

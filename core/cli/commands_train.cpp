@@ -55,7 +55,9 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
     config = config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
     for (const std::string& assignment : overrides) config::apply_set_override(config, assignment);
   }
-  const ComponentLookup components = make_component_lookup(global, config);
+  // A resumed run finds the plugins it was trained with (recorded in its checkpoints).
+  const RecordedPlugins recorded = resume.empty() ? RecordedPlugins{} : recorded_plugins(train::load_checkpoint(resume));
+  const ComponentLookup components = make_component_lookup(global, config, recorded);
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
   train::TrainRequest request;

@@ -15,6 +15,9 @@
 namespace patchbay::runtime {
 class Registry;
 }
+namespace patchbay::train {
+class Checkpoint;
+}
 
 namespace patchbay::cli {
 
@@ -28,8 +31,27 @@ struct ComponentLookup {
   std::shared_ptr<runtime::Registry> registry;
 };
 
+// What a run recorded about its plugins in its checkpoints: the absolute search path it used
+// and, per component, the plugin file it came from (train/checkpoint.hpp). Empty for
+// checkpoints written before the record existed.
+struct RecordedPlugins {
+  struct Component {
+    std::string kind;  // "attention"
+    std::string name;
+    std::string file;  // absolute path of the plugin file at training time
+  };
+  std::vector<std::string> search_path;
+  std::vector<Component> components;
+};
+RecordedPlugins recorded_plugins(const train::Checkpoint& checkpoint);
+
 // Scans the plugin search path (metadata only) for the components the config may name.
-ComponentLookup make_component_lookup(const GlobalOptions& global, const config::ResolvedConfig& config);
+// With `recorded` (generate, eval, train --resume), the run's plugin files and search path
+// come after --plugin-path, PATCHBAY_PLUGIN_PATH and the config's run.plugin_paths and before
+// the built-in folders, so a run finds its plugins again without --plugin-path; a recorded
+// component found nowhere is an error naming the file it came from.
+ComponentLookup make_component_lookup(const GlobalOptions& global, const config::ResolvedConfig& config,
+                                      const RecordedPlugins& recorded = {});
 
 struct ValidatedConfig {
   config::ResolvedConfig config;  // valid, every default filled in

@@ -211,6 +211,28 @@ eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& to
   return logits;
 }
 
+bool LanguageModel::reorder_decoding(DecodeState& state, std::span<const int64_t> source) {
+  if (!state.impl_ || state.impl_->owner != impl_.get())
+    throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: the state was not made by this model's start_decoding");
+  DecodeState::Impl& s = *state.impl_;
+  if (static_cast<int64_t>(source.size()) != s.batch)
+    throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: " + std::to_string(source.size()) +
+                                                 " sources for a state of batch " + std::to_string(s.batch));
+  for (int64_t index : source) {
+    if (index < 0 || index >= s.batch)
+      throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: source " + std::to_string(index) +
+                                                   " is not a sequence of the state (batch " + std::to_string(s.batch) + ")");
+  }
+  if (s.broken) throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: the state is broken; start a new one");
+  const Impl& m = *impl_;
+  s.broken = true;  // until every layer has reordered
+  for (size_t i = 0; i < m.blocks.size(); ++i) {
+    if (!m.blocks[i].attn->reorder_state(s.layers[i], source)) return false;
+  }
+  s.broken = false;
+  return true;
+}
+
 std::string LanguageModel::describe() const {
   const Impl& m = *impl_;
   const ModelOptions& o = m.options;

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <optional>
 #include <string>
 #include <utility>
@@ -174,6 +175,11 @@ class LanguageModel {
   // their logits [B, Tn, V] f32, equal (up to rounding) to those forward() gives at the same
   // positions of the whole sequence. Prefill = one call with the whole prompt.
   engine::Tensor decode_step(DecodeState& state, const engine::Tensor& tokens);
+  // Beam search: sequence i of the state takes what sequence source[i] held (source.size() ==
+  // state.batch(), indices in range: Error(kInvalidArgument) otherwise). Returns false when
+  // some layer cannot reorder its state; the state is then unusable (start a new one and
+  // prefill each beam's tokens).
+  bool reorder_decoding(DecodeState& state, std::span<const int64_t> source);
 
   const ModelOptions& options() const;
   // Several lines: dimensions, positional/norm choices, per-layer components, counts.

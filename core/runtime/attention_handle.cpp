@@ -139,4 +139,18 @@ engine::Tensor AttentionHandle::forward_step(State& state, const engine::Tensor&
   return take(y, "forward_step");
 }
 
+bool AttentionHandle::reorder_state(State& state, std::span<const int64_t> source) const {
+  if (state.state_ == nullptr || state.owner_ != instance_)
+    throw Error(ErrorKind::kInternal, context("state_reorder") + ": the state was not made by this layer");
+  if (!PB_HAS_FIELD(vtable_, pb_attention_vtable, state_reorder) || vtable_->state_reorder == nullptr) return false;
+  pb_status* status = vtable_->state_reorder(instance_->get(), state.state_, source.data(),
+                                             static_cast<int64_t>(source.size()));
+  if (status != nullptr && host_->status_code(status) == PB_STATUS_UNSUPPORTED) {
+    host_->status_free(status);
+    return false;
+  }
+  throw_if_error(status, context("state_reorder failed"));
+  return true;
+}
+
 }  // namespace patchbay::runtime

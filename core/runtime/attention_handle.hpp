@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ class AttentionHandle {
   State state_create(int64_t batch, int64_t capacity) const;
   // x [B, Tn, C] continuing the state -> [B, Tn, C]; run without gradients.
   engine::Tensor forward_step(State& state, const engine::Tensor& x) const;
+  // Beam search: sequence i of the state takes sequence source[i]'s contents. Returns false
+  // (state untouched) when the layer cannot (interface 1.0, a NULL state_reorder, or
+  // PB_STATUS_UNSUPPORTED); throws Error for other failures.
+  bool reorder_state(State& state, std::span<const int64_t> source) const;
 
   uint64_t capabilities() const { return vtable_->capabilities; }
   bool has(uint64_t capability) const { return (capabilities() & capability) != 0; }

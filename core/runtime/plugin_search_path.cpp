@@ -40,8 +40,13 @@ std::vector<fs::path> plugin_search_path(const SearchPathOptions& options) {
   }
   entries.insert(entries.end(), options.config_paths.begin(), options.config_paths.end());
   if (options.use_default_folders) {
-    entries.push_back(build_plugin_folder().string());
-    entries.push_back(install_plugin_folder().string());
+    // An installed host (its <prefix>/lib/patchbay/plugins exists) uses the plugins installed
+    // with it: searching the build folder too would find every built-in plugin twice and
+    // refuse the second copies with a warning each.
+    const fs::path installed = install_plugin_folder();
+    std::error_code ec;
+    if (installed.empty() || !fs::is_directory(installed, ec)) entries.push_back(build_plugin_folder().string());
+    entries.push_back(installed.string());
   }
 
   std::vector<fs::path> path;

@@ -3,7 +3,8 @@
 //   1. --plugin-path entries (command line), in the order given;
 //   2. PATCHBAY_PLUGIN_PATH, colon-separated, in order;
 //   3. paths from the config file ([plugins] paths);
-//   4. this build's plugin folder (${PATCHBAY_PLUGIN_OUTPUT_DIR}, compiled in);
+//   4. this build's plugin folder (${PATCHBAY_PLUGIN_OUTPUT_DIR}, compiled in), unless 5
+//      exists (an installed host uses its installed plugins only);
 //   5. the install-relative folder <prefix>/lib/patchbay/plugins, <prefix> being the parent
 //      of the running executable's folder.
 // An entry may be a folder (its *.so files, not recursive, sorted by name) or one file.

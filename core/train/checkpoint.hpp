@@ -37,6 +37,9 @@ inline constexpr const char* kMetaTokensSeen = "tokens_seen";
 // Seconds of training (the loop, evaluations and checkpoints included) up to this checkpoint,
 // summed over every resumed part: a resumed run continues metrics.jsonl's elapsed_seconds.
 inline constexpr const char* kMetaElapsedSeconds = "elapsed_seconds";
+// JSON array of the absolute plugin search path the run used (folders and files); with the
+// components' plugin_file it lets generate/eval/resume find the plugins without --plugin-path.
+inline constexpr const char* kMetaPluginSearchPath = "plugins.search_path";
 inline constexpr const char* kOptimizerPrefix = "optimizer/";
 inline constexpr const char* kCheckpointFormat = "patchbay-checkpoint 1";
 

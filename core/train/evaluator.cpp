@@ -36,6 +36,7 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
   double loss_sum = 0;
   int64_t tokens = 0;
   int64_t bytes = 0;
+  LayerStats stats;
   for (int64_t b = 0; b < settings.batches; ++b) {
     const Batch batch = validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
     const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
@@ -60,8 +61,10 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
         engine::Tensor::from_data(targets.data(), {static_cast<int64_t>(targets.size())}, engine::DType::kI32);
     loss_sum += engine::cross_entropy(out.logits.reshape({-1, vocab}), kept, sum).item();
     tokens += engine::count_targets(kept, sum.ignore_index);
+    stats.add(out.stats);
   }
   EvalResult result;
+  result.layer_stats = std::move(stats);
   result.tokens = tokens;
   result.bytes = bytes;
   result.loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : std::nan("");

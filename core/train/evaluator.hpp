@@ -8,6 +8,7 @@
 
 #include "data/token_cache.hpp"
 #include "model/language_model.hpp"
+#include "train/layer_stats.hpp"
 #include "runtime/component_instance.hpp"
 
 namespace patchbay::train {
@@ -20,6 +21,7 @@ struct EvalResult {
   double bits_per_byte = 0;
   int64_t tokens = 0;     // targets evaluated (special-token targets excluded)
   int64_t bytes = 0;      // bytes those targets decode to
+  LayerStats layer_stats; // feed-forward statistics (MoE load, drops, ...), mean over batches
 };
 
 // Bytes each token id stands for: bytes[id] = length of decode({id}), 0 for special tokens.

@@ -1,4 +1,5 @@
 // [train] options and training-config validation; see train_config.hpp.
+#include <cmath>
 #include "train/train_config.hpp"
 
 #include "common/error.hpp"
@@ -73,17 +74,29 @@ std::string config_string(const config::ResolvedConfig& config, const std::strin
   return *value;
 }
 
+LrSchedule lr_schedule_from_config(const config::ResolvedConfig& config) {
+  LrSchedule s;
+  s.kind = lr_schedule_kind(config_string(config, "train.schedule"));
+  s.lr = config_real(config, "train.lr");
+  s.min_lr = config_real(config, "train.min_lr");
+  s.warmup_steps = config_int(config, "train.warmup_steps");
+  s.max_steps = config_int(config, "train.max_steps");
+  s.decay_shape = decay_shape(config_string(config, "train.decay_shape"));
+  const int64_t explicit_decay = config_int(config, "train.decay_steps");
+  const double fraction = config_real(config, "train.decay_fraction");
+  s.decay_steps = explicit_decay > 0
+                      ? explicit_decay
+                      : std::max<int64_t>(1, std::llround(fraction * static_cast<double>(s.max_steps - s.warmup_steps)));
+  return s;
+}
+
 TrainOptions train_options_from_config(const config::ResolvedConfig& config) {
   TrainOptions o;
   o.batch_size = config_int(config, "train.batch_size");
   o.seq_len = config_int(config, "train.seq_len");
   o.grad_accum_steps = config_int(config, "train.grad_accum_steps");
   o.max_steps = config_int(config, "train.max_steps");
-  o.schedule.kind = lr_schedule_kind(config_string(config, "train.schedule"));
-  o.schedule.lr = config_real(config, "train.lr");
-  o.schedule.min_lr = config_real(config, "train.min_lr");
-  o.schedule.warmup_steps = config_int(config, "train.warmup_steps");
-  o.schedule.max_steps = o.max_steps;
+  o.schedule = lr_schedule_from_config(config);
   o.grad_clip = config_real(config, "train.grad_clip");
   o.eval_every = config_int(config, "train.eval_every");
   o.eval_batches = config_int(config, "train.eval_batches");

@@ -53,6 +53,10 @@ config::ComponentSchemaLookup registry_schema_lookup(runtime::Registry& registry
 // problem) and applies every schema default.
 void validate_training_config(config::ResolvedConfig& config, const config::ComponentSchemaLookup& lookup);
 
+// The learning-rate schedule of a validated config ([train] schedule, lr, min_lr, warmup_steps,
+// max_steps, decay_steps / decay_fraction, decay_shape); not validated (validate() does that).
+LrSchedule lr_schedule_from_config(const config::ResolvedConfig& config);
+
 // Typed [train] options of a validated config. Throws Error(kInvalidArgument) naming the key
 // for rules the schema cannot state (min_lr > lr, warmup_steps > max_steps).
 TrainOptions train_options_from_config(const config::ResolvedConfig& config);

@@ -49,6 +49,7 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
       result.aux_loss += out.aux_loss.item() / static_cast<double>(accum);
     }
     result.loss += loss.item() / static_cast<double>(accum);
+    result.layer_stats.add(out.stats);
     engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
   }
   if (options.grad_clip > 0) {

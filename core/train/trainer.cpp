@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -53,10 +54,18 @@ std::string components_json(const config::ResolvedConfig& config, runtime::Regis
                     {"version", entry.version},
                     {"plugin", plugin.metadata.name},
                     {"plugin_version", plugin.metadata.version},
-                    {"plugin_file", plugin.file.string()},
+                    {"plugin_file", std::filesystem::absolute(plugin.file).lexically_normal().string()},
                     {"plugin_abi", std::to_string(plugin.metadata.abi_major) + "." +
                                        std::to_string(plugin.metadata.abi_minor)}});
   }
+  return list.dump();
+}
+
+// The folders and files the registry searched, absolute, as a JSON array.
+std::string plugin_search_path_json(const runtime::Registry& registry) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const std::filesystem::path& p : registry.searched())
+    list.push_back(std::filesystem::absolute(p).lexically_normal().string());
   return list.dump();
 }
 
@@ -191,7 +200,8 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       {kMetaSdkAbi, std::to_string(PB_ABI_VERSION_MAJOR) + "." + std::to_string(PB_ABI_VERSION_MINOR)},
       {kMetaSourceRevision, source_revision()},
       {kMetaTokenizerFile, run_tokenizer.string()},
-      {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)}};
+      {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)},
+      {kMetaPluginSearchPath, plugin_search_path_json(registry)}};
 
   int64_t start_step = 0;
   double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
@@ -246,8 +256,10 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   auto run_eval = [&](int64_t step) {
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     const EvalResult r = evaluate(model, data.val, settings);
-    metrics.append({{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity}, {"val_bpb", r.bits_per_byte},
-                    {"val_tokens", r.tokens}, {"val_bytes", r.bytes}});
+    nlohmann::json record = {{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity},
+                             {"val_bpb", r.bits_per_byte}, {"val_tokens", r.tokens}, {"val_bytes", r.bytes}};
+    r.layer_stats.write_to(record, "val_");
+    metrics.append(record);
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
                  r.bits_per_byte);
     summary.last_eval = r;
@@ -274,7 +286,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     if (!r.finite || done % o.log_every == 0 || last) {
       const double window_seconds = seconds_since(window_start);
       const double tokens_per_second = window_seconds > 0 ? static_cast<double>(window_tokens) / window_seconds : 0;
-      metrics.append({{"step", done},
+      nlohmann::json record = {{"step", done},
                       {"loss", r.loss},
                       {"aux_loss", r.aux_loss},
                       {"lr", r.lr},
@@ -282,7 +294,10 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                       {"tokens_per_second", tokens_per_second},
                       {"elapsed_seconds", elapsed_seconds()},
                       {"tokens", done * tokens_per_step},
-                      {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}});
+                      {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
+      r.layer_stats.write_to(record);
+      metrics.append(record);
+      if (const std::string moe = r.layer_stats.summary(); !moe.empty()) spdlog::info("step {}: {}", done, moe);
       window_start = Clock::now();
       window_tokens = 0;
       if (progress) {

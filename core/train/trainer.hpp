@@ -4,8 +4,10 @@
 //   <run_dir>/config.toml     the resolved config (every default written out)
 //   <run_dir>/train.log       everything logged while the run worked
 //   <run_dir>/metrics.jsonl   per log step: step, loss, lr, grad_norm, tokens_per_second,
-//                             elapsed_seconds, tokens, peak_memory_bytes; per evaluation:
-//                             step, val_loss, val_ppl, val_bpb
+//                             elapsed_seconds, tokens, peak_memory_bytes, and the layers'
+//                             statistics ("blocks.<i>.ffn.expert_load", ...: layer_stats.hpp);
+//                             per evaluation: step, val_loss, val_ppl, val_bpb, val_tokens,
+//                             val_bytes, and the statistics prefixed "val_"
 //   <run_dir>/model_size.json parameters (with and without embeddings), FLOPs per token
 //   <run_dir>/tokenizer.txt   copy of the tokenizer file the run uses
 //   <run_dir>/checkpoints/    train/checkpoint.hpp
@@ -40,6 +42,7 @@
 #include "runtime/registry.hpp"
 #include "train/batches.hpp"
 #include "train/evaluator.hpp"
+#include "train/layer_stats.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::train {
@@ -64,6 +67,7 @@ struct StepResult {
   double grad_norm = 0;  // before clipping
   double lr = 0;
   bool finite = true;    // false: loss or norm is NaN/Inf and no update was made
+  LayerStats layer_stats;  // feed-forward statistics (MoE load, drops, ...), mean over micro-batches
 };
 
 // One optimizer update at step `step` (0-based) with micro-batches from `micro_batch(m)`.

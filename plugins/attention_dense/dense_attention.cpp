@@ -45,6 +45,12 @@ class KvCache : public patchbay::AttentionState {
  public:
   KvCache(int64_t batch, int64_t capacity, Tensor keys, Tensor values)
       : AttentionState(batch, capacity), k(std::move(keys)), v(std::move(values)) {}
+  // Beam search: gathers the sequences of both buffers (a copy of the whole cache, as HF's
+  // index_select of past_key_values).
+  void reorder(std::span<const int64_t> source) override {
+    k = patchbay::reorder_batch(k, source);
+    v = patchbay::reorder_batch(v, source);
+  }
   Tensor k, v;
 };
 

@@ -1,11 +1,13 @@
-// adamw: Adam with decoupled weight decay, torch.optim.AdamW semantics (amsgrad=False,
-// maximize=False). Per owned parameter p with gradient g, at its own step t = 1, 2, ...:
+// adamw: Adam with decoupled weight decay, torch.optim.AdamW semantics (maximize=False), with
+// torch's amsgrad variant as an option. Per owned parameter p with gradient g, at its own step t = 1, 2, ...:
 //   p <- p * (1 - lr * wd)                 lr = step lr * lr_scale, wd = weight_decay * scale
 //   m <- m + (1 - beta1) (g - m)           (= beta1 m + (1 - beta1) g, torch's lerp)
 //   v <- beta2 v + (1 - beta2) g^2
+//   amsgrad:  vmax <- max(vmax, v), and vmax replaces v below
 //   p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // State per owned parameter: "step/<name>" (i64 scalar), "exp_avg/<name>" (m),
-// "exp_avg_sq/<name>" (v); all zeros before the first step. A parameter without a gradient is
+// "exp_avg_sq/<name>" (v), and "max_exp_avg_sq/<name>" (vmax) with amsgrad; all zeros before
+// the first step. A parameter without a gradient is
 // skipped and its t does not advance (as torch). One fused OpenMP loop per parameter over
 // contiguous f32 CPU data; other parameters are refused when registered.
 #ifndef PATCHBAY_PLUGINS_OPTIMIZERS_BASIC_ADAMW_HPP_
@@ -22,6 +24,7 @@ struct AdamWSettings {
   double beta2 = 0.999;        // [0, 1)
   double eps = 1e-8;           // >= 0
   double weight_decay = 0.01;  // >= 0, times each parameter's weight_decay_scale
+  bool amsgrad = false;        // keep the running maximum of v (Reddi et al. 2018)
 };
 
 class AdamW : public patchbay::Optimizer {
@@ -34,7 +37,7 @@ class AdamW : public patchbay::Optimizer {
 
  private:
   struct Moments {  // handles sharing storage with the registered state
-    patchbay::Tensor step, exp_avg, exp_avg_sq;
+    patchbay::Tensor step, exp_avg, exp_avg_sq, max_exp_avg_sq;  // the last with amsgrad only
   };
   AdamWSettings settings_;
   std::deque<Moments> moments_;   // one per owned parameter, in index order
@@ -42,9 +45,11 @@ class AdamW : public patchbay::Optimizer {
 };
 
 // The update above on raw f32 arrays of n elements, step t >= 1 (the reference of the fused
-// loop is the formula; tests check both against hand-computed values).
+// loop is the formula; tests check both against hand-computed values). max_exp_avg_sq is
+// used (and must be non-null) when settings.amsgrad.
 void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
-                int64_t t, double lr, double weight_decay, const AdamWSettings& settings);
+                int64_t t, double lr, double weight_decay, const AdamWSettings& settings,
+                float* max_exp_avg_sq = nullptr);
 
 inline constexpr pb_config_field kAdamWFields[] = {
     patchbay::Field::real("beta1", "0.9", "decay of the first-moment average, in [0, 1)")
@@ -57,6 +62,8 @@ inline constexpr pb_config_field kAdamWFields[] = {
         "decoupled weight decay (p -= lr * wd * p); parameters in the no_decay group "
         "(biases, norm gains) get none")
         .range(0.0, 100.0),
+    patchbay::Field::boolean("amsgrad", "false",
+                             "use the running maximum of the second moment (AMSGrad, as torch)"),
 };
 inline constexpr pb_component_descriptor kAdamW = patchbay::make_optimizer_component<AdamW>(
     "adamw", "1.0.0", "Adam with decoupled weight decay (torch.optim.AdamW)", kAdamWFields);

@@ -7,6 +7,20 @@
 # (<target>.so), written into ${PATCHBAY_PLUGIN_OUTPUT_DIR} when that variable is set.
 # Used by the built-in plugins in the source tree and, installed, by third parties through
 # find_package(Patchbay).
+#
+# `cmake --install` puts the plugin in <prefix>/lib/patchbay/plugins (component
+# patchbay_plugins), the folder an installed `patchbay` searches; a directory that sets
+# PATCHBAY_PLUGIN_NO_INSTALL (the Patchbay tree's test fixtures) installs nothing.
+#
+# Build type: a single-config generator with no CMAKE_BUILD_TYPE builds unoptimised (-O0);
+# including this file makes Release the default, so the documented `cmake -S . -B build`
+# gives an optimised plugin. An explicit -DCMAKE_BUILD_TYPE=... wins.
+get_property(_patchbay_multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+if(NOT _patchbay_multi_config AND NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type (Patchbay plugins default to Release)" FORCE)
+endif()
+unset(_patchbay_multi_config)
+
 function(patchbay_add_plugin target)
   cmake_parse_arguments(PB "" "OUTPUT_NAME" "SOURCES;LIBS" ${ARGN})
   if(NOT PB_SOURCES)
@@ -39,6 +53,10 @@ function(patchbay_add_plugin target)
   endif()
   if(PATCHBAY_PLUGIN_OUTPUT_DIR)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PATCHBAY_PLUGIN_OUTPUT_DIR})
+  endif()
+  if(NOT PATCHBAY_PLUGIN_NO_INSTALL)
+    install(TARGETS ${target} LIBRARY DESTINATION lib/patchbay/plugins
+            COMPONENT patchbay_plugins)
   endif()
   # In the Patchbay tree every target compiles with warnings as errors.
   if(COMMAND patchbay_strict_warnings)

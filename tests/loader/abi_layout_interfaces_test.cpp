@@ -43,7 +43,8 @@ static_assert(PB_POSITIONAL_NONE == 0 && PB_POSITIONAL_LEARNED == 1 &&
               PB_POSITIONAL_ALIBI == 4);
 
 // ---- attention.h ----
-FROZEN_SIZE(pb_attention_vtable, 96);
+FROZEN_SIZE(pb_attention_vtable, 104);  // interface 1.1: state_reorder appended
+FROZEN_OFFSET(pb_attention_vtable, state_reorder, 96);
 FROZEN_OFFSET(pb_attention_vtable, struct_size, 0);
 FROZEN_OFFSET(pb_attention_vtable, capabilities, 8);
 FROZEN_OFFSET(pb_attention_vtable, cache_kind, 16);

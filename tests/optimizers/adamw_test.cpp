@@ -123,3 +123,30 @@ TEST_CASE("adamw refuses betas of 1 and names the key") {
   CHECK_THROWS_WITH_AS(ob::AdamW(ob::AdamWSettings{0.9, 1.0, 1e-8, 0.0}),
                        doctest::Contains("[0, 1)"), patchbay::PluginError);
 }
+
+TEST_CASE("adamw with amsgrad steps with the running maximum of v") {
+  // p0 = 1, lr 0.1, beta1 0.9, beta2 0.5, eps 1e-8, no decay; g1 = 2, g2 = 0.01.
+  // Step 1: m = 0.2, v = vmax = 2; m_hat = 2, v_hat = 4 -> p = 1 - 0.1 * 2 / 2 = 0.9.
+  // Step 2: m = 0.181, v = 1.00005 < vmax = 2, so v_hat = 2 / 0.75 (plain AdamW: 1.00005 / 0.75)
+  //   -> p = 0.9 - 0.1 * (0.181 / 0.19) / sqrt(2.6667) = 0.841663.
+  ob::AdamWSettings settings{0.9, 0.5, 1e-8, 0.0, true};
+  std::vector<float> p = {1.0f}, m = {0.0f}, v = {0.0f}, vmax = {0.0f};
+  const float grads[2] = {2.0f, 0.01f};
+  for (int t = 1; t <= 2; ++t) {
+    ob::adamw_step(p.data(), &grads[t - 1], m.data(), v.data(), 1, t, 0.1, 0.0, settings, vmax.data());
+  }
+  CHECK(p[0] == doctest::Approx(0.841663469).epsilon(1e-6));
+  CHECK(vmax[0] == doctest::Approx(2.0).epsilon(1e-6));
+  CHECK(v[0] == doctest::Approx(1.00005).epsilon(1e-6));
+  patchbay::runtime::ComponentConfig config(ob::kAdamW);
+  config.set_bool("amsgrad", true);
+  config.set_float("beta2", 0.5);
+  config.set_float("weight_decay", 0.0);
+  pt::OptimizerCase c;
+  c.params = {{"w", {1}, {1.0f}}};
+  c.lrs = {0.1, 0.1};
+  c.grads = {{{2.0f}}, {{0.01f}}};
+  c.expected = {{{0.9}}, {{0.841663469}}};
+  const auto report = pt::check_optimizer_conformance(ob::kAdamW, &config.view(), optimizer_tests::engine_host(), c);
+  CHECK_MESSAGE(report.ok(), report.message());
+}

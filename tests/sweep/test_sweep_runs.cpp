@@ -26,9 +26,9 @@ using namespace patchbay;
 
 namespace {
 
-struct Folder {
-  fs::path path = train::testing::fresh_folder("sweep");
-  ~Folder() { fs::remove_all(path); }
+struct Folder {  // the folder is removed with `dir`, also when a check fails
+  patchbay::testing::TempDir dir = train::testing::fresh_folder("sweep");
+  fs::path path = dir.path();
 };
 
 // Writes base.toml (the tiny training config) and returns the folder.

@@ -24,12 +24,10 @@ using namespace patchbay;
 
 namespace {
 
+// The folder lives (and is removed, also when a check fails) with this object.
 struct ScratchFolder {
-  fs::path path = train::testing::fresh_folder("bits_per_byte");
-  ~ScratchFolder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
+  patchbay::testing::TempDir dir = train::testing::fresh_folder("bits_per_byte");
+  fs::path path = dir.path();
 };
 
 }  // namespace

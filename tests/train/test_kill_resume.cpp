@@ -76,15 +76,14 @@ int64_t last_logged_step(const fs::path& metrics) {
 // Owns the scratch folder and the child: kills a child still running and removes the
 // folder when the test ends, also when a check fails.
 struct Scratch {
-  fs::path folder = patchbay::train::testing::fresh_folder("kill_resume");
+  patchbay::testing::TempDir dir = patchbay::train::testing::fresh_folder("kill_resume");
+  fs::path folder = dir.path();
   pid_t child = -1;
-  ~Scratch() {
+  ~Scratch() {  // the child first; the folder goes with `dir` afterwards
     if (child > 0) {
       ::kill(child, SIGKILL);
       ::waitpid(child, nullptr, 0);
     }
-    std::error_code ignored;
-    fs::remove_all(folder, ignored);
   }
 };
 

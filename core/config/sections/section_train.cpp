@@ -23,7 +23,12 @@ HostSection train_section() {
       Field::real("lr", "0.001", "peak learning rate (reached at the end of warmup)").range(0.0, 1e6),
       Field::real("min_lr", "0.0", "floor of the linear / cosine decay").range(0.0, 1e6),
       Field::integer("warmup_steps", "0", "updates of linear warmup from 0 to lr").range(0, kMaxInt),
-      Field::string("schedule", "\"cosine\"", "learning-rate schedule after warmup").choices("cosine|linear|constant"),
+      Field::string("schedule", "\"cosine\"", "learning-rate schedule after warmup (patchbay schedule CONFIG plots it)")
+          .choices("cosine|linear|constant|inverse_sqrt|wsd"),
+      Field::integer("decay_steps", "0", "wsd: updates of the final decay (0: decay_fraction of the updates after warmup)")
+          .range(0, kMaxInt),
+      Field::real("decay_fraction", "0.2", "wsd: fraction of the post-warmup updates spent decaying").range(0.0, 1.0),
+      Field::string("decay_shape", "\"1-sqrt\"", "wsd: shape of the decay tail").choices("linear|cosine|1-sqrt"),
       Field::real("grad_clip", "1.0", "global gradient-norm limit (0: no clipping)").range(0.0, 1e12),
       Field::integer("eval_every", "200", "updates between validation passes (0: only at the end)").range(0, kMaxInt),
       Field::integer("eval_batches", "20", "validation batches per evaluation (fixed, evenly spaced windows)")

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define PB_ATTENTION_INTERFACE_MAJOR 1
-#define PB_ATTENTION_INTERFACE_MINOR 0
+#define PB_ATTENTION_INTERFACE_MINOR 1 /* 1.1: state_reorder */
 
 #define PB_ATTENTION_CAP_CAUSAL (1u << 0)    /* can run with a causal mask */
 #define PB_ATTENTION_CAP_NONCAUSAL (1u << 1) /* can run bidirectionally */
@@ -76,6 +76,15 @@ typedef struct pb_attention_vtable {
                              pb_tensor** out_y /* out, new reference */);
   /* Number of positions already in the state. */
   int64_t (*state_length)(const void* self, const void* state);
+
+  /* ---- interface 1.1 ---- */
+  /* Beam search: afterwards sequence i of `state` holds what sequence source[i] held before
+   * the call, for i in [0, count); count equals the state's batch; a source may repeat (a beam
+   * that forks) or be absent (a beam that dies). Lengths are unchanged (all sequences of a
+   * state have the same length). NULL, or PB_STATUS_UNSUPPORTED, when the layer cannot do it:
+   * the host then rebuilds the state by prefilling each beam's tokens again (correct, slower).
+   * Read only when PB_HAS_FIELD(vtable, pb_attention_vtable, state_reorder). */
+  pb_status* (*state_reorder)(void* self, void* state, const int64_t* source, int64_t count);
 } pb_attention_vtable;
 
 #ifdef __cplusplus

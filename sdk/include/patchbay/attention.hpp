@@ -38,6 +38,7 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <vector>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -62,12 +63,30 @@ class AttentionState {
   int64_t length() const { return length_; }  // positions already in the state
   // Called by the layer's forward_step once the new positions are stored.
   void advance(int64_t steps) { length_ += steps; }
+  // Beam search (attention.h 1.1): sequence i takes what sequence source[i] held, for every i
+  // in [0, batch()); the adapter has checked the indices. Override it by re-gathering every
+  // batch-major tensor of the state, e.g. `k = reorder_batch(k, source);` (below).
+  virtual void reorder(std::span<const int64_t> /*source*/) {
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this attention state cannot be reordered between beams (the host re-prefills "
+                      "each beam instead)");
+  }
 
  private:
   int64_t batch_;
   int64_t capacity_;
   int64_t length_ = 0;
 };
+
+// Rows of `t` along dim 0 in the order `source` gives: out[i] = t[source[i]] (a new contiguous
+// tensor of t's shape when source.size() == t.size(0)). For reorder() of batch-major states
+// (KV caches [B, H, T, D], recurrent states [B, H, D, D]).
+inline Tensor reorder_batch(const Tensor& t, std::span<const int64_t> source) {
+  std::vector<Tensor> rows;
+  rows.reserve(source.size());
+  for (int64_t s : source) rows.push_back(t.slice(0, s, s + 1));
+  return Ops(t.ops()).concat(rows, 0);
+}
 
 // Base class of C++ attention layers. Methods may throw (PluginError for a chosen code).
 // One object is used by one thread at a time (attention.h).
@@ -325,6 +344,26 @@ struct AttentionAdapter {
       *out_y = y.release();
     });
   }
+  static pb_status* state_reorder(void* p, void* state_ptr, const int64_t* source, int64_t count) {
+    Object* o = self(p);
+    return guarded(o->host, "attention state_reorder", [&] {
+      AttentionState& state = *static_cast<AttentionState*>(state_ptr);
+      if (count != state.batch() || (count > 0 && source == nullptr)) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "state_reorder needs one source per sequence: batch " +
+                                                          std::to_string(state.batch()) + ", found " +
+                                                          std::to_string(count));
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        if (source[i] < 0 || source[i] >= count) {
+          throw PluginError(PB_STATUS_OUT_OF_RANGE, "state_reorder: source[" + std::to_string(i) + "] = " +
+                                                        std::to_string(source[i]) + " is not a sequence of the state (0.." +
+                                                        std::to_string(count - 1) + ")");
+        }
+      }
+      NoGradGuard no_grad(o->host->ops);
+      state.reorder(std::span<const int64_t>(source, static_cast<size_t>(count)));
+    });
+  }
   static int64_t state_length(const void* /*p*/, const void* state) {
     return static_cast<const AttentionState*>(state)->length();
   }
@@ -347,7 +386,8 @@ struct AttentionAdapter {
                                                   kHasCache ? &state_create : nullptr,
                                                   kHasCache ? &state_destroy : nullptr,
                                                   kHasCache ? &forward_step : nullptr,
-                                                  kHasCache ? &state_length : nullptr};
+                                                  kHasCache ? &state_length : nullptr,
+                                                  kHasCache ? &state_reorder : nullptr};
 };
 
 }  // namespace detail

@@ -21,6 +21,24 @@
  * Thread safety: all functions may be called from several threads; one tensor must not be
  * mutated (data, grad, requires_grad) from two threads at once.
  *
+ * The contract every op states below (tests/engine/test_ops_contract.cpp checks it through
+ * this table):
+ *  - dtypes: "float" means f32, bf16 or f16; a float op refuses integer inputs with
+ *    PB_STATUS_INVALID_ARGUMENT. Binary ops need both operands of ONE dtype (no promotion:
+ *    convert with to_dtype first); the result has the input dtype. Integer tensors (i32, i64)
+ *    are for ids, indices and masks.
+ *  - broadcasting: PyTorch rules (align trailing dims; a dim of 1 stretches). Only binary
+ *    ops, masked_fill's mask, matmul's batch dims and expand broadcast; anything else wants
+ *    exact shapes.
+ *  - aliasing: view, reshape (when the strides allow), permute, transpose, slice, expand,
+ *    detach, contiguous of a contiguous tensor and to_dtype to the same dtype return tensors
+ *    that SHARE storage with their input: a write through one (copy_from_host, data_ptr, an
+ *    in-place optimizer update) is seen through the other. Every other op returns fresh
+ *    storage. No op writes into its inputs.
+ *  - special values: IEEE semantics unless an op says otherwise: NaN propagates, softmax of
+ *    a row holding -inf gives those entries probability 0 (a row of all -inf is NaN), log(0)
+ *    is -inf.
+ *
  * Versioning: fields are only appended. Check `struct_size` with PB_HAS_FIELD before using a
  * field added after the version you need (PB_OPS_TABLE_VERSION records the latest).
  */
@@ -207,24 +225,39 @@ typedef struct pb_ops_table {
   int (*set_grad_enabled)(int enabled);
 
   /* ---- element-wise and activations ---- */
+  /* x float, any shape; out: x's shape and dtype, fresh. Softmax/log_softmax over the last dim. */
   pb_status* (*unary)(pb_unary_op op, const pb_tensor* x, pb_tensor** out);
+  /* a, b float of one dtype and device; shapes broadcast; out: the broadcast shape, a's dtype. */
   pb_status* (*binary)(pb_binary_op op, const pb_tensor* a, const pb_tensor* b, pb_tensor** out);
+  /* x float; s applied to every element; out: x's shape and dtype. */
   pb_status* (*scalar)(pb_scalar_op op, const pb_tensor* x, double s, pb_tensor** out);
 
   /* ---- linear algebra, normalisation ---- */
-  /* a [..., M, K] (stored [..., K, M] when transpose_a), b [..., K, N] (or [..., N, K]). */
+  /* a [..., M, K] (stored [..., K, M] when transpose_a), b [..., K, N] (or [..., N, K]);
+   * float, one dtype; the batch dims "..." broadcast (b may be 2-D: one matrix for every
+   * batch); out [..., M, N] in the inputs' dtype, fresh. */
   pb_status* (*matmul)(const pb_tensor* a, const pb_tensor* b, int transpose_a, int transpose_b,
                        pb_tensor** out);
-  /* gain [C]; bias nullable. Over the last dim. */
+  /* x [..., C] float, gain [C] and bias [C] (nullable) of x's dtype; normalises over the
+   * last dim; out: x's shape, fresh. eps > 0 is added to the variance (to the mean square for
+   * rms_norm). */
   pb_status* (*layer_norm)(const pb_tensor* x, const pb_tensor* gain, const pb_tensor* bias,
                            double eps, pb_tensor** out);
   pb_status* (*rms_norm)(const pb_tensor* x, const pb_tensor* gain, double eps, pb_tensor** out);
 
-  /* ---- reductions: dims may be NULL with num_dims 0 (= all dims) ---- */
+  /* ---- reductions: dims may be NULL with num_dims 0 (= all dims) ----
+   * x float; negative dims count from the end; out drops the reduced dims (keeps them as 1
+   * with keepdim); a reduction over all dims without keepdim is a 0-dim tensor. MAX's
+   * gradient goes to the first maximal element. */
   pb_status* (*reduce)(pb_reduce_op op, const pb_tensor* x, const int64_t* dims, size_t num_dims,
                        int keepdim, pb_tensor** out);
 
-  /* ---- shape ops ---- */
+  /* ---- shape ops ----
+   * Any dtype. view, permute, transpose, slice and expand always alias x (see the aliasing
+   * rule); reshape aliases when x's strides allow, else copies; contiguous copies only when x
+   * is not contiguous; concat and stack copy (all inputs one dtype, equal shapes except
+   * concat's dim). slice clamps start/end to [0, size] after adding size to negatives; step
+   * > 0. expand stretches dims of size 1 only (no copy; do not write through it). */
   pb_status* (*reshape)(const pb_tensor* x, const int64_t* shape, size_t ndim,
                         pb_tensor** out); /* -1 infers */
   pb_status* (*view)(const pb_tensor* x, const int64_t* shape, size_t ndim,
@@ -237,15 +270,25 @@ typedef struct pb_ops_table {
   pb_status* (*contiguous)(const pb_tensor* x, pb_tensor** out);
   pb_status* (*concat)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
   pb_status* (*stack)(const pb_tensor* const* xs, size_t count, int64_t dim, pb_tensor** out);
-  /* One rule per dtype pair (copies and contiguous() too): integers exact, i64 -> i32 keeps
-   * the low 32 bits; int -> float and float narrowing round once to nearest, ties to even
-   * (never through double: i64 above 2^53 converts exactly when it fits); float -> int
-   * truncates toward zero, NaN gives 0, values beyond the integer's range saturate. */
+  /* Same dtype: x itself (aliases). Otherwise a fresh copy, by one rule per dtype pair (copies
+   * and contiguous() too): integers exact, i64 -> i32 keeps the low 32 bits; int -> float and
+   * float narrowing round once to nearest, ties to even (never through double: i64 above 2^53
+   * converts exactly when it fits); float -> int truncates toward zero, NaN gives 0, values
+   * beyond the integer's range saturate. Gradient flows between floats. */
   pb_status* (*to_dtype)(const pb_tensor* x, pb_dtype dtype, pb_tensor** out);
 
   /* ---- masking, regularisation, attention ---- */
+  /* out = mask != 0 ? value : x, element by element. x float; mask of ANY dtype (i32, i64
+   * or a float: there is no bool dtype — non-zero means "fill", and a NaN mask element counts
+   * as non-zero) on x's device; mask broadcasts to x's shape but must not grow it (a mask
+   * larger than x is refused). value may be any double, -inf and +inf included (-inf before
+   * softmax is the usual attention mask); it is rounded to x's dtype. out: x's shape and
+   * dtype, fresh (x is not written). Gradient: the incoming gradient where mask == 0, zero
+   * where it fills; the mask gets none. */
   pb_status* (*masked_fill)(const pb_tensor* x, const pb_tensor* mask, double value,
                             pb_tensor** out);
+  /* x float; p in [0, 1). training == 0 or p == 0: out is x itself (aliases). Otherwise each
+   * element is kept with probability 1 - p (a draw from gen) and scaled by 1 / (1 - p). */
   pb_status* (*dropout)(const pb_tensor* x, double p, pb_generator* gen, int training,
                         pb_tensor** out);
   /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D]; scale <= 0 means 1/sqrt(D); causal is bottom-right aligned. */

@@ -1,0 +1,70 @@
+// lion: state set-up and the fused update loop (formula in lion.hpp, README.md).
+#include "lion.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "dense_f32.hpp"
+
+namespace optimizers_basic {
+namespace {
+
+LionSettings read_settings(const patchbay::ConfigView& config) {
+  LionSettings s;
+  s.beta1 = config.get_float("beta1");
+  s.beta2 = config.get_float("beta2");
+  s.weight_decay = config.get_float("weight_decay");
+  return s;
+}
+
+}  // namespace
+
+Lion::Lion(const patchbay::Host&, const patchbay::ConfigView& config) : Lion(read_settings(config)) {}
+
+Lion::Lion(const LionSettings& settings) : settings_(settings) {
+  if (!(settings.beta1 >= 0.0 && settings.beta1 <= 1.0)) {
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "lion: beta1 = " + std::to_string(settings.beta1) + " must lie in [0, 1]");
+  }
+  if (!(settings.beta2 >= 0.0 && settings.beta2 < 1.0)) {
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "lion: beta2 = " + std::to_string(settings.beta2) +
+                                    " must lie in [0, 1) (1 never forgets)");
+  }
+  if (!(settings.weight_decay >= 0.0) || !std::isfinite(settings.weight_decay)) {
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "lion: weight_decay must be finite and >= 0");
+  }
+}
+
+void Lion::init_state(const Param& param) {
+  require_dense_f32(param, "lion");
+  slot_of_.resize(param.index + 1, 0);
+  slot_of_[param.index] = exp_avg_.size();
+  exp_avg_.push_back(add_state("exp_avg/" + param.name, zeros_like(param.tensor)));
+}
+
+void Lion::update(const Param& param, const patchbay::Tensor& grad, double lr) {
+  require_dense_f32_grad(param, grad, "lion");
+  lion_step(param.tensor.data<float>(), grad.data<float>(), exp_avg_[slot_of_[param.index]].data<float>(),
+            param.tensor.numel(), lr, settings_.weight_decay * param.options.weight_decay_scale, settings_);
+}
+
+void lion_step(float* param, const float* grad, float* exp_avg, int64_t n, double lr, double weight_decay,
+               const LionSettings& settings) {
+  const float decay = static_cast<float>(1.0 - lr * weight_decay);
+  const float step = static_cast<float>(lr);
+  const float beta1 = static_cast<float>(settings.beta1);
+  const float one_minus_beta1 = static_cast<float>(1.0 - settings.beta1);
+  const float beta2 = static_cast<float>(settings.beta2);
+  const float one_minus_beta2 = static_cast<float>(1.0 - settings.beta2);
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i];
+    const float c = beta1 * exp_avg[i] + one_minus_beta1 * g;
+    const float sign = static_cast<float>((c > 0.0f) - (c < 0.0f));
+    param[i] = param[i] * decay - step * sign;
+    exp_avg[i] = beta2 * exp_avg[i] + one_minus_beta2 * g;
+  }
+}
+
+}  // namespace optimizers_basic
