@@ -2,6 +2,7 @@
 // recurrent decoding state, all through the host's ops table; see linear_attention.hpp.
 #include "linear_attention.hpp"
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ class RecurrentState : public patchbay::AttentionState {
   RecurrentState(int64_t batch, int64_t capacity, Tensor s, Tensor z)
       : AttentionState(batch, capacity), kv_sum(std::move(s)), key_sum(std::move(z)) {}
   Tensor kv_sum, key_sum;
+  // Beam search (attention interface 1.1): sequence i takes sequence source[i]'s sums.
+  void reorder(std::span<const int64_t> source) override {
+    kv_sum = patchbay::reorder_batch(kv_sum, source);
+    key_sum = patchbay::reorder_batch(key_sum, source);
+  }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "performer_attention.hpp"
 
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ class RecurrentState : public patchbay::AttentionState {
       : AttentionState(batch, capacity), kv_sum(std::move(s)), key_sum(std::move(z)) {}
   Tensor kv_sum;   // sum_j phi(k_j) v_j^T [B, H, m, Dh]
   Tensor key_sum;  // sum_j phi(k_j) [B, H, 1, m]
+  // Beam search (attention interface 1.1): sequence i takes sequence source[i]'s sums.
+  void reorder(std::span<const int64_t> source) override {
+    kv_sum = patchbay::reorder_batch(kv_sum, source);
+    key_sum = patchbay::reorder_batch(key_sum, source);
+  }
 };
 
 }  // namespace

@@ -198,3 +198,29 @@ TEST_CASE("attention 'linear' passes the attention conformance kit") {
   pt::check_attention_conformance(linear_test::factory("linear", [](rt::ComponentConfig&) {}),
                                   options);
 }
+
+TEST_CASE("linear and performer recurrent states reorder between beams (state_reorder)") {
+  for (const std::string kind : {"linear", "performer"}) {
+    CAPTURE(kind);
+    rt::AttentionHandle attn = linear_test::handle(kind, [](rt::ComponentConfig&) {});
+    attn.init(layer_context(16, 2, 32, true));
+    eng::NoGradGuard no_grad;
+    eng::Tensor x = random_input({3, 12, 16}, 51);  // three beams' prefixes
+    rt::AttentionHandle::State state = attn.state_create(3, 32);
+    attn.forward_step(state, x.slice(1, 0, 10));
+    // Beam 0 dies, beam 2 forks: new beams are old (2, 2, 1).
+    const std::vector<int64_t> source = {2, 2, 1};
+    REQUIRE(attn.reorder_state(state, source));
+    CHECK(state.length() == 10);
+    eng::Tensor next = random_input({3, 2, 16}, 52);
+    eng::Tensor y = attn.forward_step(state, next);
+    // Reference: a fresh state fed each new beam's own history, then the same next tokens.
+    for (int64_t i = 0; i < 3; ++i) {
+      const int64_t from = source[static_cast<size_t>(i)];
+      rt::AttentionHandle::State single = attn.state_create(1, 32);
+      attn.forward_step(single, x.slice(0, from, from + 1).slice(1, 0, 10));
+      eng::Tensor expected = attn.forward_step(single, next.slice(0, i, i + 1));
+      CHECK(max_abs_diff(y.slice(0, i, i + 1).contiguous(), expected) < 1e-5);
+    }
+  }
+}
