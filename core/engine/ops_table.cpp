@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "engine/ops.hpp"
+#include "engine/ops/causal_linear_attention.hpp"
 #include "engine/ops_positional.hpp"
 
 using patchbay::Error;
@@ -547,6 +548,14 @@ pb_status* attention_with_options_fn(const pb_tensor* q, const pb_tensor* k, con
   });
 }
 
+// ---- version 6 (causal linear attention) ----
+pb_status* causal_linear_attention_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
+                                      pb_tensor** out) {
+  return produce("causal_linear_attention", out, [&] {
+    return causal_linear_attention(unwrap(q, "q"), unwrap(k, "k"), unwrap(v, "v"));
+  });
+}
+
 }  // namespace
 
 // Defined in ops_table_custom.cpp.
@@ -624,6 +633,7 @@ pb_ops_table make_table() {
   t.memory_stats = memory_stats_fn;
   t.rotary_embedding = rotary_embedding_fn;
   t.attention_with_options = attention_with_options_fn;
+  t.causal_linear_attention = causal_linear_attention_fn;
   return t;
 }
 }  // namespace

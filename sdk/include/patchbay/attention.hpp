@@ -177,6 +177,32 @@ inline Tensor attention_with_options(const Tensor& q, const Tensor& k, const Ten
   return Tensor(ops, out);
 }
 
+// ops->causal_linear_attention (pb_ops_table version 6) as a Tensor function: q, k [..., T, E],
+// v [..., T, M] -> out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j] (the numerator of
+// causal linear attention; fp32 accumulation, O(T E M) time, O(T (E + M)) memory).
+// Throws PluginError(PB_STATUS_UNSUPPORTED) on a host whose table predates the op.
+inline Tensor causal_linear_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const pb_ops_table* ops = q.ops();
+  if (!PB_HAS_FIELD(ops, pb_ops_table, causal_linear_attention) ||
+      ops->causal_linear_attention == nullptr)
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this host's ops table (version " + std::to_string(ops->version) +
+                          ") has no causal_linear_attention (version 6); upgrade Patchbay");
+  pb_tensor* out = nullptr;
+  check_ops_status(ops, ops->causal_linear_attention(q.handle(), k.handle(), v.handle(), &out),
+                   "causal_linear_attention");
+  return Tensor(ops, out);
+}
+
+// ops->cumsum as a Tensor function: inclusive cumulative sum along `dim` (from the end when
+// `reverse`), differentiable.
+inline Tensor cumsum(const Tensor& x, int64_t dim, bool reverse = false) {
+  const pb_ops_table* ops = x.ops();
+  pb_tensor* out = nullptr;
+  check_ops_status(ops, ops->cumsum(x.handle(), dim, reverse ? 1 : 0, &out), "cumsum");
+  return Tensor(ops, out);
+}
+
 namespace detail {
 
 template <class T>

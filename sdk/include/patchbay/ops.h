@@ -51,8 +51,9 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION \
-  4 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options */
+/* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
+ * 6: causal_linear_attention (5: another branch's block, ordered at merge) */
+#define PB_OPS_TABLE_VERSION 6
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -349,6 +350,15 @@ typedef struct pb_ops_table {
    * (struct_size covering it), only the layout's tiles are computed (block-sparse kernel). */
   pb_status* (*attention_with_options)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
                                        const pb_attention_options* options, pb_tensor** out);
+
+  /* ---- version 6 (causal linear attention) ---- */
+  /* Numerator of causal linear attention (Katharopoulos et al. 2020) as one fused prefix sum:
+   * q, k [..., T, E] (one shape), v [..., T, M] (same leading dims, same float dtype) ->
+   * out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j]. The feature map and the
+   * normaliser are the caller's. fp32 accumulation whatever the dtype; time O(T E M), memory
+   * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). */
+  pb_status* (*causal_linear_attention)(const pb_tensor* q, const pb_tensor* k,
+                                        const pb_tensor* v, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus

@@ -4,7 +4,8 @@
 // (pb_attention_vtable), through the host's ops table, so what passes here is what the host
 // relies on:
 //   - parameters: at least one; names non-empty and unique; tensors float leaves with
-//     requires_grad, finite; equal seeds give equal values, different seeds different ones;
+//     requires_grad (except the options' non_trainable_parameters, which must not), finite;
+//     equal seeds give equal values, different seeds different ones;
 //     an index past the end is PB_STATUS_OUT_OF_RANGE;
 //   - forward maps [B, T, C] to [B, T, C], finite, deterministic;
 //   - causality (CAP_CAUSAL, causal context): perturbing tokens t+1.. leaves the outputs at
@@ -192,6 +193,10 @@ struct AttentionConformanceOptions {
   // key is visible (Reformer shared-QK attention): token 1 then attends to token 0 alone and
   // its output does not depend on itself. The leak assertion itself always runs.
   bool perturbed_token_output_must_change = true;
+  // Parameters that are state saved with the checkpoint but not trained (Performer's random
+  // features): they must NOT require gradients (the optimizer then skips them) and the
+  // finite-difference check leaves them out. Every other parameter must require gradients.
+  std::vector<std::string> non_trainable_parameters;
 };
 
 namespace attention_kit_detail {
@@ -304,7 +309,10 @@ inline void check_attention_conformance(const AttentionFactory& make,
       CAPTURE(name);
       CHECK(!name.empty());
       CHECK(names.insert(name).second);
-      CHECK(tensor.requires_grad());
+      const bool trainable =
+          std::find(o.non_trainable_parameters.begin(), o.non_trainable_parameters.end(), name) ==
+          o.non_trainable_parameters.end();
+      CHECK(tensor.requires_grad() == trainable);
       CHECK(tensor.dtype() == PB_DTYPE_F32);
       CHECK(tensor.numel() > 0);
       CHECK(detail::all_finite(tensor.to_vector()));

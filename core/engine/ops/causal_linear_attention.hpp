@@ -1,0 +1,16 @@
+// causal_linear_attention (ops table version 6): the numerator of causal linear attention,
+//   out[..., l, :] = sum_{j <= l} (q[..., l, :] . k[..., j, :]) v[..., j, :]
+// for q, k [..., T, E] and v [..., T, M] (same leading dims, same float dtype) -> out
+// [..., T, M] in that dtype. Computed in fp32 whatever the dtype by the fused prefix-sum
+// kernel of patchbay_kernels_cpu (kernels/cpu/causal_linear_attention.hpp): time O(T E M),
+// memory O(T (E + M)); the backward re-sweeps instead of storing per-step states. The
+// feature map and normaliser belong to the caller (attention_linear, attention_performer).
+#pragma once
+
+#include "engine/tensor.hpp"
+
+namespace patchbay::engine {
+
+Tensor causal_linear_attention(const Tensor& q, const Tensor& k, const Tensor& v);
+
+}  // namespace patchbay::engine

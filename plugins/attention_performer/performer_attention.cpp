@@ -1,0 +1,174 @@
+// PerformerAttention: parameters and features, whole-sequence forward (causal and
+// bidirectional), feature redraw in training and the recurrent decoding state, all through the
+// host's ops table; see performer_attention.hpp for the definition and the stabilisers.
+#include "performer_attention.hpp"
+
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "random_features.hpp"
+
+namespace patchbay_performer {
+namespace {
+
+using patchbay::PluginError;
+using patchbay::Tensor;
+
+// Guards num / den against 0 / 0 only: den > 0 unless every key feature underflowed (fp32
+// exp below -87, i.e. head dims far above 128).
+constexpr double kDenominatorFloor = 1e-30;
+
+class RecurrentState : public patchbay::AttentionState {
+ public:
+  RecurrentState(int64_t batch, int64_t capacity, Tensor s, Tensor z)
+      : AttentionState(batch, capacity), kv_sum(std::move(s)), key_sum(std::move(z)) {}
+  Tensor kv_sum;   // sum_j phi(k_j) v_j^T [B, H, m, Dh]
+  Tensor key_sum;  // sum_j phi(k_j) [B, H, 1, m]
+  // Beam search (attention interface 1.1): sequence i takes sequence source[i]'s sums.
+  void reorder(std::span<const int64_t> source) override {
+    kv_sum = patchbay::reorder_batch(kv_sum, source);
+    key_sum = patchbay::reorder_batch(key_sum, source);
+  }
+};
+
+}  // namespace
+
+PerformerAttention::PerformerAttention(const patchbay::Host& host,
+                                       const patchbay::ConfigView& config)
+    : ops_(host.api()->ops),
+      causal_(config.get_bool("causal")),
+      configured_features_(config.get_int("nb_features")),
+      redraw_interval_(config.get_int("redraw_interval")) {
+  if (configured_features_ < 0 || redraw_interval_ < 0)
+    throw PluginError(PB_STATUS_OUT_OF_RANGE,
+                      "nb_features and redraw_interval must be >= 0, found " +
+                          std::to_string(configured_features_) + " and " +
+                          std::to_string(redraw_interval_));
+}
+
+void PerformerAttention::init(const pb_layer_context& ctx) {
+  if (ctx.causal != 0 && !causal_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'performer' is configured with causal = false but the model is "
+                      "a causal language model; set causal = true (the default) or build a "
+                      "bidirectional model");
+  if (ctx.device_type != PB_DEVICE_CPU)
+    throw PluginError(PB_STATUS_UNSUPPORTED, "attention 'performer' runs on the CPU only");
+  if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
+      ctx.param_dtype != PB_DTYPE_F16)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "param_dtype must be a float dtype, found " +
+                          std::to_string(static_cast<int>(ctx.param_dtype)));
+  d_model_ = ctx.d_model;
+  n_heads_ = ctx.n_heads;
+  head_dim_ = d_model_ / n_heads_;
+  max_seq_len_ = ctx.max_seq_len;
+  dtype_ = ctx.param_dtype;
+  features_ = configured_features_ > 0 ? configured_features_ : default_feature_count(head_dim_);
+  feature_seed_ = ctx.seed ^ 0x0fa70fa7ull;
+  patchbay::Generator init_generator(ops_.table(), ctx.seed);
+  const int64_t c = d_model_;
+  qkv_weight_ = add_parameter("qkv.weight",
+                              (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
+  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * c}, dtype_));
+  proj_weight_ = add_parameter(
+      "proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
+  proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
+  // Features: fp32 state in the checkpoint, never trained (no requires_grad).
+  omega_ = add_parameter("features.omega", ops_.zeros({features_, head_dim_}, PB_DTYPE_F32));
+  omega_.requires_grad(false);
+  draw_features(0);
+}
+
+void PerformerAttention::draw_features(uint64_t draw) {
+  const std::vector<float> omega =
+      draw_orthogonal_features(features_, head_dim_, feature_seed_, draw);
+  patchbay::check_ops_status(
+      ops_.table(),
+      ops_.table()->copy_from_host(omega_.handle(), omega.data(), omega.size() * sizeof(float)),
+      "performer feature draw");
+  current_draw_ = draw;
+}
+
+PerformerAttention::Features PerformerAttention::project_features(const Tensor& x) const {
+  const std::vector<int64_t> shape = x.shape();
+  if (shape.size() != 3 || shape[2] != d_model_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'performer' expects x [B, T, " + std::to_string(d_model_) +
+                          "], found a tensor of rank " + std::to_string(shape.size()));
+  const int64_t b = shape[0], t = shape[1];
+  Tensor qkv = x.to(dtype_).matmul(qkv_weight_, false, true) + qkv_bias_;  // [B, T, 3C]
+  auto head = [&](int64_t which) {                                         // [B, H, T, Dh] fp32
+    Tensor part =
+        qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
+    return part.permute({0, 2, 1, 3}).to(PB_DTYPE_F32).contiguous();
+  };
+  // c is recomputed from the stored omega on every call, so a checkpoint restore (which
+  // writes omega in place) or a redraw never leaves it stale.
+  const Tensor omega = omega_.detach();
+  const double pre_scale = std::pow(static_cast<double>(head_dim_), -0.25);
+  const double c = 0.5 * omega.pow(2.0).sum({1}).max().to_vector()[0];
+  Tensor qs = head(0) * pre_scale, ks = head(1) * pre_scale;
+  Tensor uq = qs.matmul(omega, false, true);  // [B, H, T, m]
+  Tensor uk = ks.matmul(omega, false, true);
+  Tensor fq = (uq - uq.detach().max({3}, true)).exp();
+  Tensor fk = (uk - ks.pow(2.0).sum({3}, true) * 0.5 - c).exp();
+  return Features{fq, fk, head(2)};
+}
+
+Tensor PerformerAttention::project_out(const Tensor& o) const {
+  const int64_t b = o.size(0), t = o.size(2);
+  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, d_model_}).to(dtype_);
+  return merged.matmul(proj_weight_, false, true) + proj_bias_;
+}
+
+Tensor PerformerAttention::forward(const Tensor& x, bool training) {
+  if (x.dim() == 3 && max_seq_len_ > 0 && x.size(1) > max_seq_len_)
+    throw PluginError(PB_STATUS_OUT_OF_RANGE, "sequence of " + std::to_string(x.size(1)) +
+                                                  " positions exceeds max_seq_len " +
+                                                  std::to_string(max_seq_len_));
+  if (training) {
+    const uint64_t draw =
+        redraw_interval_ > 0 ? static_cast<uint64_t>(training_forwards_ / redraw_interval_) : 0;
+    if (draw != current_draw_) draw_features(draw);
+    ++training_forwards_;
+  }
+  Features f = project_features(x);
+  Tensor num, key_sums;
+  if (causal_) {
+    num = patchbay::causal_linear_attention(f.fq, f.fk, f.v);
+    key_sums = patchbay::cumsum(f.fk, 2);
+  } else {
+    num = f.fq.matmul(f.fk.matmul(f.v, true, false));
+    key_sums = f.fk.sum({2}, true);
+  }
+  Tensor den = (f.fq * key_sums).sum({3}, true) + kDenominatorFloor;
+  return project_out(num / den);
+}
+
+std::unique_ptr<patchbay::AttentionState> PerformerAttention::create_state(int64_t batch,
+                                                                           int64_t capacity) {
+  if (!causal_)
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "incremental decoding needs a causal layer; attention 'performer' is "
+                      "configured with causal = false");
+  return std::make_unique<RecurrentState>(
+      batch, capacity, ops_.zeros({batch, n_heads_, features_, head_dim_}, PB_DTYPE_F32),
+      ops_.zeros({batch, n_heads_, 1, features_}, PB_DTYPE_F32));
+}
+
+Tensor PerformerAttention::forward_step(patchbay::AttentionState& state, const Tensor& x) {
+  auto& rnn = static_cast<RecurrentState&>(state);
+  Features f = project_features(x);
+  Tensor num = patchbay::causal_linear_attention(f.fq, f.fk, f.v) + f.fq.matmul(rnn.kv_sum);
+  Tensor key_sums = patchbay::cumsum(f.fk, 2) + rnn.key_sum;
+  Tensor den = (f.fq * key_sums).sum({3}, true) + kDenominatorFloor;
+  rnn.kv_sum = rnn.kv_sum + f.fk.matmul(f.v, true, false);
+  rnn.key_sum = rnn.key_sum + f.fk.sum({2}, true);
+  rnn.advance(x.size(1));
+  return project_out(num / den);
+}
+
+}  // namespace patchbay_performer

@@ -1,0 +1,82 @@
+// The "performer" attention component: multi-head FAVOR+ attention (Choromanski et al. 2021)
+// with positive orthogonal random features, causal or bidirectional, recurrent decoding.
+//
+//   x [B, T, C] -> q, k, v [B, H, T, Dh] (GPT-2 layout, as "dense"), fp32 inside
+//   -> xs = x * Dh^(-1/4) for q and k; u = xs omega^T [B, H, T, m] (omega [m, Dh], one matrix
+//      per layer shared by the heads)
+//   -> phi(k)_f = exp(u_f - |ks|^2 / 2 - c),  c = max_f |omega_f|^2 / 2   (constant stabiliser)
+//      phi(q)_f = exp(u_f - max_f' u_f')                                 (per-row stabiliser)
+//   -> causal: num_l = sum_{j<=l} (phi(q_l).phi(k_j)) v_j (ops->causal_linear_attention),
+//      den_l = phi(q_l) . sum_{j<=l} phi(k_j); bidirectional: the sums over all j
+//   -> o = num / (den + 1e-30) -> [B, T, C] -> output projection
+// phi(q_l).phi(k_j) = exp(q_l.k_j / sqrt(Dh)) estimated up to factors that depend on l only
+// (exp(|qs|^2/2 - max u), 1/m, e^-c), which cancel in num/den. Both stabilisers are
+// causal: the key's is a constant of the drawn features (u_f - |ks|^2/2 <= |omega_f|^2/2, so
+// phi(k) <= 1, never overflowing), the query's uses only its own row.
+// Features: drawn at init from (ctx.seed, draw 0); in training, redrawn every
+// `redraw_interval` training forwards (draw index = training forwards / interval), fixed in
+// evaluation and decoding. They are the parameter "features.omega" [m, Dh], registered
+// WITHOUT requires_grad (the optimizer skips it) so that checkpoints save and restore them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <patchbay/attention.hpp>
+
+namespace patchbay_performer {
+
+class PerformerAttention : public patchbay::Attention {
+ public:
+  static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL;
+  static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_RECURRENT;
+  static constexpr const char* kComplexity =
+      "time O(T H m Dh), memory O(T H m) (m random features, fused prefix sum); decode "
+      "O(H m Dh) per token, state B H m (Dh + 1) floats whatever the length";
+
+  PerformerAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
+
+  void init(const pb_layer_context& ctx) override;
+  patchbay::Tensor forward(const patchbay::Tensor& x, bool training) override;
+  std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
+  patchbay::Tensor forward_step(patchbay::AttentionState& state,
+                                const patchbay::Tensor& x) override;
+
+ private:
+  struct Features {
+    patchbay::Tensor fq, fk, v;  // [B, H, T, m], [B, H, T, m], [B, H, T, Dh]; fp32
+  };
+  Features project_features(const patchbay::Tensor& x) const;
+  patchbay::Tensor project_out(const patchbay::Tensor& o) const;
+  void draw_features(uint64_t draw);  // writes omega_ in place (draw index `draw`)
+
+  patchbay::Ops ops_;
+  bool causal_;
+  int64_t configured_features_;  // 0: default floor(Dh ln Dh)
+  int64_t redraw_interval_;      // 0: never redraw
+  int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0, features_ = 0;
+  uint64_t feature_seed_ = 0;
+  int64_t training_forwards_ = 0;
+  uint64_t current_draw_ = 0;
+  pb_dtype dtype_ = PB_DTYPE_F32;
+  patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_, omega_;
+};
+
+inline constexpr pb_config_field kPerformerConfigFields[] = {
+    patchbay::Field::boolean("causal", "true",
+                             "causal (prefix sums); false for a bidirectional (encoder) model"),
+    patchbay::Field::integer("nb_features", "0",
+                             "random features m per head; 0 = floor(Dh ln Dh) (lucidrains)")
+        .range(0, 65536),
+    patchbay::Field::integer("redraw_interval", "1000",
+                             "redraw the features every N training forwards; 0 = never")
+        .range(0, 1000000000),
+};
+
+inline constexpr pb_component_descriptor kPerformerAttention =
+    patchbay::make_attention_component<PerformerAttention>(
+        "performer", "1.0.0",
+        "Performer FAVOR+ attention: positive orthogonal random features, causal-safe "
+        "stabiliser, redraw in training, recurrent decoding",
+        kPerformerConfigFields);
+
+}  // namespace patchbay_performer

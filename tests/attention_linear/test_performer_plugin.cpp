@@ -1,0 +1,179 @@
+// attention_performer loaded as its real .so: the forward against the unstabilised FAVOR+
+// formula written here with engine ops from the layer's own features (so the stabilisers are
+// shown to cancel), causal and bidirectional; recurrent decoding equal to the full forward
+// over 520 steps; features redrawn only by training forwards, on schedule and
+// deterministically; a causal-leak test; and the SDK attention conformance kit with the
+// features declared non-trainable.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/autograd.hpp"
+#include "engine/ops.hpp"
+#include "linear_fixture.hpp"
+
+namespace {
+
+namespace eng = patchbay::engine;
+namespace rt = patchbay::runtime;
+namespace pt = patchbay::testing;
+using linear_test::layer_context;
+
+eng::Tensor parameter(const rt::AttentionHandle& attn, const std::string& name) {
+  for (const auto& p : attn.parameters())
+    if (p.name == name) return p.tensor;
+  FAIL("no parameter " << name);
+  return {};
+}
+
+// phi(x) = exp(omega xs - |xs|^2 / 2) with xs = x Dh^(-1/4), no stabiliser, no 1/sqrt(m).
+eng::Tensor positive_features(const eng::Tensor& x, const eng::Tensor& omega) {
+  const double pre = std::pow(static_cast<double>(x.size(-1)), -0.25);
+  eng::Tensor xs = eng::mul_scalar(x, pre);
+  eng::Tensor sq = eng::mul_scalar(eng::sum(xs * xs, {3}, true), -0.5);
+  return eng::exp(eng::matmul(xs, omega, false, true) + sq);
+}
+
+eng::Tensor naive_performer(const rt::AttentionHandle& attn, const eng::Tensor& x, int64_t heads,
+                            bool causal) {
+  const int64_t b = x.size(0), t = x.size(1), c = x.size(2), dh = c / heads;
+  eng::Tensor qkv =
+      eng::matmul(x, parameter(attn, "qkv.weight"), false, true) + parameter(attn, "qkv.bias");
+  auto split = [&](int64_t which) {
+    return qkv.slice(2, which * c, (which + 1) * c)
+        .reshape({b, t, heads, dh})
+        .permute({0, 2, 1, 3})
+        .contiguous();
+  };
+  const eng::Tensor omega = parameter(attn, "features.omega");
+  eng::Tensor a = eng::matmul(positive_features(split(0), omega),
+                              positive_features(split(1), omega), false, true);  // [B,H,T,T]
+  if (causal) {
+    std::vector<float> lower(static_cast<size_t>(t * t));
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < t; ++j) lower[static_cast<size_t>(i * t + j)] = j <= i ? 1.f : 0.f;
+    a = a * eng::Tensor::from_vector(lower, {t, t});
+  }
+  eng::Tensor o = eng::matmul(a, split(2)) / eng::sum(a, {3}, true);
+  eng::Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, c});
+  return eng::matmul(merged, parameter(attn, "proj.weight"), false, true) +
+         parameter(attn, "proj.bias");
+}
+
+double max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
+  std::vector<float> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - y[i]));
+  return worst;
+}
+
+eng::Tensor random_input(const eng::Shape& shape, uint64_t seed) {
+  eng::Generator gen(seed);
+  return eng::uniform(shape, gen, -1.0, 1.0);
+}
+
+rt::AttentionHandle performer_handle(bool causal, int64_t features = 0, int64_t interval = 1000) {
+  return linear_test::handle("performer", [=](rt::ComponentConfig& c) {
+    c.set_bool("causal", causal);
+    c.set_int("nb_features", features);
+    c.set_int("redraw_interval", interval);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("performer forward equals the unstabilised FAVOR+ formula, causal and bidirectional") {
+  for (bool causal : {true, false}) {
+    for (int64_t t : {1, 6, 33}) {
+      CAPTURE(causal);
+      CAPTURE(t);
+      rt::AttentionHandle attn = performer_handle(causal);
+      attn.init(layer_context(32, 2, 64, causal));
+      CHECK(parameter(attn, "features.omega").shape() == eng::Shape{44, 16});  // floor(16 ln 16)
+      eng::NoGradGuard no_grad;
+      eng::Tensor x = random_input({2, t, 32}, 4 + static_cast<uint64_t>(t));
+      eng::Tensor y = attn.forward(x, false);
+      CHECK(max_abs_diff(y, naive_performer(attn, x, 2, causal)) < 1e-4);
+      if (t > 1) CHECK(max_abs_diff(y, naive_performer(attn, x, 2, !causal)) > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("performer recurrent decoding equals the full forward over 520 steps") {
+  const int64_t t = 520;
+  rt::AttentionHandle attn = performer_handle(true, 24);
+  attn.init(layer_context(16, 2, t, true));
+  eng::NoGradGuard no_grad;
+  eng::Tensor x = random_input({1, t, 16}, 23);
+  eng::Tensor full = attn.forward(x, false);
+  rt::AttentionHandle::State state = attn.state_create(1, t);
+  double worst = 0;
+  for (int64_t i = 0; i < t; ++i)
+    worst = std::max(worst, max_abs_diff(attn.forward_step(state, x.slice(1, i, i + 1)),
+                                         full.slice(1, i, i + 1).contiguous()));
+  CHECK(state.length() == t);
+  CHECK(worst < 1e-4);
+}
+
+TEST_CASE("performer redraws its features only in training, every redraw_interval forwards") {
+  rt::AttentionHandle attn = performer_handle(true, 20, 2);
+  attn.init(layer_context(16, 2, 8, true));
+  eng::Tensor omega = parameter(attn, "features.omega");
+  const std::vector<float> initial = omega.to_vector();
+  eng::Tensor x = random_input({1, 8, 16}, 3);
+  eng::NoGradGuard no_grad;
+  for (int i = 0; i < 5; ++i) attn.forward(x, false);
+  CHECK(omega.to_vector() == initial);  // evaluation never redraws
+  rt::AttentionHandle::State state = attn.state_create(1, 8);
+  attn.forward_step(state, x.slice(1, 0, 3));
+  CHECK(omega.to_vector() == initial);  // neither does decoding
+  attn.forward(x, true);
+  attn.forward(x, true);
+  CHECK(omega.to_vector() == initial);  // training forwards 0 and 1: draw 0
+  attn.forward(x, true);
+  const std::vector<float> second = omega.to_vector();
+  CHECK(second != initial);  // training forward 2: draw 1
+  // Deterministic from the seed and the count: a twin layer redraws the same features.
+  rt::AttentionHandle twin = performer_handle(true, 20, 2);
+  twin.init(layer_context(16, 2, 8, true));
+  for (int i = 0; i < 3; ++i) twin.forward(x, true);
+  CHECK(parameter(twin, "features.omega").to_vector() == second);
+  // Evaluation after training uses the latest features: equal to the formula with them.
+  CHECK(max_abs_diff(attn.forward(x, false), naive_performer(attn, x, 2, true)) < 1e-4);
+  // The features are state, not trained.
+  CHECK_FALSE(omega.requires_grad());
+}
+
+TEST_CASE("performer: perturbing the future never changes the past (causal-leak test, T = 64)") {
+  // Large inputs make the keys' feature magnitudes differ widely, where a whole-sequence key
+  // stabiliser (lucidrains #82) would let later keys change earlier outputs.
+  const int64_t t = 64;
+  rt::AttentionHandle attn = performer_handle(true, 32);
+  attn.init(layer_context(16, 2, t, true));
+  eng::NoGradGuard no_grad;
+  eng::Tensor x = eng::mul_scalar(random_input({1, t, 16}, 41), 3.0);
+  eng::Tensor y = attn.forward(x, false);
+  for (int64_t cut : {0, 20, 62}) {
+    CAPTURE(cut);
+    std::vector<float> values = x.to_vector();
+    for (size_t i = static_cast<size_t>((cut + 1) * 16); i < values.size(); ++i)
+      values[i] = values[i] * 4.f + 1.f;
+    eng::Tensor y2 = attn.forward(eng::Tensor::from_vector(values, {1, t, 16}), false);
+    CHECK(max_abs_diff(y.slice(1, 0, cut + 1).contiguous(), y2.slice(1, 0, cut + 1).contiguous()) ==
+          0.0);
+    CHECK(max_abs_diff(y.slice(1, cut + 1, t).contiguous(), y2.slice(1, cut + 1, t).contiguous()) >
+          1e-3);
+  }
+}
+
+TEST_CASE("attention 'performer' passes the attention conformance kit") {
+  pt::AttentionConformanceOptions options;
+  options.non_trainable_parameters = {"features.omega"};
+  pt::check_attention_conformance(linear_test::factory("performer", [](rt::ComponentConfig&) {}),
+                                  options);
+}
