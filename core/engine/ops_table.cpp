@@ -548,7 +548,7 @@ pb_status* attention_with_options_fn(const pb_tensor* q, const pb_tensor* k, con
   });
 }
 
-// ---- version 6 (causal linear attention) ----
+// ---- version 5 (causal linear attention) ----
 pb_status* causal_linear_attention_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
                                       pb_tensor** out) {
   return produce("causal_linear_attention", out, [&] {

@@ -1,6 +1,6 @@
 // The fused causal linear attention kernel (kernels/cpu/causal_linear_attention.hpp) against
 // its plain O(T^2) reference, forward and backward, at several lengths and with E != M; the
-// engine op (ops table version 6) by finite differences through the SDK gradcheck, its fp32
+// engine op (ops table version 5) by finite differences through the SDK gradcheck, its fp32
 // accumulation for bf16 inputs, and its argument errors.
 #include <doctest/doctest.h>
 

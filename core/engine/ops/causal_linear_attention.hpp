@@ -1,4 +1,4 @@
-// causal_linear_attention (ops table version 6): the numerator of causal linear attention,
+// causal_linear_attention (ops table version 5): the numerator of causal linear attention,
 //   out[..., l, :] = sum_{j <= l} (q[..., l, :] . k[..., j, :]) v[..., j, :]
 // for q, k [..., T, E] and v [..., T, M] (same leading dims, same float dtype) -> out
 // [..., T, M] in that dtype. Computed in fp32 whatever the dtype by the fused prefix-sum

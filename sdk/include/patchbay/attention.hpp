@@ -177,7 +177,7 @@ inline Tensor attention_with_options(const Tensor& q, const Tensor& k, const Ten
   return Tensor(ops, out);
 }
 
-// ops->causal_linear_attention (pb_ops_table version 6) as a Tensor function: q, k [..., T, E],
+// ops->causal_linear_attention (pb_ops_table version 5) as a Tensor function: q, k [..., T, E],
 // v [..., T, M] -> out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j] (the numerator of
 // causal linear attention; fp32 accumulation, O(T E M) time, O(T (E + M)) memory).
 // Throws PluginError(PB_STATUS_UNSUPPORTED) on a host whose table predates the op.
@@ -187,7 +187,7 @@ inline Tensor causal_linear_attention(const Tensor& q, const Tensor& k, const Te
       ops->causal_linear_attention == nullptr)
     throw PluginError(PB_STATUS_UNSUPPORTED,
                       "this host's ops table (version " + std::to_string(ops->version) +
-                          ") has no causal_linear_attention (version 6); upgrade Patchbay");
+                          ") has no causal_linear_attention (version 5); upgrade Patchbay");
   pb_tensor* out = nullptr;
   check_ops_status(ops, ops->causal_linear_attention(q.handle(), k.handle(), v.handle(), &out),
                    "causal_linear_attention");

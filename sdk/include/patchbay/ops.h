@@ -51,9 +51,9 @@
 extern "C" {
 #endif
 
-/* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
- * 6: causal_linear_attention (5: another branch's block, ordered at merge) */
-#define PB_OPS_TABLE_VERSION 6
+#define PB_OPS_TABLE_VERSION \
+  5 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
+       5: causal_linear_attention */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -351,7 +351,7 @@ typedef struct pb_ops_table {
   pb_status* (*attention_with_options)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
                                        const pb_attention_options* options, pb_tensor** out);
 
-  /* ---- version 6 (causal linear attention) ---- */
+  /* ---- version 5 (causal linear attention) ---- */
   /* Numerator of causal linear attention (Katharopoulos et al. 2020) as one fused prefix sum:
    * q, k [..., T, E] (one shape), v [..., T, M] (same leading dims, same float dtype) ->
    * out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j]. The feature map and the
