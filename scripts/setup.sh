@@ -15,6 +15,7 @@ packages=(
   libpcre2-dev            # GPT-2 pre-tokenisation regex (Unicode classes, JIT)
   bible-kjv               # the default corpus
   libnlopt-cxx-dev        # L-BFGS (LD_LBFGS) for the Chinchilla scaling-law fit (patchbay scaling fit)
+  libnlopt-dev            # NLopt C headers and library (libnlopt-cxx-dev depends on it; named so setup is explicit)
   gnuplot-nox             # PNG/SVG plots of patchbay compare and patchbay scaling fit
 )
 
