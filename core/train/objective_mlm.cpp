@@ -40,7 +40,8 @@ void add_objective_defaults(config::ResolvedConfig& config) {
   toml::table* train = root["train"].as_table();
   if (train == nullptr) return;
   const std::optional<std::string> objective = (*train)["objective"].value<std::string>();
-  if (objective && *objective == "mlm" && !train->contains("mlm")) train->insert("mlm", toml::table{});
+  if (objective && *objective == "mlm" && !train->contains("mlm"))
+    train->insert("mlm", toml::table{});
 }
 
 Objective objective_from_config(const config::ResolvedConfig& config) {
@@ -53,26 +54,31 @@ void check_objective(const config::ResolvedConfig& config) {
   const bool causal = config_bool(config, "model.causal", true);
   const Objective objective = objective_from_config(config);
   if (objective == Objective::kMaskedLm && causal)
-    throw Error(ErrorKind::kInvalidArgument,
-                "train.objective = \"mlm\" needs a bidirectional model, but model.causal is true: a causal "
-                "model would predict each masked token from its left context only. Set model.causal = "
-                "false (and causal = false in the attention's table, e.g. [model.attention.dense]), or "
-                "train.objective = \"clm\" for a causal LM" + where(config, "train.objective"));
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "train.objective = \"mlm\" needs a bidirectional model, but model.causal is true: a causal "
+        "model would predict each masked token from its left context only. Set model.causal = "
+        "false (and causal = false in the attention's table, e.g. [model.attention.dense]), or "
+        "train.objective = \"clm\" for a causal LM" +
+            where(config, "train.objective"));
   if (objective == Objective::kCausalLm && !causal)
-    throw Error(ErrorKind::kInvalidArgument,
-                "model.causal = false builds a bidirectional model, whose every position sees the "
-                "tokens after it: next-token prediction (train.objective = \"clm\", the default) would "
-                "read its own targets. Set train.objective = \"mlm\" (masked-token prediction), or "
-                "model.causal = true" + where(config, "model.causal"));
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "model.causal = false builds a bidirectional model, whose every position sees the "
+        "tokens after it: next-token prediction (train.objective = \"clm\", the default) would "
+        "read its own targets. Set train.objective = \"mlm\" (masked-token prediction), or "
+        "model.causal = true" +
+            where(config, "model.causal"));
   if (objective == Objective::kMaskedLm) {
     const double mask_rate = config_real(config, "train.mlm.mask_rate");
     const double random_rate = config_real(config, "train.mlm.random_rate");
     if (mask_rate + random_rate > 1.0 + 1e-12)
       throw Error(ErrorKind::kInvalidArgument,
-                  "train.mlm.mask_rate + train.mlm.random_rate = " + std::to_string(mask_rate) + " + " +
-                      std::to_string(random_rate) +
+                  "train.mlm.mask_rate + train.mlm.random_rate = " + std::to_string(mask_rate) +
+                      " + " + std::to_string(random_rate) +
                       " exceeds 1: they split the selected positions (the rest keep their token); "
-                      "lower one of them" + where(config, "train.mlm.mask_rate"));
+                      "lower one of them" +
+                      where(config, "train.mlm.mask_rate"));
   }
 }
 
@@ -91,17 +97,19 @@ MlmObjective mlm_objective_from_config(const config::ResolvedConfig& config,
     if (s.text == o.mask_token) o.mask_id = s.id;
   }
   if (o.mask_id < 0)
-    throw Error(ErrorKind::kInvalidArgument,
-                "train.mlm.mask_token \"" + o.mask_token + "\" is not a special token of the tokenizer '" +
-                    config_string(config, "tokenizer.kind") + "' (its special tokens: " +
-                    (listed.empty() ? "none" : listed) + "). Add it to [tokenizer] special_tokens, e.g. " +
-                    "special_tokens = [" + (listed.empty() ? "" : listed + ", ") + "\"" + o.mask_token +
-                    "\"] (the tokenizer is trained again with it), or name one of those in mask_token");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "train.mlm.mask_token \"" + o.mask_token + "\" is not a special token of the tokenizer '" +
+            config_string(config, "tokenizer.kind") + "' (its special tokens: " +
+            (listed.empty() ? "none" : listed) + "). Add it to [tokenizer] special_tokens, e.g. " +
+            "special_tokens = [" + (listed.empty() ? "" : listed + ", ") + "\"" + o.mask_token +
+            "\"] (the tokenizer is trained again with it), or name one of those in mask_token");
   return o;
 }
 
 uint64_t mlm_training_seed(uint64_t run_seed, int64_t step, int64_t micro_step) {
-  return mix({run_seed, 0x747261696eull /* "train" */, static_cast<uint64_t>(step), static_cast<uint64_t>(micro_step)});
+  return mix({run_seed, 0x747261696eull /* "train" */, static_cast<uint64_t>(step),
+              static_cast<uint64_t>(micro_step)});
 }
 
 uint64_t mlm_validation_seed(int64_t batch_index) {
@@ -120,19 +128,23 @@ Batch mask_batch(const Batch& batch, const MlmObjective& objective, uint64_t see
     if (masked.selected > 0) break;
   }
   if (masked.selected == 0)
-    throw Error(ErrorKind::kInvalidArgument,
-                "masked-LM batch of " + std::to_string(tokens.size()) +
-                    " ids has no position to predict (all special tokens, or train.mlm.select_rate too "
-                    "small for train.batch_size x train.seq_len)");
-  std::vector<int32_t> targets(masked.targets.begin(), masked.targets.end());  // ids and -100 fit i32
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "masked-LM batch of " + std::to_string(tokens.size()) +
+            " ids has no position to predict (all special tokens, or train.mlm.select_rate too "
+            "small for train.batch_size x train.seq_len)");
+  std::vector<int32_t> targets(masked.targets.begin(),
+                               masked.targets.end());  // ids and -100 fit i32
   return Batch{engine::Tensor::from_data(masked.inputs.data(), window.shape(), engine::DType::kI32),
                engine::Tensor::from_data(targets.data(), window.shape(), engine::DType::kI32)};
 }
 
-MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& targets, int64_t ignore_index) {
+MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& targets,
+                         int64_t ignore_index) {
   if (logits.dim() != 2 || targets.numel() != logits.size(0))
-    throw Error(ErrorKind::kInvalidArgument, "score_masked: expected logits [N, V] and targets [N], found " +
-                                                 logits.str() + " and " + targets.str());
+    throw Error(ErrorKind::kInvalidArgument,
+                "score_masked: expected logits [N, V] and targets [N], found " + logits.str() +
+                    " and " + targets.str());
   engine::NoGradGuard no_grad;
   engine::CrossEntropyOptions sum;
   sum.reduction = engine::LossReduction::kSum;
@@ -156,19 +168,21 @@ MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& tar
 MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& split,
                            const EvalSettings& settings, const MlmObjective& objective) {
   if (settings.token_bytes == nullptr)
-    throw Error(ErrorKind::kInternal, "evaluate_mlm: EvalSettings::token_bytes is required (train::token_bytes)");
+    throw Error(ErrorKind::kInternal,
+                "evaluate_mlm: EvalSettings::token_bytes is required (train::token_bytes)");
   const TokenBytes& table = *settings.token_bytes;
   engine::NoGradGuard no_grad;
   MaskedScore total;
   int64_t bytes = 0;
   LayerStats stats;
   for (int64_t b = 0; b < settings.batches; ++b) {
-    const Batch window = validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
+    const Batch window =
+        validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
     const Batch batch = mask_batch(window, objective, mlm_validation_seed(b));
     const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
     const int64_t vocab = out.logits.size(-1);
-    const MaskedScore score =
-        score_masked(out.logits.reshape({-1, vocab}), batch.targets, objective.masking.ignore_index);
+    const MaskedScore score = score_masked(out.logits.reshape({-1, vocab}), batch.targets,
+                                           objective.masking.ignore_index);
     total.loss_sum += score.loss_sum;
     total.counted += score.counted;
     total.correct += score.correct;
@@ -182,13 +196,15 @@ MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& 
   result.eval.layer_stats = std::move(stats);
   result.eval.tokens = total.counted;
   result.eval.bytes = bytes;
-  result.eval.loss = total.counted > 0 ? total.loss_sum / static_cast<double>(total.counted) : std::nan("");
+  result.eval.loss =
+      total.counted > 0 ? total.loss_sum / static_cast<double>(total.counted) : std::nan("");
   result.eval.perplexity = std::exp(result.eval.loss);
-  result.eval.bits_per_byte =
-      bits_per_byte(result.eval.loss, static_cast<uint64_t>(total.counted), static_cast<uint64_t>(bytes));
+  result.eval.bits_per_byte = bits_per_byte(result.eval.loss, static_cast<uint64_t>(total.counted),
+                                            static_cast<uint64_t>(bytes));
   result.correct = total.correct;
-  result.accuracy = total.counted > 0 ? static_cast<double>(total.correct) / static_cast<double>(total.counted)
-                                      : std::nan("");
+  result.accuracy = total.counted > 0
+                        ? static_cast<double>(total.correct) / static_cast<double>(total.counted)
+                        : std::nan("");
   return result;
 }
 

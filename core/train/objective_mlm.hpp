@@ -49,10 +49,10 @@ void check_objective(const config::ResolvedConfig& config);
 Objective objective_from_config(const config::ResolvedConfig& config);
 
 struct MlmObjective {
-  MlmMaskingOptions masking;          // select / mask / random rates, ignore_index -100
-  std::string mask_token;             // its text ("<|mask|>")
-  int32_t mask_id = -1;               // its id in the tokenizer
-  std::vector<int32_t> protected_ids; // every special token's id (never selected or drawn)
+  MlmMaskingOptions masking;           // select / mask / random rates, ignore_index -100
+  std::string mask_token;              // its text ("<|mask|>")
+  int32_t mask_id = -1;                // its id in the tokenizer
+  std::vector<int32_t> protected_ids;  // every special token's id (never selected or drawn)
   int64_t vocab_size = 0;
 };
 

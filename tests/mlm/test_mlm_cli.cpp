@@ -3,7 +3,6 @@
 // accuracy, `patchbay generate` refusing the bidirectional model with a message that says why
 // and what to use instead, and `patchbay train` refusing mlm with a causal model.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 
 #include <array>
@@ -21,20 +20,24 @@ struct Result {
 };
 
 Result run_patchbay(const std::string& arguments) {
-  const std::string command = std::string("env -u PATCHBAY_PLUGIN_PATH OMP_NUM_THREADS=1 '") + PATCHBAY_EXECUTABLE +
-                              "' --plugin-path '" + PATCHBAY_TEST_PLUGIN_DIR + "' " + arguments + " 2>&1";
+  const std::string command = std::string("env -u PATCHBAY_PLUGIN_PATH OMP_NUM_THREADS=1 '") +
+                              PATCHBAY_EXECUTABLE + "' --plugin-path '" + PATCHBAY_TEST_PLUGIN_DIR +
+                              "' " + arguments + " 2>&1";
   Result result;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::array<char, 4096> buffer{};
   size_t read = 0;
-  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), read);
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), read);
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -46,8 +49,9 @@ TEST_CASE("patchbay train / eval / generate with a masked-LM run") {
       folder,
       "objective = \"mlm\"\n"  // continues [train]
       "[train.mlm]\nmask_token = \"<|mask|>\"\n");
-  const std::string mlm = " --set 'tokenizer.special_tokens=[\"<|endoftext|>\", \"<|mask|>\"]' --set model.causal=false"
-                          " --set model.attention.causal=false --set train.max_steps=4";
+  const std::string mlm =
+      " --set 'tokenizer.special_tokens=[\"<|endoftext|>\", \"<|mask|>\"]' --set model.causal=false"
+      " --set model.attention.causal=false --set train.max_steps=4";
   const Result refused = run_patchbay("train '" + config + "' --set train.max_steps=4");
   CHECK(refused.exit_code != 0);
   CHECK(contains(refused.output, "train.objective = \"mlm\" needs a bidirectional model"));
