@@ -331,3 +331,21 @@ TEST_CASE("GPT-2's published files: known answers (needs scripts/tokenizers/fetc
   CHECK(json.encode(text, true) == tok.encode(text, true));
   CHECK(json.encode("hello <|endoftext|>", true) == Ids{31373, 220, 50256});
 }
+
+// Both references use Unicode's White_Space set for \s; PCRE2's \s also matches U+180E.
+// Found by scripts/tokenizers/compare_tokenizers.py; the splits below are Python `regex`'s
+// and Hugging Face's on the same strings.
+TEST_CASE("pre-tokeniser: U+180E is not whitespace, as in encoder.py and Hugging Face") {
+  const pb::Gpt2PreTokenizer pre;
+  using Pieces = std::vector<std::string>;
+  const std::string mvs = "\xe1\xa0\x8e";  // U+180E
+  CHECK(pre.split_to_vector("x" + mvs + mvs + "y") == Pieces{"x", mvs + mvs, "y"});
+  CHECK(pre.split_to_vector("a\n\n" + mvs) == Pieces{"a", "\n", "\n", mvs});
+  CHECK(pre.split_to_vector(mvs + "'s") == Pieces{mvs + "'", "s"});
+  // Real White_Space stays whitespace: NBSP, U+0085, U+2028, U+3000.
+  CHECK(pre.split_to_vector("x\xc2\xa0\xc2\xa0y") == Pieces{"x", "\xc2\xa0", "\xc2\xa0", "y"});
+  CHECK(pre.split_to_vector("x\xc2\x85\xc2\x85y") == Pieces{"x", "\xc2\x85", "\xc2\x85", "y"});
+  CHECK(pre.split_to_vector("x\xe3\x80\x80\xe3\x80\x80y") == Pieces{"x", "\xe3\x80\x80", "\xe3\x80\x80", "y"});
+  // \x1c..\x1f are not whitespace for either reference (Python's str.isspace notwithstanding).
+  CHECK(pre.split_to_vector("x\x1c\x1cy") == Pieces{"x", "\x1c\x1c", "y"});
+}
