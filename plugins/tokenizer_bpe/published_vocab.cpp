@@ -278,53 +278,74 @@ void validate_published_vocabulary(const PublishedVocabulary& vocab) {
   }
 }
 
-std::string hf_tokenizer_json_text(const PublishedVocabulary& vocab) {
+namespace {
+
+// JSON string literal (quotes and escapes) of UTF-8 text.
+std::string json_quoted(const std::string& text) { return json(text).dump(); }
+
+// The vocabulary object {"token": id, ...} in id order, and the merges ["A B", ...], written
+// by hand: nlohmann's ordered_json looks keys up linearly, quadratic for 50k tokens.
+struct VocabText {
+  std::string vocab;   // without braces, one entry per line, indented
+  std::vector<std::string> merges;  // "A B" texts
+  std::vector<std::pair<std::string, int32_t>> encoder_entries;  // (mapped text, id), specials included
+};
+
+VocabText vocab_text(const PublishedVocabulary& vocab) {
   validate_published_vocabulary(vocab);
   std::vector<char> is_special(vocab.token_bytes.size(), 0);
   for (const PublishedSpecial& s : vocab.specials) is_special[static_cast<size_t>(s.id)] = 1;
-  using ojson = nlohmann::ordered_json;
-  ojson token_ids = ojson::object();
+  VocabText out;
+  std::unordered_map<std::string, size_t> seen;
+  seen.reserve(vocab.token_bytes.size());
   for (size_t id = 0; id < vocab.token_bytes.size(); ++id) {
     const std::string text = gpt2_bytes_to_text(vocab.token_bytes[id]);
-    if (token_ids.contains(text)) {
+    auto [it, inserted] = seen.emplace(text, id);
+    if (!inserted) {
       if (is_special[id] != 0) continue;  // a special spelled like a token keeps only its added_tokens entry
-      fail(vocab.source, "ids " + std::to_string(token_ids[text].get<int64_t>()) + " and " + std::to_string(id) +
+      fail(vocab.source, "ids " + std::to_string(it->second) + " and " + std::to_string(id) +
                              " spell the same bytes; tokenizer.json identifies tokens by text, so this "
                              "vocabulary cannot be written as one");
     }
-    token_ids[text] = static_cast<int64_t>(id);
+    if (!out.vocab.empty()) out.vocab += ",\n";
+    out.vocab += "      " + json_quoted(text) + ": " + std::to_string(id);
+    out.encoder_entries.emplace_back(text, static_cast<int32_t>(id));
   }
-  ojson merges = ojson::array();
+  out.merges.reserve(vocab.merges.size());
   for (const PublishedMerge& m : vocab.merges) {
-    merges.push_back(gpt2_bytes_to_text(vocab.token_bytes[static_cast<size_t>(m.left)]) + " " +
-                     gpt2_bytes_to_text(vocab.token_bytes[static_cast<size_t>(m.right)]));
+    out.merges.push_back(gpt2_bytes_to_text(vocab.token_bytes[static_cast<size_t>(m.left)]) + " " +
+                         gpt2_bytes_to_text(vocab.token_bytes[static_cast<size_t>(m.right)]));
   }
-  ojson added = ojson::array();
-  for (const PublishedSpecial& s : vocab.specials) {
-    added.push_back(ojson{{"id", s.id}, {"content", s.text}, {"single_word", false}, {"lstrip", false},
-                          {"rstrip", false}, {"normalized", false}, {"special", true}});
+  return out;
+}
+
+}  // namespace
+
+std::string hf_tokenizer_json_text(const PublishedVocabulary& vocab) {
+  const VocabText body = vocab_text(vocab);
+  const std::string byte_level =
+      R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
+  std::string text = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
+  for (size_t i = 0; i < vocab.specials.size(); ++i) {
+    text += (i == 0 ? "\n" : ",\n");
+    text += "    {\"id\": " + std::to_string(vocab.specials[i].id) + ", \"content\": " + json_quoted(vocab.specials[i].text) +
+            R"(, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})";
   }
-  const ojson byte_level{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  ojson root;
-  root["version"] = "1.0";
-  root["truncation"] = nullptr;
-  root["padding"] = nullptr;
-  root["added_tokens"] = added;
-  root["normalizer"] = nullptr;
-  root["pre_tokenizer"] = byte_level;
-  root["post_processor"] = byte_level;
-  root["decoder"] = byte_level;
-  root["model"] = ojson{{"type", "BPE"},
-                        {"dropout", nullptr},
-                        {"unk_token", nullptr},
-                        {"continuing_subword_prefix", ""},
-                        {"end_of_word_suffix", ""},
-                        {"fuse_unk", false},
-                        {"byte_fallback", false},
-                        {"ignore_merges", false},
-                        {"vocab", token_ids},
-                        {"merges", merges}};
-  return root.dump(2) + "\n";
+  text += vocab.specials.empty() ? "],\n" : "\n  ],\n";
+  text += "  \"normalizer\": null,\n";
+  text += "  \"pre_tokenizer\": " + byte_level + ",\n";
+  text += "  \"post_processor\": " + byte_level + ",\n";
+  text += "  \"decoder\": " + byte_level + ",\n";
+  text += "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": null,\n"
+          "    \"continuing_subword_prefix\": \"\",\n    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
+          "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": {\n";
+  text += body.vocab;
+  text += "\n    },\n    \"merges\": [";
+  for (size_t i = 0; i < body.merges.size(); ++i) {
+    text += (i == 0 ? "\n      " : ",\n      ") + json_quoted(body.merges[i]);
+  }
+  text += body.merges.empty() ? "]\n  }\n}\n" : "\n    ]\n  }\n}\n";
+  return text;
 }
 
 void write_hf_tokenizer_json(const PublishedVocabulary& vocab, const std::string& path) {
@@ -333,12 +354,23 @@ void write_hf_tokenizer_json(const PublishedVocabulary& vocab, const std::string
 
 void write_gpt2_files(const PublishedVocabulary& vocab, const std::string& encoder_json_path,
                       const std::string& vocab_bpe_path) {
-  const nlohmann::ordered_json tokenizer_json = nlohmann::ordered_json::parse(hf_tokenizer_json_text(vocab));
-  nlohmann::ordered_json encoder = tokenizer_json["model"]["vocab"];
-  for (const PublishedSpecial& s : vocab.specials) encoder[gpt2_bytes_to_text(s.text)] = s.id;
+  VocabText body = vocab_text(vocab);
+  // encoder.json lists every id, specials included (GPT-2's has <|endoftext|> = 50256).
+  std::unordered_set<std::string> present;
+  for (const auto& entry : body.encoder_entries) present.insert(entry.first);
+  for (const PublishedSpecial& s : vocab.specials) {
+    const std::string text = gpt2_bytes_to_text(s.text);
+    if (present.insert(text).second) body.encoder_entries.emplace_back(text, s.id);
+  }
+  std::string encoder = "{";
+  for (size_t i = 0; i < body.encoder_entries.size(); ++i) {
+    if (i != 0) encoder += ", ";
+    encoder += json_quoted(body.encoder_entries[i].first) + ": " + std::to_string(body.encoder_entries[i].second);
+  }
+  encoder += "}";
   std::string merges = "#version: 0.2\n";
-  for (const auto& line : tokenizer_json["model"]["merges"]) merges += line.get<std::string>() + "\n";
-  patchbay::write_file_atomically(encoder_json_path, encoder.dump());
+  for (const std::string& line : body.merges) merges += line + "\n";
+  patchbay::write_file_atomically(encoder_json_path, encoder);
   patchbay::write_file_atomically(vocab_bpe_path, merges);
 }
 
