@@ -50,6 +50,6 @@ inline constexpr pb_config_field kBpeConfigFields[] = {
 
 inline constexpr pb_component_descriptor kBpeTokenizer =
     patchbay::make_tokenizer_component<BpeComponent>(
-        "bpe", "1.0.0", "byte-level BPE with GPT-2 pre-tokenisation (PCRE2)", kBpeConfigFields);
+        "bpe", "1.1.0", "byte-level BPE with GPT-2 pre-tokenisation (PCRE2); GPT-2 and Hugging Face vocabularies", kBpeConfigFields);
 
 }  // namespace patchbay_bpe
