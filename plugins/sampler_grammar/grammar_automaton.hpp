@@ -36,7 +36,7 @@ class GrammarAutomaton {
   static constexpr int32_t kDead = -1;
   // Growth limit: a grammar whose live parses keep multiplying (deep nesting, heavy ambiguity)
   // is refused with an error past this many states instead of exhausting memory.
-  static constexpr size_t kMaxStates = 1 << 20;
+  static constexpr size_t kMaxStates = 1 << 17;  // 128 MiB of transition rows
 
   explicit GrammarAutomaton(const Grammar& grammar);
 

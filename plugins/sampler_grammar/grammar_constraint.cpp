@@ -1,6 +1,7 @@
 // GrammarConstraint (see grammar_constraint.hpp).
 #include "grammar_constraint.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "gbnf_parser.hpp"
@@ -74,6 +75,13 @@ void GrammarConstraint::apply(std::span<float> logits, std::span<const int32_t>,
     throw PluginError(PB_STATUS_INVALID_ARGUMENT, "grammar: logits have " + std::to_string(logits.size()) +
                                                       " entries but the vocabulary has " +
                                                       std::to_string(index_->vocab()));
+  }
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (std::isnan(logits[id]) || logits[id] == INFINITY) {
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT, "grammar: logit " + std::to_string(id) + " is " +
+                                                        (std::isnan(logits[id]) ? "NaN" : "+inf") +
+                                                        "; logits must be finite or -inf");
+    }
   }
   size_t finite = 0;
   try {

@@ -14,6 +14,7 @@
 #include "grammar_automaton.hpp"
 #include "grammar_constraint.hpp"
 #include "regex_to_gbnf.hpp"
+#include "patchbay/testing/sampler_conformance.hpp"
 #include "token_index.hpp"
 
 using namespace sampler_grammar;
@@ -264,4 +265,24 @@ TEST_CASE("the grammar component masks logits, checks accepted tokens, resets an
   CHECK_THROWS_WITH_AS(c.apply(logits, {}, 0), doctest::Contains("put grammar first"), patchbay::PluginError);
   CHECK_THROWS_WITH_AS(GrammarConstraint("gbnf", "root ::= x\n"), doctest::Contains("gbnf: line 1, column 10"),
                        patchbay::PluginError);
+}
+
+TEST_CASE("the grammar component passes the SDK's sampler conformance kit (given a vocabulary)") {
+  namespace pt = patchbay::testing;
+  TestVocab v;  // 48 ids: 47 one-character tokens and the end-of-sequence id
+  const std::string chars = "abcdefghijklmnopqrstuvwxyz0123456789 .,;:!?-+*/(";
+  for (size_t i = 0; i + 1 < 48; ++i) v.add(std::string(1, chars[i]));
+  v.add("", true);
+  std::string flat;
+  std::vector<size_t> offsets;
+  const pb_sampler_vocabulary view = v.view(flat, offsets);
+  pt::SamplerConformanceOptions options;
+  options.vocab = 48;
+  options.vocabulary = &view;
+  pt::SamplerConfig config(kGrammar);
+  config.set("regex", std::string("[a-z0-9 .,]*"));
+  CHECK(pt::join_failures(pt::check_sampler_conformance(kGrammar, config.view(), pt::sampler_test_host(), options)) == "");
+  options.vocabulary = nullptr;  // a component that needs the vocabulary and gets none is named
+  CHECK(pt::join_failures(pt::check_sampler_conformance(kGrammar, config.view(), pt::sampler_test_host(), options))
+            .find("pass SamplerConformanceOptions::vocabulary") != std::string::npos);
 }
