@@ -12,10 +12,10 @@
 // valid documents, deep nesting included, restarting at end-of-sequence or --max-length.
 // The index build (trie + automaton start, once per grammar and vocabulary) is reported
 // apart; per-token figures include every cold mask computation of new grammar states.
-#include <boost/program_options.hpp>
 #include <time.h>
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -73,13 +73,16 @@ generate::TokenVocabulary synthetic_vocabulary(size_t size, uint64_t seed) {
     v.add(t, false);
   };
   for (int b = 0; b < 256; ++b) add(std::string(1, static_cast<char>(b)));
-  const char* punctuation[] = {"{\"", "\":", "\",", "\"}", "},", "[{", "}]", "]}", "\":\"", "\":[", "\":{", "\",\"",
-                               "\n", "\n\n", "  ", "    ", "\n  ", "\n    ", "\"\n", ",\n", "{\n", "}\n", "[]", "{}",
-                               ", ", ": ", "\": ", "\", \"", "=\"", "();", "()", "->", "==", "!=", "//", "/*", "*/",
-                               "...", "--", "\\n", "\\\"", "\\u", "true", "false", "null", " true", " false", " null"};
+  const char* punctuation[] = {
+      "{\"",  "\":",   "\",",  "\"}",   "},",   "[{",    "}]",     "]}",     "\":\"", "\":[",
+      "\":{", "\",\"", "\n",   "\n\n",  "  ",   "    ",  "\n  ",   "\n    ", "\"\n",  ",\n",
+      "{\n",  "}\n",   "[]",   "{}",    ", ",   ": ",    "\": ",   "\", \"", "=\"",   "();",
+      "()",   "->",    "==",   "!=",    "//",   "/*",    "*/",     "...",    "--",    "\\n",
+      "\\\"", "\\u",   "true", "false", "null", " true", " false", " null"};
   for (const char* p : punctuation) add(p);
   const std::string letters = "etaoinshrdlcumwfgypbvkjxqz";
-  const char* accented[] = {"é", "è", "ü", "ö", "ß", "ñ", "ç", "中", "文", "字", "日", "本", "語", "한", "국"};
+  const char* accented[] = {"é",  "è",  "ü",  "ö",  "ß",  "ñ",  "ç", "中",
+                            "文", "字", "日", "本", "語", "한", "국"};
   SplitMix rng{seed};
   while (v.size() + 1 < size) {
     const double kind = rng.uniform();
@@ -120,7 +123,8 @@ struct Stats {
     if (ms.empty()) return 0;
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
-    return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())))];
+    return sorted[std::min(sorted.size() - 1,
+                           static_cast<size_t>(q * static_cast<double>(sorted.size())))];
   }
 };
 
@@ -152,29 +156,35 @@ int run_bench_sampler(const std::vector<std::string>& args, const GlobalOptions&
       "regex", po::value(&regex), "a regex constraint instead of --grammar")(
       "vocab", po::value(&vocab_size), "synthetic vocabulary size (default 50257, GPT-2's)")(
       "tokens", po::value(&tokens), "tokens timed (default 2000)")(
-      "max-length", po::value(&max_length), "restart a document after this many tokens (default 256)")(
+      "max-length", po::value(&max_length),
+      "restart a document after this many tokens (default 256)")(
       "seed", po::value(&seed), "seed of the logits, the vocabulary and the selector (default 1)")(
       "clock", po::value(&clock_name), "cpu (this thread's CPU time, default) or wall");
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).run(), values);
   if (values.count("help") != 0) {
-    std::cout << "Usage: patchbay bench sampler [--grammar FILE.gbnf | --regex R] [--vocab N] [--tokens N]\n\n"
-                 "Per-token cost of the grammar constraint at a GPT-2-sized synthetic vocabulary, beside the\n"
+    std::cout << "Usage: patchbay bench sampler [--grammar FILE.gbnf | --regex R] [--vocab N] "
+                 "[--tokens N]\n\n"
+                 "Per-token cost of the grammar constraint at a GPT-2-sized synthetic vocabulary, "
+                 "beside the\n"
                  "unconstrained chain temperature -> top_k 40 -> sample on the same logits.\n\n"
               << options;
     return kExitOk;
   }
   po::notify(values);
   if (clock_name != "cpu" && clock_name != "wall") {
-    throw Error(ErrorKind::kInvalidArgument, "bench sampler: --clock is cpu or wall, not " + clock_name);
+    throw Error(ErrorKind::kInvalidArgument,
+                "bench sampler: --clock is cpu or wall, not " + clock_name);
   }
   const bool cpu_clock = clock_name == "cpu";
   if (vocab_size < 512 || tokens < 1 || max_length < 1) {
-    throw Error(ErrorKind::kInvalidArgument, "bench sampler: --vocab must be >= 512, --tokens and --max-length >= 1");
+    throw Error(ErrorKind::kInvalidArgument,
+                "bench sampler: --vocab must be >= 512, --tokens and --max-length >= 1");
   }
   if (regex.empty() && !fs::exists(grammar_file)) {
-    throw Error(ErrorKind::kNotFound, "bench sampler: grammar file " + grammar_file +
-                                          " not found (run from the repository root or pass --grammar)");
+    throw Error(ErrorKind::kNotFound,
+                "bench sampler: grammar file " + grammar_file +
+                    " not found (run from the repository root or pass --grammar)");
   }
 
   rt::Registry registry;
@@ -189,10 +199,13 @@ int run_bench_sampler(const std::vector<std::string>& args, const GlobalOptions&
                                 toml::table{{"name", "sample"}, {"seed", s}}};
   toml::array constrained_entries = reference_entries;
   constrained_entries.insert(constrained_entries.begin(),
-                             regex.empty() ? toml::table{{"name", "grammar"}, {"gbnf_file", grammar_file}}
-                                           : toml::table{{"name", "grammar"}, {"regex", regex}});
-  rt::SamplerChain reference = generate::build_sampler_chain(reference_entries, registry, "reference");
-  rt::SamplerChain constrained = generate::build_sampler_chain(constrained_entries, registry, "constrained");
+                             regex.empty()
+                                 ? toml::table{{"name", "grammar"}, {"gbnf_file", grammar_file}}
+                                 : toml::table{{"name", "grammar"}, {"regex", regex}});
+  rt::SamplerChain reference =
+      generate::build_sampler_chain(reference_entries, registry, "reference");
+  rt::SamplerChain constrained =
+      generate::build_sampler_chain(constrained_entries, registry, "constrained");
   const double build_start = now_ms(cpu_clock);
   constrained.set_vocabulary(vocabulary.view());
   const double build_ms = now_ms(cpu_clock) - build_start;
@@ -233,8 +246,9 @@ int run_bench_sampler(const std::vector<std::string>& args, const GlobalOptions&
     if (end || static_cast<int64_t>(history.size()) > max_length) {
       ++documents;
       finished += end ? 1 : 0;
-      if (documents == 1) std::cout << "first document (" << text.size() << " bytes): " << text.substr(0, 160)
-                                    << (text.size() > 160 ? "..." : "") << "\n";
+      if (documents == 1)
+        std::cout << "first document (" << text.size() << " bytes): " << text.substr(0, 160)
+                  << (text.size() > 160 ? "..." : "") << "\n";
       generated_bytes += static_cast<int64_t>(text.size());
       text.clear();
       history.assign(1, 0);
@@ -244,33 +258,39 @@ int run_bench_sampler(const std::vector<std::string>& args, const GlobalOptions&
   }
 
   std::cout << std::fixed << std::setprecision(4);
-  std::cout << "machine: " << cpu_model() << ", load average " << load_average() << "\n"
-            << "vocabulary: synthetic GPT-2-like, " << vocabulary.size() << " ids (" << vocabulary.bytes.size()
-            << " bytes of token text), end-of-sequence id " << vocabulary.size() - 1 << "\n"
-            << "constraint: " << (regex.empty() ? grammar_file : "regex " + regex) << "\n"
-            << "clock: " << (cpu_clock ? "thread CPU time" : "wall") << "\n"
-            << "index build (trie + start state, once per grammar and vocabulary): " << build_ms << " ms\n"
-            << "tokens timed: " << tokens << ", documents: " << documents << " (" << finished
-            << " ended by end-of-sequence, the rest cut at --max-length " << max_length << ")\n\n"
-            << "ms per token                              mean      p50       p90       p99       max\n";
+  std::cout
+      << "machine: " << cpu_model() << ", load average " << load_average() << "\n"
+      << "vocabulary: synthetic GPT-2-like, " << vocabulary.size() << " ids ("
+      << vocabulary.bytes.size() << " bytes of token text), end-of-sequence id "
+      << vocabulary.size() - 1 << "\n"
+      << "constraint: " << (regex.empty() ? grammar_file : "regex " + regex) << "\n"
+      << "clock: " << (cpu_clock ? "thread CPU time" : "wall") << "\n"
+      << "index build (trie + start state, once per grammar and vocabulary): " << build_ms
+      << " ms\n"
+      << "tokens timed: " << tokens << ", documents: " << documents << " (" << finished
+      << " ended by end-of-sequence, the rest cut at --max-length " << max_length << ")\n\n"
+      << "ms per token                              mean      p50       p90       p99       max\n";
   const auto row = [](const char* name, const Stats& st) {
-    std::cout << name << std::setw(10) << st.mean() << std::setw(10) << st.quantile(0.5) << std::setw(10)
-              << st.quantile(0.9) << std::setw(10) << st.quantile(0.99) << std::setw(10) << st.quantile(1.0) << "\n";
+    std::cout << name << std::setw(10) << st.mean() << std::setw(10) << st.quantile(0.5)
+              << std::setw(10) << st.quantile(0.9) << std::setw(10) << st.quantile(0.99)
+              << std::setw(10) << st.quantile(1.0) << "\n";
   };
   row("reference: temperature->top_k->sample", plain);
   row("constrained: grammar->same chain     ", grammar);
   row("grammar processor alone (apply+accept)", processor);
   std::cout << "grammar overhead per token: " << processor.mean() << " ms mean (processor alone), "
-            << grammar.mean() - plain.mean() << " ms (constrained minus reference chain); reference chain "
-            << plain.mean() << " ms\n";
+            << grammar.mean() - plain.mean()
+            << " ms (constrained minus reference chain); reference chain " << plain.mean()
+            << " ms\n";
   (void)generated_bytes;
   return kExitOk;
 }
 
 }  // namespace
 
-PATCHBAY_REGISTER_COMMAND({"bench sampler",
-                           "grammar-constraint cost per token at a 50K vocabulary, beside the plain chain",
-                           run_bench_sampler});
+PATCHBAY_REGISTER_COMMAND(
+    {"bench sampler",
+     "grammar-constraint cost per token at a 50K vocabulary, beside the plain chain",
+     run_bench_sampler});
 
 }  // namespace patchbay::cli

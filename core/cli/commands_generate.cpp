@@ -107,12 +107,14 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "config", po::value(&chain_file),
       "TOML file with [[generate.chain]] entries (replaces the default chain)")(
       "no-stop", po::bool_switch(&no_stop), "do not stop at special tokens (<|endoftext|>)")(
-      "num-beams", po::value(&num_beams), "beam search with this many beams (HF generate semantics)")(
+      "num-beams", po::value(&num_beams),
+      "beam search with this many beams (HF generate semantics)")(
       "length-penalty", po::value(&length_penalty),
       "beam score = sum log p / length^penalty (default 1; > 0 favours longer)")(
       "early-stopping", po::value(&early_stopping),
       "beam search stops: true (num_beams finished), false (heuristic, default), never")(
-      "num-return-sequences", po::value(&num_return_sequences), "beams printed, best first (default 1)")(
+      "num-return-sequences", po::value(&num_return_sequences),
+      "beams printed, best first (default 1)")(
       "grammar", po::value(&grammar_file),
       "constrain the output to a GBNF grammar file (plugin sampler_grammar; configs/grammars/)")(
       "regex", po::value(&regex), "constrain the whole output to match a regular expression");
@@ -126,7 +128,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
         << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
            "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
            "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n"
-           "                         [--num-beams N [--length-penalty L] [--early-stopping true|false|never]\n"
+           "                         [--num-beams N [--length-penalty L] [--early-stopping "
+           "true|false|never]\n"
            "                          [--num-return-sequences K]]\n"
            "                         [--grammar FILE.gbnf | --regex REGEX]\n\n"
            "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an "
@@ -134,11 +137,15 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
            "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it "
            "with\n"
            "[[generate.chain]] entries, and the options above edit whichever chain is used.\n"
-           "--num-beams runs beam search instead: the chain's processors (penalties, no-repeat n-grams,\n"
-           "constraints; from --config and the options above, not the default temperature/top-k) act on\n"
+           "--num-beams runs beam search instead: the chain's processors (penalties, no-repeat "
+           "n-grams,\n"
+           "constraints; from --config and the options above, not the default temperature/top-k) "
+           "act on\n"
            "each beam's log-probabilities; its selector is not used.\n"
-           "--grammar / --regex put a grammar entry first in the chain: only tokens that continue a\n"
-           "string of the grammar are kept, and generation may end only where the text is complete.\n\n"
+           "--grammar / --regex put a grammar entry first in the chain: only tokens that continue "
+           "a\n"
+           "string of the grammar are kept, and generation may end only where the text is "
+           "complete.\n\n"
         << options;
     return help ? kExitOk : kExitUsage;
   }
@@ -156,7 +163,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   // A grammar entry goes first, so truncation (top_k, top_p) picks among allowed tokens.
   const auto add_constraint = [&](toml::array& entries) {
     if (!grammar_file.empty()) {
-      entries.insert(entries.begin(), toml::table{{"name", "grammar"}, {"gbnf_file", grammar_file}});
+      entries.insert(entries.begin(),
+                     toml::table{{"name", "grammar"}, {"gbnf_file", grammar_file}});
     } else if (!regex.empty()) {
       entries.insert(entries.begin(), toml::table{{"name", "grammar"}, {"regex", regex}});
     }

@@ -31,7 +31,8 @@ TokenVocabulary vocabulary_of(const runtime::TokenizerHandle& tokenizer) {
   return v;
 }
 
-void give_vocabulary_if_needed(runtime::SamplerChain& chain, const runtime::TokenizerHandle& tokenizer) {
+void give_vocabulary_if_needed(runtime::SamplerChain& chain,
+                               const runtime::TokenizerHandle& tokenizer) {
   if (!chain.needs_vocabulary()) return;
   const TokenVocabulary v = vocabulary_of(tokenizer);
   chain.set_vocabulary(v.view());

@@ -18,8 +18,8 @@
 namespace patchbay::generate {
 
 struct TokenVocabulary {
-  std::string bytes;                // all tokens' bytes, concatenated
-  std::vector<size_t> offsets{0};   // vocab + 1 entries
+  std::string bytes;               // all tokens' bytes, concatenated
+  std::vector<size_t> offsets{0};  // vocab + 1 entries
   std::vector<uint8_t> end_of_sequence;
 
   void add(std::string_view token_bytes, bool end);
@@ -32,6 +32,7 @@ struct TokenVocabulary {
 TokenVocabulary vocabulary_of(const runtime::TokenizerHandle& tokenizer);
 
 // Hands the vocabulary of `tokenizer` to the chain when one of its entries needs it.
-void give_vocabulary_if_needed(runtime::SamplerChain& chain, const runtime::TokenizerHandle& tokenizer);
+void give_vocabulary_if_needed(runtime::SamplerChain& chain,
+                               const runtime::TokenizerHandle& tokenizer);
 
 }  // namespace patchbay::generate

@@ -102,8 +102,8 @@ SamplerHandle SamplerHandle::clone() const {
 }
 
 void SamplerHandle::set_vocabulary(const pb_sampler_vocabulary& vocabulary) {
-  const bool has_entry =
-      PB_HAS_FIELD(vtable_, pb_sampler_vtable, set_vocabulary) && vtable_->set_vocabulary != nullptr;
+  const bool has_entry = PB_HAS_FIELD(vtable_, pb_sampler_vtable, set_vocabulary) &&
+                         vtable_->set_vocabulary != nullptr;
   if (!has_entry) {
     if (needs_vocabulary()) {
       throw Error(ErrorKind::kPluginRefused,

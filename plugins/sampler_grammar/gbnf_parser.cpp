@@ -13,7 +13,11 @@ namespace sampler_grammar {
 uint32_t decode_utf8_at(std::string_view text, size_t& pos) {
   const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
   const unsigned char lead = byte(pos);
-  size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+  size_t length = lead < 0x80           ? 1
+                  : (lead >> 5) == 0x6  ? 2
+                  : (lead >> 4) == 0xE  ? 3
+                  : (lead >> 3) == 0x1E ? 4
+                                        : 0;
   if (length == 0 || pos + length > text.size()) throw std::invalid_argument("invalid UTF-8");
   uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
   for (size_t i = 1; i < length; ++i) {
@@ -57,7 +61,8 @@ class Parser {
     const auto root = ids_.find(std::string(root_name_));
     if (root == ids_.end() || defined_at_[root->second] == kNone) {
       fail_at(src_.size(), "no rule named '" + std::string(root_name_) +
-                               "' (the start rule): define " + std::string(root_name_) + " ::= ...");
+                               "' (the start rule): define " + std::string(root_name_) +
+                               " ::= ...");
     }
     grammar_.root = root->second;
     check_left_recursion();
@@ -80,7 +85,9 @@ class Parser {
     throw GrammarSyntaxError(line, column, message);
   }
   [[noreturn]] void fail(const std::string& message) const { fail_at(pos_, message); }
-  char peek(size_t ahead = 0) const { return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0'; }
+  char peek(size_t ahead = 0) const {
+    return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0';
+  }
 
   // Skips blanks and comments; newlines too when `newlines` (after ::= and |, in parentheses).
   void skip_space(bool newlines) {
@@ -115,7 +122,8 @@ class Parser {
   std::string parse_name() {
     const size_t start = pos_;
     while (is_name_char(peek())) ++pos_;
-    if (pos_ == start) fail("expected a rule name (letters, digits, '-' or '_'), found " + shown(peek()));
+    if (pos_ == start)
+      fail("expected a rule name (letters, digits, '-' or '_'), found " + shown(peek()));
     return std::string(src_.substr(start, pos_ - start));
   }
 
@@ -123,12 +131,14 @@ class Parser {
     const size_t start = pos_;
     const std::string name = parse_name();
     skip_space(false);
-    if (src_.substr(pos_, 3) != "::=") fail("expected '::=' after the rule name '" + name + "', found " + shown(peek()));
+    if (src_.substr(pos_, 3) != "::=")
+      fail("expected '::=' after the rule name '" + name + "', found " + shown(peek()));
     pos_ += 3;
     skip_space(true);
     const uint32_t id = symbol(name, start);
     if (defined_at_[id] != kNone) {
-      fail_at(start, "rule '" + name + "' is defined twice (once is allowed; join the definitions with |)");
+      fail_at(start, "rule '" + name +
+                         "' is defined twice (once is allowed; join the definitions with |)");
     }
     defined_at_[id] = start;
     grammar_.rules[id] = parse_alternatives(name, false);
@@ -164,13 +174,27 @@ class Parser {
     const char e = peek(1);
     pos_ += 2;
     switch (e) {
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 't': return '\t';
-      case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'': return static_cast<uint32_t>(e);
-      case 'x': return parse_hex(2);
-      case 'u': return parse_hex(4);
-      case 'U': return parse_hex(8);
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 't':
+        return '\t';
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '^':
+      case '/':
+      case '\'':
+        return static_cast<uint32_t>(e);
+      case 'x':
+        return parse_hex(2);
+      case 'u':
+        return parse_hex(4);
+      case 'U':
+        return parse_hex(8);
       default:
         pos_ -= 1;
         fail("unknown escape \\" + std::string(1, e) + " inside " + where +
@@ -181,12 +205,17 @@ class Parser {
     uint32_t value = 0;
     for (int i = 0; i < digits; ++i) {
       const char c = peek();
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (d < 0) fail("expected " + std::to_string(digits) + " hex digits in an escape, found " + shown(c));
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+      if (d < 0)
+        fail("expected " + std::to_string(digits) + " hex digits in an escape, found " + shown(c));
       value = value * 16 + static_cast<uint32_t>(d);
       ++pos_;
     }
-    if (value > 0x10FFFF) fail("escape names " + std::to_string(value) + ", beyond the last code point U+10FFFF");
+    if (value > 0x10FFFF)
+      fail("escape names " + std::to_string(value) + ", beyond the last code point U+10FFFF");
     return value;
   }
 
@@ -195,7 +224,8 @@ class Parser {
     uint64_t value = 0;
     while (peek() >= '0' && peek() <= '9') {
       value = value * 10 + static_cast<uint64_t>(peek() - '0');
-      if (value > kMaxRepetition) fail_at(start, "repetition count above " + std::to_string(kMaxRepetition));
+      if (value > kMaxRepetition)
+        fail_at(start, "repetition count above " + std::to_string(kMaxRepetition));
       ++pos_;
     }
     if (pos_ == start) fail("expected a number in {m,n}, found " + shown(peek()));
@@ -212,7 +242,8 @@ class Parser {
         ++pos_;
         last_start = out.size();
         while (peek() != '"') {
-          if (pos_ >= src_.size() || peek() == '\n') fail_at(here, "unterminated string literal (a \" is missing)");
+          if (pos_ >= src_.size() || peek() == '\n')
+            fail_at(here, "unterminated string literal (a \" is missing)");
           out.push_back({Op::Char, parse_char("a string literal")});
         }
         ++pos_;
@@ -227,7 +258,8 @@ class Parser {
         }
         bool any = false;
         while (peek() != ']') {
-          if (pos_ >= src_.size() || peek() == '\n') fail_at(here, "unterminated character class (a ] is missing)");
+          if (pos_ >= src_.size() || peek() == '\n')
+            fail_at(here, "unterminated character class (a ] is missing)");
           const uint32_t lo = parse_char("a character class");
           out.push_back({any ? Op::CharAlt : first, lo});
           any = true;
@@ -235,7 +267,8 @@ class Parser {
             ++pos_;
             const size_t range_at = pos_;
             const uint32_t hi = parse_char("a character class");
-            if (hi < lo) fail_at(range_at, "character range goes backwards (its end is below its start)");
+            if (hi < lo)
+              fail_at(range_at, "character range goes backwards (its end is below its start)");
             out.push_back({Op::CharRngUpper, hi});
           }
         }
@@ -252,7 +285,9 @@ class Parser {
         skip_space(true);
         const uint32_t sub = generated_symbol(rule_name);
         grammar_.rules[sub] = parse_alternatives(rule_name, true);
-        if (peek() != ')') fail("expected ')' to close the group opened at " + where(here) + ", found " + shown(peek()));
+        if (peek() != ')')
+          fail("expected ')' to close the group opened at " + where(here) + ", found " +
+               shown(peek()));
         ++pos_;
         last_start = out.size();
         out.push_back({Op::RuleRef, sub});
@@ -307,9 +342,10 @@ class Parser {
   }
 
   // Rewrites out[last_start, end) (the item) repeated min..max times, as llama.cpp does.
-  void repeat(const std::string& rule_name, std::vector<Element>& out, size_t last_start, uint32_t min,
-              uint32_t max) {
-    const std::vector<Element> item(out.begin() + static_cast<std::ptrdiff_t>(last_start), out.end());
+  void repeat(const std::string& rule_name, std::vector<Element>& out, size_t last_start,
+              uint32_t min, uint32_t max) {
+    const std::vector<Element> item(out.begin() + static_cast<std::ptrdiff_t>(last_start),
+                                    out.end());
     out.resize(last_start);
     for (uint32_t i = 0; i < min; ++i) out.insert(out.end(), item.begin(), item.end());
     if (max == kUnbounded) {  // r ::= item r |
@@ -387,9 +423,10 @@ class Parser {
             if (on) cycle += grammar_.names[p] + " -> ";
           }
           cycle += grammar_.names[next];
-          fail_at(defined_at_[next], "left recursion detected (" + cycle +
-                                         "): rewrite it with repetition, e.g. expr ::= term (\"+\" term)*; "
-                                         "a repetition of something that can be empty also loops");
+          fail_at(defined_at_[next],
+                  "left recursion detected (" + cycle +
+                      "): rewrite it with repetition, e.g. expr ::= term (\"+\" term)*; "
+                      "a repetition of something that can be empty also loops");
         }
         if (color[next] == 0) visit(next);
       }
@@ -412,6 +449,8 @@ class Parser {
 
 }  // namespace
 
-Grammar parse_gbnf(std::string_view text, std::string_view root) { return Parser(text, root).run(); }
+Grammar parse_gbnf(std::string_view text, std::string_view root) {
+  return Parser(text, root).run();
+}
 
 }  // namespace sampler_grammar

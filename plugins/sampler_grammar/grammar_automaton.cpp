@@ -16,7 +16,9 @@ uint64_t pair_key(int32_t a, uint32_t b) {
 }
 
 // Smallest code point of a UTF-8 sequence of `length` bytes (shorter encodings are overlong).
-uint32_t min_code_point(uint8_t length) { return length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000; }
+uint32_t min_code_point(uint8_t length) {
+  return length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+}
 
 }  // namespace
 
@@ -71,7 +73,8 @@ const std::vector<int32_t>& GrammarAutomaton::advance(int32_t stack) {
     const Element& e = elems_[static_cast<size_t>(node.pos)];
     if (e.op == Op::RuleRef) {
       const int32_t next = node.pos + 1;
-      const int32_t rest = is_end_of_alternative(elems_[next].op) ? node.parent : push(node.parent, next);
+      const int32_t rest =
+          is_end_of_alternative(elems_[next].op) ? node.parent : push(node.parent, next);
       expand_rule(e.value, rest, out);
     } else {
       out.push_back(stack);  // a terminal on top
@@ -122,7 +125,8 @@ int32_t GrammarAutomaton::step_code_point(int32_t set, uint32_t cp) {
       }
     } while (elems_[pos].op == Op::CharAlt);
     if (found_match != positive) continue;
-    const int32_t rest = is_end_of_alternative(elems_[pos].op) ? node.parent : push(node.parent, pos);
+    const int32_t rest =
+        is_end_of_alternative(elems_[pos].op) ? node.parent : push(node.parent, pos);
     const std::vector<int32_t>& done = advance(rest);
     next.insert(next.end(), done.begin(), done.end());
   }
@@ -167,14 +171,15 @@ bool GrammarAutomaton::can_start(int32_t set, uint32_t lo, uint32_t hi) const {
 
 int32_t GrammarAutomaton::intern_state(const State& s) {
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(s.set)) << 32) ^
-                       (static_cast<uint64_t>(s.partial) << 8) ^ (static_cast<uint64_t>(s.remaining) << 4) ^
-                       s.length;
+                       (static_cast<uint64_t>(s.partial) << 8) ^
+                       (static_cast<uint64_t>(s.remaining) << 4) ^ s.length;
   // partial < 2^21, so (partial << 8 | remaining << 4 | length) < 2^29 never reaches the set bits.
   const auto found = state_ids_.find(key);
   if (found != state_ids_.end()) return found->second;
   if (states_.size() >= kMaxStates) {
-    throw std::runtime_error("the grammar automaton grew past " + std::to_string(kMaxStates) +
-                             " states (a deeply nested or very ambiguous grammar); simplify the grammar");
+    throw std::runtime_error(
+        "the grammar automaton grew past " + std::to_string(kMaxStates) +
+        " states (a deeply nested or very ambiguous grammar); simplify the grammar");
   }
   const auto id = static_cast<int32_t>(states_.size());
   states_.push_back(s);
@@ -214,14 +219,17 @@ int32_t GrammarAutomaton::compute_step(int32_t state, uint8_t byte) {
   const uint32_t bits = (s.partial << 6) | (byte & 0x3Fu);
   const auto remaining = static_cast<uint8_t>(s.remaining - 1);
   if (remaining == 0) {
-    if (bits < min_code_point(s.length) || bits > 0x10FFFF || (bits >= 0xD800 && bits <= 0xDFFF)) return kDead;
+    if (bits < min_code_point(s.length) || bits > 0x10FFFF || (bits >= 0xD800 && bits <= 0xDFFF))
+      return kDead;
     const int32_t set = step_code_point(s.set, bits);
     return set == kDead ? kDead : intern_state(State{set, 0, 0, 0});
   }
   const uint32_t shift = 6u * remaining;
   const uint32_t lo = std::max(bits << shift, min_code_point(s.length));
   const uint32_t hi = std::min(((bits + 1) << shift) - 1, 0x10FFFFu);
-  return lo <= hi && can_start(s.set, lo, hi) ? intern_state(State{s.set, bits, remaining, s.length}) : kDead;
+  return lo <= hi && can_start(s.set, lo, hi)
+             ? intern_state(State{s.set, bits, remaining, s.length})
+             : kDead;
 }
 
 int32_t GrammarAutomaton::step_byte(int32_t state, uint8_t byte) {
@@ -245,7 +253,8 @@ int32_t GrammarAutomaton::step_bytes(int32_t state, std::string_view bytes) {
 bool GrammarAutomaton::accepting(int32_t state) const {
   if (state == kDead) return false;
   const State& s = states_[static_cast<size_t>(state)];
-  return s.remaining == 0 && !sets_[static_cast<size_t>(s.set)].empty() && sets_[static_cast<size_t>(s.set)][0] == -1;
+  return s.remaining == 0 && !sets_[static_cast<size_t>(s.set)].empty() &&
+         sets_[static_cast<size_t>(s.set)][0] == -1;
 }
 
 }  // namespace sampler_grammar

@@ -56,9 +56,9 @@ class GrammarAutomaton {
   };
   struct State {
     int32_t set;
-    uint32_t partial;    // code point bits read so far
-    uint8_t remaining;   // continuation bytes still expected (0: at a character boundary)
-    uint8_t length;      // total bytes of the character being read
+    uint32_t partial;   // code point bits read so far
+    uint8_t remaining;  // continuation bytes still expected (0: at a character boundary)
+    uint8_t length;     // total bytes of the character being read
   };
 
   int32_t push(int32_t parent, int32_t pos);
@@ -70,15 +70,15 @@ class GrammarAutomaton {
   int32_t intern_state(const State& s);
   int32_t compute_step(int32_t state, uint8_t byte);
 
-  std::vector<Element> elems_;         // all rules concatenated
-  std::vector<int32_t> rule_start_;    // rule index -> first element
+  std::vector<Element> elems_;       // all rules concatenated
+  std::vector<int32_t> rule_start_;  // rule index -> first element
   std::vector<StackNode> nodes_;
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::unordered_map<int32_t, std::vector<int32_t>> advanced_;  // stack -> terminal-topped stacks
   std::vector<std::vector<int32_t>> sets_;                      // sorted, unique; -1 = empty stack
   std::unordered_map<std::string_view, int32_t> set_ids_;       // keys view set_keys_
   std::vector<std::unique_ptr<std::string>> set_keys_;
-  std::unordered_map<uint64_t, int32_t> code_point_steps_;      // (set, cp) -> set or kDead
+  std::unordered_map<uint64_t, int32_t> code_point_steps_;  // (set, cp) -> set or kDead
   std::vector<State> states_;
   std::unordered_map<uint64_t, int32_t> state_ids_;
   std::vector<int32_t> transitions_;  // states_.size() * 256, kUnknown until computed

@@ -34,7 +34,8 @@ class GrammarConstraint : public patchbay::Sampler {
       PB_SAMPLER_CAP_PROCESSOR | PB_SAMPLER_CAP_STATEFUL | PB_SAMPLER_CAP_NEEDS_VOCABULARY;
   GrammarConstraint(const patchbay::Host&, const patchbay::ConfigView& config);
   // From source text: kind "gbnf" or "regex" (tests, benchmarks).
-  GrammarConstraint(const std::string& kind, const std::string& text, const std::string& root = "root");
+  GrammarConstraint(const std::string& kind, const std::string& text,
+                    const std::string& root = "root");
 
   void set_vocabulary(const patchbay::SamplerVocabulary& vocabulary) override;
   void apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) override;
@@ -56,13 +57,17 @@ class GrammarConstraint : public patchbay::Sampler {
 
 inline constexpr pb_config_field kGrammarFields[] = {
     patchbay::Field::string("gbnf", "\"\"", "grammar text in llama.cpp GBNF notation"),
-    patchbay::Field::string("gbnf_file", "\"\"", "file holding a GBNF grammar (e.g. configs/grammars/json.gbnf)"),
-    patchbay::Field::string("regex", "\"\"", "regular expression the whole generated text must match"),
+    patchbay::Field::string("gbnf_file", "\"\"",
+                            "file holding a GBNF grammar (e.g. configs/grammars/json.gbnf)"),
+    patchbay::Field::string("regex", "\"\"",
+                            "regular expression the whole generated text must match"),
     patchbay::Field::string("root", "\"root\"", "start rule of the GBNF grammar"),
 };
-inline constexpr pb_component_descriptor kGrammar = patchbay::make_sampler_component<GrammarConstraint>(
-    "grammar", "1.0.0", "keeps tokens that continue a GBNF grammar or regex; EOS only when complete",
-    kGrammarFields);
+inline constexpr pb_component_descriptor kGrammar =
+    patchbay::make_sampler_component<GrammarConstraint>(
+        "grammar", "1.0.0",
+        "keeps tokens that continue a GBNF grammar or regex; EOS only when complete",
+        kGrammarFields);
 
 }  // namespace sampler_grammar
 

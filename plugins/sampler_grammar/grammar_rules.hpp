@@ -32,7 +32,9 @@ struct Grammar {
 };
 
 // True for the elements that start a one-code-point terminal.
-inline bool is_terminal_start(Op op) { return op == Op::Char || op == Op::CharNot || op == Op::CharAny; }
+inline bool is_terminal_start(Op op) {
+  return op == Op::Char || op == Op::CharNot || op == Op::CharAny;
+}
 inline bool is_end_of_alternative(Op op) { return op == Op::End || op == Op::Alt; }
 
 }  // namespace sampler_grammar

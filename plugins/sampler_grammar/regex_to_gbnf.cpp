@@ -36,7 +36,8 @@ class RegexTranslator {
     if (pos_ < src_.size()) {
       if (peek() == ')') fail("')' without a matching '('");
       fail(std::string("unexpected '") + peek() + "'" +
-           (peek() == '$' || peek() == '^' ? " (anchors are only allowed at the very start and end)" : ""));
+           (peek() == '$' || peek() == '^' ? " (anchors are only allowed at the very start and end)"
+                                           : ""));
     }
     return "root ::= " + body + "\n";
   }
@@ -45,7 +46,9 @@ class RegexTranslator {
   [[noreturn]] void fail(const std::string& message) const {
     throw GrammarSyntaxError(1, pos_ + 1, "regex: " + message);
   }
-  char peek(size_t ahead = 0) const { return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0'; }
+  char peek(size_t ahead = 0) const {
+    return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0';
+  }
   bool at_end() const { return pos_ >= src_.size(); }
 
   std::string alternation() {
@@ -90,7 +93,9 @@ class RegexTranslator {
     }
     if (peek() == '?') ++pos_;  // lazy: the same strings match
     if (peek() == '*' || peek() == '+' || (peek() == '{' && peek(1) >= '0' && peek(1) <= '9')) {
-      fail("a quantifier follows another one (possessive and stacked quantifiers are not supported)");
+      fail(
+          "a quantifier follows another one (possessive and stacked quantifiers are not "
+          "supported)");
     }
     return q;
   }
@@ -140,7 +145,10 @@ class RegexTranslator {
     uint32_t value = 0;
     for (int i = 0; i < digits; ++i) {
       const char c = peek();
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) fail("expected " + std::to_string(digits) + " hex digits after \\x or \\u");
       value = value * 16 + static_cast<uint32_t>(d);
       ++pos_;
@@ -151,10 +159,17 @@ class RegexTranslator {
   // Class body (ranges, GBNF syntax without brackets) of \d \w \s, or "" for other letters.
   static std::string shorthand_class(char c) {
     switch (c) {
-      case 'd': case 'D': return "0-9";
-      case 'w': case 'W': return "a-zA-Z0-9_";
-      case 's': case 'S': return " \\t\\n\\r\\x0B\\x0C";
-      default: return "";
+      case 'd':
+      case 'D':
+        return "0-9";
+      case 'w':
+      case 'W':
+        return "a-zA-Z0-9_";
+      case 's':
+      case 'S':
+        return " \\t\\n\\r\\x0B\\x0C";
+      default:
+        return "";
     }
   }
 
@@ -171,19 +186,35 @@ class RegexTranslator {
       negated = c == 'D' || c == 'W' || c == 'S';
       if (negated && in_class) {
         --pos_;
-        fail(std::string("\\") + c + " inside [...] is not supported; write the negated class outside");
+        fail(std::string("\\") + c +
+             " inside [...] is not supported; write the negated class outside");
       }
       return shorthand;
     }
     switch (c) {
-      case 'n': cp = '\n'; return "";
-      case 'r': cp = '\r'; return "";
-      case 't': cp = '\t'; return "";
-      case 'f': cp = '\f'; return "";
-      case 'v': cp = '\v'; return "";
-      case 'x': cp = hex(2); return "";
-      case 'u': cp = hex(4); return "";
-      default: break;
+      case 'n':
+        cp = '\n';
+        return "";
+      case 'r':
+        cp = '\r';
+        return "";
+      case 't':
+        cp = '\t';
+        return "";
+      case 'f':
+        cp = '\f';
+        return "";
+      case 'v':
+        cp = '\v';
+        return "";
+      case 'x':
+        cp = hex(2);
+        return "";
+      case 'u':
+        cp = hex(4);
+        return "";
+      default:
+        break;
     }
     if ((c >= '1' && c <= '9') || c == 'k') {
       --pos_;
@@ -191,7 +222,8 @@ class RegexTranslator {
     }
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
       --pos_;
-      fail(std::string("unknown escape \\") + c + (c == 'b' || c == 'B' ? " (word boundaries are not supported)" : ""));
+      fail(std::string("unknown escape \\") + c +
+           (c == 'b' || c == 'B' ? " (word boundaries are not supported)" : ""));
     }
     --pos_;
     cp = code_point();  // escaped punctuation or any other character stands for itself
@@ -204,7 +236,8 @@ class RegexTranslator {
     if (c == '(') {
       ++pos_;
       if (peek() == '?') {
-        if (peek(1) != ':') fail("only (?:...) groups are supported (no lookaround or named groups)");
+        if (peek(1) != ':')
+          fail("only (?:...) groups are supported (no lookaround or named groups)");
         pos_ += 2;
       }
       std::string inner = alternation();
@@ -220,10 +253,12 @@ class RegexTranslator {
       ++pos_;
       return "[^\\n]";
     }
-    if (c == '*' || c == '+' || c == '?' || (c == '{' && (peek(1) == ',' || (peek(1) >= '0' && peek(1) <= '9')))) {
+    if (c == '*' || c == '+' || c == '?' ||
+        (c == '{' && (peek(1) == ',' || (peek(1) >= '0' && peek(1) <= '9')))) {
       fail(std::string("'") + c + "' has nothing before it to repeat");
     }
-    if (c == '^' || c == '$') fail("anchors are only allowed at the very start and end of the regex");
+    if (c == '^' || c == '$')
+      fail("anchors are only allowed at the very start and end of the regex");
     if (c == '\\') {
       ++pos_;
       bool is_class = false, negated = false;

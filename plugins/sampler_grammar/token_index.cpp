@@ -6,7 +6,8 @@
 
 namespace sampler_grammar {
 
-TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, const std::vector<uint8_t>& skip) {
+TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes,
+                     const std::vector<uint8_t>& skip) {
   // Build with ordered child maps, then flatten breadth-first so every node's edges are
   // contiguous (the walk reads them in order).
   std::vector<std::map<uint8_t, uint32_t>> children(1);
@@ -69,7 +70,8 @@ bool GrammarIndex::accepting(int32_t state) {
 int32_t GrammarIndex::advance(int32_t state, int32_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string& bytes = token_bytes_[static_cast<size_t>(id)];
-  if (bytes.empty() || end_of_sequence_[static_cast<size_t>(id)] != 0) return GrammarAutomaton::kDead;
+  if (bytes.empty() || end_of_sequence_[static_cast<size_t>(id)] != 0)
+    return GrammarAutomaton::kDead;
   return automaton_.step_bytes(state, bytes);
 }
 
@@ -84,7 +86,8 @@ const std::vector<uint64_t>& GrammarIndex::mask_locked(int32_t state) {
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();
   std::vector<uint64_t> bits((token_bytes_.size() + 63) / 64, 0);
   if (state != GrammarAutomaton::kDead) {
-    trie_.walk(automaton_, state, [&](int32_t id) { bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64); });
+    trie_.walk(automaton_, state,
+               [&](int32_t id) { bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64); });
     if (automaton_.accepting(state)) {
       for (size_t id = 0; id < end_of_sequence_.size(); ++id) {
         if (end_of_sequence_[id] != 0) bits[id / 64] |= uint64_t{1} << (id % 64);

@@ -41,7 +41,7 @@ class TokenTrie {
     uint32_t first_edge, edge_count;    // edges_[first_edge, +edge_count): children
     uint32_t first_token, token_count;  // tokens_[first_token, +token_count): ids ending here
   };
-  std::vector<Node> nodes_;       // nodes_[0] is the root (the empty prefix)
+  std::vector<Node> nodes_;  // nodes_[0] is the root (the empty prefix)
   std::vector<uint8_t> edge_byte_;
   std::vector<uint32_t> edge_node_;
   std::vector<int32_t> tokens_;
@@ -58,7 +58,8 @@ void TokenTrie::walk(GrammarAutomaton& automaton, int32_t state, OnToken&& on_to
       const int32_t next = automaton.step_byte(at, edge_byte_[e]);
       if (next == GrammarAutomaton::kDead) continue;
       const Node& child = nodes_[edge_node_[e]];
-      for (uint32_t t = child.first_token; t < child.first_token + child.token_count; ++t) on_token(tokens_[t]);
+      for (uint32_t t = child.first_token; t < child.first_token + child.token_count; ++t)
+        on_token(tokens_[t]);
       if (child.edge_count > 0) pending.emplace_back(edge_node_[e], next);
     }
   }
@@ -69,7 +70,8 @@ class GrammarIndex {
   // Masks kept at most (each vocab/8 bytes); past it the cache starts over.
   static constexpr size_t kMaxCachedMasks = 4096;
 
-  GrammarIndex(const Grammar& grammar, std::vector<std::string> token_bytes, std::vector<uint8_t> end_of_sequence);
+  GrammarIndex(const Grammar& grammar, std::vector<std::string> token_bytes,
+               std::vector<uint8_t> end_of_sequence);
 
   int32_t initial_state() const { return initial_; }
   size_t vocab() const { return token_bytes_.size(); }

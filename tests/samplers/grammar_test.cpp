@@ -13,8 +13,8 @@
 #include "gbnf_parser.hpp"
 #include "grammar_automaton.hpp"
 #include "grammar_constraint.hpp"
-#include "regex_to_gbnf.hpp"
 #include "patchbay/testing/sampler_conformance.hpp"
+#include "regex_to_gbnf.hpp"
 #include "token_index.hpp"
 
 using namespace sampler_grammar;
@@ -25,7 +25,9 @@ bool matches(const Grammar& g, const std::string& text) {
   GrammarAutomaton a(g);
   return a.accepting(a.step_bytes(a.initial_state(), text));
 }
-bool matches(const std::string& gbnf, const std::string& text) { return matches(parse_gbnf(gbnf), text); }
+bool matches(const std::string& gbnf, const std::string& text) {
+  return matches(parse_gbnf(gbnf), text);
+}
 bool viable_prefix(const std::string& gbnf, const std::string& text) {
   GrammarAutomaton a(parse_gbnf(gbnf));
   return a.step_bytes(a.initial_state(), text) != GrammarAutomaton::kDead;
@@ -58,13 +60,15 @@ struct TestVocab {
       flat += b;
       offsets.push_back(flat.size());
     }
-    return pb_sampler_vocabulary{sizeof(pb_sampler_vocabulary), bytes.size(), flat.data(), offsets.data(), eos.data()};
+    return pb_sampler_vocabulary{sizeof(pb_sampler_vocabulary), bytes.size(), flat.data(),
+                                 offsets.data(), eos.data()};
   }
 };
 
 std::vector<std::string> texts_of(const TestVocab& v, const std::vector<int32_t>& ids) {
   std::vector<std::string> out;
-  for (int32_t id : ids) out.push_back(v.eos[static_cast<size_t>(id)] ? "<eos>" : v.bytes[static_cast<size_t>(id)]);
+  for (int32_t id : ids)
+    out.push_back(v.eos[static_cast<size_t>(id)] ? "<eos>" : v.bytes[static_cast<size_t>(id)]);
   return out;
 }
 
@@ -72,19 +76,25 @@ std::vector<std::string> texts_of(const TestVocab& v, const std::vector<int32_t>
 
 TEST_CASE("GBNF: sequences, alternation, classes, repetition accept and reject the right strings") {
   const std::string g = "root ::= \"a\" [b-d]* \"e\" | \"x\"{2,3} | (\"p\" | \"q\")+ \"!\"?\n";
-  for (const char* ok : {"ae", "abe", "abcdde", "xx", "xxx", "p", "pqqp", "pq!"}) CHECK_MESSAGE(matches(g, ok), ok);
-  for (const char* bad : {"", "a", "abfe", "x", "xxxx", "!", "pq!!", "aee"}) CHECK_MESSAGE(!matches(g, bad), bad);
+  for (const char* ok : {"ae", "abe", "abcdde", "xx", "xxx", "p", "pqqp", "pq!"})
+    CHECK_MESSAGE(matches(g, ok), ok);
+  for (const char* bad : {"", "a", "abfe", "x", "xxxx", "!", "pq!!", "aee"})
+    CHECK_MESSAGE(!matches(g, bad), bad);
   // Negated classes, escapes, `.`, {m}, {,n}, comments and rules over several lines.
   const std::string h =
       "# a quoted string, then a tag\n"
       "root ::= str tag  # trailing comment\n"
       "str  ::= \"\\\"\" ( [^\"\\\\] | \"\\\\\" . )* \"\\\"\"\n"
       "tag  ::= (\n  \"\\x41\"{3} |\n  [0-9]{,2}\n)\n";
-  for (const char* ok : {"\"\"AAA", "\"ab\\\"c\"", "\"\"", "\"x\"12", "\"\\\\\"7"}) CHECK_MESSAGE(matches(h, ok), ok);
-  for (const char* bad : {"\"a\"\"", "\"a", "\"\"AA", "\"\"123", "\"\\\""}) CHECK_MESSAGE(!matches(h, bad), bad);
+  for (const char* ok : {"\"\"AAA", "\"ab\\\"c\"", "\"\"", "\"x\"12", "\"\\\\\"7"})
+    CHECK_MESSAGE(matches(h, ok), ok);
+  for (const char* bad : {"\"a\"\"", "\"a", "\"\"AA", "\"\"123", "\"\\\""})
+    CHECK_MESSAGE(!matches(h, bad), bad);
 }
 
-TEST_CASE("GBNF: code points, UTF-8 read byte by byte, partial characters kept only when they can match") {
+TEST_CASE(
+    "GBNF: code points, UTF-8 read byte by byte, partial characters kept only when they can "
+    "match") {
   const std::string g = "root ::= [α-ω]+ \"é\"?\n";
   CHECK(matches(g, "αβγ"));
   CHECK(matches(g, "ωé"));
@@ -144,9 +154,9 @@ TEST_CASE("GBNF: parse errors name line and column") {
 
 TEST_CASE("regex constraints agree with std::regex on every string of a small alphabet") {
   const std::vector<std::string> regexes = {
-      "a(b|c)*d?",     "[0-9]{2,3}",  "(?:ab|a)+c",       "[^b]x?",     "\\d+\\.\\d{1,2}",
-      "a.c",           "(a|)b{0,2}",  "[a-c\\d]+[^a-c]?", "x{2,}",      "\\w\\s?\\W?",
-      "^(ab)?c*$",     "a|b|cd+",     "[-a]+",            "\\(a\\)|\\.+", "a{0,3}?b",
+      "a(b|c)*d?",  "[0-9]{2,3}",       "(?:ab|a)+c", "[^b]x?",      "\\d+\\.\\d{1,2}", "a.c",
+      "(a|)b{0,2}", "[a-c\\d]+[^a-c]?", "x{2,}",      "\\w\\s?\\W?", "^(ab)?c*$",       "a|b|cd+",
+      "[-a]+",      "\\(a\\)|\\.+",     "a{0,3}?b",
   };
   const std::string alphabet = "abcdx0129 .()-";
   for (const std::string& r : regexes) {
@@ -161,9 +171,12 @@ TEST_CASE("regex constraints agree with std::regex on every string of a small al
         for (char c : alphabet) strings.push_back(strings[i] + c);
       }
     }
-    for (const char* s : {"abcbcd", "1234", "12.34", "ababac", "xxxxx", "aaab", "(a)", "...", "a\nc"}) strings.push_back(s);
+    for (const char* s :
+         {"abcbcd", "1234", "12.34", "ababac", "xxxxx", "aaab", "(a)", "...", "a\nc"})
+      strings.push_back(s);
     for (const std::string& s : strings) {
-      CHECK_MESSAGE(matches(g, s) == std::regex_match(s, oracle), "regex " << r << " on \"" << s << "\"");
+      CHECK_MESSAGE(matches(g, s) == std::regex_match(s, oracle),
+                    "regex " << r << " on \"" << s << "\"");
     }
   }
 }
@@ -186,7 +199,8 @@ TEST_CASE("regex errors point into the regex") {
   CHECK(error_of("a^b").find("anchors") != std::string::npos);
 }
 
-TEST_CASE("token index: tokens spanning elements, split characters, end-of-sequence only when complete") {
+TEST_CASE(
+    "token index: tokens spanning elements, split characters, end-of-sequence only when complete") {
   TestVocab v;
   const int32_t open_quote = v.add("{\"");  // spans two elements
   const int32_t brace = v.add("{");
@@ -239,32 +253,37 @@ TEST_CASE("the grammar component masks logits, checks accepted tokens, resets an
   const pb_sampler_vocabulary view = v.view(flat, offsets);
   GrammarConstraint c("regex", "a+b?");
   std::vector<float> logits(4, 0.5f);
-  CHECK_THROWS_WITH_AS(c.apply(logits, {}, 0), doctest::Contains("before set_vocabulary"), patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(c.apply(logits, {}, 0), doctest::Contains("before set_vocabulary"),
+                       patchbay::PluginError);
   c.set_vocabulary(patchbay::SamplerVocabulary(view));
   c.apply(logits, {}, 0);
   CHECK(logits == std::vector<float>{0.5f, -INFINITY, 0.5f, -INFINITY});  // EOS not yet
-  CHECK_THROWS_WITH_AS(c.accept(eos), doctest::Contains("before the grammar is complete"), patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(c.accept(eos), doctest::Contains("before the grammar is complete"),
+                       patchbay::PluginError);
   CHECK_THROWS_WITH_AS(c.accept(b), doctest::Contains("cannot continue"), patchbay::PluginError);
   c.accept(a);
   GrammarConstraint copy = c;  // clone: same state, independent afterwards
   c.accept(ab);
   logits.assign(4, 0.5f);
   c.apply(logits, {}, 0);
-  CHECK(logits == std::vector<float>{-INFINITY, -INFINITY, -INFINITY, 0.5f});  // only EOS after "aab"
+  CHECK(logits ==
+        std::vector<float>{-INFINITY, -INFINITY, -INFINITY, 0.5f});  // only EOS after "aab"
   logits.assign(4, 0.5f);
   copy.apply(logits, {}, 0);
   CHECK(logits == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});  // after "a": a, b, ab or the end
   c.accept(eos);
-  CHECK_THROWS_WITH_AS(c.accept(a), doctest::Contains("after the end-of-sequence"), patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(c.accept(a), doctest::Contains("after the end-of-sequence"),
+                       patchbay::PluginError);
   c.reset();
   logits.assign(4, 0.5f);
   c.apply(logits, {}, 0);
   CHECK(logits == std::vector<float>{0.5f, -INFINITY, 0.5f, -INFINITY});
   // Every allowed token already removed by an earlier processor: an error, not all -inf.
   logits = {-INFINITY, 0.5f, -INFINITY, 0.5f};
-  CHECK_THROWS_WITH_AS(c.apply(logits, {}, 0), doctest::Contains("put grammar first"), patchbay::PluginError);
-  CHECK_THROWS_WITH_AS(GrammarConstraint("gbnf", "root ::= x\n"), doctest::Contains("gbnf: line 1, column 10"),
+  CHECK_THROWS_WITH_AS(c.apply(logits, {}, 0), doctest::Contains("put grammar first"),
                        patchbay::PluginError);
+  CHECK_THROWS_WITH_AS(GrammarConstraint("gbnf", "root ::= x\n"),
+                       doctest::Contains("gbnf: line 1, column 10"), patchbay::PluginError);
 }
 
 TEST_CASE("the grammar component passes the SDK's sampler conformance kit (given a vocabulary)") {
@@ -281,8 +300,10 @@ TEST_CASE("the grammar component passes the SDK's sampler conformance kit (given
   options.vocabulary = &view;
   pt::SamplerConfig config(kGrammar);
   config.set("regex", std::string("[a-z0-9 .,]*"));
-  CHECK(pt::join_failures(pt::check_sampler_conformance(kGrammar, config.view(), pt::sampler_test_host(), options)) == "");
+  CHECK(pt::join_failures(pt::check_sampler_conformance(kGrammar, config.view(),
+                                                        pt::sampler_test_host(), options)) == "");
   options.vocabulary = nullptr;  // a component that needs the vocabulary and gets none is named
-  CHECK(pt::join_failures(pt::check_sampler_conformance(kGrammar, config.view(), pt::sampler_test_host(), options))
+  CHECK(pt::join_failures(pt::check_sampler_conformance(kGrammar, config.view(),
+                                                        pt::sampler_test_host(), options))
             .find("pass SamplerConformanceOptions::vocabulary") != std::string::npos);
 }

@@ -164,8 +164,9 @@ class Checker {
     Object obj(&d_, p);
     if ((vt_->capabilities & PB_SAMPLER_CAP_NEEDS_VOCABULARY) != 0) {
       if (o_.vocabulary == nullptr || o_.vocabulary->vocab != o_.vocab) {
-        fail("declares PB_SAMPLER_CAP_NEEDS_VOCABULARY: pass SamplerConformanceOptions::vocabulary "
-             "with vocab == options.vocab");
+        fail(
+            "declares PB_SAMPLER_CAP_NEEDS_VOCABULARY: pass SamplerConformanceOptions::vocabulary "
+            "with vocab == options.vocab");
         return Object(&d_, nullptr);
       }
       if (!PB_HAS_FIELD(vt_, pb_sampler_vtable, set_vocabulary) || vt_->set_vocabulary == nullptr ||
