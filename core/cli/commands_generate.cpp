@@ -23,6 +23,7 @@
 #include "generate/beam_generate.hpp"
 #include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
+#include "generate/sampler_vocabulary.hpp"
 #include "train/checkpoint.hpp"
 #include "train/objective_mlm.hpp"
 #include "train/train_config.hpp"
@@ -91,6 +92,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   int64_t num_beams = 0, num_return_sequences = 1;
   double length_penalty = 1.0;
   std::string early_stopping = "false";
+  std::string grammar_file, regex;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint file or run directory (its latest)")(
@@ -105,12 +107,17 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "config", po::value(&chain_file),
       "TOML file with [[generate.chain]] entries (replaces the default chain)")(
       "no-stop", po::bool_switch(&no_stop), "do not stop at special tokens (<|endoftext|>)")(
-      "num-beams", po::value(&num_beams), "beam search with this many beams (HF generate semantics)")(
+      "num-beams", po::value(&num_beams),
+      "beam search with this many beams (HF generate semantics)")(
       "length-penalty", po::value(&length_penalty),
       "beam score = sum log p / length^penalty (default 1; > 0 favours longer)")(
       "early-stopping", po::value(&early_stopping),
       "beam search stops: true (num_beams finished), false (heuristic, default), never")(
-      "num-return-sequences", po::value(&num_return_sequences), "beams printed, best first (default 1)");
+      "num-return-sequences", po::value(&num_return_sequences),
+      "beams printed, best first (default 1)")(
+      "grammar", po::value(&grammar_file),
+      "constrain the output to a GBNF grammar file (plugin sampler_grammar; configs/grammars/)")(
+      "regex", po::value(&regex), "constrain the whole output to match a regular expression");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   po::variables_map values;
@@ -121,16 +128,24 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
         << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
            "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
            "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n"
-           "                         [--num-beams N [--length-penalty L] [--early-stopping true|false|never]\n"
-           "                          [--num-return-sequences K]]\n\n"
+           "                         [--num-beams N [--length-penalty L] [--early-stopping "
+           "true|false|never]\n"
+           "                          [--num-return-sequences K]]\n"
+           "                         [--grammar FILE.gbnf | --regex REGEX]\n\n"
            "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an "
            "explicit\n"
            "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it "
            "with\n"
            "[[generate.chain]] entries, and the options above edit whichever chain is used.\n"
-           "--num-beams runs beam search instead: the chain's processors (penalties, no-repeat n-grams,\n"
-           "constraints; from --config and the options above, not the default temperature/top-k) act on\n"
-           "each beam's log-probabilities; its selector is not used.\n\n"
+           "--num-beams runs beam search instead: the chain's processors (penalties, no-repeat "
+           "n-grams,\n"
+           "constraints; from --config and the options above, not the default temperature/top-k) "
+           "act on\n"
+           "each beam's log-probabilities; its selector is not used.\n"
+           "--grammar / --regex put a grammar entry first in the chain: only tokens that continue "
+           "a\n"
+           "string of the grammar are kept, and generation may end only where the text is "
+           "complete.\n\n"
         << options;
     return help ? kExitOk : kExitUsage;
   }
@@ -142,6 +157,18 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   if (values.count("min-p") != 0) overrides.min_p = min_p;
   if (values.count("repetition-penalty") != 0) overrides.repetition_penalty = repetition_penalty;
   if (values.count("seed") != 0) overrides.seed = seed;
+  if (!grammar_file.empty() && !regex.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "generate: give --grammar or --regex, not both");
+  }
+  // A grammar entry goes first, so truncation (top_k, top_p) picks among allowed tokens.
+  const auto add_constraint = [&](toml::array& entries) {
+    if (!grammar_file.empty()) {
+      entries.insert(entries.begin(),
+                     toml::table{{"name", "grammar"}, {"gbnf_file", grammar_file}});
+    } else if (!regex.empty()) {
+      entries.insert(entries.begin(), toml::table{{"name", "grammar"}, {"regex", regex}});
+    }
+  };
 
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
   config::ResolvedConfig config = config::load_config_text(
@@ -180,7 +207,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     } else {
       entries = chain_entries(chain_file, overrides);
     }
-    const runtime::SamplerChain beam_chain = generate::build_sampler_chain(entries, *components.registry);
+    add_constraint(entries);
+    runtime::SamplerChain beam_chain = generate::build_sampler_chain(entries, *components.registry);
+    generate::give_vocabulary_if_needed(beam_chain, tokenizer);
     generate::BeamSearchOptions beam;
     beam.num_beams = num_beams;
     beam.length_penalty = length_penalty;
@@ -205,8 +234,10 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     return kExitOk;
   }
 
-  runtime::SamplerChain chain =
-      generate::build_sampler_chain(chain_entries(chain_file, overrides), *components.registry);
+  toml::array entries = chain_entries(chain_file, overrides);
+  add_constraint(entries);
+  runtime::SamplerChain chain = generate::build_sampler_chain(entries, *components.registry);
+  generate::give_vocabulary_if_needed(chain, tokenizer);
   std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
             << ")\n"
             << "sampler chain: " << chain.describe() << "\n";

@@ -194,9 +194,11 @@ void describe_declarations(std::ostream& out, const pb_component_descriptor& d) 
     case PB_KIND_SAMPLER: {
       const auto* v = static_cast<const pb_sampler_vtable*>(d.vtable);
       out << "  capabilities: "
-          << capability_names(v->capabilities, {{PB_SAMPLER_CAP_PROCESSOR, "processor"},
-                                                {PB_SAMPLER_CAP_SELECTOR, "selector"},
-                                                {PB_SAMPLER_CAP_STATEFUL, "stateful"}})
+          << capability_names(v->capabilities,
+                              {{PB_SAMPLER_CAP_PROCESSOR, "processor"},
+                               {PB_SAMPLER_CAP_SELECTOR, "selector"},
+                               {PB_SAMPLER_CAP_STATEFUL, "stateful"},
+                               {PB_SAMPLER_CAP_NEEDS_VOCABULARY, "needs the vocabulary (1.1)"}})
           << "\n";
       break;
     }

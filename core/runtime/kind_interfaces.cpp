@@ -146,6 +146,13 @@ std::vector<std::string> check_sampler(const void* vtable) {
   if (selector) require("sampler (selector)", {fn(vt->select, "select")}, problems);
   require("sampler", {fn(vt->accept, "accept"), fn(vt->reset, "reset"), fn(vt->clone, "clone")},
           problems);
+  if ((vt->capabilities & PB_SAMPLER_CAP_NEEDS_VOCABULARY) != 0) {  // sampler 1.1
+    if (!PB_HAS_FIELD(vt, pb_sampler_vtable, set_vocabulary) || vt->set_vocabulary == nullptr) {
+      problems.push_back(
+          "sampler declares PB_SAMPLER_CAP_NEEDS_VOCABULARY but has no set_vocabulary (sampler "
+          "interface 1.1)");
+    }
+  }
   return problems;
 }
 

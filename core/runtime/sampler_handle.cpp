@@ -101,6 +101,19 @@ SamplerHandle SamplerHandle::clone() const {
   return SamplerHandle(root_, std::move(own), host_, label_, settings_);
 }
 
+void SamplerHandle::set_vocabulary(const pb_sampler_vocabulary& vocabulary) {
+  const bool has_entry = PB_HAS_FIELD(vtable_, pb_sampler_vtable, set_vocabulary) &&
+                         vtable_->set_vocabulary != nullptr;
+  if (!has_entry) {
+    if (needs_vocabulary()) {
+      throw Error(ErrorKind::kPluginRefused,
+                  context("declares PB_SAMPLER_CAP_NEEDS_VOCABULARY but has no set_vocabulary"));
+    }
+    return;
+  }
+  throw_if_error(vtable_->set_vocabulary(object_, &vocabulary), context("set_vocabulary failed"));
+}
+
 // ---- SamplerChain ----
 
 SamplerChain::SamplerChain(std::vector<SamplerHandle> entries) : entries_(std::move(entries)) {
@@ -163,6 +176,17 @@ SamplerChain SamplerChain::clone() const {
   copies.reserve(entries_.size());
   for (const SamplerHandle& e : entries_) copies.push_back(e.clone());
   return SamplerChain(std::move(copies));
+}
+
+bool SamplerChain::needs_vocabulary() const {
+  for (const SamplerHandle& e : entries_) {
+    if (e.needs_vocabulary()) return true;
+  }
+  return false;
+}
+
+void SamplerChain::set_vocabulary(const pb_sampler_vocabulary& vocabulary) {
+  for (SamplerHandle& e : entries_) e.set_vocabulary(vocabulary);
 }
 
 std::string SamplerChain::describe() const {

@@ -59,6 +59,11 @@ class SamplerHandle {
   void reset();
   // Independent deep copy (same config, RNG state, pending draw).
   SamplerHandle clone() const;
+  // Sampler 1.1: the object asked for the token bytes (PB_SAMPLER_CAP_NEEDS_VOCABULARY).
+  bool needs_vocabulary() const { return (capabilities() & PB_SAMPLER_CAP_NEEDS_VOCABULARY) != 0; }
+  // Hands the vocabulary over when the object takes it (a NULL / absent set_vocabulary:
+  // nothing happens); a NEEDS_VOCABULARY object without the entry point is kPluginRefused.
+  void set_vocabulary(const pb_sampler_vocabulary& vocabulary);
 
  private:
   SamplerHandle(std::shared_ptr<const ComponentInstance> root, ComponentInstance own,
@@ -95,6 +100,9 @@ class SamplerChain {
   int32_t next(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_len);
   void reset();
   SamplerChain clone() const;
+  // Sampler 1.1: some entry needs the token bytes, and handing them to every entry that does.
+  bool needs_vocabulary() const;
+  void set_vocabulary(const pb_sampler_vocabulary& vocabulary);
 
   size_t size() const { return entries_.size(); }
   const std::vector<SamplerHandle>& entries() const { return entries_; }

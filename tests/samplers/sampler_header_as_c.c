@@ -4,6 +4,7 @@
 
 int patchbay_sampler_header_as_c(void);
 int patchbay_sampler_header_as_c(void) {
-  pb_sampler_vtable vtable = {sizeof(pb_sampler_vtable), PB_SAMPLER_CAP_SELECTOR, 0, 0, 0, 0, 0};
-  return (int)vtable.capabilities + PB_SAMPLER_INTERFACE_MAJOR;
+  pb_sampler_vtable vtable = {sizeof(pb_sampler_vtable), PB_SAMPLER_CAP_SELECTOR, 0, 0, 0, 0, 0, 0};
+  pb_sampler_vocabulary vocabulary = {sizeof(pb_sampler_vocabulary), 0, 0, 0, 0}; /* 1.1 */
+  return (int)vtable.capabilities + PB_SAMPLER_INTERFACE_MAJOR + (int)vocabulary.vocab;
 }

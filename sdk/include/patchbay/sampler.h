@@ -49,11 +49,28 @@ extern "C" {
 #endif
 
 #define PB_SAMPLER_INTERFACE_MAJOR 1
-#define PB_SAMPLER_INTERFACE_MINOR 0
+#define PB_SAMPLER_INTERFACE_MINOR 1
 
 #define PB_SAMPLER_CAP_PROCESSOR (1u << 0) /* apply() rewrites logits in place */
 #define PB_SAMPLER_CAP_SELECTOR (1u << 1)  /* select() picks a token */
 #define PB_SAMPLER_CAP_STATEFUL (1u << 2)  /* output depends on earlier calls (RNG, mu) */
+/* 1.1: set_vocabulary() must be called before the first apply (grammar constraints). */
+#define PB_SAMPLER_CAP_NEEDS_VOCABULARY (1u << 3)
+
+/* 1.1: the tokenizer's vocabulary as bytes, for processors that reason about token text
+ * (grammar / regex constraints). Every pointer is borrowed for the duration of the
+ * set_vocabulary call only: the object copies what it keeps. */
+typedef struct pb_sampler_vocabulary {
+  size_t struct_size; /* sizeof(pb_sampler_vocabulary) the host was compiled against */
+  size_t vocab;       /* number of ids; equals the `vocab` of later apply calls */
+  /* Token i's bytes are bytes[offsets[i], offsets[i+1]) (exactly what the tokenizer's
+   * decode gives for [i] alone; may end inside a UTF-8 sequence; may be empty). */
+  const char* bytes;
+  const size_t* offsets; /* vocab + 1 entries, offsets[0] == 0, non-decreasing */
+  /* vocab flags: nonzero marks an id that ends the sequence (the tokenizer's special
+   * tokens, e.g. <|endoftext|>); its bytes are not text. */
+  const uint8_t* end_of_sequence;
+} pb_sampler_vocabulary;
 
 typedef struct pb_sampler_vtable {
   size_t struct_size;    /* sizeof(pb_sampler_vtable) the plugin was compiled against */
@@ -90,6 +107,14 @@ typedef struct pb_sampler_vtable {
    * mirostat v1 clone wrote mu and the RNG into the source instead of the copy; the
    * conformance kit checks that a clone continues exactly as its original would.) */
   pb_status* (*clone)(const void* self, void** out_clone /* out */);
+
+  /* ---- minor 1 (vocabulary for constrained decoding) ----
+   * Read only when PB_HAS_FIELD(vtable, pb_sampler_vtable, set_vocabulary) and non-NULL;
+   * NULL means the object does not need the vocabulary. Gives the object the token bytes
+   * of the tokenizer in use (`vocabulary` borrowed for the call). The host calls it once,
+   * after create and before the first apply, for objects with
+   * PB_SAMPLER_CAP_NEEDS_VOCABULARY; clones and reset() keep it. */
+  pb_status* (*set_vocabulary)(void* self, const pb_sampler_vocabulary* vocabulary);
 } pb_sampler_vtable;
 
 #ifdef __cplusplus

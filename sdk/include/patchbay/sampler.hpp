@@ -26,17 +26,36 @@
 // deeply (no raw owning pointers, no shared_ptr to mutable state). It checks the pointer and
 // length arguments of sampler.h before calling T, and catches every exception at the
 // boundary: PluginError keeps its code; anything else becomes PB_STATUS_INTERNAL with what().
+//
+// Interface 1.1: a class whose kCapabilities holds PB_SAMPLER_CAP_NEEDS_VOCABULARY overrides
+// set_vocabulary(const SamplerVocabulary&) and receives the token bytes once, before the
+// first apply (the vtable's set_vocabulary is NULL for every other class).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "patchbay/component.hpp"
 #include "patchbay/sampler.h"
 
 namespace patchbay {
+
+// A checked view of pb_sampler_vocabulary (sampler.h, 1.1); valid for the call it is given to.
+class SamplerVocabulary {
+ public:
+  explicit SamplerVocabulary(const pb_sampler_vocabulary& v) : v_(v) {}
+  size_t size() const { return v_.vocab; }
+  std::string_view bytes(size_t id) const {
+    return std::string_view(v_.bytes + v_.offsets[id], v_.offsets[id + 1] - v_.offsets[id]);
+  }
+  bool end_of_sequence(size_t id) const { return v_.end_of_sequence[id] != 0; }
+
+ private:
+  const pb_sampler_vocabulary& v_;
+};
 
 // Base class of C++ samplers. Methods may throw (PluginError for a chosen code). One object
 // is used by one thread at a time (sampler.h).
@@ -61,6 +80,10 @@ class Sampler {
   virtual void accept(int32_t /*token*/) {}
   // Back to the state right after construction.
   virtual void reset() {}
+  // 1.1, PB_SAMPLER_CAP_NEEDS_VOCABULARY only: the token bytes (copy what you keep).
+  virtual void set_vocabulary(const SamplerVocabulary& /*vocabulary*/) {
+    throw PluginError(PB_STATUS_UNSUPPORTED, "set_vocabulary() is not provided by this sampler");
+  }
 };
 
 namespace detail {
@@ -142,8 +165,30 @@ struct SamplerAdapter {
     });
   }
 
+  static pb_status* set_vocabulary(void* p, const pb_sampler_vocabulary* v) {
+    Object* o = self(p);
+    return guarded(o->host, "sampler set_vocabulary", [&] {
+      if (v == nullptr || v->struct_size < sizeof(pb_sampler_vocabulary) || v->vocab == 0 ||
+          v->offsets == nullptr || v->end_of_sequence == nullptr ||
+          (v->bytes == nullptr && v->offsets[v->vocab] != 0)) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "set_vocabulary needs a filled pb_sampler_vocabulary (vocab > 0, "
+                          "offsets[vocab + 1], end_of_sequence[vocab])");
+      }
+      for (size_t i = 0; i < v->vocab; ++i) {
+        if (v->offsets[i + 1] < v->offsets[i]) {
+          throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                            "set_vocabulary: offsets decrease at id " + std::to_string(i));
+        }
+      }
+      o->impl.set_vocabulary(SamplerVocabulary(*v));
+    });
+  }
+
   static constexpr bool kProcessor = (T::kCapabilities & PB_SAMPLER_CAP_PROCESSOR) != 0;
   static constexpr bool kSelector = (T::kCapabilities & PB_SAMPLER_CAP_SELECTOR) != 0;
+  static constexpr bool kNeedsVocabulary =
+      (T::kCapabilities & PB_SAMPLER_CAP_NEEDS_VOCABULARY) != 0;
   static_assert(kProcessor != kSelector, "a sampler is exactly one of PROCESSOR and SELECTOR");
 
   static constexpr pb_sampler_vtable kVtable = {sizeof(pb_sampler_vtable),
@@ -152,7 +197,8 @@ struct SamplerAdapter {
                                                 kSelector ? &select : nullptr,
                                                 &accept,
                                                 &reset,
-                                                &clone};
+                                                &clone,
+                                                kNeedsVocabulary ? &set_vocabulary : nullptr};
 };
 
 }  // namespace detail

@@ -65,6 +65,9 @@ struct SamplerConformanceOptions {
   size_t inputs = 40;           // random logits vectors (plus fixed edge cases)
   size_t draws = 24;            // selector draws per sequence compared
   uint64_t input_seed = 12345;  // generator of the inputs (not the sampler's seed)
+  // Sampler 1.1: handed to set_vocabulary of components with PB_SAMPLER_CAP_NEEDS_VOCABULARY
+  // right after create (borrowed; its vocab must equal `vocab`). Required for them.
+  const pb_sampler_vocabulary* vocabulary = nullptr;
 };
 
 inline std::string join_failures(const std::vector<std::string>& failures) {
@@ -158,7 +161,20 @@ class Checker {
   Object create(const pb_config_view* config) {
     void* p = nullptr;
     if (!ok(d_.create(host_, config, &p), "create")) return Object(&d_, nullptr);
-    return Object(&d_, p);
+    Object obj(&d_, p);
+    if ((vt_->capabilities & PB_SAMPLER_CAP_NEEDS_VOCABULARY) != 0) {
+      if (o_.vocabulary == nullptr || o_.vocabulary->vocab != o_.vocab) {
+        fail(
+            "declares PB_SAMPLER_CAP_NEEDS_VOCABULARY: pass SamplerConformanceOptions::vocabulary "
+            "with vocab == options.vocab");
+        return Object(&d_, nullptr);
+      }
+      if (!PB_HAS_FIELD(vt_, pb_sampler_vtable, set_vocabulary) || vt_->set_vocabulary == nullptr ||
+          !ok(vt_->set_vocabulary(p, o_.vocabulary), "set_vocabulary")) {
+        return Object(&d_, nullptr);
+      }
+    }
+    return obj;
   }
 
  private:
@@ -186,6 +202,9 @@ class Checker {
     if (sel != (vt_->select != nullptr)) fail("select must be set exactly for a SELECTOR");
     if (!vt_->accept || !vt_->reset || !vt_->clone || !d_.create || !d_.destroy)
       fail("accept, reset, clone, create and destroy are required");
+    if ((vt_->capabilities & PB_SAMPLER_CAP_NEEDS_VOCABULARY) != 0 &&
+        (!PB_HAS_FIELD(vt_, pb_sampler_vtable, set_vocabulary) || vt_->set_vocabulary == nullptr))
+      fail("PB_SAMPLER_CAP_NEEDS_VOCABULARY needs set_vocabulary (sampler interface 1.1)");
     return failures_.size() == before;
   }
 
