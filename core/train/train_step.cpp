@@ -50,8 +50,10 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     }
     result.loss += loss.item() / static_cast<double>(accum);
     result.layer_stats.add(out.stats);
+    if (trainable.before_backward) trainable.before_backward(m, accum);
     engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
   }
+  if (trainable.after_backward) trainable.after_backward(result);
   if (options.grad_clip > 0) {
     const ClipResult clip = clip_grad_norm(trainable.parameter_tensors, options.grad_clip);
     result.grad_norm = clip.norm;

@@ -47,6 +47,8 @@
 
 namespace patchbay::train {
 
+struct StepResult;
+
 // A model with its optimizer, as a config describes them.
 struct TrainableModel {
   std::unique_ptr<model::LanguageModel> model;
@@ -54,6 +56,11 @@ struct TrainableModel {
   std::vector<model::NamedParameter> parameters;
   std::vector<engine::Tensor> parameter_tensors;  // the same leaves, for clipping
   std::string optimizer_name;
+  // Multi-process hooks (core/parallel, set by train_model when the run is distributed; empty
+  // in one process): before the backward of micro-batch m of G, and after the last backward
+  // (there gradients are averaged over ranks and the step's loss values too).
+  std::function<void(int64_t micro, int64_t accum)> before_backward;
+  std::function<void(StepResult& result)> after_backward;
 };
 
 // Builds the model ([model] sections, vocab_size from the tokenizer) and the [optimizer]

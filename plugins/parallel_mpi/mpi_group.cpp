@@ -2,6 +2,7 @@
 #include "mpi_group.hpp"
 
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -85,7 +86,7 @@ class HostElements {
   size_t bytes() const { return bytes_; }
 
  private:
-  const Tensor& tensor_;
+  Tensor tensor_;
   std::vector<unsigned char> staging_;
   unsigned char* data_ = nullptr;
   size_t bytes_ = 0;
@@ -135,7 +136,47 @@ void divide_in_place(unsigned char* data, size_t n, pb_dtype dtype, int64_t worl
   }
 }
 
+// An MPI_Iallreduce in flight: the tensor (and its staging copy) stay alive until wait().
+class PendingAllReduce : public patchbay::PendingCollective {
+ public:
+  PendingAllReduce(const Tensor& t, pb_collective_op op, int64_t world, MPI_Comm comm)
+      : elements_(t, /*read=*/true), dtype_(t.dtype()), n_(static_cast<size_t>(t.numel())), op_(op), world_(world) {
+    const int count = as_count(n_, "all_reduce_start");
+    check(MPI_Iallreduce(MPI_IN_PLACE, elements_.data(), count, mpi_datatype(dtype_),
+                         mpi_reduce_op(dtype_, op == PB_COLLECTIVE_MAX), comm, &request_),
+          "MPI_Iallreduce");
+  }
+  ~PendingAllReduce() override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  void wait() override {
+    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait (all_reduce)");
+    if (op_ == PB_COLLECTIVE_AVG) divide_in_place(elements_.data(), n_, dtype_, world_);
+    elements_.commit();
+  }
+
+ private:
+  HostElements elements_;
+  pb_dtype dtype_;
+  size_t n_;
+  pb_collective_op op_;
+  int64_t world_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
 }  // namespace
+
+std::unique_ptr<patchbay::PendingCollective> MpiGroupBase::all_reduce_start(const Tensor& tensor,
+                                                                             pb_collective_op op) {
+  return std::make_unique<PendingAllReduce>(tensor, op, world_, comm_);
+}
+
+void MpiGroupBase::abort_job(int32_t exit_code, const std::string& message) {
+  std::fprintf(stderr, "patchbay: rank %lld of %lld ends the job: %s\n", static_cast<long long>(rank_),
+               static_cast<long long>(world_), message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
 
 MpiGroupBase::MpiGroupBase(const patchbay::Host& /*host*/) {
   g_runtime.ensure_started();

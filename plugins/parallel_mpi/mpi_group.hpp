@@ -34,6 +34,11 @@ class MpiGroupBase : public patchbay::Parallelism {
   void all_gather(const patchbay::Tensor& in, const patchbay::Tensor& out) override;
   void reduce_scatter(const patchbay::Tensor& in, const patchbay::Tensor& out, pb_collective_op op) override;
   void barrier() override;
+  // MPI_Iallreduce; MPI progresses it inside later MPI calls and the wait.
+  std::unique_ptr<patchbay::PendingCollective> all_reduce_start(const patchbay::Tensor& tensor,
+                                                                pb_collective_op op) override;
+  // Prints the message with this rank and calls MPI_Abort: mpirun ends every rank.
+  void abort_job(int32_t exit_code, const std::string& message) override;
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
