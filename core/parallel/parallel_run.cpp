@@ -1,6 +1,8 @@
 // ParallelRun (see parallel_run.hpp).
 #include "parallel/parallel_run.hpp"
 
+#include <bit>
+
 #include "common/error.hpp"
 #include "config/component_view.hpp"
 #include "data/split.hpp"
@@ -72,6 +74,15 @@ std::vector<double> ParallelRun::average(const std::vector<double>& values) cons
   group_->all_reduce(t, PB_COLLECTIVE_AVG);
   const std::vector<float> out = t.to_vector();
   return std::vector<double>(out.begin(), out.end());
+}
+
+double ParallelRun::sum(double value) const {
+  if (!distributed()) return value;
+  const int64_t bits = std::bit_cast<int64_t>(value);
+  const engine::Tensor all = group_->all_gather(engine::Tensor::from_data(&bits, {1}, engine::DType::kI64));
+  double total = 0;
+  for (int64_t r = 0; r < world_size(); ++r) total += std::bit_cast<double>(all.data<int64_t>()[r]);
+  return total;
 }
 
 void ParallelRun::barrier() const {

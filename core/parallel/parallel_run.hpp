@@ -52,6 +52,9 @@ class ParallelRun {
   void broadcast_from_writer(std::vector<engine::Tensor>& tensors) const;
   // The mean over ranks of each value (f32 on the wire).
   std::vector<double> average(const std::vector<double>& values) const;
+  // The sum over ranks of one double, exact to double rounding and the same on every rank
+  // (the values are all-gathered as bit patterns and added in rank order).
+  double sum(double value) const;
   void barrier() const;
   // Ends every rank (distributed) with the message; in a world of one it only returns.
   void fail(int exit_code, const std::string& message) const;

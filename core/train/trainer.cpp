@@ -20,6 +20,10 @@
 #include "engine/device.hpp"
 #include "parallel/gradient_reducer.hpp"
 #include "parallel/parallel_run.hpp"
+#include "parallel/zero1.hpp"
+#include "config/component_view.hpp"
+#include "train/grad_clip.hpp"
+#include "train/param_groups.hpp"
 #include "patchbay/abi.h"
 #include "run/atomic_file.hpp"
 #include "run/metrics_log.hpp"
@@ -211,11 +215,44 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       {kMetaPluginSearchPath, plugin_search_path_json(registry)}};
   par.check_agreement(config_text, metadata[kMetaComponents]);
   std::unique_ptr<parallel::GradientReducer> reducer;
-  if (par.distributed()) {
+  std::unique_ptr<parallel::Zero1> zero;
+  if (par.distributed() && par.strategy() == PB_PARALLEL_ZERO1) {
+    if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" && trainable.optimizer_name != "lion")
+      throw Error(ErrorKind::kInvalidArgument,
+                  "ZeRO-1 shards parameters element by element, which is exact only for element-wise optimizers "
+                  "(adamw, sgd, lion); '" + trainable.optimizer_name +
+                      "' is not one (adafactor factors by rows and columns). Use parallelism.kind = \"mpi_data\"");
+    std::vector<runtime::OptimizerHandle::Parameter> params;
+    for (const model::NamedParameter& p : trainable.parameters) {
+      const pb_param_options options = param_options(p.name, p.tensor.shape());
+      params.push_back({p.name, p.tensor, options.weight_decay_scale, options.lr_scale,
+                        options.group != nullptr ? options.group : "default"});
+    }
+    trainable.optimizer.reset();  // the shard's own optimizer replaces the full one
+    zero = std::make_unique<parallel::Zero1>(par.group(), params, [&] {
+      const config::SelectedComponent selected =
+          config::select_component(config, make_training_schema(), lookup, "optimizer");
+      return std::make_unique<runtime::OptimizerHandle>(
+          registry.create(PB_KIND_OPTIMIZER, selected.name, *selected.config.view()), registry.host());
+    });
+    trainable.after_backward = [&](StepResult& r) {
+      zero->reduce_scatter_gradients();
+      const std::vector<double> mean = par.average({r.loss, r.aux_loss});
+      r.loss = mean[0];
+      r.aux_loss = mean[1];
+    };
+    trainable.clip_gradients = [&](double max_norm) {
+      const double norm = std::sqrt(par.sum(grad_square_sum(zero->pieces())));
+      if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
+        scale_grads(zero->pieces(), max_norm / (norm + kClipEpsilon));
+      return norm;
+    };
+    trainable.optimizer_step = [&](double lr) { zero->step(lr); };
+  } else if (par.distributed()) {
     if (par.strategy() != PB_PARALLEL_DATA)
       throw Error(ErrorKind::kInvalidArgument,
                   "parallelism strategy '" + runtime::parallel_strategy_name(par.strategy()) +
-                      "' is not implemented by the trainer yet; use parallelism.kind = \"mpi_data\"");
+                      "' is not implemented by the trainer yet; use parallelism.kind = \"mpi_data\" or \"mpi_zero1\"");
     reducer = std::make_unique<parallel::GradientReducer>(
         par.group(), trainable.parameter_tensors, static_cast<int64_t>(par.options().bucket_mb * 1048576.0),
         par.options().overlap);
@@ -243,7 +280,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     std::vector<NamedTensor> params;
     for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});
     checkpoint.load_into(params);
-    trainable.optimizer->restore_state(checkpoint.optimizer_state());
+    if (zero) {
+      zero->restore_full_state(checkpoint.optimizer_state());
+    } else {
+      trainable.optimizer->restore_state(checkpoint.optimizer_state());
+    }
     start_step = checkpoint.step();
     summary.last_checkpoint = checkpoint.path();
     if (checkpoint.config_text() != config_text)
@@ -278,10 +319,13 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   if (request.show_progress && par.writer()) progress.emplace("train", o.max_steps);
 
   auto save = [&](int64_t step) {
+    // ZeRO-1 gathers the sharded optimizer state on every rank (a collective) first.
+    const std::vector<runtime::OptimizerHandle::StateTensor> state =
+        zero ? zero->full_state() : trainable.optimizer->state();
     if (!par.writer()) return;
     std::vector<NamedTensor> tensors;
     for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});
-    for (const auto& s : trainable.optimizer->state()) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
+    for (const auto& s : state) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
     metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
     metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
     metadata[kMetaRng] = nlohmann::json{{"batch_seed", o.seed},

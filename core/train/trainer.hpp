@@ -61,6 +61,10 @@ struct TrainableModel {
   // (there gradients are averaged over ranks and the step's loss values too).
   std::function<void(int64_t micro, int64_t accum)> before_backward;
   std::function<void(StepResult& result)> after_backward;
+  // ZeRO-1 (core/parallel/zero1.hpp): the global gradient norm with clipping to max_norm
+  // (0: none) over the rank's shard, and the sharded update; empty: train_step's own.
+  std::function<double(double max_norm)> clip_gradients;
+  std::function<void(double lr)> optimizer_step;
 };
 
 // Builds the model ([model] sections, vocab_size from the tokenizer) and the [optimizer]
