@@ -192,3 +192,24 @@ TEST_CASE("the SDK's parallelism conformance kit passes on the MPI world") {
   for (const std::string& f : report.failures) FAIL_CHECK(f);
   group().barrier();
 }
+
+TEST_CASE("non-blocking all_reduce_start / wait (SDK 1.1): several in flight, completed in order") {
+  rt::ParallelismHandle& g = group();
+  REQUIRE(g.has_nonblocking());
+  const double w = static_cast<double>(g.world_size()), r = static_cast<double>(g.rank());
+  eng::Tensor a = eng::full({1025}, r + 1);
+  eng::Tensor b = eng::full({7}, 2 * (r + 1)).to(eng::DType::kBF16);
+  eng::Tensor base = eng::full({2, 3}, r);
+  eng::Tensor strided = base.transpose(0, 1);  // staged, written back at wait
+  rt::ParallelismHandle::Request ra = g.all_reduce_start(a, PB_COLLECTIVE_SUM);
+  rt::ParallelismHandle::Request rb = g.all_reduce_start(b, PB_COLLECTIVE_AVG);
+  rt::ParallelismHandle::Request rc = g.all_reduce_start(strided, PB_COLLECTIVE_MAX);
+  CHECK(ra.pending());
+  g.wait(ra);
+  g.wait(rb);
+  g.wait(rc);
+  CHECK_FALSE(ra.pending());
+  CHECK(a.to_vector() == std::vector<float>(1025, static_cast<float>(w * (w + 1) / 2)));
+  CHECK(b.to(eng::DType::kF32).to_vector() == std::vector<float>(7, static_cast<float>(w + 1)));
+  CHECK(base.to_vector() == std::vector<float>(6, static_cast<float>(w - 1)));
+}
