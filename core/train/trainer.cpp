@@ -380,6 +380,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                       {"tokens", done * tokens_per_step},
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
       r.layer_stats.write_to(record);
+      // Data parallel: seconds spent waiting for gradient all-reduces after backward, summed
+      // since the start (communication not hidden behind backward; `patchbay bench parallel`).
+      if (reducer) record["comm_unhidden_seconds"] = reducer->unhidden_seconds();
       if (metrics) metrics->append(record);
       if (const std::string moe = r.layer_stats.summary(); !moe.empty()) spdlog::info("step {}: {}", done, moe);
       window_start = Clock::now();
