@@ -2,7 +2,7 @@
 // figure next to a reference measured in the same run:
 //   all-reduce   the parallel_mpi plugin's all-reduce (through the SDK vtable and the host's
 //                ParallelismHandle) against the MPI library's own MPI_Allreduce on the SAME
-//                f32 buffer, rounds interleaved, best of --repeats kept; algorithm bandwidth
+//                f32 buffer, rounds interleaved (order alternating), best of --repeats kept; algorithm bandwidth
 //                bytes/t and bus bandwidth 2(W-1)/W·bytes/t (NCCL's convention). Runs under
 //                mpirun -np --np (the command launches it: `--worker allreduce`).
 //   training     tokens/s of `patchbay train CONFIG` for 1 rank × 2 threads against 2 ranks ×
@@ -106,21 +106,24 @@ int run_allreduce_worker(const BenchOptions& o, const GlobalOptions& global) {
   for (const int64_t n : parse_sizes(o.sizes)) {
     eng::Tensor buffer = eng::full({n}, 1.0);
     double best_plugin = 1e30, best_raw = 1e30;
-    for (int round = 0; round < o.repeats + 1; ++round) {  // round 0 warms up
-      group.barrier();
-      auto t0 = Clock::now();
-      group.all_reduce(buffer, PB_COLLECTIVE_SUM);
-      auto t1 = Clock::now();
-      if (round > 0) best_plugin = std::min(best_plugin, seconds(t0, t1));
+    // Round 0 warms up; the order alternates so neither side always runs on a warm cache.
+    for (int round = 0; round < o.repeats + 1; ++round) {
+      for (int side = 0; side < 2; ++side) {
+        const bool plugin = (side + round) % 2 == 0;
+        eng::Tensor fresh = eng::full({n}, 1.0);  // keep values finite and equal across rounds
+        eng::copy_(buffer, fresh);
+        group.barrier();
+        const auto t0 = Clock::now();
+        if (plugin) {
+          group.all_reduce(buffer, PB_COLLECTIVE_SUM);
+        } else {
 #ifdef PATCHBAY_WITH_MPI
-      group.barrier();
-      t0 = Clock::now();
-      MPI_Allreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      t1 = Clock::now();
-      if (round > 0) best_raw = std::min(best_raw, seconds(t0, t1));
+          MPI_Allreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 #endif
-      eng::Tensor fresh = eng::full({n}, 1.0);  // keep values finite and equal across rounds
-      eng::copy_(buffer, fresh);
+        }
+        const double t = seconds(t0, Clock::now());
+        if (round > 0) (plugin ? best_plugin : best_raw) = std::min(plugin ? best_plugin : best_raw, t);
+      }
     }
     if (!root) continue;
     const double bytes = 4.0 * static_cast<double>(n);

@@ -167,6 +167,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   const TrainOptions o = train_options_from_config(config);
   TrainSummary summary;
   summary.run_dir = o.run_dir;
+  summary.writer = par.writer();
   if (request.resume.empty() && par.writer()) claim_fresh_run_dir(o.run_dir, request.overwrite);
   fs::create_directories(o.run_dir);
   if (par.writer()) logging::add_run_log_file(o.run_dir / "train.log");

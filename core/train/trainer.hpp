@@ -109,6 +109,7 @@ struct TrainSummary {
   double tokens_per_second = 0;
   std::string last_sample;
   int64_t parameter_count = 0;
+  bool writer = true;  // false on ranks other than 0 of a multi-process run (they write nothing)
 };
 
 // Trains as described above. Throws patchbay::Error for configuration, data or plugin
