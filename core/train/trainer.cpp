@@ -339,6 +339,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
   };
   auto run_eval = [&](int64_t step) {
+    if (!par.writer()) return;  // replicas hold the same parameters: rank 0 evaluates for all
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     const EvalResult r = evaluate(model, data.val, settings);
     nlohmann::json record = {{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity},
@@ -350,7 +351,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     summary.last_eval = r;
   };
   auto run_sample = [&](int64_t step) {
-    if (o.sample_tokens <= 0) return;
+    if (o.sample_tokens <= 0 || !par.writer()) return;
     SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature, o.seed + static_cast<uint64_t>(step)};
     summary.last_sample = sample_text(model, data.tokenizer, settings);
     samples_file << "--- step " << step << " ---\n" << summary.last_sample << "\n";
