@@ -2,9 +2,10 @@
 // figure next to a reference measured in the same run:
 //   all-reduce   the parallel_mpi plugin's all-reduce (through the SDK vtable and the host's
 //                ParallelismHandle) against the MPI library's own MPI_Allreduce on the SAME
-//                f32 buffer, rounds interleaved (order alternating), best of --repeats kept; algorithm bandwidth
-//                bytes/t and bus bandwidth 2(W-1)/W·bytes/t (NCCL's convention). Runs under
-//                mpirun -np --np (the command launches it: `--worker allreduce`).
+//                f32 buffer, rounds interleaved (order alternating), best of --repeats kept;
+//                algorithm bandwidth bytes/t and bus bandwidth 2(W-1)/W·bytes/t (NCCL's
+//                convention). Runs under mpirun -np --np (the command launches it: `--worker
+//                allreduce`).
 //   training     tokens/s of `patchbay train CONFIG` for 1 rank × 2 threads against 2 ranks ×
 //                1 thread (data parallel, the same global batch), and the communication time
 //                NOT hidden behind backward: seconds per step spent waiting for gradient
@@ -19,11 +20,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
 #include "common/error.hpp"
@@ -56,8 +56,9 @@ struct BenchOptions {
   std::string config = "configs/quickstart.toml";
   int64_t steps = 40;
   std::vector<std::string> sets;
-  std::string mpirun = "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader "
-                       "--mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1";
+  std::string mpirun =
+      "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader "
+      "--mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1";
   std::string worker;
   bool skip_training = false;
 };
@@ -84,24 +85,30 @@ std::string global_args(const GlobalOptions& global) {
   return out;
 }
 
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 // Under mpirun: plugin all-reduce vs MPI_Allreduce on the same buffers; rank 0 prints.
 int run_allreduce_worker(const BenchOptions& o, const GlobalOptions& global) {
   static const pb_host_api api = rt::make_host_api(eng::host_ops_table());
-  static rt::Registry* registry = new rt::Registry(&api);  // lives to exit: MPI ends with the plugin
+  static rt::Registry* registry =
+      new rt::Registry(&api);  // lives to exit: MPI ends with the plugin
   rt::SearchPathOptions search;
   search.cli_paths = global.plugin_paths;
   registry->scan(rt::plugin_search_path(search), rt::LoadMode::kMetadataOnly);
   rt::ComponentConfig config(*registry->find(PB_KIND_PARALLELISM, "mpi_data").descriptor);
-  rt::ParallelismHandle group(registry->create(PB_KIND_PARALLELISM, "mpi_data", config.view()), registry->host());
+  rt::ParallelismHandle group(registry->create(PB_KIND_PARALLELISM, "mpi_data", config.view()),
+                              registry->host());
   const bool root = group.rank() == 0;
   const double w = static_cast<double>(group.world_size());
   if (root) {
-    std::printf("all-reduce (SUM, f32, %lld ranks, best of %d rounds, plugin and raw MPI interleaved)\n",
-                static_cast<long long>(group.world_size()), o.repeats);
-    std::printf("%12s %12s | %12s %10s %10s | %12s %10s %10s | %8s\n", "elements", "bytes", "plugin us", "algbw GB/s",
-                "busbw GB/s", "MPI us", "algbw GB/s", "busbw GB/s", "plug/MPI");
+    std::printf(
+        "all-reduce (SUM, f32, %lld ranks, best of %d rounds, plugin and raw MPI interleaved)\n",
+        static_cast<long long>(group.world_size()), o.repeats);
+    std::printf("%12s %12s | %12s %10s %10s | %12s %10s %10s | %8s\n", "elements", "bytes",
+                "plugin us", "algbw GB/s", "busbw GB/s", "MPI us", "algbw GB/s", "busbw GB/s",
+                "plug/MPI");
   }
   for (const int64_t n : parse_sizes(o.sizes)) {
     eng::Tensor buffer = eng::full({n}, 1.0);
@@ -118,21 +125,23 @@ int run_allreduce_worker(const BenchOptions& o, const GlobalOptions& global) {
           group.all_reduce(buffer, PB_COLLECTIVE_SUM);
         } else {
 #ifdef PATCHBAY_WITH_MPI
-          MPI_Allreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+          MPI_Allreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                        MPI_COMM_WORLD);
 #endif
         }
         const double t = seconds(t0, Clock::now());
-        if (round > 0) (plugin ? best_plugin : best_raw) = std::min(plugin ? best_plugin : best_raw, t);
+        if (round > 0)
+          (plugin ? best_plugin : best_raw) = std::min(plugin ? best_plugin : best_raw, t);
       }
     }
     if (!root) continue;
     const double bytes = 4.0 * static_cast<double>(n);
     const double bus = 2.0 * (w - 1) / w;
-    std::printf("%12lld %12.0f | %12.1f %10.3f %10.3f | ", static_cast<long long>(n), bytes, best_plugin * 1e6,
-                bytes / best_plugin / 1e9, bus * bytes / best_plugin / 1e9);
+    std::printf("%12lld %12.0f | %12.1f %10.3f %10.3f | ", static_cast<long long>(n), bytes,
+                best_plugin * 1e6, bytes / best_plugin / 1e9, bus * bytes / best_plugin / 1e9);
 #ifdef PATCHBAY_WITH_MPI
-    std::printf("%12.1f %10.3f %10.3f | %8.3f\n", best_raw * 1e6, bytes / best_raw / 1e9, bus * bytes / best_raw / 1e9,
-                best_plugin / best_raw);
+    std::printf("%12.1f %10.3f %10.3f | %8.3f\n", best_raw * 1e6, bytes / best_raw / 1e9,
+                bus * bytes / best_raw / 1e9, best_plugin / best_raw);
 #else
     std::printf("%12s %10s %10s | %8s\n", "n/a", "n/a", "n/a", "n/a");
 #endif
@@ -157,7 +166,8 @@ TrainFigures read_train_figures(const fs::path& metrics) {
     if (r.is_object() && r.contains("tokens_per_second")) records.push_back(r);
   }
   if (records.size() < 2)
-    throw Error(ErrorKind::kIo, "bench parallel: " + metrics.string() + " has fewer than 2 training records");
+    throw Error(ErrorKind::kIo,
+                "bench parallel: " + metrics.string() + " has fewer than 2 training records");
   TrainFigures f;
   double sum = 0;
   for (size_t i = 1; i < records.size(); ++i) sum += records[i]["tokens_per_second"].get<double>();
@@ -167,8 +177,9 @@ TrainFigures read_train_figures(const fs::path& metrics) {
   if (last.contains("comm_unhidden_seconds")) {
     f.has_comm = true;
     const double steps = last["step"].get<double>() - first["step"].get<double>();
-    f.unhidden_seconds_per_step =
-        (last["comm_unhidden_seconds"].get<double>() - first["comm_unhidden_seconds"].get<double>()) / steps;
+    f.unhidden_seconds_per_step = (last["comm_unhidden_seconds"].get<double>() -
+                                   first["comm_unhidden_seconds"].get<double>()) /
+                                  steps;
   }
   return f;
 }
@@ -181,15 +192,17 @@ int run_launcher(const BenchOptions& o, const GlobalOptions& global) {
                        " --repeats " + std::to_string(o.repeats);
   std::cout << "$ " << worker << "\n" << std::flush;
   if (std::system(worker.c_str()) != 0)
-    throw Error(ErrorKind::kIo, "bench parallel: the all-reduce worker under mpirun failed (command above)");
+    throw Error(ErrorKind::kIo,
+                "bench parallel: the all-reduce worker under mpirun failed (command above)");
   if (o.skip_training) return kExitOk;
 
   patchbay::testing::TempDir tmp("bench_parallel");
-  std::string common = quoted(self) + global_args(global) + " train " + quoted(o.config) +
-                       " --overwrite --set train.max_steps=" + std::to_string(o.steps) +
-                       " --set train.log_every=" + std::to_string(std::max<int64_t>(1, o.steps / 4)) +
-                       " --set train.warmup_steps=0 --set train.eval_every=0 --set train.sample_every=0"
-                       " --set train.sample_tokens=0 --set train.checkpoint_every=0";
+  std::string common =
+      quoted(self) + global_args(global) + " train " + quoted(o.config) +
+      " --overwrite --set train.max_steps=" + std::to_string(o.steps) +
+      " --set train.log_every=" + std::to_string(std::max<int64_t>(1, o.steps / 4)) +
+      " --set train.warmup_steps=0 --set train.eval_every=0 --set train.sample_every=0"
+      " --set train.sample_tokens=0 --set train.checkpoint_every=0";
   for (const std::string& s : o.sets) common += " --set " + quoted(s);
   struct Case {
     std::string label, command;
@@ -197,16 +210,17 @@ int run_launcher(const BenchOptions& o, const GlobalOptions& global) {
   };
   auto out_dir = [&](const std::string& name) { return tmp.path() / name; };
   auto at = [&](const std::string& name) {
-    return " --set run.name=" + name + " --set 'train.out_dir=\"" + out_dir(name).string() + "\"' > " +
-           quoted((out_dir(name).string() + ".log")) + " 2>&1";
+    return " --set run.name=" + name + " --set 'train.out_dir=\"" + out_dir(name).string() +
+           "\"' > " + quoted((out_dir(name).string() + ".log")) + " 2>&1";
   };
   const std::vector<Case> cases = {
       {"1 rank x 2 threads", "OMP_NUM_THREADS=2 " + common + at("one"), out_dir("one")},
       {std::to_string(o.np) + " ranks x 1 thread (overlap)",
-       mpi + "-x OMP_NUM_THREADS=1 " + common + " --set parallelism.kind=mpi_data" + at("dp"), out_dir("dp")},
+       mpi + "-x OMP_NUM_THREADS=1 " + common + " --set parallelism.kind=mpi_data" + at("dp"),
+       out_dir("dp")},
       {std::to_string(o.np) + " ranks x 1 thread (no overlap)",
-       mpi + "-x OMP_NUM_THREADS=1 " + common + " --set parallelism.kind=mpi_data --set parallelism.overlap=false" +
-           at("dp_after"),
+       mpi + "-x OMP_NUM_THREADS=1 " + common +
+           " --set parallelism.kind=mpi_data --set parallelism.overlap=false" + at("dp_after"),
        out_dir("dp_after")},
   };
   std::vector<TrainFigures> figures;
@@ -215,7 +229,8 @@ int run_launcher(const BenchOptions& o, const GlobalOptions& global) {
     if (std::system(c.command.c_str()) != 0) {
       std::ifstream log(c.dir.string() + ".log");
       std::cerr << log.rdbuf();
-      throw Error(ErrorKind::kIo, "bench parallel: training run '" + c.label + "' failed (its log is above)");
+      throw Error(ErrorKind::kIo,
+                  "bench parallel: training run '" + c.label + "' failed (its log is above)");
     }
     figures.push_back(read_train_figures(c.dir / "metrics.jsonl"));
   }
@@ -232,9 +247,10 @@ int run_launcher(const BenchOptions& o, const GlobalOptions& global) {
     }
   }
   if (figures[2].unhidden_seconds_per_step > 0)
-    std::printf("communication hidden behind backward by bucket overlap: %.0f%% (1 - %.2f / %.2f ms)\n",
-                100.0 * (1.0 - figures[1].unhidden_seconds_per_step / figures[2].unhidden_seconds_per_step),
-                figures[1].unhidden_seconds_per_step * 1e3, figures[2].unhidden_seconds_per_step * 1e3);
+    std::printf(
+        "communication hidden behind backward by bucket overlap: %.0f%% (1 - %.2f / %.2f ms)\n",
+        100.0 * (1.0 - figures[1].unhidden_seconds_per_step / figures[2].unhidden_seconds_per_step),
+        figures[1].unhidden_seconds_per_step * 1e3, figures[2].unhidden_seconds_per_step * 1e3);
   return kExitOk;
 }
 
@@ -247,7 +263,8 @@ int run_bench_parallel(const std::vector<std::string>& args, const GlobalOptions
       "config", po::value(&o.config), "training config (default configs/quickstart.toml)")(
       "steps", po::value(&o.steps), "training steps per case (default 40)")(
       "set", po::value(&o.sets), "config override for the training cases (repeatable)")(
-      "mpirun", po::value(&o.mpirun), "launch command before -np (default: Open MPI as root, oversubscribed)")(
+      "mpirun", po::value(&o.mpirun),
+      "launch command before -np (default: Open MPI as root, oversubscribed)")(
       "allreduce-only", po::bool_switch(&o.skip_training), "skip the training cases")(
       "worker", po::value(&o.worker), "internal: 'allreduce' runs the timed part under mpirun");
   po::variables_map values;
@@ -255,23 +272,26 @@ int run_bench_parallel(const std::vector<std::string>& args, const GlobalOptions
   po::notify(values);
   if (values.count("help") != 0) {
     std::cout << "Usage: patchbay bench parallel [options]\n\n"
-                 "Launches mpirun itself: the parallel_mpi plugin's all-reduce against MPI_Allreduce on the same\n"
-                 "buffers, then training tokens/s of 1 rank x 2 threads against N ranks x 1 thread with the\n"
+                 "Launches mpirun itself: the parallel_mpi plugin's all-reduce against "
+                 "MPI_Allreduce on the same\n"
+                 "buffers, then training tokens/s of 1 rank x 2 threads against N ranks x 1 thread "
+                 "with the\n"
                  "communication time not hidden behind backward.\n\n"
               << options;
     return kExitOk;
   }
   if (o.np < 2) throw Error(ErrorKind::kInvalidArgument, "bench parallel: --np must be at least 2");
   if (o.worker == "allreduce") return run_allreduce_worker(o, global);
-  if (!o.worker.empty()) throw Error(ErrorKind::kInvalidArgument, "bench parallel: unknown --worker '" + o.worker + "'");
+  if (!o.worker.empty())
+    throw Error(ErrorKind::kInvalidArgument, "bench parallel: unknown --worker '" + o.worker + "'");
   return run_launcher(o, global);
 }
 
 }  // namespace
 
-PATCHBAY_REGISTER_COMMAND(
-    {"bench parallel",
-     "Time the MPI plugin's all-reduce against MPI_Allreduce and data-parallel training against threads",
-     run_bench_parallel});
+PATCHBAY_REGISTER_COMMAND({"bench parallel",
+                           "Time the MPI plugin's all-reduce against MPI_Allreduce and "
+                           "data-parallel training against threads",
+                           run_bench_parallel});
 
 }  // namespace patchbay::cli

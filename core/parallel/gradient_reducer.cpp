@@ -9,17 +9,19 @@
 
 namespace patchbay::parallel {
 
-GradientReducer::GradientReducer(runtime::ParallelismHandle& group, std::vector<engine::Tensor> parameters,
-                                 int64_t bucket_bytes, bool overlap)
+GradientReducer::GradientReducer(runtime::ParallelismHandle& group,
+                                 std::vector<engine::Tensor> parameters, int64_t bucket_bytes,
+                                 bool overlap)
     : group_(group), parameters_(std::move(parameters)), overlap_(overlap) {
   bucket_of_.resize(parameters_.size());
   int64_t bytes_in_bucket = 0;
   for (size_t k = parameters_.size(); k-- > 0;) {
     const engine::Tensor& p = parameters_[k];
     if (p.dtype() != engine::DType::kF32)
-      throw Error(ErrorKind::kInvalidArgument, "data parallel: parameter " + std::to_string(k) + " is " +
-                                               engine::dtype_name(p.dtype()) +
-                                               "; the gradient buckets hold f32 master gradients only");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "data parallel: parameter " + std::to_string(k) + " is " +
+                      engine::dtype_name(p.dtype()) +
+                      "; the gradient buckets hold f32 master gradients only");
     if (buckets_.empty() || bytes_in_bucket >= bucket_bytes) {
       buckets_.emplace_back();
       bytes_in_bucket = 0;

@@ -25,8 +25,8 @@ namespace patchbay::parallel {
 
 class GradientReducer {
  public:
-  GradientReducer(runtime::ParallelismHandle& group, std::vector<engine::Tensor> parameters, int64_t bucket_bytes,
-                  bool overlap);
+  GradientReducer(runtime::ParallelismHandle& group, std::vector<engine::Tensor> parameters,
+                  int64_t bucket_bytes, bool overlap);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;

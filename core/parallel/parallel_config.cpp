@@ -9,14 +9,19 @@ void declare_parallelism_section(config::SchemaRegistry& schema) {
   using patchbay::Field;
   config::HostSection section;
   section.path = "parallelism";
-  section.summary = "multi-process training (launch with mpirun -np N): strategy component and gradient buckets";
+  section.summary =
+      "multi-process training (launch with mpirun -np N): strategy component and gradient buckets";
   section.component_kind = PB_KIND_PARALLELISM;
   section.fields = {
-      Field::string("kind", nullptr, "parallelism component: \"mpi_data\", \"mpi_zero1\", \"mpi_tensor\" or \"single\"")
+      Field::string(
+          "kind", nullptr,
+          "parallelism component: \"mpi_data\", \"mpi_zero1\", \"mpi_tensor\" or \"single\"")
           .required(),
-      Field::real("bucket_mb", "1.0", "MiB of gradients per all-reduce bucket (started during backward)")
+      Field::real("bucket_mb", "1.0",
+                  "MiB of gradients per all-reduce bucket (started during backward)")
           .range(0.0009765625, 4096.0),
-      Field::boolean("overlap", "true", "start bucket all-reduces during backward (false: all after backward)"),
+      Field::boolean("overlap", "true",
+                     "start bucket all-reduces during backward (false: all after backward)"),
   };
   schema.add_section(std::move(section));
 }

@@ -1,8 +1,9 @@
 // The [parallelism] config section and its options:
 //   [parallelism]
-//   kind = "mpi_data"        # a PB_KIND_PARALLELISM component: mpi_data, mpi_zero1, mpi_tensor, single
-//   bucket_mb = 1.0          # gradient bucket size for the all-reduces started during backward
-//   overlap = true           # false: all buckets are reduced after backward (for measuring)
+//   kind = "mpi_data"        # a PB_KIND_PARALLELISM component: mpi_data, mpi_zero1, mpi_tensor,
+//   single bucket_mb = 1.0          # gradient bucket size for the all-reduces started during
+//   backward overlap = true           # false: all buckets are reduced after backward (for
+//   measuring)
 // A config without the table trains in one process, as before.
 #pragma once
 

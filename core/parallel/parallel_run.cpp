@@ -17,14 +17,17 @@ std::unique_ptr<ParallelRun> ParallelRun::from_config(const config::ResolvedConf
   auto run = std::make_unique<ParallelRun>();
   run->options_ = parallel_options_from_config(config);
   if (!run->options_.enabled) return run;
-  const config::SelectedComponent selected = config::select_component(config, schema, lookup, "parallelism");
+  const config::SelectedComponent selected =
+      config::select_component(config, schema, lookup, "parallelism");
   run->group_ = std::make_unique<runtime::ParallelismHandle>(
-      registry.create(PB_KIND_PARALLELISM, selected.name, *selected.config.view()), registry.host());
+      registry.create(PB_KIND_PARALLELISM, selected.name, *selected.config.view()),
+      registry.host());
   return run;
 }
 
 runtime::ParallelismHandle& ParallelRun::group() {
-  if (!group_) throw Error(ErrorKind::kInternal, "ParallelRun::group(): the run has no process group");
+  if (!group_)
+    throw Error(ErrorKind::kInternal, "ParallelRun::group(): the run has no process group");
   return *group_;
 }
 
@@ -34,14 +37,16 @@ engine::Tensor ParallelRun::shard_rows(const engine::Tensor& global) const {
   const int64_t rows = global.shape().at(0);
   if (rows % w != 0)
     throw Error(ErrorKind::kInvalidArgument,
-                "data parallel: train.batch_size (" + std::to_string(rows) + ") must be a multiple of the " +
-                    std::to_string(w) + " ranks, so that every rank trains on an equal share of each batch; "
+                "data parallel: train.batch_size (" + std::to_string(rows) +
+                    ") must be a multiple of the " + std::to_string(w) +
+                    " ranks, so that every rank trains on an equal share of each batch; "
                     "set train.batch_size to a multiple of the -np count");
   const int64_t per_rank = rows / w;
   return global.narrow(0, rank() * per_rank, per_rank);
 }
 
-void ParallelRun::check_agreement(const std::string& config_text, const std::string& plugin_set) const {
+void ParallelRun::check_agreement(const std::string& config_text,
+                                  const std::string& plugin_set) const {
   if (!distributed()) return;
   const std::vector<int64_t> mine = {static_cast<int64_t>(data::fnv1a64(config_text)),
                                      static_cast<int64_t>(data::fnv1a64(plugin_set))};
@@ -53,12 +58,14 @@ void ParallelRun::check_agreement(const std::string& config_text, const std::str
     const bool plugins_differ = h[2 * r + 1] != h[1];
     if (!config_differs && !plugins_differ) continue;
     std::string what = config_differs && plugins_differ ? "resolved config and plugin set"
-                       : config_differs                  ? "resolved config"
-                                                         : "plugin set (components, versions, files)";
-    throw Error(ErrorKind::kInvalidArgument,
-                "rank " + std::to_string(r) + " of " + std::to_string(world_size()) + " runs a different " + what +
-                    " than rank 0; every rank must get the same config, --set overrides and plugin files "
-                    "(check the command line and PATCHBAY_PLUGIN_PATH on every host)");
+                       : config_differs                 ? "resolved config"
+                                        : "plugin set (components, versions, files)";
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "rank " + std::to_string(r) + " of " + std::to_string(world_size()) + " runs a different " +
+            what +
+            " than rank 0; every rank must get the same config, --set overrides and plugin files "
+            "(check the command line and PATCHBAY_PLUGIN_PATH on every host)");
   }
 }
 
@@ -79,7 +86,8 @@ std::vector<double> ParallelRun::average(const std::vector<double>& values) cons
 double ParallelRun::sum(double value) const {
   if (!distributed()) return value;
   const int64_t bits = std::bit_cast<int64_t>(value);
-  const engine::Tensor all = group_->all_gather(engine::Tensor::from_data(&bits, {1}, engine::DType::kI64));
+  const engine::Tensor all =
+      group_->all_gather(engine::Tensor::from_data(&bits, {1}, engine::DType::kI64));
   double total = 0;
   for (int64_t r = 0; r < world_size(); ++r) total += std::bit_cast<double>(all.data<int64_t>()[r]);
   return total;

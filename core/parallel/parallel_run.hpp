@@ -32,7 +32,8 @@ class ParallelRun {
   // A world of one, no plugin.
   ParallelRun() = default;
   // From [parallelism]; a world of one when the config has no such table.
-  static std::unique_ptr<ParallelRun> from_config(const config::ResolvedConfig& config, runtime::Registry& registry,
+  static std::unique_ptr<ParallelRun> from_config(const config::ResolvedConfig& config,
+                                                  runtime::Registry& registry,
                                                   const config::SchemaRegistry& schema,
                                                   const config::ComponentSchemaLookup& lookup);
 

@@ -14,7 +14,8 @@ namespace {
 // "exp_avg/blocks.0.w@128" -> {"exp_avg", "blocks.0.w@128"}; the state's prefix is what
 // precedes the last '/' that is followed by the piece name.
 bool split_state_name(const std::string& state, const std::string& piece, std::string& prefix) {
-  if (state.size() <= piece.size() + 1 || state.compare(state.size() - piece.size(), piece.size(), piece) != 0 ||
+  if (state.size() <= piece.size() + 1 ||
+      state.compare(state.size() - piece.size(), piece.size(), piece) != 0 ||
       state[state.size() - piece.size() - 1] != '/')
     return false;
   prefix = state.substr(0, state.size() - piece.size() - 1);
@@ -23,13 +24,15 @@ bool split_state_name(const std::string& state, const std::string& piece, std::s
 
 }  // namespace
 
-Zero1::Zero1(runtime::ParallelismHandle& group, const std::vector<runtime::OptimizerHandle::Parameter>& parameters,
+Zero1::Zero1(runtime::ParallelismHandle& group,
+             const std::vector<runtime::OptimizerHandle::Parameter>& parameters,
              const std::function<std::unique_ptr<runtime::OptimizerHandle>()>& make_optimizer)
     : group_(group), parameters_(parameters) {
   for (const auto& p : parameters_) {
     if (p.tensor.dtype() != engine::DType::kF32)
       throw Error(ErrorKind::kInvalidArgument, "ZeRO-1: parameter '" + p.name + "' is " +
-                                                   engine::dtype_name(p.tensor.dtype()) + "; shards hold f32 only");
+                                                   engine::dtype_name(p.tensor.dtype()) +
+                                                   "; shards hold f32 only");
     offsets_.push_back(total_);
     total_ += p.tensor.numel();
   }
@@ -42,11 +45,13 @@ Zero1::Zero1(runtime::ParallelismHandle& group, const std::vector<runtime::Optim
     const int64_t lo = std::max(begin, offsets_[k]);
     const int64_t hi = std::min(end, offsets_[k] + parameters_[k].tensor.numel());
     if (lo >= hi) continue;
-    Piece piece{k, lo - offsets_[k], lo - begin, hi - lo, parameters_[k].name + "@" + std::to_string(lo - offsets_[k])};
-    engine::Tensor view = parameters_[k].tensor.reshape({-1}).narrow(0, piece.param_offset, piece.length);
+    Piece piece{k, lo - offsets_[k], lo - begin, hi - lo,
+                parameters_[k].name + "@" + std::to_string(lo - offsets_[k])};
+    engine::Tensor view =
+        parameters_[k].tensor.reshape({-1}).narrow(0, piece.param_offset, piece.length);
     view.set_requires_grad(true);
-    registered.push_back({piece.name, view, parameters_[k].weight_decay_scale, parameters_[k].lr_scale,
-                          parameters_[k].group});
+    registered.push_back({piece.name, view, parameters_[k].weight_decay_scale,
+                          parameters_[k].lr_scale, parameters_[k].group});
     piece_info_.push_back(piece);
     pieces_.push_back(view);
   }
@@ -54,7 +59,8 @@ Zero1::Zero1(runtime::ParallelismHandle& group, const std::vector<runtime::Optim
   optimizer_->add_parameters(registered);
 }
 
-engine::Tensor Zero1::flat_shard_of(const std::function<engine::Tensor(size_t piece)>& piece_values) const {
+engine::Tensor Zero1::flat_shard_of(
+    const std::function<engine::Tensor(size_t piece)>& piece_values) const {
   engine::Tensor shard = engine::zeros({shard_});
   for (size_t i = 0; i < piece_info_.size(); ++i) {
     engine::Tensor dst = shard.narrow(0, piece_info_[i].shard_offset, piece_info_[i].length);
@@ -75,7 +81,8 @@ void Zero1::reduce_scatter_gradients() {
   const engine::Tensor all = engine::concat(flat, 0);
   engine::Tensor mine = group_.reduce_scatter(all, PB_COLLECTIVE_AVG);
   for (size_t i = 0; i < piece_info_.size(); ++i)
-    pieces_[i].set_grad(mine.narrow(0, piece_info_[i].shard_offset, piece_info_[i].length).contiguous().clone());
+    pieces_[i].set_grad(
+        mine.narrow(0, piece_info_[i].shard_offset, piece_info_[i].length).contiguous().clone());
 }
 
 void Zero1::step(double lr) {
@@ -98,7 +105,8 @@ std::vector<runtime::OptimizerHandle::StateTensor> Zero1::full_state() {
   const std::vector<runtime::OptimizerHandle::StateTensor> mine = optimizer_->state();
   // Which prefixes are element-wise (one value per element) and which are per-parameter
   // scalars (a step count): decided on the first piece longer than one element.
-  std::map<std::string, std::vector<const engine::Tensor*>> by_prefix;  // prefix -> tensor per piece
+  std::map<std::string, std::vector<const engine::Tensor*>>
+      by_prefix;  // prefix -> tensor per piece
   for (const auto& s : mine)
     for (size_t i = 0; i < piece_info_.size(); ++i) {
       std::string prefix;
@@ -136,7 +144,8 @@ std::vector<runtime::OptimizerHandle::StateTensor> Zero1::full_state() {
         if (slots[i] == nullptr) continue;
         shape = slots[i]->shape();
         dtype = slots[i]->dtype();
-        if (piece_info_[i].param_offset == 0) values[piece_info_[i].parameter] = slots[i]->to_vector().at(0);
+        if (piece_info_[i].param_offset == 0)
+          values[piece_info_[i].parameter] = slots[i]->to_vector().at(0);
       }
       engine::Tensor v = engine::Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
       group_.all_reduce(v, PB_COLLECTIVE_SUM);
@@ -158,10 +167,11 @@ void Zero1::restore_full_state(const std::map<std::string, engine::Tensor>& save
       const std::string full_name = prefix + "/" + parameters_[piece_info_[i].parameter].name;
       const auto it = saved.find(full_name);
       if (it == saved.end())
-        throw Error(ErrorKind::kInvalidArgument, "ZeRO-1 resume: the checkpoint has no optimizer state '" +
-                                                     full_name + "'");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "ZeRO-1 resume: the checkpoint has no optimizer state '" + full_name + "'");
       if (s.tensor.numel() == piece_info_[i].length && it->second.numel() != 1) {
-        mine[s.name] = it->second.reshape({-1}).narrow(0, piece_info_[i].param_offset, piece_info_[i].length)
+        mine[s.name] = it->second.reshape({-1})
+                           .narrow(0, piece_info_[i].param_offset, piece_info_[i].length)
                            .reshape(s.tensor.shape())
                            .contiguous();
       } else {

@@ -32,7 +32,8 @@ namespace patchbay::parallel {
 class Zero1 {
  public:
   // `make_optimizer` creates an empty optimizer of the configured kind.
-  Zero1(runtime::ParallelismHandle& group, const std::vector<runtime::OptimizerHandle::Parameter>& parameters,
+  Zero1(runtime::ParallelismHandle& group,
+        const std::vector<runtime::OptimizerHandle::Parameter>& parameters,
         const std::function<std::unique_ptr<runtime::OptimizerHandle>()>& make_optimizer);
 
   // Reduce-scatter (AVG) of the parameters' gradients into the pieces' gradients.
@@ -53,13 +54,14 @@ class Zero1 {
 
  private:
   struct Piece {
-    size_t parameter;        // index into parameters_
-    int64_t param_offset;    // first element inside the flattened parameter
-    int64_t shard_offset;    // first element inside this rank's shard
+    size_t parameter;      // index into parameters_
+    int64_t param_offset;  // first element inside the flattened parameter
+    int64_t shard_offset;  // first element inside this rank's shard
     int64_t length;
-    std::string name;        // "<parameter name>@<param_offset>"
+    std::string name;  // "<parameter name>@<param_offset>"
   };
-  engine::Tensor flat_shard_of(const std::function<engine::Tensor(size_t piece)>& piece_values) const;
+  engine::Tensor flat_shard_of(
+      const std::function<engine::Tensor(size_t piece)>& piece_values) const;
 
   runtime::ParallelismHandle& group_;
   std::vector<runtime::OptimizerHandle::Parameter> parameters_;

@@ -3,9 +3,8 @@
 
 #include <bit>
 #include <cmath>
-#include <string>
-
 #include <patchbay/component.hpp>
+#include <string>
 
 namespace patchbay_parallel_mpi {
 namespace {
@@ -18,7 +17,8 @@ void check(int code, const char* what) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw patchbay::PluginError(PB_STATUS_INTERNAL, std::string(what) + " failed: " + std::string(text, length));
+  throw patchbay::PluginError(PB_STATUS_INTERNAL,
+                              std::string(what) + " failed: " + std::string(text, length));
 }
 
 // The user-op callbacks: inout[i] = inout[i] (+ or max) in[i], element by element.
@@ -30,7 +30,8 @@ void reduce_halves(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
     const float x = ToFloat(a[i]);
     const float y = ToFloat(b[i]);
     if constexpr (Max) {
-      b[i] = (std::isnan(x) || x > y) ? a[i] : b[i];  // NaN wins, as MPI_MAX on floats gives no promise
+      b[i] = (std::isnan(x) || x > y) ? a[i]
+                                      : b[i];  // NaN wins, as MPI_MAX on floats gives no promise
     } else {
       b[i] = FromFloat(x + y);
     }
@@ -56,7 +57,8 @@ float f16_to_float(uint16_t v) {
     const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
     return sign != 0 ? -magnitude : magnitude;
   }
-  if (exponent == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));  // inf / NaN
+  if (exponent == 31)
+    return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));  // inf / NaN
   return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 
@@ -84,10 +86,14 @@ const MpiTypes& mpi_types() {
   check(MPI_Type_commit(&g_types.bf16), "MPI_Type_commit (bf16)");
   check(MPI_Type_contiguous(2, MPI_BYTE, &g_types.f16), "MPI_Type_contiguous (f16)");
   check(MPI_Type_commit(&g_types.f16), "MPI_Type_commit (f16)");
-  check(MPI_Op_create(&reduce_halves<bf16_to_float, float_to_bf16, false>, 1, &g_types.bf16_sum), "MPI_Op_create");
-  check(MPI_Op_create(&reduce_halves<bf16_to_float, float_to_bf16, true>, 1, &g_types.bf16_max), "MPI_Op_create");
-  check(MPI_Op_create(&reduce_halves<f16_to_float, float_to_f16, false>, 1, &g_types.f16_sum), "MPI_Op_create");
-  check(MPI_Op_create(&reduce_halves<f16_to_float, float_to_f16, true>, 1, &g_types.f16_max), "MPI_Op_create");
+  check(MPI_Op_create(&reduce_halves<bf16_to_float, float_to_bf16, false>, 1, &g_types.bf16_sum),
+        "MPI_Op_create");
+  check(MPI_Op_create(&reduce_halves<bf16_to_float, float_to_bf16, true>, 1, &g_types.bf16_max),
+        "MPI_Op_create");
+  check(MPI_Op_create(&reduce_halves<f16_to_float, float_to_f16, false>, 1, &g_types.f16_sum),
+        "MPI_Op_create");
+  check(MPI_Op_create(&reduce_halves<f16_to_float, float_to_f16, true>, 1, &g_types.f16_max),
+        "MPI_Op_create");
   g_created = true;
   return g_types;
 }
@@ -106,31 +112,46 @@ void free_mpi_types() {
 
 MPI_Datatype mpi_datatype(pb_dtype dtype) {
   switch (dtype) {
-    case PB_DTYPE_F32: return MPI_FLOAT;
-    case PB_DTYPE_BF16: return mpi_types().bf16;
-    case PB_DTYPE_F16: return mpi_types().f16;
-    case PB_DTYPE_I32: return MPI_INT32_T;
-    case PB_DTYPE_I64: return MPI_INT64_T;
+    case PB_DTYPE_F32:
+      return MPI_FLOAT;
+    case PB_DTYPE_BF16:
+      return mpi_types().bf16;
+    case PB_DTYPE_F16:
+      return mpi_types().f16;
+    case PB_DTYPE_I32:
+      return MPI_INT32_T;
+    case PB_DTYPE_I64:
+      return MPI_INT64_T;
   }
-  throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                              "unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
 size_t dtype_size(pb_dtype dtype) {
   switch (dtype) {
-    case PB_DTYPE_F32: return 4;
-    case PB_DTYPE_BF16: return 2;
-    case PB_DTYPE_F16: return 2;
-    case PB_DTYPE_I32: return 4;
-    case PB_DTYPE_I64: return 8;
+    case PB_DTYPE_F32:
+      return 4;
+    case PB_DTYPE_BF16:
+      return 2;
+    case PB_DTYPE_F16:
+      return 2;
+    case PB_DTYPE_I32:
+      return 4;
+    case PB_DTYPE_I64:
+      return 8;
   }
-  throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                              "unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
 MPI_Op mpi_reduce_op(pb_dtype dtype, bool max) {
   switch (dtype) {
-    case PB_DTYPE_BF16: return max ? mpi_types().bf16_max : mpi_types().bf16_sum;
-    case PB_DTYPE_F16: return max ? mpi_types().f16_max : mpi_types().f16_sum;
-    default: return max ? MPI_MAX : MPI_SUM;
+    case PB_DTYPE_BF16:
+      return max ? mpi_types().bf16_max : mpi_types().bf16_sum;
+    case PB_DTYPE_F16:
+      return max ? mpi_types().f16_max : mpi_types().f16_sum;
+    default:
+      return max ? MPI_MAX : MPI_SUM;
   }
 }
 

@@ -9,10 +9,9 @@
 #pragma once
 
 #include <mpi.h>
+#include <patchbay/ops.h>
 
 #include <cstdint>
-
-#include <patchbay/ops.h>
 
 namespace patchbay_parallel_mpi {
 

@@ -18,12 +18,14 @@ using patchbay::Tensor;
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
   return std::string(text, static_cast<size_t>(length));
 }
 
 void check(int code, const std::string& what) {
-  if (code != MPI_SUCCESS) throw PluginError(PB_STATUS_INTERNAL, what + " failed: " + mpi_error_text(code));
+  if (code != MPI_SUCCESS)
+    throw PluginError(PB_STATUS_INTERNAL, what + " failed: " + mpi_error_text(code));
 }
 
 // MPI's lifetime in this process: initialised by the first group, finalised by this static
@@ -41,9 +43,10 @@ struct MpiRuntime {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) {
-      throw PluginError(PB_STATUS_UNSUPPORTED,
-                        "MPI was already finalised in this process and cannot start again; create the MPI "
-                        "group once per process and keep the parallel_mpi plugin loaded while it is used");
+      throw PluginError(
+          PB_STATUS_UNSUPPORTED,
+          "MPI was already finalised in this process and cannot start again; create the MPI "
+          "group once per process and keep the parallel_mpi plugin loaded while it is used");
     }
     int initialised = 0;
     MPI_Initialized(&initialised);
@@ -52,9 +55,10 @@ struct MpiRuntime {
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
     initialised_here = true;
     if (provided < MPI_THREAD_SERIALIZED) {
-      throw PluginError(PB_STATUS_UNSUPPORTED, "the MPI library provides thread level " + std::to_string(provided) +
-                                                   " but the trainer needs MPI_THREAD_SERIALIZED (" +
-                                                   std::to_string(MPI_THREAD_SERIALIZED) + ")");
+      throw PluginError(PB_STATUS_UNSUPPORTED,
+                        "the MPI library provides thread level " + std::to_string(provided) +
+                            " but the trainer needs MPI_THREAD_SERIALIZED (" +
+                            std::to_string(MPI_THREAD_SERIALIZED) + ")");
     }
   }
 };
@@ -75,12 +79,14 @@ class HostElements {
     staging_.resize(bytes_);
     data_ = staging_.data();
     if (read && bytes_ > 0)
-      patchbay::check_ops_status(ops, ops->copy_to_host(t.handle(), staging_.data(), bytes_), "staging copy in");
+      patchbay::check_ops_status(ops, ops->copy_to_host(t.handle(), staging_.data(), bytes_),
+                                 "staging copy in");
   }
   void commit() {
     if (direct_ || bytes_ == 0) return;
-    patchbay::check_ops_status(tensor_.ops(), tensor_.ops()->copy_from_host(tensor_.handle(), staging_.data(), bytes_),
-                               "staging copy out");
+    patchbay::check_ops_status(
+        tensor_.ops(), tensor_.ops()->copy_from_host(tensor_.handle(), staging_.data(), bytes_),
+        "staging copy out");
   }
   unsigned char* data() { return data_; }
   size_t bytes() const { return bytes_; }
@@ -98,9 +104,10 @@ constexpr size_t kMaxChunk = static_cast<size_t>(INT_MAX) / 8;
 
 int as_count(size_t n, const char* what) {
   if (n > static_cast<size_t>(INT_MAX)) {
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(n) +
-                                                      " elements per rank exceed MPI's int count (" +
-                                                      std::to_string(INT_MAX) + "); split the tensor");
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      std::string(what) + ": " + std::to_string(n) +
+                          " elements per rank exceed MPI's int count (" + std::to_string(INT_MAX) +
+                          "); split the tensor");
   }
   return static_cast<int>(n);
 }
@@ -140,7 +147,11 @@ void divide_in_place(unsigned char* data, size_t n, pb_dtype dtype, int64_t worl
 class PendingAllReduce : public patchbay::PendingCollective {
  public:
   PendingAllReduce(const Tensor& t, pb_collective_op op, int64_t world, MPI_Comm comm)
-      : elements_(t, /*read=*/true), dtype_(t.dtype()), n_(static_cast<size_t>(t.numel())), op_(op), world_(world) {
+      : elements_(t, /*read=*/true),
+        dtype_(t.dtype()),
+        n_(static_cast<size_t>(t.numel())),
+        op_(op),
+        world_(world) {
     const int count = as_count(n_, "all_reduce_start");
     check(MPI_Iallreduce(MPI_IN_PLACE, elements_.data(), count, mpi_datatype(dtype_),
                          mpi_reduce_op(dtype_, op == PB_COLLECTIVE_MAX), comm, &request_),
@@ -167,13 +178,13 @@ class PendingAllReduce : public patchbay::PendingCollective {
 }  // namespace
 
 std::unique_ptr<patchbay::PendingCollective> MpiGroupBase::all_reduce_start(const Tensor& tensor,
-                                                                             pb_collective_op op) {
+                                                                            pb_collective_op op) {
   return std::make_unique<PendingAllReduce>(tensor, op, world_, comm_);
 }
 
 void MpiGroupBase::abort_job(int32_t exit_code, const std::string& message) {
-  std::fprintf(stderr, "patchbay: rank %lld of %lld ends the job: %s\n", static_cast<long long>(rank_),
-               static_cast<long long>(world_), message.c_str());
+  std::fprintf(stderr, "patchbay: rank %lld of %lld ends the job: %s\n",
+               static_cast<long long>(rank_), static_cast<long long>(world_), message.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
@@ -204,7 +215,8 @@ void MpiGroupBase::all_reduce(const Tensor& tensor, pb_collective_op op) {
   const MPI_Op mpi_op = mpi_reduce_op(tensor.dtype(), op == PB_COLLECTIVE_MAX);
   for (size_t begin = 0; begin < n; begin += kMaxChunk) {
     const size_t count = std::min(kMaxChunk, n - begin);
-    check(MPI_Allreduce(MPI_IN_PLACE, x.data() + begin * size, static_cast<int>(count), type, mpi_op, comm_),
+    check(MPI_Allreduce(MPI_IN_PLACE, x.data() + begin * size, static_cast<int>(count), type,
+                        mpi_op, comm_),
           "MPI_Allreduce");
   }
   if (op == PB_COLLECTIVE_AVG) divide_in_place(x.data(), n, tensor.dtype(), world_);
@@ -218,7 +230,8 @@ void MpiGroupBase::broadcast(const Tensor& tensor, int64_t root) {
   const MPI_Datatype type = mpi_datatype(tensor.dtype());
   for (size_t begin = 0; begin < n; begin += kMaxChunk) {
     const size_t count = std::min(kMaxChunk, n - begin);
-    check(MPI_Bcast(x.data() + begin * size, static_cast<int>(count), type, static_cast<int>(root), comm_),
+    check(MPI_Bcast(x.data() + begin * size, static_cast<int>(count), type, static_cast<int>(root),
+                    comm_),
           "MPI_Bcast");
   }
   x.commit();
@@ -239,8 +252,10 @@ void MpiGroupBase::reduce_scatter(const Tensor& in, const Tensor& out, pb_collec
   const int count = as_count(static_cast<size_t>(out.numel()), "reduce_scatter");
   const MPI_Datatype type = mpi_datatype(in.dtype());
   const MPI_Op mpi_op = mpi_reduce_op(in.dtype(), op == PB_COLLECTIVE_MAX);
-  check(MPI_Reduce_scatter_block(src.data(), dst.data(), count, type, mpi_op, comm_), "MPI_Reduce_scatter_block");
-  if (op == PB_COLLECTIVE_AVG) divide_in_place(dst.data(), static_cast<size_t>(out.numel()), out.dtype(), world_);
+  check(MPI_Reduce_scatter_block(src.data(), dst.data(), count, type, mpi_op, comm_),
+        "MPI_Reduce_scatter_block");
+  if (op == PB_COLLECTIVE_AVG)
+    divide_in_place(dst.data(), static_cast<size_t>(out.numel()), out.dtype(), world_);
   dst.commit();
 }
 

@@ -32,7 +32,8 @@ class MpiGroupBase : public patchbay::Parallelism {
   void all_reduce(const patchbay::Tensor& tensor, pb_collective_op op) override;
   void broadcast(const patchbay::Tensor& tensor, int64_t root) override;
   void all_gather(const patchbay::Tensor& in, const patchbay::Tensor& out) override;
-  void reduce_scatter(const patchbay::Tensor& in, const patchbay::Tensor& out, pb_collective_op op) override;
+  void reduce_scatter(const patchbay::Tensor& in, const patchbay::Tensor& out,
+                      pb_collective_op op) override;
   void barrier() override;
   // MPI_Iallreduce; MPI progresses it inside later MPI calls and the wait.
   std::unique_ptr<patchbay::PendingCollective> all_reduce_start(const patchbay::Tensor& tensor,
@@ -50,15 +51,21 @@ template <pb_parallel_strategy Strategy>
 class MpiGroup : public MpiGroupBase {
  public:
   static constexpr pb_parallel_strategy kStrategy = Strategy;
-  MpiGroup(const patchbay::Host& host, const patchbay::ConfigView& /*config*/) : MpiGroupBase(host) {}
+  MpiGroup(const patchbay::Host& host, const patchbay::ConfigView& /*config*/)
+      : MpiGroupBase(host) {}
 };
 
-inline constexpr pb_component_descriptor kMpiData = patchbay::make_parallelism_component<MpiGroup<PB_PARALLEL_DATA>>(
-    "mpi_data", "1.0.0", "data parallel over MPI (mpirun -np N): replicas, gradients all-reduced");
-inline constexpr pb_component_descriptor kMpiZero1 = patchbay::make_parallelism_component<MpiGroup<PB_PARALLEL_ZERO1>>(
-    "mpi_zero1", "1.0.0", "ZeRO-1 over MPI: gradients reduce-scattered, optimizer state sharded by rank");
+inline constexpr pb_component_descriptor kMpiData =
+    patchbay::make_parallelism_component<MpiGroup<PB_PARALLEL_DATA>>(
+        "mpi_data", "1.0.0",
+        "data parallel over MPI (mpirun -np N): replicas, gradients all-reduced");
+inline constexpr pb_component_descriptor kMpiZero1 =
+    patchbay::make_parallelism_component<MpiGroup<PB_PARALLEL_ZERO1>>(
+        "mpi_zero1", "1.0.0",
+        "ZeRO-1 over MPI: gradients reduce-scattered, optimizer state sharded by rank");
 inline constexpr pb_component_descriptor kMpiTensor =
     patchbay::make_parallelism_component<MpiGroup<PB_PARALLEL_TENSOR>>(
-        "mpi_tensor", "1.0.0", "Megatron tensor parallel over MPI: heads and FFN columns split across ranks");
+        "mpi_tensor", "1.0.0",
+        "Megatron tensor parallel over MPI: heads and FFN columns split across ranks");
 
 }  // namespace patchbay_parallel_mpi

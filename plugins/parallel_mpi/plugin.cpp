@@ -4,5 +4,6 @@
 #include "mpi_group.hpp"
 
 PATCHBAY_PLUGIN("parallel-mpi", "1.0.0",
-                PATCHBAY_COMPONENT_LIST(&patchbay_parallel_mpi::kMpiData, &patchbay_parallel_mpi::kMpiZero1,
+                PATCHBAY_COMPONENT_LIST(&patchbay_parallel_mpi::kMpiData,
+                                        &patchbay_parallel_mpi::kMpiZero1,
                                         &patchbay_parallel_mpi::kMpiTensor));

@@ -45,8 +45,10 @@ const std::string kParallel = "[parallelism]\nkind = \"mpi_data\"\nbucket_mb = 0
 // A process group for the test's own coordination (path broadcast, barriers).
 ParallelRun& world() {
   static std::unique_ptr<ParallelRun> run = [] {
-    const patchbay::config::ResolvedConfig c = setup().config(tt::tiny_config_text("/nonexistent") + kParallel);
-    return ParallelRun::from_config(c, setup().registry, patchbay::train::make_training_schema(), setup().lookup);
+    const patchbay::config::ResolvedConfig c =
+        setup().config(tt::tiny_config_text("/nonexistent") + kParallel);
+    return ParallelRun::from_config(c, setup().registry, patchbay::train::make_training_schema(),
+                                    setup().lookup);
   }();
   return *run;
 }
@@ -63,7 +65,8 @@ fs::path shared_folder(std::optional<patchbay::testing::TempDir>& owned, const s
   eng::Tensor t = eng::Tensor::from_data(bytes.data(), {512}, eng::DType::kI32);
   world().group().broadcast(t, 0);
   std::string p;
-  for (int64_t i = 0; i < 512 && t.data<int32_t>()[i] != 0; ++i) p += static_cast<char>(t.data<int32_t>()[i]);
+  for (int64_t i = 0; i < 512 && t.data<int32_t>()[i] != 0; ++i)
+    p += static_cast<char>(t.data<int32_t>()[i]);
   return p;
 }
 
@@ -74,13 +77,15 @@ patchbay::train::TrainRequest quiet() {
   return r;
 }
 
-double max_abs_difference(const patchbay::train::Checkpoint& a, const patchbay::train::Checkpoint& b) {
+double max_abs_difference(const patchbay::train::Checkpoint& a,
+                          const patchbay::train::Checkpoint& b) {
   double worst = 0;
   for (const std::string& name : a.names()) {
     if (name.rfind("optimizer.", 0) == 0) continue;
     const std::vector<float> x = a.tensor(name).to_vector(), y = b.tensor(name).to_vector();
     REQUIRE(x.size() == y.size());
-    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
+    for (size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
   }
   return worst;
 }
@@ -94,7 +99,8 @@ std::vector<double> losses(const fs::path& metrics) {
 
 }  // namespace
 
-TEST_CASE("2-rank data parallel equals one process on the full batch, and its checkpoint resumes on 1") {
+TEST_CASE(
+    "2-rank data parallel equals one process on the full batch, and its checkpoint resumes on 1") {
   REQUIRE(world().world_size() == 2);
   std::optional<patchbay::testing::TempDir> owned;
   const fs::path folder = shared_folder(owned, "dp");
@@ -108,8 +114,8 @@ TEST_CASE("2-rank data parallel equals one process on the full batch, and its ch
   world().barrier();
   if (world().writer()) {
     // Rank 0 alone: the same run in one process (no [parallelism] table), full batch of 4.
-    const auto single_config =
-        setup().config(tt::tiny_config_text(folder), {"train.out_dir=\"" + (folder / "single").string() + "\""});
+    const auto single_config = setup().config(
+        tt::tiny_config_text(folder), {"train.out_dir=\"" + (folder / "single").string() + "\""});
     patchbay::train::train_model(single_config, setup().registry, setup().lookup, quiet());
     const auto dp_end = patchbay::train::load_checkpoint(folder / "dp");
     const auto single_end = patchbay::train::load_checkpoint(folder / "single");
@@ -117,14 +123,16 @@ TEST_CASE("2-rank data parallel equals one process on the full batch, and its ch
     const double diff = max_abs_difference(dp_end, single_end);
     MESSAGE("max |param_dp - param_single| after 6 AdamW steps: ", diff);
     CHECK(diff < 1e-4);
-    const std::vector<double> a = losses(folder / "dp" / "metrics.jsonl"), b = losses(folder / "single" / "metrics.jsonl");
+    const std::vector<double> a = losses(folder / "dp" / "metrics.jsonl"),
+                              b = losses(folder / "single" / "metrics.jsonl");
     CHECK(a.size() == 6);  // log_every = 1: one record per step, written by rank 0 alone
     REQUIRE(a.size() == b.size());
     for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5));
 
-    // The step-3 checkpoint of the 2-rank run, resumed in one process, ends where the 2-rank run ended.
-    const auto resume_config =
-        setup().config(tt::tiny_config_text(folder), {"train.out_dir=\"" + (folder / "resumed").string() + "\""});
+    // The step-3 checkpoint of the 2-rank run, resumed in one process, ends where the 2-rank run
+    // ended.
+    const auto resume_config = setup().config(
+        tt::tiny_config_text(folder), {"train.out_dir=\"" + (folder / "resumed").string() + "\""});
     patchbay::train::TrainRequest resume = quiet();
     resume.resume = folder / "dp" / "checkpoints" / "step_3.safetensors";
     const patchbay::train::TrainSummary resumed =
@@ -143,18 +151,22 @@ TEST_CASE("the start-up agreement check names the rank whose config differs") {
     w.check_agreement(config, "plugins P");
     FAIL("no error");
   } catch (const patchbay::Error& e) {
-    CHECK(std::string(e.what()).find("rank 1 of 2 runs a different resolved config than rank 0") != std::string::npos);
+    CHECK(std::string(e.what()).find("rank 1 of 2 runs a different resolved config than rank 0") !=
+          std::string::npos);
   }
   const std::string plugins = w.rank() == 1 ? "plugins Q" : "plugins P";
   try {
     w.check_agreement("config A", plugins);
     FAIL("no error");
   } catch (const patchbay::Error& e) {
-    CHECK(std::string(e.what()).find("rank 1 of 2 runs a different plugin set") != std::string::npos);
+    CHECK(std::string(e.what()).find("rank 1 of 2 runs a different plugin set") !=
+          std::string::npos);
   }
 }
 
-TEST_CASE("batch shards: rank r gets rows [r*B/W, (r+1)*B/W); a batch the ranks cannot share equally is refused") {
+TEST_CASE(
+    "batch shards: rank r gets rows [r*B/W, (r+1)*B/W); a batch the ranks cannot share equally is "
+    "refused") {
   const ParallelRun& w = world();
   std::vector<float> rows(8);
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i);
@@ -166,7 +178,8 @@ TEST_CASE("batch shards: rank r gets rows [r*B/W, (r+1)*B/W); a batch the ranks 
     w.shard_rows(eng::Tensor::from_vector({1, 2, 3}, {3, 1}));
     FAIL("no error");
   } catch (const patchbay::Error& e) {
-    CHECK(std::string(e.what()).find("train.batch_size (3) must be a multiple of the 2 ranks") != std::string::npos);
+    CHECK(std::string(e.what()).find("train.batch_size (3) must be a multiple of the 2 ranks") !=
+          std::string::npos);
   }
 }
 
@@ -179,7 +192,8 @@ TEST_CASE("gradient buckets start during backward, in order, and average the ran
   patchbay::parallel::GradientReducer reducer(w.group(), {a, b, c}, 4, /*overlap=*/true);
   REQUIRE(reducer.bucket_count() == 3);
   CHECK(reducer.bucket_parameters(0) == std::vector<size_t>{2});  // reverse registration order
-  const double scale = static_cast<double>(w.rank() + 1);  // rank r's loss is (r + 1) x the same sum
+  const double scale =
+      static_cast<double>(w.rank() + 1);  // rank r's loss is (r + 1) x the same sum
   reducer.begin();
   eng::Tensor h = (eng::sum(a) * 1.0 + eng::sum(b) * 2.0) * 1.0;
   eng::Tensor loss = (h + eng::sum(c) * 3.0) * scale;

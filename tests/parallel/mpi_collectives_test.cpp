@@ -35,8 +35,8 @@ rt::Registry& registry() {
 rt::ParallelismHandle& group() {
   static rt::ParallelismHandle* g = [] {
     rt::ComponentConfig config(*registry().find(PB_KIND_PARALLELISM, "mpi_data").descriptor);
-    return new rt::ParallelismHandle(registry().create(PB_KIND_PARALLELISM, "mpi_data", config.view()),
-                                     registry().host());
+    return new rt::ParallelismHandle(
+        registry().create(PB_KIND_PARALLELISM, "mpi_data", config.view()), registry().host());
   }();
   return *g;
 }
@@ -69,10 +69,12 @@ TEST_CASE("all_reduce f32: sum, average and max of rank + 1 on odd sizes") {
     CAPTURE(n);
     eng::Tensor sum = eng::full({n}, r + 1);
     g.all_reduce(sum, PB_COLLECTIVE_SUM);
-    CHECK(sum.to_vector() == std::vector<float>(static_cast<size_t>(n), static_cast<float>(w * (w + 1) / 2)));
+    CHECK(sum.to_vector() ==
+          std::vector<float>(static_cast<size_t>(n), static_cast<float>(w * (w + 1) / 2)));
     eng::Tensor avg = eng::full({n}, r + 1);
     g.all_reduce(avg, PB_COLLECTIVE_AVG);
-    CHECK(avg.to_vector() == std::vector<float>(static_cast<size_t>(n), static_cast<float>((w + 1) / 2)));
+    CHECK(avg.to_vector() ==
+          std::vector<float>(static_cast<size_t>(n), static_cast<float>((w + 1) / 2)));
     eng::Tensor max = eng::full({n}, r + 1);
     g.all_reduce(max, PB_COLLECTIVE_MAX);
     CHECK(max.to_vector() == std::vector<float>(static_cast<size_t>(n), static_cast<float>(w)));
@@ -83,7 +85,8 @@ TEST_CASE("all_reduce f32: sum, average and max of rank + 1 on odd sizes") {
   eng::Tensor t = eng::Tensor::from_vector(v, {301});
   g.all_reduce(t, PB_COLLECTIVE_SUM);
   const std::vector<float> got = t.to_vector();
-  for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == static_cast<float>(i) * static_cast<float>(w * (w + 1) / 2));
+  for (size_t i = 0; i < got.size(); ++i)
+    REQUIRE(got[i] == static_cast<float>(i) * static_cast<float>(w * (w + 1) / 2));
 }
 
 TEST_CASE("all_reduce integers: bit-exact sums beyond 2^53, max, avg truncates") {
@@ -93,7 +96,8 @@ TEST_CASE("all_reduce integers: bit-exact sums beyond 2^53, max, avg truncates")
   eng::Tensor ids = eng::Tensor::from_data(big.data(), {3}, eng::DType::kI64);
   g.all_reduce(ids, PB_COLLECTIVE_SUM);
   CHECK(values_of<int64_t>(ids) ==
-        std::vector<int64_t>{w * ((int64_t{1} << 53) + 1) + w * (w - 1) / 2, -7 * w * (w + 1) / 2, w * (w - 1) / 2});
+        std::vector<int64_t>{w * ((int64_t{1} << 53) + 1) + w * (w - 1) / 2, -7 * w * (w + 1) / 2,
+                             w * (w - 1) / 2});
   const std::vector<int32_t> small = {static_cast<int32_t>(r), static_cast<int32_t>(10 - r), 5};
   eng::Tensor i32 = eng::Tensor::from_data(small.data(), {3}, eng::DType::kI32);
   g.all_reduce(i32, PB_COLLECTIVE_MAX);
@@ -111,7 +115,8 @@ TEST_CASE("all_reduce bf16 and f16 travel in their own dtype and add exactly whe
     REQUIRE(t.dtype() == dtype);
     g.all_reduce(t, PB_COLLECTIVE_SUM);
     CHECK(t.dtype() == dtype);
-    CHECK(t.to(eng::DType::kF32).to_vector() == std::vector<float>(7, static_cast<float>(w * (w + 1) / 2)));
+    CHECK(t.to(eng::DType::kF32).to_vector() ==
+          std::vector<float>(7, static_cast<float>(w * (w + 1) / 2)));
     eng::Tensor m = eng::full({7}, -(r + 0.5)).to(dtype);
     g.all_reduce(m, PB_COLLECTIVE_MAX);
     CHECK(m.to(eng::DType::kF32).to_vector() == std::vector<float>(7, -0.5f));
@@ -132,11 +137,13 @@ TEST_CASE("broadcast from every root, contiguous and strided") {
   rt::ParallelismHandle& g = group();
   for (int64_t root = 0; root < g.world_size(); ++root) {
     std::vector<float> v(7);
-    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(100 * g.rank() + static_cast<int64_t>(i));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>(100 * g.rank() + static_cast<int64_t>(i));
     eng::Tensor t = eng::Tensor::from_vector(v, {7});
     g.broadcast(t, root);
     std::vector<float> want(7);
-    for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<float>(100 * root + static_cast<int64_t>(i));
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] = static_cast<float>(100 * root + static_cast<int64_t>(i));
     CHECK(t.to_vector() == want);
   }
   // A transposed view of a [2, 3] tensor is staged and written back element by element.
@@ -150,12 +157,14 @@ TEST_CASE("all_gather concatenates in rank order (f32 [5, 3] and i64)") {
   rt::ParallelismHandle& g = group();
   const int64_t w = g.world_size(), r = g.rank();
   std::vector<float> v(15);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(1000 * r + static_cast<int64_t>(i));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>(1000 * r + static_cast<int64_t>(i));
   const eng::Tensor out = g.all_gather(eng::Tensor::from_vector(v, {5, 3}));
   CHECK(out.shape() == eng::Shape{5 * w, 3});
   const std::vector<float> got = out.to_vector();
   for (int64_t k = 0; k < w; ++k)
-    for (int64_t i = 0; i < 15; ++i) CHECK(got[static_cast<size_t>(15 * k + i)] == static_cast<float>(1000 * k + i));
+    for (int64_t i = 0; i < 15; ++i)
+      CHECK(got[static_cast<size_t>(15 * k + i)] == static_cast<float>(1000 * k + i));
   const std::vector<int64_t> mine = {(int64_t{1} << 60) + r};
   const eng::Tensor ids = g.all_gather(eng::Tensor::from_data(mine.data(), {1}, eng::DType::kI64));
   std::vector<int64_t> want;
@@ -177,11 +186,13 @@ TEST_CASE("reduce_scatter hands each rank its rows of the sum and the average") 
   for (int64_t i = 0; i < m; ++i)
     for (int64_t c = 0; c < 5; ++c) {
       const int64_t row = r * m + i;
-      CHECK(got[static_cast<size_t>(5 * i + c)] == static_cast<float>(w * (10 * row + c) + w * (w - 1) / 2));
+      CHECK(got[static_cast<size_t>(5 * i + c)] ==
+            static_cast<float>(w * (10 * row + c) + w * (w - 1) / 2));
     }
   const eng::Tensor avg = g.reduce_scatter(in, PB_COLLECTIVE_AVG);
   const std::vector<float> got_avg = avg.to_vector();
-  CHECK(got_avg[0] == doctest::Approx((w * (10 * r * m) + w * (w - 1) / 2) / static_cast<double>(w)));
+  CHECK(got_avg[0] ==
+        doctest::Approx((w * (10 * r * m) + w * (w - 1) / 2) / static_cast<double>(w)));
 }
 
 TEST_CASE("the SDK's parallelism conformance kit passes on the MPI world") {

@@ -39,8 +39,10 @@ const std::string kParallel = "[parallelism]\nkind = \"mpi_data\"\nbucket_mb = 0
 // A process group for the test's own coordination (path broadcast, barriers).
 ParallelRun& world() {
   static std::unique_ptr<ParallelRun> run = [] {
-    const patchbay::config::ResolvedConfig c = setup().config(tt::tiny_config_text("/nonexistent") + kParallel);
-    return ParallelRun::from_config(c, setup().registry, patchbay::train::make_training_schema(), setup().lookup);
+    const patchbay::config::ResolvedConfig c =
+        setup().config(tt::tiny_config_text("/nonexistent") + kParallel);
+    return ParallelRun::from_config(c, setup().registry, patchbay::train::make_training_schema(),
+                                    setup().lookup);
   }();
   return *run;
 }
@@ -57,7 +59,8 @@ fs::path shared_folder(std::optional<patchbay::testing::TempDir>& owned, const s
   eng::Tensor t = eng::Tensor::from_data(bytes.data(), {512}, eng::DType::kI32);
   world().group().broadcast(t, 0);
   std::string p;
-  for (int64_t i = 0; i < 512 && t.data<int32_t>()[i] != 0; ++i) p += static_cast<char>(t.data<int32_t>()[i]);
+  for (int64_t i = 0; i < 512 && t.data<int32_t>()[i] != 0; ++i)
+    p += static_cast<char>(t.data<int32_t>()[i]);
   return p;
 }
 
@@ -68,16 +71,17 @@ patchbay::train::TrainRequest quiet() {
   return r;
 }
 
-double max_abs_difference(const patchbay::train::Checkpoint& a, const patchbay::train::Checkpoint& b) {
+double max_abs_difference(const patchbay::train::Checkpoint& a,
+                          const patchbay::train::Checkpoint& b) {
   double worst = 0;
   for (const std::string& name : a.names()) {
     const std::vector<float> x = a.tensor(name).to_vector(), y = b.tensor(name).to_vector();
     REQUIRE(x.size() == y.size());
-    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
+    for (size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
   }
   return worst;
 }
-
 
 }  // namespace
 
@@ -87,14 +91,14 @@ TEST_CASE("ZeRO-1 equals plain data parallel (parameters and optimizer state), a
   const fs::path folder = shared_folder(owned, "zero1");
   if (world().writer()) tt::write_tiny_corpus(folder);
   world().barrier();
-  const std::vector<std::string> common = {"train.batch_size=" + std::to_string(2 * w), "train.grad_clip=0.5",
-                                           "optimizer.weight_decay=0.1"};
+  const std::vector<std::string> common = {"train.batch_size=" + std::to_string(2 * w),
+                                           "train.grad_clip=0.5", "optimizer.weight_decay=0.1"};
   auto run = [&](const std::string& kind, const std::string& out) {
     std::vector<std::string> o = common;
     o.push_back("parallelism.kind=\"" + kind + "\"");
     o.push_back("train.out_dir=\"" + (folder / out).string() + "\"");
-    patchbay::train::train_model(setup().config(tt::tiny_config_text(folder) + kParallel, o), setup().registry,
-                                 setup().lookup, quiet());
+    patchbay::train::train_model(setup().config(tt::tiny_config_text(folder) + kParallel, o),
+                                 setup().registry, setup().lookup, quiet());
   };
   run("mpi_data", "dp");
   run("mpi_zero1", "zero");
@@ -109,14 +113,15 @@ TEST_CASE("ZeRO-1 equals plain data parallel (parameters and optimizer state), a
     for (size_t i = 0; i < std::min(dp_names.size(), zero_names.size()); ++i)
       if (dp_names[i] != zero_names[i]) FAIL_CHECK(dp_names[i] << " vs " << zero_names[i]);
     const double diff = max_abs_difference(dp, zero);
-    MESSAGE("world ", w, ": max |zero1 - data parallel| over parameters and optimizer state: ", diff);
+    MESSAGE("world ", w,
+            ": max |zero1 - data parallel| over parameters and optimizer state: ", diff);
     CHECK(diff < 1e-5);
     std::vector<std::string> o = common;
     o.push_back("train.out_dir=\"" + (folder / "resumed").string() + "\"");
     patchbay::train::TrainRequest resume = quiet();
     resume.resume = folder / "zero" / "checkpoints" / "step_3.safetensors";
-    patchbay::train::train_model(setup().config(tt::tiny_config_text(folder), o), setup().registry, setup().lookup,
-                                 resume);
+    patchbay::train::train_model(setup().config(tt::tiny_config_text(folder), o), setup().registry,
+                                 setup().lookup, resume);
     CHECK(max_abs_difference(patchbay::train::load_checkpoint(folder / "resumed"), zero) < 1e-4);
   }
   world().barrier();
