@@ -17,6 +17,8 @@ packages=(
   libnlopt-cxx-dev        # L-BFGS (LD_LBFGS) for the Chinchilla scaling-law fit (patchbay scaling fit)
   libnlopt-dev            # NLopt C headers and library (libnlopt-cxx-dev depends on it; named so setup is explicit)
   gnuplot-nox             # PNG/SVG plots of patchbay compare and patchbay scaling fit
+  openmpi-bin             # mpirun for multi-process training (parallel_mpi plugin) and its tests
+  libopenmpi-dev          # MPI headers and library the parallel_mpi plugin builds against (CMake FindMPI)
 )
 
 missing=()

@@ -69,6 +69,7 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
     std::cerr << summary.failure_message << "\n";
     return kExitNumeric;
   }
+  if (!summary.writer) return kExitOk;  // a multi-process run: rank 0 reports for the job
   std::cout << "run: " << summary.run_dir.string() << "\n"
             << "steps: " << summary.start_step << " -> " << summary.steps_done << " in " << summary.seconds << " s ("
             << static_cast<int64_t>(summary.tokens_per_second) << " tokens/s)\n"

@@ -9,6 +9,7 @@
 #include "config/config_validator.hpp"
 #include "config/host_schema.hpp"
 #include "model/language_model.hpp"
+#include "parallel/parallel_config.hpp"
 
 #include "runtime/registry.hpp"
 #include "train/checkpoint.hpp"
@@ -121,6 +122,7 @@ ValidatedConfig load_validated_config(const std::string& file, const std::vector
   // The host sections plus the model's: what `patchbay train` validates too.
   config::SchemaRegistry schema = config::make_host_schema();
   model::declare_model_sections(schema);
+  parallel::declare_parallelism_section(schema);  // [parallelism] (core/parallel), optional
   config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
   config::apply_defaults(validated.config, schema, validated.components.lookup);
   return validated;

@@ -60,6 +60,8 @@ void record_op_node(std::string_view name, const std::vector<Tensor>& inputs,
   }
 }
 
+LeafGradReadyHook& leaf_grad_ready_hook();  // this thread's hook (below)
+
 void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
   if (!root.defined() || !root.requires_grad())
     throw Error(ErrorKind::kInvalidArgument,
@@ -104,6 +106,12 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
       stack.pop_back();
     }
   }
+  // With a leaf-ready hook: how many edges still lead into each leaf (by storage address).
+  std::unordered_map<const void*, int64_t> leaf_edges_left;
+  if (leaf_grad_ready_hook())
+    for (Node* node : order)
+      for (const Tensor& in : node->inputs())
+        if (in.defined() && in.requires_grad() && !in.grad_fn()) ++leaf_edges_left[in.data_ptr()];
   std::unordered_map<Node*, std::vector<Tensor>> pending;
   pending[root.grad_fn().get()].resize(root.grad_fn()->num_outputs());
   pending[root.grad_fn().get()][static_cast<size_t>(root.output_index())] = root_grad;
@@ -124,7 +132,13 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& in = inputs[i];
       Tensor g = input_grads[i];
-      if (!in.defined() || !in.requires_grad() || !g.defined()) continue;
+      // A leaf whose last edge this is tells the hook once its .grad is final.
+      const bool last_leaf_edge = !leaf_edges_left.empty() && in.defined() && in.requires_grad() &&
+                                  !in.grad_fn() && --leaf_edges_left[in.data_ptr()] == 0;
+      if (!in.defined() || !in.requires_grad() || !g.defined()) {
+        if (last_leaf_edge) leaf_grad_ready_hook()(in);
+        continue;
+      }
       if (g.shape() != in.shape())
         throw Error(ErrorKind::kInternal, "backward of '" + node->name() + "' gave gradient " +
                                               g.str() + " for input " + in.str());
@@ -137,6 +151,7 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
         Tensor acc = in.grad();
         accumulate(acc, g);
         const_cast<Tensor&>(in).set_grad(acc.contiguous());
+        if (last_leaf_edge) leaf_grad_ready_hook()(in);
       }
     }
     if (!keep_graph) {
@@ -145,6 +160,17 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
       node->release();
     }
   }
+}
+
+LeafGradReadyHook& leaf_grad_ready_hook() {
+  thread_local LeafGradReadyHook hook;
+  return hook;
+}
+
+LeafGradReadyHook set_leaf_grad_ready_hook(LeafGradReadyHook hook) {
+  LeafGradReadyHook previous = std::move(leaf_grad_ready_hook());
+  leaf_grad_ready_hook() = std::move(hook);
+  return previous;
 }
 
 void CustomOpContext::save_for_backward(const std::vector<Tensor>& tensors) {

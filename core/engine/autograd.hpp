@@ -92,6 +92,14 @@ void record_op(std::string_view name, const std::vector<Tensor>& inputs,
 // through the same graph then throws).
 void backward(const Tensor& root, const Tensor& seed = Tensor(), bool keep_graph = false);
 
+// Called by backward(), on this thread, once per leaf that requires grad, right after the
+// leaf's .grad received the last contribution of this backward pass (the data-parallel
+// trainer starts gradient all-reduces from it while backward goes on: core/parallel).
+// Empty (the default): nothing is called and backward pays nothing for it.
+using LeafGradReadyHook = std::function<void(const Tensor& leaf)>;
+// Sets this thread's hook; returns the previous one.
+LeafGradReadyHook set_leaf_grad_ready_hook(LeafGradReadyHook hook);
+
 // ---- custom ops: own forward and backward (fused kernels, plugin ops) ----
 class CustomOpContext {
  public:

@@ -1,6 +1,10 @@
 // ParallelismHandle (see parallelism_handle.hpp).
 #include "runtime/parallelism_handle.hpp"
 
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+
 #include "common/error.hpp"
 #include "engine/ops_table.hpp"
 #include "runtime/host_api.hpp"
@@ -101,6 +105,71 @@ engine::Tensor ParallelismHandle::reduce_scatter(const engine::Tensor& in, pb_co
   engine::Tensor out = engine::Tensor::empty(shape, in.dtype(), in.device());
   reduce_scatter(in, out, op);
   return out;
+}
+
+bool ParallelismHandle::has_nonblocking() const {
+  return vtable_->struct_size >= offsetof(pb_parallelism_vtable, wait) + sizeof(vtable_->wait) &&
+         vtable_->all_reduce_start != nullptr && vtable_->wait != nullptr;
+}
+
+ParallelismHandle::Request::Request(Request&& other) noexcept
+    : group_(other.group_), request_(other.request_), tensor_(other.tensor_) {
+  other.request_ = nullptr;
+  other.tensor_ = nullptr;
+}
+
+ParallelismHandle::Request& ParallelismHandle::Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    this->~Request();
+    group_ = other.group_;
+    request_ = other.request_;
+    tensor_ = other.tensor_;
+    other.request_ = nullptr;
+    other.tensor_ = nullptr;
+  }
+  return *this;
+}
+
+ParallelismHandle::Request::~Request() {
+  if (request_ != nullptr) {
+    pb_status* st = group_->vtable_->wait(group_->instance_.get(), request_);
+    if (st != nullptr) group_->host_->status_free(st);
+  }
+  if (tensor_ != nullptr) engine::host_ops_table()->release(tensor_);
+}
+
+ParallelismHandle::Request ParallelismHandle::all_reduce_start(engine::Tensor& tensor, pb_collective_op op) {
+  Request r;
+  r.group_ = this;
+  if (!has_nonblocking()) {
+    all_reduce(tensor, op);
+    return r;
+  }
+  r.tensor_ = engine::ops_table_wrap(tensor);
+  throw_if_error(vtable_->all_reduce_start(instance_.get(), r.tensor_, op, &r.request_),
+                 context("all_reduce_start failed"));
+  return r;
+}
+
+void ParallelismHandle::wait(Request& request) {
+  if (request.request_ != nullptr) {
+    pb_collective_request* req = request.request_;
+    request.request_ = nullptr;
+    throw_if_error(vtable_->wait(instance_.get(), req), context("wait failed"));
+  }
+  if (request.tensor_ != nullptr) {
+    engine::host_ops_table()->release(request.tensor_);
+    request.tensor_ = nullptr;
+  }
+}
+
+void ParallelismHandle::abort_job(int exit_code, const std::string& message) {
+  if (vtable_->struct_size >= offsetof(pb_parallelism_vtable, abort_job) + sizeof(vtable_->abort_job) &&
+      vtable_->abort_job != nullptr)
+    vtable_->abort_job(instance_.get(), exit_code, message.c_str());
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(stderr);
+  std::_Exit(exit_code);
 }
 
 void ParallelismHandle::barrier() { throw_if_error(vtable_->barrier(instance_.get()), context("barrier failed")); }

@@ -41,6 +41,29 @@ class ParallelismHandle {
   engine::Tensor reduce_scatter(const engine::Tensor& in, pb_collective_op op);
   void barrier();
 
+  // SDK 1.1: a non-blocking in-place all-reduce. The tensor must stay untouched until wait().
+  // A 1.0 plugin (no all_reduce_start) runs the blocking all_reduce in start instead.
+  // A request not waited for is waited for by its destructor (errors then ignored).
+  class Request {
+   public:
+    Request() = default;
+    Request(Request&& other) noexcept;
+    Request& operator=(Request&& other) noexcept;
+    ~Request();
+    bool pending() const { return request_ != nullptr; }
+
+   private:
+    friend class ParallelismHandle;
+    ParallelismHandle* group_ = nullptr;
+    pb_collective_request* request_ = nullptr;
+    pb_tensor* tensor_ = nullptr;  // our reference to the wrapped tensor, released after the wait
+  };
+  Request all_reduce_start(engine::Tensor& tensor, pb_collective_op op);
+  void wait(Request& request);
+  bool has_nonblocking() const;
+  // Ends every rank of the job (SDK 1.1 abort_job; a 1.0 plugin: this process only).
+  [[noreturn]] void abort_job(int exit_code, const std::string& message);
+
   const ComponentInstance& instance() const { return instance_; }
 
  private:

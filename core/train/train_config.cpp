@@ -6,6 +6,7 @@
 #include "config/config_validator.hpp"
 #include "config/host_schema.hpp"
 #include "model/language_model.hpp"
+#include "parallel/parallel_config.hpp"
 #include "runtime/registry.hpp"
 #include "train/objective_mlm.hpp"
 
@@ -14,6 +15,7 @@ namespace patchbay::train {
 config::SchemaRegistry make_training_schema() {
   config::SchemaRegistry schema = config::make_host_schema();
   model::declare_model_sections(schema);
+  parallel::declare_parallelism_section(schema);  // [parallelism], optional (core/parallel)
   return schema;
 }
 

@@ -50,9 +50,13 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     }
     result.loss += loss.item() / static_cast<double>(accum);
     result.layer_stats.add(out.stats);
+    if (trainable.before_backward) trainable.before_backward(m, accum);
     engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
   }
-  if (options.grad_clip > 0) {
+  if (trainable.after_backward) trainable.after_backward(result);
+  if (trainable.clip_gradients) {
+    result.grad_norm = trainable.clip_gradients(options.grad_clip);
+  } else if (options.grad_clip > 0) {
     const ClipResult clip = clip_grad_norm(trainable.parameter_tensors, options.grad_clip);
     result.grad_norm = clip.norm;
   } else {
@@ -60,7 +64,7 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   }
   result.lr = learning_rate(options.schedule, step);
   result.finite = std::isfinite(result.loss) && std::isfinite(result.aux_loss) && std::isfinite(result.grad_norm);
-  if (result.finite) trainable.optimizer->step(result.lr);
+  if (result.finite) trainable.optimizer_step ? trainable.optimizer_step(result.lr) : trainable.optimizer->step(result.lr);
   for (engine::Tensor& p : trainable.parameter_tensors) p.zero_grad();
   return result;
 }

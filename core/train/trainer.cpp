@@ -18,6 +18,12 @@
 #include "data/tokenizer_io.hpp"
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
+#include "parallel/gradient_reducer.hpp"
+#include "parallel/parallel_run.hpp"
+#include "parallel/zero1.hpp"
+#include "config/component_view.hpp"
+#include "train/grad_clip.hpp"
+#include "train/param_groups.hpp"
 #include "patchbay/abi.h"
 #include "run/atomic_file.hpp"
 #include "run/metrics_log.hpp"
@@ -154,22 +160,28 @@ void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
   for (const fs::path& p : produced) fs::remove_all(p);
 }
 
-}  // namespace
-
-TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry& registry,
-                         const config::ComponentSchemaLookup& lookup, const TrainRequest& request) {
+// The training loop of one process; `par` says which rank it is (parallel/parallel_run.hpp):
+// only the writer (rank 0) writes files, each rank trains on its shard of every batch.
+TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Registry& registry,
+                            const config::ComponentSchemaLookup& lookup, const TrainRequest& request,
+                            parallel::ParallelRun& par) {
   const TrainOptions o = train_options_from_config(config);
   TrainSummary summary;
   summary.run_dir = o.run_dir;
-  if (request.resume.empty()) claim_fresh_run_dir(o.run_dir, request.overwrite);
+  summary.writer = par.writer();
+  if (request.resume.empty() && par.writer()) claim_fresh_run_dir(o.run_dir, request.overwrite);
   fs::create_directories(o.run_dir);
-  logging::add_run_log_file(o.run_dir / "train.log");
+  if (par.writer()) logging::add_run_log_file(o.run_dir / "train.log");
+  if (!par.writer()) spdlog::set_level(spdlog::level::warn);  // rank 0 reports for the job
   const std::string config_text = config::to_toml(config);
-  run::write_text_atomically(o.run_dir / "config.toml", config_text);
+  if (par.writer()) run::write_text_atomically(o.run_dir / "config.toml", config_text);
 
+  if (!par.writer()) par.barrier();  // rank 0 prepares (and caches) the data first
   TrainingData data = prepare_training_data(config, registry, lookup);
+  if (par.writer()) par.barrier();
   const fs::path run_tokenizer = o.run_dir / "tokenizer.txt";
-  if (!fs::exists(run_tokenizer) || data::fnv1a64(data::read_text_file(run_tokenizer)) != data.tokenizer_hash)
+  if (par.writer() && (!fs::exists(run_tokenizer) ||
+                       data::fnv1a64(data::read_text_file(run_tokenizer)) != data.tokenizer_hash))
     fs::copy_file(data.tokenizer_file, run_tokenizer, fs::copy_options::overwrite_existing);
   const TokenBytes target_bytes = token_bytes(data.tokenizer);  // bits per byte of evaluated targets
   const double val_tokens_per_byte =
@@ -191,7 +203,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                                                  std::to_string(model.options().context_length) + ")");
   summary.parameter_count = model.parameter_count();
   // Model size for reports (`patchbay compare`, `patchbay scaling fit`).
-  run::write_text_atomically(o.run_dir / "model_size.json",
+  if (par.writer()) run::write_text_atomically(o.run_dir / "model_size.json",
                              nlohmann::json{{"parameters", model.parameter_count()},
                                             {"non_embedding_parameters", model.parameter_count(true)},
                                             {"flops_per_token", model.flops_per_token(o.seq_len)},
@@ -211,6 +223,65 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       {kMetaTokenizerFile, run_tokenizer.string()},
       {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)},
       {kMetaPluginSearchPath, plugin_search_path_json(registry)}};
+  par.check_agreement(config_text, metadata[kMetaComponents]);
+  std::unique_ptr<parallel::GradientReducer> reducer;
+  std::unique_ptr<parallel::Zero1> zero;
+  if (par.distributed() && par.strategy() == PB_PARALLEL_ZERO1) {
+    if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" && trainable.optimizer_name != "lion")
+      throw Error(ErrorKind::kInvalidArgument,
+                  "ZeRO-1 shards parameters element by element, which is exact only for element-wise optimizers "
+                  "(adamw, sgd, lion); '" + trainable.optimizer_name +
+                      "' is not one (adafactor factors by rows and columns). Use parallelism.kind = \"mpi_data\"");
+    std::vector<runtime::OptimizerHandle::Parameter> params;
+    for (const model::NamedParameter& p : trainable.parameters) {
+      const pb_param_options options = param_options(p.name, p.tensor.shape());
+      params.push_back({p.name, p.tensor, options.weight_decay_scale, options.lr_scale,
+                        options.group != nullptr ? options.group : "default"});
+    }
+    trainable.optimizer.reset();  // the shard's own optimizer replaces the full one
+    zero = std::make_unique<parallel::Zero1>(par.group(), params, [&] {
+      const config::SelectedComponent selected =
+          config::select_component(config, make_training_schema(), lookup, "optimizer");
+      return std::make_unique<runtime::OptimizerHandle>(
+          registry.create(PB_KIND_OPTIMIZER, selected.name, *selected.config.view()), registry.host());
+    });
+    trainable.after_backward = [&](StepResult& r) {
+      zero->reduce_scatter_gradients();
+      const std::vector<double> mean = par.average({r.loss, r.aux_loss});
+      r.loss = mean[0];
+      r.aux_loss = mean[1];
+    };
+    trainable.clip_gradients = [&](double max_norm) {
+      const double norm = std::sqrt(par.sum(grad_square_sum(zero->pieces())));
+      if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
+        scale_grads(zero->pieces(), max_norm / (norm + kClipEpsilon));
+      return norm;
+    };
+    trainable.optimizer_step = [&](double lr) { zero->step(lr); };
+  } else if (par.distributed()) {
+    if (par.strategy() != PB_PARALLEL_DATA)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "parallelism strategy '" + runtime::parallel_strategy_name(par.strategy()) +
+                      "' is not implemented by the trainer yet; use parallelism.kind = \"mpi_data\" or \"mpi_zero1\"");
+    reducer = std::make_unique<parallel::GradientReducer>(
+        par.group(), trainable.parameter_tensors, static_cast<int64_t>(par.options().bucket_mb * 1048576.0),
+        par.options().overlap);
+    trainable.before_backward = [&](int64_t micro, int64_t accum) {
+      if (micro == accum - 1) reducer->begin();  // earlier micro-batches only accumulate
+    };
+    trainable.after_backward = [&](StepResult& r) {
+      reducer->finish();
+      const std::vector<double> mean = par.average({r.loss, r.aux_loss});
+      r.loss = mean[0];
+      r.aux_loss = mean[1];
+    };
+  }
+  // Each rank's batch: its rows of the global batch (all of it in one process).
+  auto rank_batch = [&](Batch b) {
+    b.inputs = par.shard_rows(b.inputs);
+    b.targets = par.shard_rows(b.targets);
+    return b;
+  };
 
   int64_t start_step = 0;
   double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
@@ -219,38 +290,52 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     std::vector<NamedTensor> params;
     for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});
     checkpoint.load_into(params);
-    trainable.optimizer->restore_state(checkpoint.optimizer_state());
+    if (zero) {
+      zero->restore_full_state(checkpoint.optimizer_state());
+    } else {
+      trainable.optimizer->restore_state(checkpoint.optimizer_state());
+    }
     start_step = checkpoint.step();
     summary.last_checkpoint = checkpoint.path();
     if (checkpoint.config_text() != config_text)
       spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",
                    checkpoint.path().string());
     spdlog::info("resumed from {} at step {}", checkpoint.path().string(), start_step);
-    elapsed_before = resume_metrics(o.run_dir / "metrics.jsonl", checkpoint);
+    if (par.writer()) elapsed_before = resume_metrics(o.run_dir / "metrics.jsonl", checkpoint);
     if (any_dropout(config, model.options()) && start_step > 0) {
       // Advance every dropout generator (model and plugins) exactly as the first run did.
       spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
       engine::NoGradGuard no_grad;
       for (int64_t s = 0; s < start_step; ++s)
         for (int64_t m = 0; m < o.grad_accum_steps; ++m)
-          model.forward(micro_batch_at(s, m).inputs, true);
+          model.forward(rank_batch(micro_batch_at(s, m)).inputs, true);
     }
+  }
+  {  // every rank starts from rank 0's values (identical replicas)
+    std::vector<engine::Tensor> replicated = trainable.parameter_tensors;
+    par.broadcast_from_writer(replicated);
   }
   summary.start_step = start_step;
   summary.steps_done = start_step;
 
   const auto start = Clock::now();
   auto elapsed_seconds = [&] { return elapsed_before + seconds_since(start); };
-  run::MetricsLog metrics(o.run_dir / "metrics.jsonl");
-  std::ofstream samples_file(o.run_dir / "samples.txt", std::ios::app);
+  std::optional<run::MetricsLog> metrics;
+  if (par.writer()) metrics.emplace(o.run_dir / "metrics.jsonl");
+  std::ofstream samples_file;
+  if (par.writer()) samples_file.open(o.run_dir / "samples.txt", std::ios::app);
   const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum_steps;
   std::optional<run::ProgressBar> progress;
-  if (request.show_progress) progress.emplace("train", o.max_steps);
+  if (request.show_progress && par.writer()) progress.emplace("train", o.max_steps);
 
   auto save = [&](int64_t step) {
+    // ZeRO-1 gathers the sharded optimizer state on every rank (a collective) first.
+    const std::vector<runtime::OptimizerHandle::StateTensor> state =
+        zero ? zero->full_state() : trainable.optimizer->state();
+    if (!par.writer()) return;
     std::vector<NamedTensor> tensors;
     for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});
-    for (const auto& s : trainable.optimizer->state()) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
+    for (const auto& s : state) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
     metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
     metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
     metadata[kMetaRng] = nlohmann::json{{"batch_seed", o.seed},
@@ -263,6 +348,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
   };
   auto run_eval = [&](int64_t step) {
+    if (!par.writer()) return;  // replicas hold the same parameters: rank 0 evaluates for all
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     const MlmEvalResult masked = mlm ? evaluate_mlm(model, data.val, settings, *mlm) : MlmEvalResult{};
     const EvalResult r = mlm ? masked.eval : evaluate(model, data.val, settings);
@@ -275,25 +361,27 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                    r.tokens);
     }
     r.layer_stats.write_to(record, "val_");
-    metrics.append(record);
+    if (metrics) metrics->append(record);
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
                  r.bits_per_byte);
     summary.last_eval = r;
   };
   auto run_sample = [&](int64_t step) {
-    if (o.sample_tokens <= 0 || mlm) return;  // a bidirectional model does not continue text
+    if (o.sample_tokens <= 0 || mlm || !par.writer()) return;  // a bidirectional model does not continue text
     SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature, o.seed + static_cast<uint64_t>(step)};
     summary.last_sample = sample_text(model, data.tokenizer, settings);
     samples_file << "--- step " << step << " ---\n" << summary.last_sample << "\n";
     samples_file.flush();
-    if (request.print_samples) std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
+    if (request.print_samples && par.writer()) std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
   };
 
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
   for (int64_t step = start_step; step < o.max_steps; ++step) {
     if (request.before_step) request.before_step(step, trainable.parameters);
-    const StepResult r = train_step(trainable, o, step, [&](int64_t micro) { return micro_batch_at(step, micro); });
+    // MLM masks are drawn on the full batch, then sharded: the masking does not depend on the ranks.
+    const StepResult r =
+        train_step(trainable, o, step, [&](int64_t micro) { return rank_batch(micro_batch_at(step, micro)); });
     window_tokens += tokens_per_step;
     const int64_t done = step + 1;
     const bool last = done == o.max_steps;
@@ -310,7 +398,10 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                       {"tokens", done * tokens_per_step},
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
       r.layer_stats.write_to(record);
-      metrics.append(record);
+      // Data parallel: seconds spent waiting for gradient all-reduces after backward, summed
+      // since the start (communication not hidden behind backward; `patchbay bench parallel`).
+      if (reducer) record["comm_unhidden_seconds"] = reducer->unhidden_seconds();
+      if (metrics) metrics->append(record);
       if (const std::string moe = r.layer_stats.summary(); !moe.empty()) spdlog::info("step {}: {}", done, moe);
       window_start = Clock::now();
       window_tokens = 0;
@@ -341,6 +432,22 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   if (progress) progress->finish();
   if (steps_run > 0 || start_step == o.max_steps) run_sample(summary.steps_done);
   return summary;
+}
+
+}  // namespace
+
+TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry& registry,
+                         const config::ComponentSchemaLookup& lookup, const TrainRequest& request) {
+  const std::unique_ptr<parallel::ParallelRun> par =
+      parallel::ParallelRun::from_config(config, registry, make_training_schema(), lookup);
+  if (!par->distributed()) return train_model_in(config, registry, lookup, request, *par);
+  try {
+    return train_model_in(config, registry, lookup, request, *par);
+  } catch (const std::exception& e) {
+    // One rank failing must end every rank: the others may be waiting in a collective.
+    par->fail(1, e.what());
+    throw;
+  }
 }
 
 }  // namespace patchbay::train

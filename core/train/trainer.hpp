@@ -49,6 +49,8 @@
 
 namespace patchbay::train {
 
+struct StepResult;
+
 // A model with its optimizer, as a config describes them.
 struct TrainableModel {
   std::unique_ptr<model::LanguageModel> model;
@@ -56,6 +58,15 @@ struct TrainableModel {
   std::vector<model::NamedParameter> parameters;
   std::vector<engine::Tensor> parameter_tensors;  // the same leaves, for clipping
   std::string optimizer_name;
+  // Multi-process hooks (core/parallel, set by train_model when the run is distributed; empty
+  // in one process): before the backward of micro-batch m of G, and after the last backward
+  // (there gradients are averaged over ranks and the step's loss values too).
+  std::function<void(int64_t micro, int64_t accum)> before_backward;
+  std::function<void(StepResult& result)> after_backward;
+  // ZeRO-1 (core/parallel/zero1.hpp): the global gradient norm with clipping to max_norm
+  // (0: none) over the rank's shard, and the sharded update; empty: train_step's own.
+  std::function<double(double max_norm)> clip_gradients;
+  std::function<void(double lr)> optimizer_step;
 };
 
 // Builds the model ([model] sections, vocab_size from the tokenizer) and the [optimizer]
@@ -100,6 +111,7 @@ struct TrainSummary {
   double tokens_per_second = 0;
   std::string last_sample;
   int64_t parameter_count = 0;
+  bool writer = true;  // false on ranks other than 0 of a multi-process run (they write nothing)
 };
 
 // Trains as described above. Throws patchbay::Error for configuration, data or plugin

@@ -101,7 +101,7 @@ FROZEN_OFFSET(pb_optimizer_vtable, state_count, 32);
 FROZEN_OFFSET(pb_optimizer_vtable, state_tensor, 40);
 
 // ---- parallelism.h ----
-FROZEN_SIZE(pb_parallelism_vtable, 72);
+FROZEN_SIZE(pb_parallelism_vtable, 96);  // 1.1 appended all_reduce_start, wait, abort_job
 FROZEN_OFFSET(pb_parallelism_vtable, struct_size, 0);
 FROZEN_OFFSET(pb_parallelism_vtable, strategy, 8);
 FROZEN_OFFSET(pb_parallelism_vtable, rank, 16);
@@ -111,6 +111,9 @@ FROZEN_OFFSET(pb_parallelism_vtable, broadcast, 40);
 FROZEN_OFFSET(pb_parallelism_vtable, all_gather, 48);
 FROZEN_OFFSET(pb_parallelism_vtable, reduce_scatter, 56);
 FROZEN_OFFSET(pb_parallelism_vtable, barrier, 64);
+FROZEN_OFFSET(pb_parallelism_vtable, all_reduce_start, 72);
+FROZEN_OFFSET(pb_parallelism_vtable, wait, 80);
+FROZEN_OFFSET(pb_parallelism_vtable, abort_job, 88);
 static_assert(PB_PARALLEL_SINGLE == 0 && PB_PARALLEL_DATA == 1 && PB_PARALLEL_ZERO1 == 2 &&
               PB_PARALLEL_TENSOR == 3);
 static_assert(PB_COLLECTIVE_SUM == 0 && PB_COLLECTIVE_AVG == 1 && PB_COLLECTIVE_MAX == 2);

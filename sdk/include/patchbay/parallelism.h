@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define PB_PARALLELISM_INTERFACE_MAJOR 1
-#define PB_PARALLELISM_INTERFACE_MINOR 0
+#define PB_PARALLELISM_INTERFACE_MINOR 1 /* 1.1: all_reduce_start / wait, abort_job */
 
 typedef enum pb_parallel_strategy {
   PB_PARALLEL_SINGLE = 0,         /* one process */
@@ -35,6 +35,9 @@ typedef enum pb_collective_op {
   PB_COLLECTIVE_AVG = 1,
   PB_COLLECTIVE_MAX = 2
 } pb_collective_op;
+
+/* A collective in flight (1.1), owned by the plugin until wait() frees it. */
+typedef struct pb_collective_request pb_collective_request;
 
 typedef struct pb_parallelism_vtable {
   size_t struct_size;
@@ -50,6 +53,19 @@ typedef struct pb_parallelism_vtable {
   /* out [N/world...] = this rank's slice of the reduction of in [N...] along dim 0. */
   pb_status* (*reduce_scatter)(void* self, const pb_tensor* in, pb_tensor* out, pb_collective_op op);
   pb_status* (*barrier)(void* self);
+
+  /* ---- 1.1 (MPI parallelism) ---- a host reads these only when struct_size covers them. */
+  /* Starts an all-reduce of `tensor` in place and returns at once (non-blocking): the host
+     must neither read nor write the tensor until wait() returns; every rank starts the same
+     all-reduces in the same order. *out_request is set on success (never NULL). */
+  pb_status* (*all_reduce_start)(void* self, pb_tensor* tensor, pb_collective_op op,
+                                 pb_collective_request** out_request);
+  /* Completes the request (the tensor then holds the result) and frees it, also on error. */
+  pb_status* (*wait)(void* self, pb_collective_request* request);
+  /* Ends every process of the job now, with `exit_code`, after printing `message` naming
+     this rank (MPI_Abort); used when one rank fails so that no rank waits forever in a
+     collective. Returns only if the plugin cannot abort (then the host exits by itself). */
+  void (*abort_job)(void* self, int32_t exit_code, const char* message);
 } pb_parallelism_vtable;
 
 #ifdef __cplusplus

@@ -28,6 +28,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -38,6 +41,13 @@
 #include "patchbay/tensor.hpp"
 
 namespace patchbay {
+
+// A non-blocking collective in flight (SDK 1.1): wait() completes it (may throw).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual void wait() = 0;
+};
 
 // Base class of C++ process groups. Methods may throw (PluginError for a chosen code).
 class Parallelism {
@@ -57,6 +67,22 @@ class Parallelism {
   // out [N / world, ...] = rows [rank * N / world, (rank + 1) * N / world) of op over ranks' in.
   virtual void reduce_scatter(const Tensor& in, const Tensor& out, pb_collective_op op) = 0;
   virtual void barrier() = 0;
+
+  // 1.1: starts an in-place all-reduce and returns at once. The default runs the blocking
+  // all_reduce now and returns a finished request (correct, without overlap).
+  virtual std::unique_ptr<PendingCollective> all_reduce_start(const Tensor& tensor, pb_collective_op op) {
+    all_reduce(tensor, op);
+    struct Done : PendingCollective {
+      void wait() override {}
+    };
+    return std::make_unique<Done>();
+  }
+  // 1.1: ends every process of the job. The default can end only this process.
+  virtual void abort_job(int32_t exit_code, const std::string& message) {
+    std::fprintf(stderr, "%s\n", message.c_str());
+    std::fflush(stderr);
+    std::_Exit(exit_code);
+  }
 };
 
 inline const char* collective_op_name(pb_collective_op op) {
@@ -220,9 +246,38 @@ struct ParallelismAdapter {
     return guarded(o->host, "parallelism barrier", [&] { o->impl.barrier(); });
   }
 
+  static pb_status* all_reduce_start(void* p, pb_tensor* tensor, pb_collective_op op,
+                                     pb_collective_request** out_request) {
+    Object* o = self(p);
+    return guarded(o->host, "parallelism all_reduce_start", [&] {
+      if (out_request == nullptr) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "out_request is NULL");
+      *out_request = nullptr;
+      Tensor t = borrow(o, tensor, "tensor");
+      check_op(op);
+      std::unique_ptr<PendingCollective> pending = o->impl.all_reduce_start(t, op);
+      *out_request = reinterpret_cast<pb_collective_request*>(pending.release());
+    });
+  }
+  static pb_status* wait(void* p, pb_collective_request* request) {
+    Object* o = self(p);
+    return guarded(o->host, "parallelism wait", [&] {
+      if (request == nullptr) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "request is NULL");
+      std::unique_ptr<PendingCollective> pending(reinterpret_cast<PendingCollective*>(request));
+      pending->wait();
+    });
+  }
+  static void abort_job(void* p, int32_t exit_code, const char* message) {
+    try {
+      self(p)->impl.abort_job(exit_code, message != nullptr ? message : "");
+    } catch (...) {
+      // no error channel: the host exits by itself when abort_job returns
+    }
+  }
+
   static constexpr pb_parallelism_vtable kVtable = {sizeof(pb_parallelism_vtable), T::kStrategy, &rank,
                                                     &world_size, &all_reduce, &broadcast, &all_gather,
-                                                    &reduce_scatter, &barrier};
+                                                    &reduce_scatter, &barrier, &all_reduce_start, &wait,
+                                                    &abort_job};
 };
 
 }  // namespace detail
