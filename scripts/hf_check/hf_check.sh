@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Checks Patchbay's Hugging Face export/import against transformers itself (not part of the
+# README's two commands; needs Python with torch + transformers + safetensors):
+#   1. quickstart   configs/quickstart.toml trained --steps steps (GPT-2 shape, char tokenizer)
+#   2. llama        the same with rotary, RMSNorm, SwiGLU, untied head (LlamaForCausalLM)
+#   3. gpt2-shape   configs/gpt2-124m.toml (12 x 768, context 1024; the BPE tokenizer trained on
+#                   the KJV reaches 15k ids, not GPT-2's 50257), one training step from random init
+# Each is exported (`patchbay export RUN --format hf`), loaded with AutoModelForCausalLM and
+# AutoTokenizer, compared (tokenizer ids, logits max abs diff <= 1e-4 in f32, greedy continuation),
+# imported back (`patchbay import`) and compared again (scripts/hf_check/compare.py).
+#
+# Usage: scripts/hf_check/hf_check.sh [--python PY | --create-venv DIR] [--work DIR] [--steps N]
+#                                     [--models quickstart,llama,gpt2-shape]
+#   --python PY        a Python that has torch, transformers, safetensors (default: $HF_CHECK_PYTHON or python3)
+#   --create-venv DIR  create DIR with `python3 -m venv` and install torch transformers safetensors
+#                      tokenizers numpy from PyPI into it, then use it
+#   --work DIR         runs and exports go here (default: /tmp/patchbay_hf_check)
+# The Patchbay binary is $PATCHBAY_BUILD_DIR/patchbay (default build/patchbay): build it first.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+python="${HF_CHECK_PYTHON:-python3}"
+work=/tmp/patchbay_hf_check
+steps=150
+models=quickstart,llama,gpt2-shape
+venv=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --python) python="$2"; shift 2 ;;
+    --create-venv) venv="$2"; shift 2 ;;
+    --work) work="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --models) models="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "hf_check: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [[ -n "$venv" ]]; then
+  [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet torch transformers safetensors tokenizers numpy
+  python="$venv/bin/python"
+fi
+if ! "$python" -c "import torch, transformers, safetensors" 2>/dev/null; then
+  echo "hf_check: $python lacks torch/transformers/safetensors; pass --python PY or --create-venv DIR" >&2
+  exit 2
+fi
+patchbay="$(pwd)/${PATCHBAY_BUILD_DIR:-build}/patchbay"
+[[ -x "$patchbay" ]] || { echo "hf_check: $patchbay not found; run scripts/build.sh first" >&2; exit 2; }
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+mkdir -p "$work"
+"$python" -c "import torch, transformers; print('python packages: torch', torch.__version__, '| transformers', transformers.__version__)"
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), OMP_NUM_THREADS=$OMP_NUM_THREADS"
+
+prompt="And God said"
+text="In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness was upon the face of the deep."
+status=0
+check() {  # label, config, new tokens, extra --set arguments...
+  local label="$1" config="$2" new_tokens="$3"; shift 3
+  local run="$work/runs/$label" hf="$work/hf/$label" imported="$work/imported/$label"
+  local start=$SECONDS
+  "$patchbay" train "$config" --no-progress --overwrite --set train.out_dir="\"$run\"" --set train.sample_tokens=0 "$@" \
+    > "$work/$label.train.log" 2>&1 || { echo "[$label] training failed: see $work/$label.train.log"; tail -5 "$work/$label.train.log"; return 1; }
+  echo "[$label] trained in $((SECONDS - start)) s: $(grep -E '^val loss' "$work/$label.train.log" || true)"
+  rm -rf "$hf" "$imported"
+  "$patchbay" export "$run" --format hf "$hf" | sed "s/^/[$label] /"
+  "$patchbay" import "$hf" "$imported" --set data.output_dir='"data/kjv"' | sed "s/^/[$label] /"
+  echo "[$label] eval run:      $("$patchbay" eval "$run" --batches 2 2>/dev/null | grep '^loss')"
+  echo "[$label] eval imported: $("$patchbay" eval "$imported" --batches 2 2>/dev/null | grep '^loss')"
+  "$python" scripts/hf_check/compare.py --patchbay "$patchbay" --label "$label" --run "$run" --hf "$hf" \
+    --imported "$imported" --prompt "$prompt" --text "$text" --new-tokens "$new_tokens"
+}
+IFS=',' read -ra chosen <<< "$models"
+for m in "${chosen[@]}"; do
+  case "$m" in
+    quickstart) check quickstart configs/quickstart.toml 100 --set train.max_steps="$steps" || status=1 ;;
+    llama) check llama configs/quickstart.toml 100 --set train.max_steps="$steps" --set model.positional='"rotary"' \
+             --set model.norm='"rmsnorm"' --set model.feedforward.activation='"swiglu"' --set model.d_ff=344 \
+             --set model.tie_embeddings=false || status=1 ;;
+    gpt2-shape) check gpt2-shape configs/gpt2-124m.toml 20 --set train.max_steps=1 --set train.batch_size=1 \
+                  --set train.seq_len=64 --set train.eval_batches=1 --set train.eval_every=1 || status=1 ;;
+    *) echo "hf_check: unknown model '$m'" >&2; status=2 ;;
+  esac
+done
+echo "hf_check: $([[ $status == 0 ]] && echo 'all checks passed' || echo 'SOME CHECKS FAILED')"
+exit $status
