@@ -188,8 +188,7 @@ json hf_generation_config_json(const HfModelShape& shape, std::optional<int64_t>
   return {{"_from_model_config", true},
           {"bos_token_id", eos},
           {"eos_token_id", eos},
-          {"do_sample", false},
-          {"max_length", shape.options.context_length}};
+          {"do_sample", false}};
 }
 
 HfModelShape hf_shape_from_config_json(const json& config) {

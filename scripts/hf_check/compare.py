@@ -30,6 +30,12 @@ def patchbay_logits(patchbay, run, ids=None, text=None):
         return tensors["ids"].tolist(), torch.from_numpy(tensors["logits"].copy())
 
 
+def patchbay_encode(patchbay, run, text):
+    r = subprocess.run([patchbay, "tokenizer", "encode", "--tokenizer", os.path.join(run, "tokenizer.txt"), "--text",
+                        text], check=True, capture_output=True)
+    return [int(x) for x in r.stdout.split()]
+
+
 def patchbay_greedy(patchbay, run, prompt, n):
     r = subprocess.run([patchbay, "generate", run, "--prompt", prompt, "-n", str(n), "--temperature", "0",
                         "--no-stop"], check=True, capture_output=True)
@@ -63,20 +69,22 @@ def main():
           f"{sum(t.numel() for t in model.parameters())} parameters", flush=True)
 
     for name, text in (("prompt", a.prompt), ("text", a.text)):
-        pb_ids = patchbay_logits(a.patchbay, a.run, text=text)[0]
+        pb_ids = patchbay_encode(a.patchbay, a.run, text)
         hf_ids = tok(text, add_special_tokens=False)["input_ids"]
         report(f"tokenizer ids of the {name} ({len(text)} chars)", pb_ids == hf_ids,
                f"{len(pb_ids)} Patchbay ids, {len(hf_ids)} transformers ids, "
                f"{'identical' if pb_ids == hf_ids else 'DIFFERENT'}")
 
-    ids, pb = patchbay_logits(a.patchbay, a.run, text=a.text)
+    context = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions")
+    ids = patchbay_encode(a.patchbay, a.run, a.text)[:context]
+    _, pb = patchbay_logits(a.patchbay, a.run, ids=ids)
     with torch.no_grad():
         hf = model(torch.tensor([ids])).logits[0].float()
     diff = (hf - pb).abs().max().item()
     report("logits transformers(export) vs patchbay(run)", diff <= LIMIT,
            f"max abs diff {diff:.3e} over {list(pb.shape)} (limit {LIMIT:g}; logits range "
            f"{pb.min().item():.2f}..{pb.max().item():.2f})")
-    ids_imported, pb_imported = patchbay_logits(a.patchbay, a.imported, ids=ids)
+    _, pb_imported = patchbay_logits(a.patchbay, a.imported, ids=ids)
     diff_import = (pb_imported - pb).abs().max().item()
     report("logits patchbay(imported) vs patchbay(run)", diff_import <= LIMIT, f"max abs diff {diff_import:.3e}")
     diff_import_hf = (pb_imported - hf).abs().max().item()

@@ -48,10 +48,10 @@ patchbay="$(pwd)/${PATCHBAY_BUILD_DIR:-build}/patchbay"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 mkdir -p "$work"
 "$python" -c "import torch, transformers; print('python packages: torch', torch.__version__, '| transformers', transformers.__version__)"
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), OMP_NUM_THREADS=$OMP_NUM_THREADS"
+echo "machine: $(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg), OMP_NUM_THREADS=$OMP_NUM_THREADS"
 
 prompt="And God said"
-text="In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness was upon the face of the deep."
+text="And it came to pass, when men began to multiply on the face of the earth, and daughters were born unto them, that the sons of God saw the daughters of men that they were fair; and they took them wives of all which they chose. In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness was upon the face of the deep."
 status=0
 check() {  # label, config, new tokens, extra --set arguments...
   local label="$1" config="$2" new_tokens="$3"; shift 3
@@ -63,16 +63,16 @@ check() {  # label, config, new tokens, extra --set arguments...
   rm -rf "$hf" "$imported"
   "$patchbay" export "$run" --format hf "$hf" | sed "s/^/[$label] /"
   "$patchbay" import "$hf" "$imported" --set data.output_dir='"data/kjv"' | sed "s/^/[$label] /"
-  echo "[$label] eval run:      $("$patchbay" eval "$run" --batches 2 2>/dev/null | grep '^loss')"
-  echo "[$label] eval imported: $("$patchbay" eval "$imported" --batches 2 2>/dev/null | grep '^loss')"
+  echo "[$label] eval run:      $("$patchbay" eval "$run" --batches 2 --batch-size 8 2>/dev/null | grep '^loss')"
+  echo "[$label] eval imported: $("$patchbay" eval "$imported" --batches 2 --batch-size 8 2>/dev/null | grep '^loss')"
   "$python" scripts/hf_check/compare.py --patchbay "$patchbay" --label "$label" --run "$run" --hf "$hf" \
     --imported "$imported" --prompt "$prompt" --text "$text" --new-tokens "$new_tokens"
 }
 IFS=',' read -ra chosen <<< "$models"
 for m in "${chosen[@]}"; do
   case "$m" in
-    quickstart) check quickstart configs/quickstart.toml 100 --set train.max_steps="$steps" || status=1 ;;
-    llama) check llama configs/quickstart.toml 100 --set train.max_steps="$steps" --set model.positional='"rotary"' \
+    quickstart) check quickstart configs/quickstart.toml 100 --set train.max_steps="$steps" --set train.warmup_steps=$((steps / 5)) || status=1 ;;
+    llama) check llama configs/quickstart.toml 100 --set train.max_steps="$steps" --set train.warmup_steps=$((steps / 5)) --set model.positional='"rotary"' \
              --set model.norm='"rmsnorm"' --set model.feedforward.activation='"swiglu"' --set model.d_ff=344 \
              --set model.tie_embeddings=false || status=1 ;;
     gpt2-shape) check gpt2-shape configs/gpt2-124m.toml 20 --set train.max_steps=1 --set train.batch_size=1 \
