@@ -183,7 +183,7 @@ json hf_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
            {{"dropout", o.dropout}, {"mlp_dropout", shape.mlp_dropout}, {"attention_dropout", shape.attention_dropout}}}};
 }
 
-json hf_generation_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
+json hf_generation_config_json(const HfModelShape& /*shape*/, std::optional<int64_t> eos_id) {
   const json eos = eos_id ? json(*eos_id) : json(nullptr);
   return {{"_from_model_config", true},
           {"bos_token_id", eos},
