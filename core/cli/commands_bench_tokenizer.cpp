@@ -125,7 +125,7 @@ fs::path trained_file(rt::Registry& registry, const std::string& kind, int64_t v
 }
 
 int run_bench_tokenizer(const std::vector<std::string>& args, const GlobalOptions& global) {
-  std::string corpus_source = "kjv", cache_dir = default_cache_dir().string();
+  std::string corpus_source = "kjv", cache_dir = default_cache_dir().string(), gpt2_dir, native_file;
   int64_t large_vocab = 32768, small_vocab = 1024;
   int repeat = 3;
   po::options_description options("Options");
@@ -137,6 +137,10 @@ int run_bench_tokenizer(const std::vector<std::string>& args, const GlobalOption
       ("repeat", po::value(&repeat), "encode runs per figure; the best is reported (default 3)")
       ("cache-dir", po::value(&cache_dir), "where trained tokenizers are cached (default ~/.cache/patchbay/bench)")
       ("retrain", "train again even when a cached tokenizer exists")
+      ("gpt2-dir", po::value(&gpt2_dir), "also encode with GPT-2's published encoder.json + vocab.bpe from this\n"
+                                         "folder (scripts/tokenizers/fetch_gpt2.sh), loaded by the bpe plugin")
+      ("native-file", po::value(&native_file), "also encode with this saved bpe file (e.g. GPT-2's merges in\n"
+                                               "Patchbay's own numbering: scripts/tokenizers/gpt2_to_native.py)")
       ("help,h", "this help");
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).run(), values);
@@ -200,13 +204,43 @@ int run_bench_tokenizer(const std::vector<std::string>& args, const GlobalOption
   measure("bpe", large_vocab);
   measure("bpe", small_vocab);
   measure("char", 0);
+  // Published or ready-made vocabularies: no training, the same encode path.
+  auto measure_ready = [&](const std::string& label, const data::TokenizerSettings& base, const fs::path& file) {
+    std::vector<int> thread_counts = {1};
+    if (hardware_threads > 1) thread_counts.push_back(hardware_threads);
+    for (int threads : thread_counts) {
+      data::TokenizerSettings settings = base;
+      settings.encode_threads = threads;
+      const rt::TokenizerHandle tokenizer =
+          file.empty() ? data::create_tokenizer(registry, settings) : data::load_tokenizer(registry, file, settings);
+      Row row;
+      row.tokenizer = "bpe";
+      row.vocab = std::to_string(tokenizer.vocab_size()) + " (" + label + ")";
+      row.threads = threads;
+      time_encode(tokenizer, text, repeat, row);
+      row.note = label == "gpt2 files" ? gpt2_dir : file.string();
+      rows.push_back(row);
+    }
+  };
+  if (!gpt2_dir.empty()) {
+    data::TokenizerSettings settings;
+    settings.kind = "bpe";
+    settings.vocab_file = (fs::path(gpt2_dir) / "encoder.json").string();
+    settings.merges_file = (fs::path(gpt2_dir) / "vocab.bpe").string();
+    measure_ready("gpt2 files", settings, {});
+  }
+  if (!native_file.empty()) {
+    data::TokenizerSettings settings;
+    settings.kind = "bpe";
+    measure_ready("native file", settings, native_file);
+  }
 
-  std::cout << std::left << std::setw(6) << "kind" << std::setw(22) << "vocab" << std::right << std::setw(8)
+  std::cout << std::left << std::setw(6) << "kind" << std::setw(26) << "vocab" << std::right << std::setw(8)
             << "threads" << std::setw(11) << "tokens" << std::setw(11) << "bytes/tok" << std::setw(10) << "MB/s"
             << std::setw(13) << "MB/s/thread" << std::setw(12) << "MB/cpu-s" << "  training\n";
   for (const Row& row : rows) {
     const double mb_per_s = static_cast<double>(text.size()) / row.seconds / 1e6;
-    std::cout << std::left << std::setw(6) << row.tokenizer << std::setw(22) << row.vocab << std::right
+    std::cout << std::left << std::setw(6) << row.tokenizer << std::setw(26) << row.vocab << std::right
               << std::setw(8) << row.threads << std::setw(11) << row.tokens << std::setw(11) << std::fixed
               << std::setprecision(2) << static_cast<double>(text.size()) / static_cast<double>(row.tokens)
               << std::setw(10) << std::setprecision(1) << mb_per_s << std::setw(13) << mb_per_s / row.threads << std::setw(12)

@@ -88,12 +88,14 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
 }
 
 int run_encode(const std::vector<std::string>& args, const GlobalOptions& global) {
-  std::string file, input, text;
+  std::string file, input, text, vocab_file, merges_file;
   data::TokenizerSettings settings;
   po::options_description options("Options");
   options.add_options()
-      ("tokenizer", po::value(&file)->required(), "saved tokenizer file")
+      ("tokenizer", po::value(&file), "saved tokenizer file (a bpe tokenizer.json needs --kind bpe)")
       ("kind", po::value(&settings.kind), "tokenizer component (default: detected from the file)")
+      ("vocab-file", po::value(&vocab_file), "instead of --tokenizer: GPT-2 encoder.json (bpe, with --merges-file)")
+      ("merges-file", po::value(&merges_file), "GPT-2 vocab.bpe, with --vocab-file")
       ("input", po::value(&input), "encode this file instead of TEXT")
       ("allow-special", "recognise special-token texts in the input")
       ("text", po::value(&text), "text to encode");
@@ -101,7 +103,8 @@ int run_encode(const std::vector<std::string>& args, const GlobalOptions& global
   positional.add("text", 1);
   po::variables_map values;
   if (!parse_args(args, options, positional, values,
-                  "patchbay tokenizer encode --tokenizer FILE [--kind K] [--allow-special] (TEXT | --input FILE)",
+                  "patchbay tokenizer encode (--tokenizer FILE [--kind K] | --vocab-file F --merges-file F)\n"
+                  "                          [--allow-special] (TEXT | --input FILE)",
                   "Prints the token ids of TEXT (or of a file), space-separated, then the count on stderr.")) {
     return kExitOk;
   }
@@ -109,7 +112,16 @@ int run_encode(const std::vector<std::string>& args, const GlobalOptions& global
     throw Error(ErrorKind::kInvalidArgument, "give exactly one of TEXT or --input FILE");
   }
   if (!input.empty()) text = data::read_text_file(input);
-  const rt::TokenizerHandle tokenizer = data::load_tokenizer(registry_for(global), file, settings);
+  if (file.empty() == vocab_file.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "give exactly one of --tokenizer FILE or --vocab-file + --merges-file");
+  }
+  rt::TokenizerHandle tokenizer = [&] {
+    if (!file.empty()) return data::load_tokenizer(registry_for(global), file, settings);
+    settings.kind = "bpe";
+    settings.vocab_file = vocab_file;
+    settings.merges_file = merges_file;
+    return data::create_tokenizer(registry_for(global), settings);
+  }();
   const std::vector<int32_t> ids = tokenizer.encode(text, values.count("allow-special") != 0);
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -16,6 +16,9 @@ runtime::TokenizerHandle create_tokenizer(runtime::Registry& registry, const Tok
   if (settings.vocab_size) config.set_int("vocab_size", *settings.vocab_size);
   if (settings.special_tokens) config.set_strings("special_tokens", *settings.special_tokens);
   if (settings.encode_threads) config.set_int("encode_threads", *settings.encode_threads);
+  if (settings.vocab_file) config.set_string("vocab_file", *settings.vocab_file);
+  if (settings.merges_file) config.set_string("merges_file", *settings.merges_file);
+  if (settings.tokenizer_json) config.set_string("tokenizer_json", *settings.tokenizer_json);
   return registry.create_tokenizer(settings.kind, config.view());
 }
 

@@ -24,6 +24,10 @@ struct TokenizerSettings {
   std::optional<int64_t> vocab_size;                 // unset: the component's default
   std::optional<std::vector<std::string>> special_tokens;
   std::optional<int64_t> encode_threads;
+  // bpe: a published vocabulary instead of training (GPT-2's pair, or a tokenizer.json).
+  std::optional<std::string> vocab_file;
+  std::optional<std::string> merges_file;
+  std::optional<std::string> tokenizer_json;
 };
 
 // A fresh (untrained) tokenizer. Keys the component does not declare are an error naming

@@ -103,6 +103,11 @@ TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime
   const fs::path tokenizer_file = given_file.empty() ? prepared / ("tokenizer-" + tag + ".txt") : fs::path(given_file);
   if (fs::is_regular_file(tokenizer_file)) {
     tokenizer.load(tokenizer_file.string());
+  } else if (tokenizer.vocab_size() > 0) {
+    // The config named a ready vocabulary (bpe: vocab_file + merges_file or tokenizer_json),
+    // loaded when the tokenizer was created: keep it, do not train.
+    spdlog::info("tokenizer '{}' came with its vocabulary ({} ids); not training", kind, tokenizer.vocab_size());
+    tokenizer.save(tokenizer_file.string());
   } else {
     if (!tokenizer.can_train())
       throw Error(ErrorKind::kInvalidArgument, "tokenizer '" + kind + "' cannot be trained and no trained file exists at " +

@@ -9,13 +9,23 @@ BpeOptions options_from(const patchbay::ConfigView& config) {
   options.vocab_size = config.get_int("vocab_size");
   options.special_tokens = config.get_strings("special_tokens");
   options.encode_threads = static_cast<int>(config.get_int("encode_threads"));
+  options.vocab_file = config.get_string("vocab_file");
+  options.merges_file = config.get_string("merges_file");
+  options.tokenizer_json = config.get_string("tokenizer_json");
   return options;
 }
 
 }  // namespace
 
 BpeComponent::BpeComponent(const patchbay::Host& host, const patchbay::ConfigView& config)
-    : host_(host), tokenizer_(options_from(config)) {}
+    : host_(host), tokenizer_(options_from(config)) {
+  if (tokenizer_.is_published()) {
+    host_.log(PB_LOG_INFO, "bpe",
+              "published vocabulary " + tokenizer_.published_source() + ": " +
+                  std::to_string(tokenizer_.vocab_size()) + " ids, " + std::to_string(tokenizer_.merge_count()) +
+                  " merges, " + std::to_string(tokenizer_.special_tokens().size()) + " special tokens");
+  }
+}
 
 int64_t BpeComponent::vocab_size() const { return tokenizer_.vocab_size(); }
 

@@ -39,10 +39,17 @@ inline constexpr pb_config_field kBpeConfigFields[] = {
     patchbay::Field::integer("encode_threads", "0",
                              "threads for encoding long texts (0: all hardware threads)")
         .range(0, 1024),
+    patchbay::Field::string("vocab_file", "\"\"",
+                            "GPT-2 encoder.json to use instead of training (with merges_file; keeps its ids; "
+                            "special_tokens name its specials)"),
+    patchbay::Field::string("merges_file", "\"\"", "GPT-2 vocab.bpe (merge ranks), with vocab_file"),
+    patchbay::Field::string("tokenizer_json", "\"\"",
+                            "Hugging Face tokenizer.json (byte-level BPE) to use instead of training; its "
+                            "added_tokens are the special tokens"),
 };
 
 inline constexpr pb_component_descriptor kBpeTokenizer =
     patchbay::make_tokenizer_component<BpeComponent>(
-        "bpe", "1.0.0", "byte-level BPE with GPT-2 pre-tokenisation (PCRE2)", kBpeConfigFields);
+        "bpe", "1.1.0", "byte-level BPE with GPT-2 pre-tokenisation (PCRE2); GPT-2 and Hugging Face vocabularies", kBpeConfigFields);
 
 }  // namespace patchbay_bpe

@@ -16,7 +16,21 @@ inline uint32_t rank_of(const PairRankTable& ranks, int32_t left, int32_t right)
   return ranks.find(pack_pair(static_cast<uint32_t>(left), static_cast<uint32_t>(right)));
 }
 
+inline uint64_t merge_of(const PairRankTable& ranks, int32_t left, int32_t right) {
+  return ranks.find_packed(pack_pair(static_cast<uint32_t>(left), static_cast<uint32_t>(right)));
+}
+
 }  // namespace
+
+PairRankTable::PairRankTable() { set_identity_byte_ids(); }
+
+void PairRankTable::set_byte_ids(const int32_t (&ids)[256]) {
+  for (int b = 0; b < 256; ++b) byte_ids_[b] = ids[b];
+}
+
+void PairRankTable::set_identity_byte_ids() {
+  for (int b = 0; b < 256; ++b) byte_ids_[b] = b;
+}
 
 void PairRankTable::clear() {
   slots_.clear();
@@ -33,21 +47,21 @@ void PairRankTable::reserve(size_t count) {
 
 void PairRankTable::rehash(size_t capacity) {
   std::vector<Slot> old = std::move(slots_);
-  slots_.assign(capacity, Slot{kEmptyKey, 0});
+  slots_.assign(capacity, Slot{kEmptyKey, 0, 0});
   mask_ = capacity - 1;
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(capacity));
   size_ = 0;
   for (const Slot& slot : old) {
-    if (slot.key != kEmptyKey) insert(slot.key, slot.rank);
+    if (slot.key != kEmptyKey) insert(slot.key, slot.rank, slot.result);
   }
 }
 
-void PairRankTable::insert(uint64_t pair, uint32_t rank) {
+void PairRankTable::insert(uint64_t pair, uint32_t rank, int32_t result) {
   if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.empty() ? 16 : slots_.size() * 2);
   size_t i = slot_of(pair);
   while (slots_[i].key != kEmptyKey && slots_[i].key != pair) i = (i + 1) & mask_;
   if (slots_[i].key == kEmptyKey) ++size_;
-  slots_[i] = Slot{pair, rank};
+  slots_[i] = Slot{pair, rank, result};
 }
 
 void merge_piece(std::string_view piece, const PairRankTable& ranks, std::vector<int32_t>& out) {
@@ -63,43 +77,44 @@ void merge_piece_scan(std::string_view piece, const PairRankTable& ranks,
   const size_t n = piece.size();
   if (n == 0) return;
   if (n == 1) {
-    out.push_back(static_cast<unsigned char>(piece[0]));
+    out.push_back(ranks.byte_id(static_cast<unsigned char>(piece[0])));
     return;
   }
-  // ids[i] and pair_rank[i] = rank of (ids[i], ids[i+1]); both shrink by one per merge.
+  // ids[i] and pair_merge[i] = packed (rank, result) of (ids[i], ids[i+1]); both shrink by
+  // one per merge. Packed values order by rank, so the minimum is the best merge.
   int32_t ids_buffer[kScanMaxBytes];
-  uint32_t rank_buffer[kScanMaxBytes];
+  uint64_t merge_buffer[kScanMaxBytes];
   std::vector<int32_t> ids_heap;
-  std::vector<uint32_t> rank_heap;
+  std::vector<uint64_t> merge_heap;
   int32_t* ids = ids_buffer;
-  uint32_t* pair_rank = rank_buffer;
+  uint64_t* pair_merge = merge_buffer;
   if (n > kScanMaxBytes) {
     ids_heap.resize(n);
-    rank_heap.resize(n);
+    merge_heap.resize(n);
     ids = ids_heap.data();
-    pair_rank = rank_heap.data();
+    pair_merge = merge_heap.data();
   }
-  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<unsigned char>(piece[i]);
+  for (size_t i = 0; i < n; ++i) ids[i] = ranks.byte_id(static_cast<unsigned char>(piece[i]));
   size_t count = n;
-  for (size_t i = 0; i + 1 < count; ++i) pair_rank[i] = rank_of(ranks, ids[i], ids[i + 1]);
+  for (size_t i = 0; i + 1 < count; ++i) pair_merge[i] = merge_of(ranks, ids[i], ids[i + 1]);
   while (count > 1) {
-    uint32_t best = kNoRank;
+    uint64_t best = kNoMerge;
     size_t best_at = 0;
     for (size_t i = 0; i + 1 < count; ++i) {
-      if (pair_rank[i] < best) {
-        best = pair_rank[i];
+      if (pair_merge[i] < best) {
+        best = pair_merge[i];
         best_at = i;
       }
     }
-    if (best == kNoRank) break;
-    ids[best_at] = static_cast<int32_t>(256 + best);
+    if (best == kNoMerge) break;
+    ids[best_at] = result_of_packed(best);
     for (size_t i = best_at + 1; i + 1 < count; ++i) {
       ids[i] = ids[i + 1];
-      pair_rank[i] = pair_rank[i + 1];
+      pair_merge[i] = pair_merge[i + 1];
     }
     --count;
-    if (best_at + 1 < count) pair_rank[best_at] = rank_of(ranks, ids[best_at], ids[best_at + 1]);
-    if (best_at > 0) pair_rank[best_at - 1] = rank_of(ranks, ids[best_at - 1], ids[best_at]);
+    if (best_at + 1 < count) pair_merge[best_at] = merge_of(ranks, ids[best_at], ids[best_at + 1]);
+    if (best_at > 0) pair_merge[best_at - 1] = merge_of(ranks, ids[best_at - 1], ids[best_at]);
   }
   out.insert(out.end(), ids, ids + count);
 }
@@ -116,12 +131,13 @@ void merge_piece_heap(std::string_view piece, const PairRankTable& ranks,
   std::vector<int64_t> prev(n), next(n);
   std::vector<bool> alive(n, true);
   for (size_t i = 0; i < n; ++i) {
-    ids[i] = static_cast<unsigned char>(piece[i]);
+    ids[i] = ranks.byte_id(static_cast<unsigned char>(piece[i]));
     prev[i] = static_cast<int64_t>(i) - 1;
     next[i] = i + 1 < n ? static_cast<int64_t>(i + 1) : kNone;
   }
   struct Entry {
     uint32_t rank;
+    int32_t result;
     int64_t left;
     int64_t right;
     bool operator>(const Entry& o) const {
@@ -131,8 +147,8 @@ void merge_piece_heap(std::string_view piece, const PairRankTable& ranks,
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
   auto push_pair = [&](int64_t left) {
     if (left == kNone || next[left] == kNone) return;
-    const uint32_t rank = rank_of(ranks, ids[left], ids[next[left]]);
-    if (rank != kNoRank) heap.push(Entry{rank, left, next[left]});
+    const uint64_t merge = merge_of(ranks, ids[left], ids[next[left]]);
+    if (merge != kNoMerge) heap.push(Entry{rank_of_packed(merge), result_of_packed(merge), left, next[left]});
   };
   for (size_t i = 0; i + 1 < n; ++i) push_pair(static_cast<int64_t>(i));
   while (!heap.empty()) {
@@ -142,7 +158,7 @@ void merge_piece_heap(std::string_view piece, const PairRankTable& ranks,
         rank_of(ranks, ids[top.left], ids[top.right]) != top.rank) {
       continue;
     }
-    ids[top.left] = static_cast<int32_t>(256 + top.rank);
+    ids[top.left] = top.result;
     alive[top.right] = false;
     next[top.left] = next[top.right];
     if (next[top.right] != kNone) prev[next[top.right]] = top.left;

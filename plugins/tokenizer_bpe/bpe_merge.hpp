@@ -1,13 +1,17 @@
 // Applying learned merges to one pre-token.
 //
-// Ids: 0..255 are the raw bytes; merge number r (its rank, 0 = learned first) creates id
-// 256 + r. A piece is encoded by starting from its bytes and repeatedly merging the
-// adjacent pair with the lowest rank (leftmost on ties) until no adjacent pair has a rank.
-// That is GPT-2's rule (encoder.py merges the lowest-rank bigram first).
+// Ids: in Patchbay's own format 0..255 are the raw bytes and merge number r (its rank, 0 =
+// learned first) creates id 256 + r. A published vocabulary (GPT-2 files, tokenizer.json)
+// keeps its own ids: byte b starts as byte_id(b) and merge r creates the id of the
+// concatenated token. A piece is encoded by starting from its byte ids and repeatedly
+// merging the adjacent pair with the lowest rank (leftmost on ties) until no adjacent pair
+// has a rank. That is GPT-2's rule (encoder.py merges the lowest-rank bigram first) and
+// Hugging Face's (Word::merge_all pops the lowest (rank, position)).
 //
 // PairRankTable maps a pair (left id, right id), packed as left << 32 | right, to its rank
-// with open addressing (linear probing, power-of-two capacity, load <= 1/2): one multiply
-// and usually one cache line per lookup, which is what encode spends its time on.
+// and the id it creates, with open addressing (linear probing, power-of-two capacity, load
+// <= 1/2): one multiply and usually one cache line per lookup, which is what encode spends
+// its time on. The result id sits in what was the slot's padding, so a slot stays 16 bytes.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +22,12 @@
 namespace patchbay_bpe {
 
 constexpr uint32_t kNoRank = UINT32_MAX;
+// find() packs (rank << 32) | result id, so comparing packed values compares ranks (ranks
+// are distinct within a table); kNoMerge compares above every real entry.
+constexpr uint64_t kNoMerge = UINT64_MAX;
+
+inline uint32_t rank_of_packed(uint64_t packed) { return static_cast<uint32_t>(packed >> 32); }
+inline int32_t result_of_packed(uint64_t packed) { return static_cast<int32_t>(packed & 0xffffffffu); }
 
 inline uint64_t pack_pair(uint32_t left, uint32_t right) {
   return (static_cast<uint64_t>(left) << 32) | right;
@@ -27,24 +37,37 @@ class PairRankTable {
  public:
   void clear();
   void reserve(size_t count);
-  // Inserts or overwrites.
-  void insert(uint64_t pair, uint32_t rank);
-  uint32_t find(uint64_t pair) const {
-    if (slots_.empty()) return kNoRank;
+  PairRankTable();
+  // Inserts or overwrites (a later duplicate pair wins, as in GPT-2's and HF's dicts).
+  // Without `result` the merge creates id 256 + rank (Patchbay's own format).
+  void insert(uint64_t pair, uint32_t rank) { insert(pair, rank, static_cast<int32_t>(256 + rank)); }
+  void insert(uint64_t pair, uint32_t rank, int32_t result);
+  // (rank << 32) | result id, or kNoMerge.
+  uint64_t find_packed(uint64_t pair) const {
+    if (slots_.empty()) return kNoMerge;
     size_t i = slot_of(pair);
     while (true) {
       const Slot& slot = slots_[i];
-      if (slot.key == pair) return slot.rank;
-      if (slot.key == kEmptyKey) return kNoRank;
+      if (slot.key == pair) return (static_cast<uint64_t>(slot.rank) << 32) | static_cast<uint32_t>(slot.result);
+      if (slot.key == kEmptyKey) return kNoMerge;
       i = (i + 1) & mask_;
     }
   }
+  uint32_t find(uint64_t pair) const {
+    const uint64_t packed = find_packed(pair);
+    return packed == kNoMerge ? kNoRank : rank_of_packed(packed);
+  }
   size_t size() const { return size_; }
+  // The id each byte starts as (identity unless set; clear() keeps it).
+  int32_t byte_id(unsigned char b) const { return byte_ids_[b]; }
+  void set_byte_ids(const int32_t (&ids)[256]);
+  void set_identity_byte_ids();
 
  private:
   struct Slot {
     uint64_t key;
     uint32_t rank;
+    int32_t result;
   };
   static constexpr uint64_t kEmptyKey = UINT64_MAX;  // ids are < 2^31, so never a real pair
   size_t slot_of(uint64_t pair) const {
@@ -56,6 +79,7 @@ class PairRankTable {
   size_t mask_ = 0;
   unsigned shift_ = 64;
   size_t size_ = 0;
+  int32_t byte_ids_[256];
 };
 
 // Appends the ids of `piece` to `out`. Picks the quadratic scan for short pieces and the

@@ -12,8 +12,17 @@
 namespace patchbay_bpe {
 namespace {
 
+// GPT-2's pattern with \s spelled out as Unicode's White_Space set (the 25 code points
+// below), which is what both references mean by \s: Python's `regex` module (encoder.py) and
+// Oniguruma (Hugging Face tokenizers). PCRE2's \s under UCP also matches U+180E MONGOLIAN
+// VOWEL SEPARATOR (White_Space until Unicode 6.3), which split "\n\n\x{180E}" and
+// "\x{180E}'s" differently from both references (found by scripts/tokenizers/
+// compare_tokenizers.py). \S becomes [^WS], [^\s...] becomes [^WS...].
+#define PB_GPT2_WS "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" PB_GPT2_WS "\\p{L}\\p{N}]+|[" PB_GPT2_WS "]+(?![^" PB_GPT2_WS
+    "])|[" PB_GPT2_WS "]+";
+#undef PB_GPT2_WS
 
 bool is_ascii_alnum(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');

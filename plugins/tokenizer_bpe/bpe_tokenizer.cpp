@@ -38,12 +38,32 @@ void validate_specials(const std::vector<std::string>& specials) {
   }
 }
 
+bool has_published_files(const BpeOptions& options) {
+  return !options.vocab_file.empty() || !options.merges_file.empty() || !options.tokenizer_json.empty();
+}
+
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeOptions options)
     : options_(std::move(options)), pretokenizer_(std::make_shared<Gpt2PreTokenizer>()) {
   validate_specials(options_.special_tokens);
   specials_ = options_.special_tokens;
+  if (has_published_files(options_)) {
+    if (!options_.tokenizer_json.empty() && (!options_.vocab_file.empty() || !options_.merges_file.empty())) {
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                  "give either tokenizer_json or vocab_file + merges_file, not both");
+    }
+    if (options_.tokenizer_json.empty() && (options_.vocab_file.empty() || options_.merges_file.empty())) {
+      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                  "vocab_file (GPT-2 encoder.json) and merges_file (vocab.bpe) go together; "
+                                  "only " + std::string(options_.vocab_file.empty() ? "merges_file" : "vocab_file") +
+                                      " is set");
+    }
+    use_published(options_.tokenizer_json.empty()
+                      ? load_gpt2_vocabulary(options_.vocab_file, options_.merges_file, options_.special_tokens)
+                      : load_hf_tokenizer_json(options_.tokenizer_json));
+    return;
+  }
   const auto floor = static_cast<int64_t>(256 + specials_.size());
   if (options_.vocab_size < floor) {
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -54,6 +74,12 @@ BpeTokenizer::BpeTokenizer(BpeOptions options)
 }
 
 TrainReport BpeTokenizer::train(std::string_view text) {
+  if (has_published_files(options_)) {
+    throw patchbay::PluginError(PB_STATUS_UNSUPPORTED,
+                                "this BPE tokenizer uses the published vocabulary of " + published_source_ +
+                                    "; training would replace it (remove vocab_file/merges_file/tokenizer_json "
+                                    "from [tokenizer] to train one)");
+  }
   std::unordered_map<std::string_view, int64_t> piece_counts;
   for (const patchbay::TextSegment& segment : patchbay::split_at_special_tokens(text, specials_)) {
     if (segment.special_index >= 0) continue;
@@ -71,6 +97,7 @@ TrainReport BpeTokenizer::train(std::string_view text) {
   const size_t max_merges =
       static_cast<size_t>(options_.vocab_size) - 256 - specials_.size();
   merges_ = learn_merges(words, max_merges);
+  specials_ = options_.special_tokens;
   rebuild_from_merges();
   TrainReport report;
   report.requested_vocab_size = options_.vocab_size;
@@ -85,7 +112,9 @@ void BpeTokenizer::rebuild_from_merges() {
   token_bytes_.reserve(256 + merges_.size() + specials_.size());
   for (int b = 0; b < 256; ++b) token_bytes_.push_back(std::string(1, static_cast<char>(b)));
   ranks_.clear();
+  ranks_.set_identity_byte_ids();
   ranks_.reserve(merges_.size());
+  merge_results_.clear();
   for (size_t r = 0; r < merges_.size(); ++r) {
     const Merge& m = merges_[r];
     const auto next_id = static_cast<int32_t>(256 + r);
@@ -98,9 +127,68 @@ void BpeTokenizer::rebuild_from_merges() {
                            token_bytes_[static_cast<size_t>(m.right)]);
     ranks_.insert(pack_pair(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right)),
                   static_cast<uint32_t>(r));
+    merge_results_.push_back(next_id);
   }
-  for (const std::string& special : specials_) token_bytes_.push_back(special);
+  special_ids_.clear();
+  for (const std::string& special : specials_) {
+    special_ids_.push_back(static_cast<int32_t>(token_bytes_.size()));
+    token_bytes_.push_back(special);
+  }
+  published_ = false;
+  published_source_.clear();
   trained_ = true;
+}
+
+void BpeTokenizer::use_published(const PublishedVocabulary& vocab) {
+  validate_published_vocabulary(vocab);
+  std::vector<std::string> specials;
+  std::vector<int32_t> special_ids;
+  for (const PublishedSpecial& s : vocab.specials) {
+    specials.push_back(s.text);
+    special_ids.push_back(s.id);
+  }
+  validate_specials(specials);
+  PairRankTable ranks;
+  int32_t byte_ids[256];
+  for (int b = 0; b < 256; ++b) byte_ids[b] = vocab.byte_ids[static_cast<size_t>(b)];
+  ranks.set_byte_ids(byte_ids);
+  ranks.reserve(vocab.merges.size());
+  std::vector<Merge> merges;
+  std::vector<int32_t> results;
+  merges.reserve(vocab.merges.size());
+  results.reserve(vocab.merges.size());
+  for (size_t r = 0; r < vocab.merges.size(); ++r) {
+    const PublishedMerge& m = vocab.merges[r];
+    // A later duplicate pair overwrites the earlier rank, as GPT-2's and HF's dicts do.
+    ranks.insert(pack_pair(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right)),
+                 static_cast<uint32_t>(r), m.result);
+    merges.push_back(Merge{m.left, m.right});
+    results.push_back(m.result);
+  }
+  merges_ = std::move(merges);
+  merge_results_ = std::move(results);
+  specials_ = std::move(specials);
+  special_ids_ = std::move(special_ids);
+  token_bytes_ = vocab.token_bytes;
+  ranks_ = std::move(ranks);
+  published_ = true;
+  published_source_ = vocab.source;
+  trained_ = true;
+}
+
+PublishedVocabulary BpeTokenizer::published_vocabulary() const {
+  if (!trained_)
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "BPE tokenizer has no vocabulary: train or load it first");
+  PublishedVocabulary vocab;
+  vocab.token_bytes = token_bytes_;
+  for (int b = 0; b < 256; ++b) vocab.byte_ids[static_cast<size_t>(b)] = ranks_.byte_id(static_cast<unsigned char>(b));
+  vocab.merges.reserve(merges_.size());
+  for (size_t r = 0; r < merges_.size(); ++r) {
+    vocab.merges.push_back(PublishedMerge{merges_[r].left, merges_[r].right, merge_results_[r]});
+  }
+  for (size_t i = 0; i < specials_.size(); ++i) vocab.specials.push_back(PublishedSpecial{specials_[i], special_ids_[i]});
+  vocab.source = published_ ? published_source_ : std::string("Patchbay-trained BPE vocabulary");
+  return vocab;
 }
 
 int64_t BpeTokenizer::vocab_size() const {
@@ -110,7 +198,7 @@ int64_t BpeTokenizer::vocab_size() const {
 int32_t BpeTokenizer::special_token_id(size_t index) const {
   if (index >= specials_.size())
     throw patchbay::PluginError(PB_STATUS_OUT_OF_RANGE, "special token index out of range");
-  return static_cast<int32_t>(256 + merges_.size() + index);
+  return special_ids_[index];
 }
 
 const std::string& BpeTokenizer::token_bytes(int32_t id) const {
@@ -164,7 +252,7 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
   std::vector<int32_t> scratch;
   pretokenizer_->split(text, [&](std::string_view piece) {
     if (piece.size() == 1) {
-      out.push_back(static_cast<unsigned char>(piece[0]));
+      out.push_back(ranks_.byte_id(static_cast<unsigned char>(piece[0])));
       return;
     }
     auto hit = cache.find(piece);
@@ -248,6 +336,11 @@ void BpeTokenizer::save(const std::string& path) const {
   if (!trained_)
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
                                 "cannot save a BPE tokenizer before train or load");
+  const bool json_name = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (published_ || json_name) {
+    write_hf_tokenizer_json(published_vocabulary(), path);
+    return;
+  }
   std::ostringstream text;
   text << kFileMagic << ' ' << kFileVersion << '\n';
   text << "pretokenizer gpt2\n";
@@ -273,6 +366,12 @@ void BpeTokenizer::load(const std::string& path) {
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
                                 "'" + path + "' is not a valid patchbay-bpe file: " + what);
   };
+  const int first = (file >> std::ws).peek();
+  if (first == '{') {
+    file.close();
+    use_published(load_hf_tokenizer_json(path));
+    return;
+  }
   std::string magic, keyword, value;
   int version = 0;
   if (!(file >> magic >> version) || magic != kFileMagic) fail("missing 'patchbay-bpe <version>' header");
@@ -297,7 +396,7 @@ void BpeTokenizer::load(const std::string& path) {
   if (!(file >> keyword) || keyword != "end") fail("missing 'end' line (truncated file?)");
   validate_specials(specials);
   BpeTokenizer candidate(BpeOptions{static_cast<int64_t>(256 + merge_count + special_count), specials,
-                                    options_.encode_threads, options_.min_chunk_bytes});
+                                    options_.encode_threads, options_.min_chunk_bytes, "", "", ""});
   candidate.merges_ = std::move(merges);
   candidate.rebuild_from_merges();
   for (size_t r = 0; r < merge_count; ++r) {
@@ -309,7 +408,11 @@ void BpeTokenizer::load(const std::string& path) {
   merges_ = std::move(candidate.merges_);
   specials_ = std::move(candidate.specials_);
   token_bytes_ = std::move(candidate.token_bytes_);
+  special_ids_ = std::move(candidate.special_ids_);
+  merge_results_ = std::move(candidate.merge_results_);
   ranks_ = std::move(candidate.ranks_);
+  published_ = false;
+  published_source_.clear();
   trained_ = true;
 }
 

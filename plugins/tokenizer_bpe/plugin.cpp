@@ -3,4 +3,4 @@
 
 #include "bpe_component.hpp"
 
-PATCHBAY_PLUGIN("tokenizer-bpe", "1.0.0", PATCHBAY_COMPONENT_LIST(&patchbay_bpe::kBpeTokenizer));
+PATCHBAY_PLUGIN("tokenizer-bpe", "1.1.0", PATCHBAY_COMPONENT_LIST(&patchbay_bpe::kBpeTokenizer));

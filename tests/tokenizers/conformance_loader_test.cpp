@@ -46,7 +46,7 @@ TEST_CASE("the registry finds both tokenizer plugins") {
   for (const auto& refused : registry.refused()) MESSAGE("refused: " << refused.reason);
   const rt::ComponentEntry& bpe = registry.find(PB_KIND_TOKENIZER, "bpe");
   const rt::ComponentEntry& chr = registry.find(PB_KIND_TOKENIZER, "char");
-  CHECK(bpe.version == "1.0.0");
+  CHECK(bpe.version == "1.1.0");  // 1.1: published vocabularies (vocab_file, merges_file, tokenizer_json)
   CHECK(chr.version == "1.0.0");
   CHECK(registry.plugin_of(bpe).file.filename() == "tokenizer_bpe.so");
   CHECK(registry.plugin_of(chr).file.filename() == "tokenizer_char.so");

@@ -29,7 +29,7 @@ TEST_CASE("char component conforms (standalone host)") {
 TEST_CASE("schema defaults reach the component") {
   pt::TokenizerConfig config(patchbay_bpe::kBpeTokenizer);
   const pb_config_view& view = config.view();
-  REQUIRE(view.count == 3);
+  REQUIRE(view.count == 6);  // vocab_size, special_tokens, encode_threads, vocab_file, merges_file, tokenizer_json
   CHECK(std::string(view.values[0].key) == "vocab_size");
   CHECK(view.values[0].int_value == 4096);
   REQUIRE(view.values[1].string_count == 1);
