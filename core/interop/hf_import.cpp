@@ -136,7 +136,7 @@ HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir, r
   result.shape = hf_shape_from_config_json(read_json(hf_dir / "config.json"));
   const HfModelShape& shape = result.shape;
   const HfWeights weights(hf_dir);
-  const PatchbayTokenizerFile tokenizer = import_tokenizer(hf_dir, options, &result.tokenizer_source, registry);
+  PatchbayTokenizerFile tokenizer = import_tokenizer(hf_dir, options, &result.tokenizer_source, registry);
   result.tokenizer_kind = tokenizer.kind;
   if (tokenizer.vocab_size != shape.options.vocab_size)
     throw Error(ErrorKind::kInvalidArgument,
@@ -153,6 +153,14 @@ HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir, r
   fs::create_directories(run_dir);
   const fs::path tokenizer_path = run_dir / "tokenizer.txt";
   run::write_text_atomically(tokenizer_path, tokenizer.file_text);
+  {  // the plugin must load what was written, with the vocabulary the model has
+    const runtime::TokenizerHandle loaded = data::load_tokenizer(registry, tokenizer_path, {tokenizer.kind, {}, {}, {}});
+    if (loaded.vocab_size() != shape.options.vocab_size)
+      throw Error(ErrorKind::kInvalidArgument, "cannot import: the tokenizer loaded from " + tokenizer_path.string() +
+                                                   " has " + std::to_string(loaded.vocab_size()) +
+                                                   " ids but config.json vocab_size is " +
+                                                   std::to_string(shape.options.vocab_size));
+  }
 
   std::ostringstream text;
   text << "# Imported from " << fs::absolute(hf_dir).lexically_normal().string() << " ("

@@ -97,13 +97,16 @@ json byte_level(bool add_prefix_space) {
   return {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", true}};
 }
 
-void finish_files(HfTokenizerFiles& files, int64_t model_max_length) {
-  json added = json::array();
-  for (size_t i = 0; i < files.specials.size(); ++i) {
-    added.push_back(added_token(files.first_special_id + static_cast<int64_t>(i), files.specials[i]));
-    files.tokenizer["model"]["vocab"][files.specials[i]] = files.first_special_id + static_cast<int64_t>(i);
+// `add_specials`: put the specials into tokenizer.json (ids first_special_id + i) as added tokens.
+void finish_files(HfTokenizerFiles& files, int64_t model_max_length, bool add_specials) {
+  if (add_specials) {
+    json added = json::array();
+    for (size_t i = 0; i < files.specials.size(); ++i) {
+      added.push_back(added_token(files.first_special_id + static_cast<int64_t>(i), files.specials[i]));
+      files.tokenizer["model"]["vocab"][files.specials[i]] = files.first_special_id + static_cast<int64_t>(i);
+    }
+    files.tokenizer["added_tokens"] = added;
   }
-  files.tokenizer["added_tokens"] = added;
   files.tokenizer_config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                             {"model_max_length", model_max_length},
                             {"clean_up_tokenization_spaces", false},
@@ -215,14 +218,21 @@ PatchbayTokenizerFile char_from_hf(const json& tokenizer, const std::map<int64_t
 
 PatchbayTokenizerFile bpe_from_hf(const json& tokenizer, const std::map<int64_t, std::string>& by_id) {
   const std::vector<std::string>& spell = gpt2_byte_spellings();
-  for (int b = 0; b < 256; ++b) {
+  bool native = true;
+  for (int b = 0; b < 256 && native; ++b) {
     const auto it = by_id.find(b);
-    if (it == by_id.end() || it->second != spell[static_cast<size_t>(b)])
-      throw Error(ErrorKind::kInvalidArgument,
-                  "tokenizer.json is a byte-level BPE whose ids 0-255 are not the raw bytes in order (id " +
-                      std::to_string(b) + " is '" + (it == by_id.end() ? std::string("missing") : it->second) +
-                      "'): it is not Patchbay's native BPE layout. Published vocabularies such as GPT-2's keep "
-                      "their own ids and need the BPE plugin's tokenizer_json loader (issue 15 item 1)");
+    native = it != by_id.end() && it->second == spell[static_cast<size_t>(b)];
+  }
+  if (!native) {
+    // A published vocabulary (GPT-2's ids: "!" is 0): the BPE plugin (>= 1.1) loads the
+    // tokenizer.json itself and keeps its ids; the run's tokenizer file is that JSON.
+    PatchbayTokenizerFile out;
+    out.kind = "bpe";
+    out.published = true;
+    out.file_text = tokenizer.dump();
+    for (const auto& [id, content] : special_added_tokens(tokenizer)) out.specials.push_back(content);
+    out.vocab_size = by_id.empty() ? 0 : by_id.rbegin()->first + 1;
+    return out;
   }
   const json& vocab = tokenizer["model"]["vocab"];
   std::map<std::string, std::string> bytes_of_spelling;  // GPT-2 spelling -> raw bytes
@@ -316,6 +326,19 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
                        {"normalizer", nullptr}, {"pre_tokenizer", nullptr}, {"post_processor", nullptr},
                        {"decoder", {{"type", "Sequence"}, {"decoders", json::array({{{"type", "ByteFallback"}}, {{"type", "Fuse"}}})}}},
                        {"model", bpe_model(vocab, json::array(), true)}};
+  } else if (kind == "bpe" && !file_text.empty() && file_text[0] == '{') {
+    // A published vocabulary (GPT-2's files or a tokenizer.json, tokenizer_bpe >= 1.1): the
+    // plugin saves it as a tokenizer.json with the published ids, which is what HF reads.
+    files.tokenizer = json::parse(file_text);
+    const std::map<int64_t, std::string> specials = special_added_tokens(files.tokenizer);
+    for (const auto& [id, content] : specials) files.specials.push_back(content);
+    files.first_special_id = specials.empty() ? 0 : specials.begin()->first;
+    int64_t largest = -1;
+    for (const auto& [token, id] : files.tokenizer["model"]["vocab"].items()) largest = std::max(largest, id.get<int64_t>());
+    if (!specials.empty()) largest = std::max(largest, specials.rbegin()->first);
+    files.vocab_size = largest + 1;
+    finish_files(files, model_max_length, false);
+    return files;
   } else if (kind == "bpe") {
     expect_header(in, "patchbay-bpe 1", kind);
     std::string word, value;
@@ -363,7 +386,7 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
                     "' has no Hugging Face counterpart here: only the built-in 'char' and 'bpe' files are converted");
   }
   files.vocab_size = files.first_special_id + static_cast<int64_t>(files.specials.size());
-  finish_files(files, model_max_length);
+  finish_files(files, model_max_length, true);
   return files;
 }
 

@@ -47,12 +47,16 @@ struct PatchbayTokenizerFile {
   std::string file_text;  // in the plugin's save format
   std::vector<std::string> specials;
   int64_t vocab_size = 0;
+  bool published = false;  // a byte-level BPE with its own ids (GPT-2's): file_text is the tokenizer.json
 };
 
 // The inverse, for tokenizer.json files of the two layouts above (as tokenizer_to_hf writes
-// them, or any file with the same ids). Anything else (GPT-2's published vocabulary, whose
-// ids are not Patchbay's native BPE ids; SentencePiece; WordPiece) is Error(kInvalidArgument)
-// saying what was found and what is supported.
+// them, or any file with the same ids). A byte-level BPE with other ids (GPT-2's published
+// vocabulary) becomes a "bpe" tokenizer whose file is the tokenizer.json itself (`published`;
+// tokenizer_bpe >= 1.1 loads it keeping its ids). Anything else (SentencePiece, WordPiece,
+// Unigram) is Error(kInvalidArgument) saying what was found and what is supported.
+// Export of a run whose BPE tokenizer is a published vocabulary (its saved file is a
+// tokenizer.json) writes that file as it is.
 PatchbayTokenizerFile tokenizer_from_hf(const nlohmann::json& tokenizer_json);
 
 // GPT-2's byte-to-unicode table (openai/gpt-2 encoder.py bytes_to_unicode), UTF-8 encoded.

@@ -3,8 +3,10 @@
 # README's two commands; needs Python with torch + transformers + safetensors):
 #   1. quickstart   configs/quickstart.toml trained --steps steps (GPT-2 shape, char tokenizer)
 #   2. llama        the same with rotary, RMSNorm, SwiGLU, untied head (LlamaForCausalLM)
-#   3. gpt2-shape   configs/gpt2-124m.toml (12 x 768, context 1024; the BPE tokenizer trained on
-#                   the KJV reaches 15k ids, not GPT-2's 50257), one training step from random init
+#   3. gpt2-shape   configs/gpt2-124m.toml (12 x 768, context 1024), one training step from random
+#                   init, with GPT-2's published tokenizer (50,257 ids) when its files are in
+#                   --gpt2-tokenizer DIR (scripts/tokenizers/fetch_gpt2.sh puts them in the default
+#                   build/third_party/gpt2-tokenizer), else a BPE trained on the KJV (15k ids)
 # Each is exported (`patchbay export RUN --format hf`), loaded with AutoModelForCausalLM and
 # AutoTokenizer, compared (tokenizer ids, logits max abs diff <= 1e-4 in f32, greedy continuation),
 # imported back (`patchbay import`) and compared again (scripts/hf_check/compare.py).
@@ -15,6 +17,7 @@
 #   --create-venv DIR  create DIR with `python3 -m venv` and install torch transformers safetensors
 #                      tokenizers numpy from PyPI into it, then use it
 #   --work DIR         runs and exports go here (default: /tmp/patchbay_hf_check)
+#   --steps N          training steps of the quickstart-sized models (default 150)
 # The Patchbay binary is $PATCHBAY_BUILD_DIR/patchbay (default build/patchbay): build it first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,6 +26,7 @@ work=/tmp/patchbay_hf_check
 steps=150
 models=quickstart,llama,gpt2-shape
 venv=""
+gpt2_tokenizer=build/third_party/gpt2-tokenizer
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --python) python="$2"; shift 2 ;;
@@ -30,7 +34,8 @@ while [[ $# -gt 0 ]]; do
     --work) work="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --gpt2-tokenizer) gpt2_tokenizer="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "hf_check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -75,8 +80,18 @@ for m in "${chosen[@]}"; do
     llama) check llama configs/quickstart.toml 100 --set train.max_steps="$steps" --set train.warmup_steps=$((steps / 5)) --set model.positional='"rotary"' \
              --set model.norm='"rmsnorm"' --set model.feedforward.activation='"swiglu"' --set model.d_ff=344 \
              --set model.tie_embeddings=false || status=1 ;;
-    gpt2-shape) check gpt2-shape configs/gpt2-124m.toml 20 --set train.max_steps=1 --set train.batch_size=1 \
-                  --set train.seq_len=64 --set train.eval_batches=1 --set train.eval_every=1 || status=1 ;;
+    gpt2-shape)
+      gpt2_files=()
+      if [[ -f "$gpt2_tokenizer/encoder.json" && -f "$gpt2_tokenizer/vocab.bpe" ]]; then
+        echo "[gpt2-shape] GPT-2's published tokenizer from $gpt2_tokenizer"
+        gpt2_files=(--set tokenizer.bpe.vocab_file="\"$(realpath "$gpt2_tokenizer/encoder.json")\""
+                    --set tokenizer.bpe.merges_file="\"$(realpath "$gpt2_tokenizer/vocab.bpe")\"")
+      else
+        echo "[gpt2-shape] no GPT-2 tokenizer files in $gpt2_tokenizer (scripts/tokenizers/fetch_gpt2.sh): BPE trained on the KJV"
+      fi
+      check gpt2-shape configs/gpt2-124m.toml 20 --set train.max_steps=1 --set train.batch_size=1 \
+        --set train.seq_len=64 --set train.eval_batches=1 --set train.eval_every=1 --set train.warmup_steps=0 \
+        "${gpt2_files[@]}" || status=1 ;;
     *) echo "hf_check: unknown model '$m'" >&2; status=2 ;;
   esac
 done

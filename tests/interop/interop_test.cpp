@@ -285,14 +285,27 @@ TEST_CASE("tokenizer.json conversions give back the Patchbay files byte for byte
   CHECK(interop::gpt2_byte_spellings()['A'] == "A");
 }
 
-TEST_CASE("a GPT-2 published vocabulary (ids not Patchbay's) is refused with the reason") {
-  json vocab = json::object();
-  vocab["!"] = 0;
-  vocab["\""] = 1;
-  const json tokenizer = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"! \""})}}},
-                          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}}};
-  CHECK_THROWS_WITH_AS(interop::tokenizer_from_hf(tokenizer),
-                       doctest::Contains("not Patchbay's native BPE layout"), Error);
+TEST_CASE("a published byte-level BPE (GPT-2's ids) imports as the BPE plugin's tokenizer.json; others are refused") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("interop_published");
+  std::ifstream in(fs::path(PATCHBAY_SOURCE_DIR) / "tests/tokenizers/fixtures/published/tokenizer.json");
+  const json published = json::parse(in);
+  const interop::PatchbayTokenizerFile file = interop::tokenizer_from_hf(published);
+  CHECK(file.kind == "bpe");
+  CHECK(file.published);
+  // The BPE plugin loads it keeping its ids, and its vocabulary is the one the import checks.
+  const fs::path path = folder.path() / "tokenizer.txt";
+  std::ofstream(path) << file.file_text;
+  data::TokenizerSettings settings;
+  settings.kind = "bpe";
+  const runtime::TokenizerHandle tokenizer = data::load_tokenizer(setup.registry, path, settings);
+  CHECK(tokenizer.vocab_size() == file.vocab_size);
+  // Export writes such a run's file as its tokenizer.json unchanged (same vocab, merges, specials).
+  const interop::HfTokenizerFiles back = interop::tokenizer_to_hf("bpe", file.file_text, 64);
+  CHECK(back.tokenizer["model"]["vocab"] == published["model"]["vocab"]);
+  CHECK(back.vocab_size == file.vocab_size);
+  const json wordpiece = {{"model", {{"type", "WordPiece"}, {"vocab", json::object()}}}};
+  CHECK_THROWS_WITH_AS(interop::tokenizer_from_hf(wordpiece), doctest::Contains("is not BPE"), Error);
 }
 
 TEST_CASE("models without a transformers counterpart are refused naming the component") {
