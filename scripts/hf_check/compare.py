@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 import torch
 from safetensors.numpy import load_file
@@ -31,8 +32,10 @@ def patchbay_logits(patchbay, run, ids=None, text=None):
 
 
 def patchbay_encode(patchbay, run, text):
-    r = subprocess.run([patchbay, "tokenizer", "encode", "--tokenizer", os.path.join(run, "tokenizer.txt"), "--text",
-                        text], check=True, capture_output=True)
+    with open(os.path.join(run, "config.toml"), "rb") as f:
+        kind = tomllib.load(f)["tokenizer"]["kind"]
+    r = subprocess.run([patchbay, "tokenizer", "encode", "--kind", kind, "--tokenizer", os.path.join(run, "tokenizer.txt"),
+                        "--text", text], check=True, capture_output=True)
     return [int(x) for x in r.stdout.split()]
 
 

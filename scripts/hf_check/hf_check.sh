@@ -67,7 +67,9 @@ check() {  # label, config, new tokens, extra --set arguments...
   echo "[$label] trained in $((SECONDS - start)) s: $(grep -E '^val loss' "$work/$label.train.log" || true)"
   rm -rf "$hf" "$imported"
   "$patchbay" export "$run" --format hf "$hf" | sed "s/^/[$label] /"
-  "$patchbay" import "$hf" "$imported" --set data.output_dir='"data/kjv"' | sed "s/^/[$label] /"
+  local seq_len  # evaluate both runs on the same windows
+  seq_len=$(awk '/^\[/{section=$0} section=="[train]" && $1=="seq_len"{print $3; exit}' "$run/config.toml")
+  "$patchbay" import "$hf" "$imported" --set data.output_dir='"data/kjv"' --set train.seq_len="$seq_len" | sed "s/^/[$label] /"
   echo "[$label] eval run:      $("$patchbay" eval "$run" --batches 2 --batch-size 8 2>/dev/null | grep '^loss')"
   echo "[$label] eval imported: $("$patchbay" eval "$imported" --batches 2 --batch-size 8 2>/dev/null | grep '^loss')"
   "$python" scripts/hf_check/compare.py --patchbay "$patchbay" --label "$label" --run "$run" --hf "$hf" \
