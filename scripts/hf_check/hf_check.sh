@@ -17,13 +17,13 @@
 #   --create-venv DIR  create DIR with `python3 -m venv` and install torch transformers safetensors
 #                      tokenizers numpy from PyPI into it, then use it
 #   --work DIR         runs and exports go here (default: /tmp/patchbay_hf_check)
-#   --steps N          training steps of the quickstart-sized models (default 150)
+#   --steps N          training steps of the quickstart-sized models (default 800, the quickstart's own)
 # The Patchbay binary is $PATCHBAY_BUILD_DIR/patchbay (default build/patchbay): build it first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python="${HF_CHECK_PYTHON:-python3}"
 work=/tmp/patchbay_hf_check
-steps=150
+steps=800
 models=quickstart,llama,gpt2-shape
 venv=""
 gpt2_tokenizer=build/third_party/gpt2-tokenizer
@@ -51,6 +51,7 @@ fi
 patchbay="$(pwd)/${PATCHBAY_BUILD_DIR:-build}/patchbay"
 [[ -x "$patchbay" ]] || { echo "hf_check: $patchbay not found; run scripts/build.sh first" >&2; exit 2; }
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+warmup=$((steps / 5 < 50 ? steps / 5 : 50))  # the quickstart's 50, fewer for short checks
 mkdir -p "$work"
 "$python" -c "import torch, transformers; print('python packages: torch', torch.__version__, '| transformers', transformers.__version__)"
 echo "machine: $(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg), OMP_NUM_THREADS=$OMP_NUM_THREADS"
@@ -78,8 +79,8 @@ check() {  # label, config, new tokens, extra --set arguments...
 IFS=',' read -ra chosen <<< "$models"
 for m in "${chosen[@]}"; do
   case "$m" in
-    quickstart) check quickstart configs/quickstart.toml 100 --set train.max_steps="$steps" --set train.warmup_steps=$((steps / 5)) || status=1 ;;
-    llama) check llama configs/quickstart.toml 100 --set train.max_steps="$steps" --set train.warmup_steps=$((steps / 5)) --set model.positional='"rotary"' \
+    quickstart) check quickstart configs/quickstart.toml 100 --set train.max_steps="$steps" --set train.warmup_steps=$warmup || status=1 ;;
+    llama) check llama configs/quickstart.toml 100 --set train.max_steps="$steps" --set train.warmup_steps=$warmup --set model.positional='"rotary"' \
              --set model.norm='"rmsnorm"' --set model.feedforward.activation='"swiglu"' --set model.d_ff=344 \
              --set model.tie_embeddings=false || status=1 ;;
     gpt2-shape)
