@@ -22,10 +22,13 @@ int run_import(const std::vector<std::string>& args, const GlobalOptions& global
   std::vector<std::string> overrides;
   bool overwrite = false;
   po::options_description options("Options");
-  options.add_options()("help,h", "this help")("hf-dir", po::value(&hf_dir), "transformers model directory")(
-      "run", po::value(&run), "run directory to create")(
-      "set", po::value(&overrides)->composing(), "override a key of the new run's config (repeatable)")(
-      "tokenizer", po::value(&tokenizer), "a Patchbay tokenizer file to use instead of the directory's")(
+  options.add_options()("help,h", "this help")(
+      "hf-dir", po::value(&hf_dir), "transformers model directory")("run", po::value(&run),
+                                                                    "run directory to create")(
+      "set", po::value(&overrides)->composing(),
+      "override a key of the new run's config (repeatable)")(
+      "tokenizer", po::value(&tokenizer),
+      "a Patchbay tokenizer file to use instead of the directory's")(
       "overwrite", po::bool_switch(&overwrite), "replace a run already in RUN");
   po::positional_options_description positional;
   positional.add("hf-dir", 1).add("run", 1);
@@ -33,13 +36,17 @@ int run_import(const std::vector<std::string>& args, const GlobalOptions& global
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
   po::notify(values);
   if (values.count("help") != 0 || hf_dir.empty() || run.empty()) {
-    std::cout << "Usage: patchbay import HF_DIR RUN/ [--set key=value ...] [--tokenizer FILE]\n\n"
-                 "Turns a transformers GPT2LMHeadModel or LlamaForCausalLM directory (config.json,\n"
-                 "model.safetensors, tokenizer.json in Patchbay's char or native BPE layout) into a run:\n"
-                 "config.toml, tokenizer.txt and checkpoints/step_0.safetensors. Then: patchbay eval RUN,\n"
-                 "patchbay generate RUN, patchbay train --resume RUN --set train.max_steps=N (fine-tuning;\n"
-                 "[data] and [train] take their defaults unless set here). See docs/interop.md.\n\n"
-              << options;
+    std::cout
+        << "Usage: patchbay import HF_DIR RUN/ [--set key=value ...] [--tokenizer FILE]\n\n"
+           "Turns a transformers GPT2LMHeadModel or LlamaForCausalLM directory (config.json,\n"
+           "model.safetensors, tokenizer.json in Patchbay's char or native BPE layout) into a "
+           "run:\n"
+           "config.toml, tokenizer.txt and checkpoints/step_0.safetensors. Then: patchbay eval "
+           "RUN,\n"
+           "patchbay generate RUN, patchbay train --resume RUN --set train.max_steps=N "
+           "(fine-tuning;\n"
+           "[data] and [train] take their defaults unless set here). See docs/interop.md.\n\n"
+        << options;
     return values.count("help") != 0 ? kExitOk : kExitUsage;
   }
   const ComponentLookup components = make_component_lookup(global, config::ResolvedConfig{}, {});
@@ -51,13 +58,15 @@ int run_import(const std::vector<std::string>& args, const GlobalOptions& global
   const interop::HfImportResult r =
       interop::import_from_hf(hf_dir, run, *components.registry, components.lookup, import_options);
   std::cout << "imported " << hf_dir << " (" << interop::hf_architecture(r.shape.family) << ", "
-            << r.parameters << " parameters, tokenizer '" << r.tokenizer_kind << "' from " << r.tokenizer_source
-            << ")\nrun: " << r.run_dir.string() << "\ncheckpoint: " << r.checkpoint.string() << "\n";
+            << r.parameters << " parameters, tokenizer '" << r.tokenizer_kind << "' from "
+            << r.tokenizer_source << ")\nrun: " << r.run_dir.string()
+            << "\ncheckpoint: " << r.checkpoint.string() << "\n";
   return kExitOk;
 }
 
 }  // namespace
 
-PATCHBAY_REGISTER_COMMAND({"import", "Import a Hugging Face transformers model as a run", run_import});
+PATCHBAY_REGISTER_COMMAND({"import", "Import a Hugging Face transformers model as a run",
+                           run_import});
 
 }  // namespace patchbay::cli

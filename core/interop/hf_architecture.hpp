@@ -18,7 +18,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +33,8 @@ const char* hf_architecture(HfFamily family);  // "GPT2LMHeadModel", "LlamaForCa
 
 struct HfModelShape {
   HfFamily family = HfFamily::kGpt2;
-  model::ModelOptions options;   // vocab_size, context_length, layers, heads, widths, norm eps, rope, tie, dropout
+  model::ModelOptions
+      options;  // vocab_size, context_length, layers, heads, widths, norm eps, rope, tie, dropout
   std::string activation;        // the mlp's: "gelu" (tanh), "gelu_erf", "relu", "swiglu"
   bool mlp_bias = true;          // [model.feedforward] bias
   bool attention_bias = true;    // LLaMA: q/k/v/o biases present in HF
@@ -51,7 +51,8 @@ struct UsedComponent {
 
 // The HF shape of a model, or Error(kInvalidArgument) naming what has no counterpart.
 // `components` may be empty (then the built-in plugins are assumed for "dense" and "mlp").
-HfModelShape hf_shape_of_model(const model::ModelOptions& options, const model::ComponentTables& tables,
+HfModelShape hf_shape_of_model(const model::ModelOptions& options,
+                               const model::ComponentTables& tables,
                                const std::vector<UsedComponent>& components);
 
 // config.json and generation_config.json for the shape. `eos_id`: the end-of-text special's id.

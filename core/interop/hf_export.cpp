@@ -45,7 +45,8 @@ fs::path run_tokenizer_file(const train::Checkpoint& checkpoint) {
   if (fs::is_regular_file(stored)) return stored;
   const fs::path beside = checkpoint.path().parent_path().parent_path() / stored.filename();
   if (fs::is_regular_file(beside)) return beside;
-  throw Error(ErrorKind::kNotFound, "the checkpoint's tokenizer file " + stored.string() + " (or " + beside.string() +
+  throw Error(ErrorKind::kNotFound, "the checkpoint's tokenizer file " + stored.string() + " (or " +
+                                        beside.string() +
                                         ") does not exist; the export needs the run's tokenizer");
 }
 
@@ -64,16 +65,18 @@ void write_json(const fs::path& path, const json& value, std::vector<fs::path>& 
 
 HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& out_dir) {
   const train::Checkpoint checkpoint = train::load_checkpoint(run_or_checkpoint);
-  const config::ResolvedConfig config =
-      config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+  const config::ResolvedConfig config = config::load_config_text(
+      checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
   const engine::Tensor wte = checkpoint.tensor("wte.weight");
   model::ModelOptions options = model::model_options_from_config(config, wte.size(0));
   HfExportResult result;
   result.checkpoint = checkpoint.path();
   result.step = checkpoint.step();
-  result.shape = hf_shape_of_model(options, model::component_tables_from_config(config), used_components(checkpoint));
+  result.shape = hf_shape_of_model(options, model::component_tables_from_config(config),
+                                   used_components(checkpoint));
   HfModelShape& shape = result.shape;
-  if (shape.family == HfFamily::kLlama) {  // canonical LLaMA (no attention biases) when they are all zero
+  if (shape.family ==
+      HfFamily::kLlama) {  // canonical LLaMA (no attention biases) when they are all zero
     bool zero = true;
     for (int64_t i = 0; i < options.n_layers && zero; ++i)
       for (const char* t : {".attn.qkv.bias", ".attn.proj.bias"})
@@ -87,8 +90,9 @@ HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& o
   const std::string tokenizer_text = data::read_text_file(tokenizer_file);
   const HfTokenizerFiles tokenizer = tokenizer_to_hf(kind, tokenizer_text, options.context_length);
   if (tokenizer.vocab_size != options.vocab_size)
-    throw Error(ErrorKind::kInvalidArgument, "the run's tokenizer " + tokenizer_file.string() + " has " +
-                                                 std::to_string(tokenizer.vocab_size) + " ids but wte.weight has " +
+    throw Error(ErrorKind::kInvalidArgument, "the run's tokenizer " + tokenizer_file.string() +
+                                                 " has " + std::to_string(tokenizer.vocab_size) +
+                                                 " ids but wte.weight has " +
                                                  std::to_string(options.vocab_size) + " rows");
   std::optional<int64_t> eos;
   if (!tokenizer.specials.empty()) eos = tokenizer.first_special_id;
@@ -105,8 +109,9 @@ HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& o
     } else {
       whole = host_tensor(checkpoint, rule.patchbay_name);
       if (whole.shape != rule.patchbay_shape)
-        throw Error(ErrorKind::kInvalidArgument, "checkpoint tensor '" + rule.patchbay_name +
-                                                     "' does not have the shape its config implies");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "checkpoint tensor '" + rule.patchbay_name +
+                        "' does not have the shape its config implies");
     }
     if (rule.hf_absent) continue;  // checked zero above
     for (const HfTensorPart& part : rule.parts) {
@@ -122,7 +127,8 @@ HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& o
   result.files.push_back(out_dir / "model.safetensors");
 
   write_json(out_dir / "config.json", hf_config_json(shape, eos), result.files);
-  write_json(out_dir / "generation_config.json", hf_generation_config_json(shape, eos), result.files);
+  write_json(out_dir / "generation_config.json", hf_generation_config_json(shape, eos),
+             result.files);
   write_json(out_dir / "tokenizer.json", tokenizer.tokenizer, result.files);
   write_json(out_dir / "tokenizer_config.json", tokenizer.tokenizer_config, result.files);
   write_json(out_dir / "special_tokens_map.json", tokenizer.special_tokens_map, result.files);
@@ -134,16 +140,17 @@ HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& o
     result.notes.push_back("patchbay_tokenizer.txt is the ids contract; `patchbay import` uses it");
   }
   const auto revision = checkpoint.metadata().find(train::kMetaSourceRevision);
-  write_json(out_dir / "patchbay_export.json",
-             {{"checkpoint", fs::absolute(checkpoint.path()).lexically_normal().string()},
-              {"step", result.step},
-              {"source_revision", revision == checkpoint.metadata().end() ? "unknown" : revision->second},
-              {"architecture", hf_architecture(shape.family)},
-              {"tokenizer_kind", kind},
-              {"tokenizer_fnv1a64", std::to_string(data::fnv1a64(tokenizer_text))},
-              {"tokenizer_exact", tokenizer.exact},
-              {"notes", result.notes}},
-             result.files);
+  write_json(
+      out_dir / "patchbay_export.json",
+      {{"checkpoint", fs::absolute(checkpoint.path()).lexically_normal().string()},
+       {"step", result.step},
+       {"source_revision", revision == checkpoint.metadata().end() ? "unknown" : revision->second},
+       {"architecture", hf_architecture(shape.family)},
+       {"tokenizer_kind", kind},
+       {"tokenizer_fnv1a64", std::to_string(data::fnv1a64(tokenizer_text))},
+       {"tokenizer_exact", tokenizer.exact},
+       {"notes", result.notes}},
+      result.files);
   return result;
 }
 

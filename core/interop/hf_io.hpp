@@ -40,12 +40,13 @@ struct HfExportResult {
 
 // Throws Error(kInvalidArgument) naming the component without a counterpart, Error(kNotFound)
 // for a missing checkpoint or tokenizer file.
-HfExportResult export_to_hf(const std::filesystem::path& run_or_checkpoint, const std::filesystem::path& out_dir);
+HfExportResult export_to_hf(const std::filesystem::path& run_or_checkpoint,
+                            const std::filesystem::path& out_dir);
 
 struct HfImportOptions {
   std::vector<std::string> overrides;  // --set key=value for the new run's config
-  std::filesystem::path tokenizer;     // a Patchbay tokenizer file to use instead of the directory's
-  bool overwrite = false;              // replace a run directory that already holds checkpoints
+  std::filesystem::path tokenizer;  // a Patchbay tokenizer file to use instead of the directory's
+  bool overwrite = false;           // replace a run directory that already holds checkpoints
 };
 
 struct HfImportResult {
@@ -57,8 +58,9 @@ struct HfImportResult {
   int64_t parameters = 0;
 };
 
-HfImportResult import_from_hf(const std::filesystem::path& hf_dir, const std::filesystem::path& run_dir,
-                              runtime::Registry& registry, const config::ComponentSchemaLookup& lookup,
+HfImportResult import_from_hf(const std::filesystem::path& hf_dir,
+                              const std::filesystem::path& run_dir, runtime::Registry& registry,
+                              const config::ComponentSchemaLookup& lookup,
                               const HfImportOptions& options = {});
 
 }  // namespace patchbay::interop

@@ -14,7 +14,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 // A rule mapping a whole tensor to one HF tensor.
-TensorRule whole(const std::string& patchbay, std::vector<int64_t> shape, const std::string& hf, bool transpose = false) {
+TensorRule whole(const std::string& patchbay, std::vector<int64_t> shape, const std::string& hf,
+                 bool transpose = false) {
   return TensorRule{patchbay, shape, {HfTensorPart{hf, 0, shape[0], transpose}}, false, false};
 }
 
@@ -28,7 +29,8 @@ std::vector<TensorRule> hf_tensor_rules(const HfModelShape& shape) {
     rules.push_back(whole("wte.weight", {v, c}, "transformer.wte.weight"));
     rules.push_back(whole("wpe.weight", {o.context_length, c}, "transformer.wpe.weight"));
     for (int64_t i = 0; i < o.n_layers; ++i) {
-      const std::string p = "blocks." + std::to_string(i) + ".", h = "transformer.h." + std::to_string(i) + ".";
+      const std::string p = "blocks." + std::to_string(i) + ".",
+                        h = "transformer.h." + std::to_string(i) + ".";
       rules.push_back(whole(p + "norm1.gain", {c}, h + "ln_1.weight"));
       rules.push_back(whole(p + "norm1.bias", {c}, h + "ln_1.bias"));
       rules.push_back(whole(p + "attn.qkv.weight", {3 * c, c}, h + "attn.c_attn.weight", true));
@@ -51,7 +53,8 @@ std::vector<TensorRule> hf_tensor_rules(const HfModelShape& shape) {
   } else {
     rules.push_back(whole("wte.weight", {v, c}, "model.embed_tokens.weight"));
     for (int64_t i = 0; i < o.n_layers; ++i) {
-      const std::string p = "blocks." + std::to_string(i) + ".", h = "model.layers." + std::to_string(i) + ".";
+      const std::string p = "blocks." + std::to_string(i) + ".",
+                        h = "model.layers." + std::to_string(i) + ".";
       rules.push_back(whole(p + "norm1.gain", {c}, h + "input_layernorm.weight"));
       rules.push_back(TensorRule{p + "attn.qkv.weight",
                                  {3 * c, c},
@@ -75,9 +78,11 @@ std::vector<TensorRule> hf_tensor_rules(const HfModelShape& shape) {
       rules.push_back(whole(p + "ffn.fc.weight", {f, c}, h + "mlp.up_proj.weight"));
       if (shape.mlp_bias) rules.push_back(whole(p + "ffn.fc.bias", {f}, h + "mlp.up_proj.bias"));
       rules.push_back(whole(p + "ffn.gate.weight", {f, c}, h + "mlp.gate_proj.weight"));
-      if (shape.mlp_bias) rules.push_back(whole(p + "ffn.gate.bias", {f}, h + "mlp.gate_proj.bias"));
+      if (shape.mlp_bias)
+        rules.push_back(whole(p + "ffn.gate.bias", {f}, h + "mlp.gate_proj.bias"));
       rules.push_back(whole(p + "ffn.proj.weight", {c, f}, h + "mlp.down_proj.weight"));
-      if (shape.mlp_bias) rules.push_back(whole(p + "ffn.proj.bias", {c}, h + "mlp.down_proj.bias"));
+      if (shape.mlp_bias)
+        rules.push_back(whole(p + "ffn.proj.bias", {c}, h + "mlp.down_proj.bias"));
     }
     rules.push_back(whole("norm_f.gain", {c}, "model.norm.weight"));
   }
@@ -98,7 +103,8 @@ HostTensor slice_for_hf(const HostTensor& whole_tensor, const HfTensorPart& part
     out.shape = {cols, part.rows};
     std::vector<float> t(out.data.size());
     for (int64_t r = 0; r < part.rows; ++r)
-      for (int64_t k = 0; k < cols; ++k) t[static_cast<size_t>(k * part.rows + r)] = out.data[static_cast<size_t>(r * cols + k)];
+      for (int64_t k = 0; k < cols; ++k)
+        t[static_cast<size_t>(k * part.rows + r)] = out.data[static_cast<size_t>(r * cols + k)];
     out.data = std::move(t);
   }
   return out;
@@ -107,15 +113,17 @@ HostTensor slice_for_hf(const HostTensor& whole_tensor, const HfTensorPart& part
 void place_from_hf(HostTensor& whole_tensor, const HfTensorPart& part, const HostTensor& hf) {
   const int64_t cols = whole_tensor.shape.size() == 2 ? whole_tensor.shape[1] : 1;
   std::vector<int64_t> expected = whole_tensor.shape.size() == 1 ? std::vector<int64_t>{part.rows}
-                                  : part.transpose                ? std::vector<int64_t>{cols, part.rows}
-                                                                  : std::vector<int64_t>{part.rows, cols};
+                                  : part.transpose ? std::vector<int64_t>{cols, part.rows}
+                                                   : std::vector<int64_t>{part.rows, cols};
   if (hf.shape != expected)
-    throw Error(ErrorKind::kInvalidArgument, "tensor '" + part.hf_name + "' has shape " + shape_text(hf.shape) +
-                                                 "; config.json implies " + shape_text(expected));
+    throw Error(ErrorKind::kInvalidArgument, "tensor '" + part.hf_name + "' has shape " +
+                                                 shape_text(hf.shape) + "; config.json implies " +
+                                                 shape_text(expected));
   for (int64_t r = 0; r < part.rows; ++r)
     for (int64_t k = 0; k < cols; ++k)
       whole_tensor.data[static_cast<size_t>((part.row_begin + r) * cols + k)] =
-          part.transpose ? hf.data[static_cast<size_t>(k * part.rows + r)] : hf.data[static_cast<size_t>(r * cols + k)];
+          part.transpose ? hf.data[static_cast<size_t>(k * part.rows + r)]
+                         : hf.data[static_cast<size_t>(r * cols + k)];
 }
 
 }  // namespace patchbay::interop

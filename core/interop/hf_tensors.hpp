@@ -7,6 +7,7 @@
 // the same head order) and LLaMA's q_proj / k_proj / v_proj = row blocks 0, 1, 2 (rotary is
 // rotate-half in both: no permutation).
 //
+// clang-format off
 //   Patchbay                       GPT2LMHeadModel                    LlamaForCausalLM
 //   wte.weight [V,C]               transformer.wte.weight             model.embed_tokens.weight
 //   wpe.weight [T,C]               transformer.wpe.weight             -
@@ -20,6 +21,7 @@
 //   blocks.i.ffn.proj.weight/bias  transformer.h.i.mlp.c_proj.weight^T/bias mlp.down_proj.weight/bias
 //   norm_f.gain/bias               transformer.ln_f.weight/bias       model.norm.weight
 //   head.weight (untied)           lm_head.weight                     lm_head.weight
+// clang-format on
 #pragma once
 
 #include <cstdint>

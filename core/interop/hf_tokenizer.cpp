@@ -15,8 +15,9 @@ namespace {
 using nlohmann::json;
 
 [[noreturn]] void bad_file(const std::string& kind, const std::string& what) {
-  throw Error(ErrorKind::kInvalidArgument, "the run's '" + kind + "' tokenizer file is not in the documented format (" +
-                                               what + "); expected what the plugin's save() writes");
+  throw Error(ErrorKind::kInvalidArgument,
+              "the run's '" + kind + "' tokenizer file is not in the documented format (" + what +
+                  "); expected what the plugin's save() writes");
 }
 
 std::string hex_decode(const std::string& hex, const std::string& kind) {
@@ -24,7 +25,8 @@ std::string hex_decode(const std::string& hex, const std::string& kind) {
   std::string out;
   for (size_t i = 0; i < hex.size(); i += 2) {
     unsigned value = 0;
-    if (std::sscanf(hex.substr(i, 2).c_str(), "%2x", &value) != 1) bad_file(kind, "bad hex '" + hex + "'");
+    if (std::sscanf(hex.substr(i, 2).c_str(), "%2x", &value) != 1)
+      bad_file(kind, "bad hex '" + hex + "'");
     out.push_back(static_cast<char>(value));
   }
   return out;
@@ -47,11 +49,13 @@ std::string byte_token(int b) {
 }
 
 // Reads "<keyword> <count>" then `count` lines (each split into words).
-std::vector<std::vector<std::string>> read_section(std::istringstream& in, const std::string& keyword,
+std::vector<std::vector<std::string>> read_section(std::istringstream& in,
+                                                   const std::string& keyword,
                                                    const std::string& kind) {
   std::string word;
   size_t count = 0;
-  if (!(in >> word >> count) || word != keyword) bad_file(kind, "expected '" + keyword + " <count>'");
+  if (!(in >> word >> count) || word != keyword)
+    bad_file(kind, "expected '" + keyword + " <count>'");
   std::string line;
   std::getline(in, line);  // rest of the count line
   std::vector<std::vector<std::string>> rows;
@@ -67,7 +71,8 @@ std::vector<std::vector<std::string>> read_section(std::istringstream& in, const
 
 void expect_header(std::istringstream& in, const std::string& header, const std::string& kind) {
   std::string line;
-  if (!std::getline(in, line) || line != header) bad_file(kind, "first line is not '" + header + "'");
+  if (!std::getline(in, line) || line != header)
+    bad_file(kind, "first line is not '" + header + "'");
 }
 
 void expect_end(std::istringstream& in, const std::string& kind) {
@@ -76,8 +81,8 @@ void expect_end(std::istringstream& in, const std::string& kind) {
 }
 
 json added_token(int64_t id, const std::string& content) {
-  return {{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},   {"normalized", false}, {"special", true}};
+  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", true}};
 }
 
 json bpe_model(json vocab, json merges, bool byte_fallback) {
@@ -94,7 +99,10 @@ json bpe_model(json vocab, json merges, bool byte_fallback) {
 }
 
 json byte_level(bool add_prefix_space) {
-  return {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", true}};
+  return {{"type", "ByteLevel"},
+          {"add_prefix_space", add_prefix_space},
+          {"trim_offsets", true},
+          {"use_regex", true}};
 }
 
 // `add_specials`: put the specials into tokenizer.json (ids first_special_id + i) as added tokens.
@@ -102,8 +110,10 @@ void finish_files(HfTokenizerFiles& files, int64_t model_max_length, bool add_sp
   if (add_specials) {
     json added = json::array();
     for (size_t i = 0; i < files.specials.size(); ++i) {
-      added.push_back(added_token(files.first_special_id + static_cast<int64_t>(i), files.specials[i]));
-      files.tokenizer["model"]["vocab"][files.specials[i]] = files.first_special_id + static_cast<int64_t>(i);
+      added.push_back(
+          added_token(files.first_special_id + static_cast<int64_t>(i), files.specials[i]));
+      files.tokenizer["model"]["vocab"][files.specials[i]] =
+          files.first_special_id + static_cast<int64_t>(i);
     }
     files.tokenizer["added_tokens"] = added;
   }
@@ -127,7 +137,8 @@ std::map<int64_t, std::string> vocab_by_id(const json& vocab) {
   std::map<int64_t, std::string> by_id;
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || !by_id.emplace(id.get<int64_t>(), token).second)
-      throw Error(ErrorKind::kInvalidArgument, "tokenizer.json: vocab id of '" + token + "' is not a distinct integer");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "tokenizer.json: vocab id of '" + token + "' is not a distinct integer");
   }
   return by_id;
 }
@@ -137,21 +148,23 @@ std::map<int64_t, std::string> special_added_tokens(const json& tokenizer) {
   std::map<int64_t, std::string> specials;
   if (tokenizer.contains("added_tokens") && tokenizer["added_tokens"].is_array())
     for (const json& t : tokenizer["added_tokens"])
-      if (t.value("special", false)) specials[t.at("id").get<int64_t>()] = t.at("content").get<std::string>();
+      if (t.value("special", false))
+        specials[t.at("id").get<int64_t>()] = t.at("content").get<std::string>();
   return specials;
 }
 
 // Specials must be exactly the ids [first, first + K) and the last ids of the vocabulary.
-std::vector<std::string> trailing_specials(const std::map<int64_t, std::string>& specials, int64_t first,
-                                           const char* layout) {
+std::vector<std::string> trailing_specials(const std::map<int64_t, std::string>& specials,
+                                           int64_t first, const char* layout) {
   std::vector<std::string> out;
   int64_t expected = first;
   for (const auto& [id, content] : specials) {
     if (id != expected)
-      throw Error(ErrorKind::kInvalidArgument, std::string("tokenizer.json looks like Patchbay's ") + layout +
-                                                   " layout but special token '" + content + "' has id " +
-                                                   std::to_string(id) + " where " + std::to_string(expected) +
-                                                   " was expected (specials follow the other ids)");
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string("tokenizer.json looks like Patchbay's ") + layout +
+                      " layout but special token '" + content + "' has id " + std::to_string(id) +
+                      " where " + std::to_string(expected) +
+                      " was expected (specials follow the other ids)");
     out.push_back(content);
     ++expected;
   }
@@ -174,24 +187,31 @@ std::string merge_text(const json& merge, std::string* right) {
   const std::string text = merge.get<std::string>();
   const size_t space = text.find(' ');
   if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
-    throw Error(ErrorKind::kInvalidArgument, "tokenizer.json: merge '" + text + "' is not two tokens");
+    throw Error(ErrorKind::kInvalidArgument,
+                "tokenizer.json: merge '" + text + "' is not two tokens");
   *right = text.substr(space + 1);
   return text.substr(0, space);
 }
 
-PatchbayTokenizerFile char_from_hf(const json& tokenizer, const std::map<int64_t, std::string>& by_id) {
+PatchbayTokenizerFile char_from_hf(const json& tokenizer,
+                                   const std::map<int64_t, std::string>& by_id) {
   const std::map<int64_t, std::string> specials = special_added_tokens(tokenizer);
   int64_t chars = 0;
-  while (by_id.count(chars) != 0 && by_id.at(chars).rfind("<0x", 0) != 0 && specials.count(chars) == 0) ++chars;
+  while (by_id.count(chars) != 0 && by_id.at(chars).rfind("<0x", 0) != 0 &&
+         specials.count(chars) == 0)
+    ++chars;
   std::ostringstream file;
   file << "patchbay-char 1\ncharacters " << chars << "\n";
   std::string previous;
   for (int64_t i = 0; i < chars; ++i) {
     const std::string& c = by_id.at(i);
-    if (c.empty() || utf8_length(static_cast<unsigned char>(c[0])) != c.size() || (i > 0 && !(previous < c)))
-      throw Error(ErrorKind::kInvalidArgument,
-                  "tokenizer.json (BPE without merges, byte fallback) is not Patchbay's char layout: id " +
-                      std::to_string(i) + " ('" + c + "') is not one character in byte order after the previous");
+    if (c.empty() || utf8_length(static_cast<unsigned char>(c[0])) != c.size() ||
+        (i > 0 && !(previous < c)))
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          "tokenizer.json (BPE without merges, byte fallback) is not Patchbay's char layout: id " +
+              std::to_string(i) + " ('" + c +
+              "') is not one character in byte order after the previous");
     previous = c;
     file << hex_encode(c) << "\n";
   }
@@ -199,7 +219,8 @@ PatchbayTokenizerFile char_from_hf(const json& tokenizer, const std::map<int64_t
     const auto it = by_id.find(chars + b);
     if (it == by_id.end() || it->second != byte_token(b))
       throw Error(ErrorKind::kInvalidArgument, "tokenizer.json is not Patchbay's char layout: id " +
-                                                   std::to_string(chars + b) + " should be " + byte_token(b));
+                                                   std::to_string(chars + b) + " should be " +
+                                                   byte_token(b));
   }
   PatchbayTokenizerFile out;
   out.kind = "char";
@@ -216,7 +237,8 @@ PatchbayTokenizerFile char_from_hf(const json& tokenizer, const std::map<int64_t
   return out;
 }
 
-PatchbayTokenizerFile bpe_from_hf(const json& tokenizer, const std::map<int64_t, std::string>& by_id) {
+PatchbayTokenizerFile bpe_from_hf(const json& tokenizer,
+                                  const std::map<int64_t, std::string>& by_id) {
   const std::vector<std::string>& spell = gpt2_byte_spellings();
   bool native = true;
   for (int b = 0; b < 256 && native; ++b) {
@@ -230,7 +252,8 @@ PatchbayTokenizerFile bpe_from_hf(const json& tokenizer, const std::map<int64_t,
     out.kind = "bpe";
     out.published = true;
     out.file_text = tokenizer.dump();
-    for (const auto& [id, content] : special_added_tokens(tokenizer)) out.specials.push_back(content);
+    for (const auto& [id, content] : special_added_tokens(tokenizer))
+      out.specials.push_back(content);
     out.vocab_size = by_id.empty() ? 0 : by_id.rbegin()->first + 1;
     return out;
   }
@@ -244,7 +267,9 @@ PatchbayTokenizerFile bpe_from_hf(const json& tokenizer, const std::map<int64_t,
       int found = -1;
       for (int b = 0; b < 256; ++b)
         if (spell[static_cast<size_t>(b)] == c) found = b;
-      if (found < 0) throw Error(ErrorKind::kInvalidArgument, "tokenizer.json: '" + spelled + "' is not byte-level");
+      if (found < 0)
+        throw Error(ErrorKind::kInvalidArgument,
+                    "tokenizer.json: '" + spelled + "' is not byte-level");
       out.push_back(static_cast<char>(found));
       i += c.size();
     }
@@ -260,10 +285,11 @@ PatchbayTokenizerFile bpe_from_hf(const json& tokenizer, const std::map<int64_t,
     if (!vocab.contains(left) || !vocab.contains(right) || !vocab.contains(left + right) ||
         vocab[left + right].get<int64_t>() != expected)
       throw Error(ErrorKind::kInvalidArgument,
-                  "tokenizer.json is not Patchbay's native BPE layout: merge " + std::to_string(r) + " ('" + left +
-                      "' '" + right + "') should make id " + std::to_string(expected));
-    file << vocab[left].get<int64_t>() << " " << vocab[right].get<int64_t>() << " " << hex_encode(raw_bytes(left + right))
-         << "\n";
+                  "tokenizer.json is not Patchbay's native BPE layout: merge " + std::to_string(r) +
+                      " ('" + left + "' '" + right + "') should make id " +
+                      std::to_string(expected));
+    file << vocab[left].get<int64_t>() << " " << vocab[right].get<int64_t>() << " "
+         << hex_encode(raw_bytes(left + right)) << "\n";
   }
   PatchbayTokenizerFile out;
   out.kind = "bpe";
@@ -298,7 +324,8 @@ const std::vector<std::string>& gpt2_byte_spellings() {
     };
     unsigned next = 256;
     for (unsigned b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      const bool printable =
+          (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       spellings[b] = utf8(printable ? b : next++);
     }
     return spellings;
@@ -306,7 +333,8 @@ const std::vector<std::string>& gpt2_byte_spellings() {
   return table;
 }
 
-HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& file_text, int64_t model_max_length) {
+HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& file_text,
+                                 int64_t model_max_length) {
   std::istringstream in(file_text);
   HfTokenizerFiles files;
   json vocab = json::object();
@@ -319,13 +347,21 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
     }
     const auto c = static_cast<int64_t>(chars.size());
     for (int b = 0; b < 256; ++b) vocab[byte_token(b)] = c + b;
-    for (const auto& row : read_section(in, "specials", kind)) files.specials.push_back(hex_decode(row.at(0), kind));
+    for (const auto& row : read_section(in, "specials", kind))
+      files.specials.push_back(hex_decode(row.at(0), kind));
     expect_end(in, kind);
     files.first_special_id = c + 256;
-    files.tokenizer = {{"version", "1.0"},   {"truncation", nullptr}, {"padding", nullptr},
-                       {"normalizer", nullptr}, {"pre_tokenizer", nullptr}, {"post_processor", nullptr},
-                       {"decoder", {{"type", "Sequence"}, {"decoders", json::array({{{"type", "ByteFallback"}}, {{"type", "Fuse"}}})}}},
-                       {"model", bpe_model(vocab, json::array(), true)}};
+    files.tokenizer = {
+        {"version", "1.0"},
+        {"truncation", nullptr},
+        {"padding", nullptr},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", nullptr},
+        {"post_processor", nullptr},
+        {"decoder",
+         {{"type", "Sequence"},
+          {"decoders", json::array({{{"type", "ByteFallback"}}, {{"type", "Fuse"}}})}}},
+        {"model", bpe_model(vocab, json::array(), true)}};
   } else if (kind == "bpe" && !file_text.empty() && file_text[0] == '{') {
     // A published vocabulary (GPT-2's files or a tokenizer.json, tokenizer_bpe >= 1.1): the
     // plugin saves it as a tokenizer.json with the published ids, which is what HF reads.
@@ -334,7 +370,8 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
     for (const auto& [id, content] : specials) files.specials.push_back(content);
     files.first_special_id = specials.empty() ? 0 : specials.begin()->first;
     int64_t largest = -1;
-    for (const auto& [token, id] : files.tokenizer["model"]["vocab"].items()) largest = std::max(largest, id.get<int64_t>());
+    for (const auto& [token, id] : files.tokenizer["model"]["vocab"].items())
+      largest = std::max(largest, id.get<int64_t>());
     if (!specials.empty()) largest = std::max(largest, specials.rbegin()->first);
     files.vocab_size = largest + 1;
     finish_files(files, model_max_length, false);
@@ -342,7 +379,8 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
   } else if (kind == "bpe") {
     expect_header(in, "patchbay-bpe 1", kind);
     std::string word, value;
-    if (!(in >> word >> value) || word != "pretokenizer" || value != "gpt2") bad_file(kind, "expected 'pretokenizer gpt2'");
+    if (!(in >> word >> value) || word != "pretokenizer" || value != "gpt2")
+      bad_file(kind, "expected 'pretokenizer gpt2'");
     const std::vector<std::string>& spell = gpt2_byte_spellings();
     std::vector<std::string> spelling(spell.begin(), spell.end());  // id -> GPT-2 spelling
     for (int b = 0; b < 256; ++b) vocab[spelling[static_cast<size_t>(b)]] = b;
@@ -352,7 +390,8 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
     for (const auto& row : read_section(in, "merges", kind)) {
       if (row.size() != 3) bad_file(kind, "a merge line is not '<left> <right> <hex>'");
       const size_t left = std::stoul(row[0]), right = std::stoul(row[1]);
-      if (left >= spelling.size() || right >= spelling.size()) bad_file(kind, "a merge names a later id");
+      if (left >= spelling.size() || right >= spelling.size())
+        bad_file(kind, "a merge names a later id");
       const std::string text = spelling[left] + spelling[right];
       merges.push_back(spelling[left] + " " + spelling[right]);
       if (vocab.contains(text)) {
@@ -362,15 +401,17 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
       }
       spelling.push_back(text);
     }
-    for (const auto& row : read_section(in, "specials", kind)) files.specials.push_back(hex_decode(row.at(0), kind));
+    for (const auto& row : read_section(in, "specials", kind))
+      files.specials.push_back(hex_decode(row.at(0), kind));
     expect_end(in, kind);
     files.first_special_id = static_cast<int64_t>(spelling.size());
     if (duplicates > 0) {
       files.exact = false;
-      files.notes.push_back(std::to_string(duplicates) +
-                            " merge(s) spell the same bytes as an earlier token (first: '" + first_duplicate +
-                            "'); a tokenizer.json vocabulary is keyed by spelling, so those ids cannot be expressed "
-                            "and tokenizer.json gives the earlier id where Patchbay gives the later one");
+      files.notes.push_back(
+          std::to_string(duplicates) +
+          " merge(s) spell the same bytes as an earlier token (first: '" + first_duplicate +
+          "'); a tokenizer.json vocabulary is keyed by spelling, so those ids cannot be expressed "
+          "and tokenizer.json gives the earlier id where Patchbay gives the later one");
     }
     files.tokenizer = {{"version", "1.0"},
                        {"truncation", nullptr},
@@ -381,9 +422,9 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
                        {"decoder", byte_level(true)},
                        {"model", bpe_model(vocab, merges, false)}};
   } else {
-    throw Error(ErrorKind::kInvalidArgument,
-                "tokenizer kind '" + kind +
-                    "' has no Hugging Face counterpart here: only the built-in 'char' and 'bpe' files are converted");
+    throw Error(ErrorKind::kInvalidArgument, "tokenizer kind '" + kind +
+                                                 "' has no Hugging Face counterpart here: only the "
+                                                 "built-in 'char' and 'bpe' files are converted");
   }
   files.vocab_size = files.first_special_id + static_cast<int64_t>(files.specials.size());
   finish_files(files, model_max_length, true);
@@ -392,13 +433,16 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
 
 PatchbayTokenizerFile tokenizer_from_hf(const json& tokenizer) {
   if (!tokenizer.contains("model") || tokenizer["model"].value("type", "") != "BPE")
-    throw Error(ErrorKind::kInvalidArgument,
-                "tokenizer.json: model type '" +
-                    (tokenizer.contains("model") ? tokenizer["model"].value("type", std::string("?")) : std::string("?")) +
-                    "' is not BPE; only Patchbay's char and native byte-level BPE layouts are imported");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "tokenizer.json: model type '" +
+            (tokenizer.contains("model") ? tokenizer["model"].value("type", std::string("?"))
+                                         : std::string("?")) +
+            "' is not BPE; only Patchbay's char and native byte-level BPE layouts are imported");
   const json& model = tokenizer["model"];
   std::map<int64_t, std::string> by_id = vocab_by_id(model.at("vocab"));
-  for (const auto& [id, content] : special_added_tokens(tokenizer)) by_id.emplace(id, content);  // not always in vocab
+  for (const auto& [id, content] : special_added_tokens(tokenizer))
+    by_id.emplace(id, content);  // not always in vocab
   const bool no_merges = !model.contains("merges") || model["merges"].empty();
   const bool byte_fallback = model.value("byte_fallback", false);
   const json pre = tokenizer.value("pre_tokenizer", json());
@@ -406,13 +450,16 @@ PatchbayTokenizerFile tokenizer_from_hf(const json& tokenizer) {
   if (pre.is_object() && pre.value("type", "") == "ByteLevel") {
     if (pre.value("add_prefix_space", false) || !pre.value("use_regex", true))
       throw Error(ErrorKind::kInvalidArgument,
-                  "tokenizer.json: the ByteLevel pre-tokenizer must have add_prefix_space = false and use_regex = true "
+                  "tokenizer.json: the ByteLevel pre-tokenizer must have add_prefix_space = false "
+                  "and use_regex = true "
                   "(GPT-2's pattern, as Patchbay's BPE)");
     return bpe_from_hf(tokenizer, by_id);
   }
   throw Error(ErrorKind::kInvalidArgument,
-              "tokenizer.json is neither Patchbay's char layout (BPE, no merges, byte_fallback, no pre-tokenizer) nor "
-              "a byte-level BPE (ByteLevel pre-tokenizer): found pre_tokenizer " + pre.dump() +
+              "tokenizer.json is neither Patchbay's char layout (BPE, no merges, byte_fallback, no "
+              "pre-tokenizer) nor "
+              "a byte-level BPE (ByteLevel pre-tokenizer): found pre_tokenizer " +
+                  pre.dump() +
                   "; SentencePiece/WordPiece/Unigram tokenizers have no Patchbay counterpart");
 }
 

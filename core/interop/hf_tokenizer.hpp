@@ -21,7 +21,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -34,20 +33,22 @@ struct HfTokenizerFiles {
   std::vector<std::string> specials;  // Patchbay's special tokens, in id order
   int64_t first_special_id = 0;       // id of specials[0]
   int64_t vocab_size = 0;
-  bool exact = true;                  // tokenizer.json gives Patchbay's ids on every valid UTF-8 text
-  std::vector<std::string> notes;     // what differs, when !exact
+  bool exact = true;               // tokenizer.json gives Patchbay's ids on every valid UTF-8 text
+  std::vector<std::string> notes;  // what differs, when !exact
 };
 
 // `kind` is the run's [tokenizer] kind ("char" or "bpe"), `file_text` the saved file.
 // Throws Error(kInvalidArgument) for another kind or a file not in the documented format.
-HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& file_text, int64_t model_max_length);
+HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& file_text,
+                                 int64_t model_max_length);
 
 struct PatchbayTokenizerFile {
   std::string kind;       // "char" or "bpe"
   std::string file_text;  // in the plugin's save format
   std::vector<std::string> specials;
   int64_t vocab_size = 0;
-  bool published = false;  // a byte-level BPE with its own ids (GPT-2's): file_text is the tokenizer.json
+  bool published =
+      false;  // a byte-level BPE with its own ids (GPT-2's): file_text is the tokenizer.json
 };
 
 // The inverse, for tokenizer.json files of the two layouts above (as tokenizer_to_hf writes

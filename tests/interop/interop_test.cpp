@@ -25,8 +25,8 @@
 #include "train/training_data.hpp"
 
 using namespace patchbay;
-using train::testing::TinySetup;
 using nlohmann::json;
+using train::testing::TinySetup;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,14 +41,15 @@ engine::Tensor logits_of(TinySetup& setup, const fs::path& run, const std::vecto
   const train::Checkpoint checkpoint = train::load_checkpoint(run);
   config::ResolvedConfig config = config::load_config_text(checkpoint.config_text(), "stored");
   const int64_t vocab = checkpoint.tensor("wte.weight").size(0);
-  auto model = model::LanguageModel::build(model::model_options_from_config(config, vocab),
-                                           model::component_tables_from_config(config), setup.registry);
+  auto model =
+      model::LanguageModel::build(model::model_options_from_config(config, vocab),
+                                  model::component_tables_from_config(config), setup.registry);
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
   engine::NoGradGuard no_grad;
-  const engine::Tensor tokens =
-      engine::Tensor::from_data(ids.data(), {1, static_cast<int64_t>(ids.size())}, engine::DType::kI32);
+  const engine::Tensor tokens = engine::Tensor::from_data(
+      ids.data(), {1, static_cast<int64_t>(ids.size())}, engine::DType::kI32);
   return model->forward(tokens, false).logits.contiguous();
 }
 
@@ -84,8 +85,10 @@ void check_safetensors_layout(const fs::path& file, const std::vector<ExpectedTe
 
 // GPT2LMHeadModel's state dict (as save_pretrained names it) for V, T, C, L, d_ff; tied head.
 std::vector<ExpectedTensor> gpt2_keys(int64_t v, int64_t t, int64_t c, int64_t layers, int64_t f) {
-  std::vector<ExpectedTensor> keys = {{"transformer.wte.weight", {v, c}}, {"transformer.wpe.weight", {t, c}},
-                                      {"transformer.ln_f.weight", {c}},   {"transformer.ln_f.bias", {c}}};
+  std::vector<ExpectedTensor> keys = {{"transformer.wte.weight", {v, c}},
+                                      {"transformer.wpe.weight", {t, c}},
+                                      {"transformer.ln_f.weight", {c}},
+                                      {"transformer.ln_f.bias", {c}}};
   for (int64_t i = 0; i < layers; ++i) {
     const std::string h = "transformer.h." + std::to_string(i) + ".";
     for (const ExpectedTensor& e : std::vector<ExpectedTensor>{{"ln_1.weight", {c}},
@@ -107,30 +110,33 @@ std::vector<ExpectedTensor> gpt2_keys(int64_t v, int64_t t, int64_t c, int64_t l
 
 // LlamaForCausalLM's state dict with attention_bias and mlp_bias, untied head.
 std::vector<ExpectedTensor> llama_keys(int64_t v, int64_t c, int64_t layers, int64_t f) {
-  std::vector<ExpectedTensor> keys = {
-      {"model.embed_tokens.weight", {v, c}}, {"model.norm.weight", {c}}, {"lm_head.weight", {v, c}}};
+  std::vector<ExpectedTensor> keys = {{"model.embed_tokens.weight", {v, c}},
+                                      {"model.norm.weight", {c}},
+                                      {"lm_head.weight", {v, c}}};
   for (int64_t i = 0; i < layers; ++i) {
     const std::string h = "model.layers." + std::to_string(i) + ".";
-    for (const ExpectedTensor& e : std::vector<ExpectedTensor>{{"input_layernorm.weight", {c}},
-                                                               {"post_attention_layernorm.weight", {c}},
-                                                               {"self_attn.q_proj.weight", {c, c}},
-                                                               {"self_attn.k_proj.weight", {c, c}},
-                                                               {"self_attn.v_proj.weight", {c, c}},
-                                                               {"self_attn.o_proj.weight", {c, c}},
-                                                               {"self_attn.q_proj.bias", {c}},
-                                                               {"self_attn.k_proj.bias", {c}},
-                                                               {"self_attn.v_proj.bias", {c}},
-                                                               {"self_attn.o_proj.bias", {c}},
-                                                               {"mlp.gate_proj.weight", {f, c}},
-                                                               {"mlp.up_proj.weight", {f, c}},
-                                                               {"mlp.down_proj.weight", {c, f}}})
+    for (const ExpectedTensor& e :
+         std::vector<ExpectedTensor>{{"input_layernorm.weight", {c}},
+                                     {"post_attention_layernorm.weight", {c}},
+                                     {"self_attn.q_proj.weight", {c, c}},
+                                     {"self_attn.k_proj.weight", {c, c}},
+                                     {"self_attn.v_proj.weight", {c, c}},
+                                     {"self_attn.o_proj.weight", {c, c}},
+                                     {"self_attn.q_proj.bias", {c}},
+                                     {"self_attn.k_proj.bias", {c}},
+                                     {"self_attn.v_proj.bias", {c}},
+                                     {"self_attn.o_proj.bias", {c}},
+                                     {"mlp.gate_proj.weight", {f, c}},
+                                     {"mlp.up_proj.weight", {f, c}},
+                                     {"mlp.down_proj.weight", {c, f}}})
       keys.push_back({h + e.name, e.shape});
   }
   return keys;
 }
 
 const char* kLlamaModel =
-    "[model]\ncontext_length = 32\nn_layers = 2\nn_heads = 2\nd_model = 32\nd_ff = 48\nnorm = \"rmsnorm\"\n"
+    "[model]\ncontext_length = 32\nn_layers = 2\nn_heads = 2\nd_model = 32\nd_ff = 48\nnorm = "
+    "\"rmsnorm\"\n"
     "positional = \"rotary\"\ntie_embeddings = false\nnorm_eps = 1e-6\n"
     "[model.feedforward]\nkind = \"mlp\"\nactivation = \"swiglu\"\nbias = false\n";
 
@@ -139,8 +145,8 @@ struct RoundTrip {
   fs::path run, hf, imported;
 };
 
-RoundTrip train_export_import(TinySetup& setup, const fs::path& folder, const std::string& model_text,
-                              interop::HfFamily family) {
+RoundTrip train_export_import(TinySetup& setup, const fs::path& folder,
+                              const std::string& model_text, interop::HfFamily family) {
   std::string text = train::testing::tiny_config_text(folder);
   if (!model_text.empty()) {  // replace the fixture's [model] table
     const size_t begin = text.find("[model]"), end = text.find("[optimizer]");
@@ -150,8 +156,8 @@ RoundTrip train_export_import(TinySetup& setup, const fs::path& folder, const st
   quiet.show_progress = false;
   quiet.print_samples = false;
   const train::TrainSummary trained =
-      train::train_model(setup.config(text, {"train.max_steps=3", "train.checkpoint_every=3"}), setup.registry,
-                         setup.lookup, quiet);
+      train::train_model(setup.config(text, {"train.max_steps=3", "train.checkpoint_every=3"}),
+                         setup.registry, setup.lookup, quiet);
   REQUIRE(trained.steps_done == 3);
   RoundTrip r{folder / "run", folder / "hf", folder / "imported"};
   const interop::HfExportResult exported = interop::export_to_hf(r.run, r.hf);
@@ -160,14 +166,22 @@ RoundTrip train_export_import(TinySetup& setup, const fs::path& folder, const st
   CHECK(exported.tokenizer_exact);
   interop::HfImportOptions options;
   options.overrides = {"data.corpus=\"" + (folder / "corpus.txt").string() + "\"",
-                       "data.output_dir=\"" + (folder / "data").string() + "\"", "data.validation_fraction=0.3",
-                       "train.batch_size=4", "train.seq_len=16", "train.max_steps=5", "train.eval_every=5",
-                       "train.eval_batches=2", "train.sample_tokens=4", "train.warmup_steps=1"};
-  const interop::HfImportResult imported = interop::import_from_hf(r.hf, r.imported, setup.registry, setup.lookup, options);
+                       "data.output_dir=\"" + (folder / "data").string() + "\"",
+                       "data.validation_fraction=0.3",
+                       "train.batch_size=4",
+                       "train.seq_len=16",
+                       "train.max_steps=5",
+                       "train.eval_every=5",
+                       "train.eval_batches=2",
+                       "train.sample_tokens=4",
+                       "train.warmup_steps=1"};
+  const interop::HfImportResult imported =
+      interop::import_from_hf(r.hf, r.imported, setup.registry, setup.lookup, options);
   CHECK(imported.shape.family == family);
   CHECK(imported.tokenizer_kind == "char");
   // The tokenizer survives the round trip byte for byte.
-  CHECK(data::read_text_file(r.imported / "tokenizer.txt") == data::read_text_file(r.run / "tokenizer.txt"));
+  CHECK(data::read_text_file(r.imported / "tokenizer.txt") ==
+        data::read_text_file(r.run / "tokenizer.txt"));
   return r;
 }
 
@@ -190,7 +204,8 @@ void check_eval_and_resume(TinySetup& setup, const RoundTrip& r) {
   resume.show_progress = false;
   resume.print_samples = false;
   resume.resume = r.imported;
-  const train::TrainSummary tuned = train::train_model(config, setup.registry, setup.lookup, resume);
+  const train::TrainSummary tuned =
+      train::train_model(config, setup.registry, setup.lookup, resume);
   CHECK(tuned.start_step == 0);
   CHECK(tuned.steps_done == 5);
   REQUIRE(tuned.last_eval.has_value());
@@ -199,7 +214,9 @@ void check_eval_and_resume(TinySetup& setup, const RoundTrip& r) {
 
 }  // namespace
 
-TEST_CASE("GPT-2 shape: export writes GPT2LMHeadModel's names and layouts; import gives identical logits") {
+TEST_CASE(
+    "GPT-2 shape: export writes GPT2LMHeadModel's names and layouts; import gives identical "
+    "logits") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("interop_gpt2");
   train::testing::write_tiny_corpus(folder);
@@ -218,7 +235,8 @@ TEST_CASE("GPT-2 shape: export writes GPT2LMHeadModel's names and layouts; impor
   const train::Checkpoint original = train::load_checkpoint(r.run);
   const engine::Tensor qkv = original.tensor("blocks.1.attn.qkv.weight");
   const run::SafetensorsFile st(r.hf / "model.safetensors");
-  const auto* c_attn = reinterpret_cast<const float*>(st.tensor("transformer.h.1.attn.c_attn.weight").data.data());
+  const auto* c_attn =
+      reinterpret_cast<const float*>(st.tensor("transformer.h.1.attn.c_attn.weight").data.data());
   CHECK(c_attn[5 * 96 + 70] == qkv.data<float>()[70 * 32 + 5]);
   const json generation = read_json(r.hf / "generation_config.json");
   CHECK(generation["eos_token_id"] == vocab - 1);  // <|endoftext|>, the char tokenizer's last id
@@ -229,7 +247,9 @@ TEST_CASE("GPT-2 shape: export writes GPT2LMHeadModel's names and layouts; impor
   check_eval_and_resume(setup, r);
 }
 
-TEST_CASE("LLaMA shape: export writes LlamaForCausalLM's names and layouts; import gives identical logits") {
+TEST_CASE(
+    "LLaMA shape: export writes LlamaForCausalLM's names and layouts; import gives identical "
+    "logits") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("interop_llama");
   train::testing::write_tiny_corpus(folder);
@@ -247,7 +267,8 @@ TEST_CASE("LLaMA shape: export writes LlamaForCausalLM's names and layouts; impo
   // k_proj is rows [C, 2C) of qkv.weight, untransposed.
   const engine::Tensor qkv = train::load_checkpoint(r.run).tensor("blocks.0.attn.qkv.weight");
   const run::SafetensorsFile st(r.hf / "model.safetensors");
-  const auto* k = reinterpret_cast<const float*>(st.tensor("model.layers.0.self_attn.k_proj.weight").data.data());
+  const auto* k = reinterpret_cast<const float*>(
+      st.tensor("model.layers.0.self_attn.k_proj.weight").data.data());
   CHECK(k[3 * 32 + 7] == qkv.data<float>()[(32 + 3) * 32 + 7]);
   check_same_logits(setup, r);
   check_eval_and_resume(setup, r);
@@ -257,7 +278,8 @@ TEST_CASE("tokenizer.json conversions give back the Patchbay files byte for byte
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("interop_tok");
   const std::string text =
-      "Hello world, héllo wörld! 123 4567 the the the cat's hat isn't 'here'  \n\tend. 日本語 🙂 🙂🙂 ";
+      "Hello world, héllo wörld! 123 4567 the the the cat's hat isn't 'here'  \n\tend. 日本語 🙂 "
+      "🙂🙂 ";
   for (const char* kind : {"char", "bpe"}) {
     INFO("kind " << kind);
     data::TokenizerSettings settings;
@@ -274,7 +296,8 @@ TEST_CASE("tokenizer.json conversions give back the Patchbay files byte for byte
     CHECK(hf.exact);
     CHECK(hf.vocab_size == tokenizer.vocab_size());
     CHECK(hf.tokenizer["model"]["vocab"].size() == static_cast<size_t>(tokenizer.vocab_size()));
-    const interop::PatchbayTokenizerFile back = interop::tokenizer_from_hf(json::parse(hf.tokenizer.dump()));
+    const interop::PatchbayTokenizerFile back =
+        interop::tokenizer_from_hf(json::parse(hf.tokenizer.dump()));
     CHECK(back.kind == kind);
     CHECK(back.file_text == saved);
     CHECK(back.specials == std::vector<std::string>{"<|endoftext|>"});
@@ -285,10 +308,13 @@ TEST_CASE("tokenizer.json conversions give back the Patchbay files byte for byte
   CHECK(interop::gpt2_byte_spellings()['A'] == "A");
 }
 
-TEST_CASE("a published byte-level BPE (GPT-2's ids) imports as the BPE plugin's tokenizer.json; others are refused") {
+TEST_CASE(
+    "a published byte-level BPE (GPT-2's ids) imports as the BPE plugin's tokenizer.json; others "
+    "are refused") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("interop_published");
-  std::ifstream in(fs::path(PATCHBAY_SOURCE_DIR) / "tests/tokenizers/fixtures/published/tokenizer.json");
+  std::ifstream in(fs::path(PATCHBAY_SOURCE_DIR) /
+                   "tests/tokenizers/fixtures/published/tokenizer.json");
   const json published = json::parse(in);
   const interop::PatchbayTokenizerFile file = interop::tokenizer_from_hf(published);
   CHECK(file.kind == "bpe");
@@ -305,7 +331,8 @@ TEST_CASE("a published byte-level BPE (GPT-2's ids) imports as the BPE plugin's 
   CHECK(back.tokenizer["model"]["vocab"] == published["model"]["vocab"]);
   CHECK(back.vocab_size == file.vocab_size);
   const json wordpiece = {{"model", {{"type", "WordPiece"}, {"vocab", json::object()}}}};
-  CHECK_THROWS_WITH_AS(interop::tokenizer_from_hf(wordpiece), doctest::Contains("is not BPE"), Error);
+  CHECK_THROWS_WITH_AS(interop::tokenizer_from_hf(wordpiece), doctest::Contains("is not BPE"),
+                       Error);
 }
 
 TEST_CASE("models without a transformers counterpart are refused naming the component") {
@@ -318,37 +345,55 @@ TEST_CASE("models without a transformers counterpart are refused naming the comp
     std::function<void(model::ModelOptions&, model::ComponentTables&)> change;
   };
   const std::vector<Case> cases = {
-      {"attention 'lsh'", [](auto& o, auto&) { o.attention_kinds = {"dense", "lsh"}; }},
+      {"attention 'lsh'",
+       [](auto& o, auto&) {
+         o.attention_kinds = {"dense", "lsh"};
+       }},
       {"feed-forward 'moe'", [](auto& o, auto&) { o.feedforward_kinds = {"moe"}; }},
       {"attention 'linear'", [](auto& o, auto&) { o.attention_kinds = {"linear"}; }},
       {"attention 'sparse'", [](auto& o, auto&) { o.attention_kinds = {"sparse"}; }},
-      {"positional = \"alibi\"", [](auto& o, auto&) { o.positional = model::PositionalKind::kAlibi; }},
-      {"positional = \"sinusoidal\"", [](auto& o, auto&) { o.positional = model::PositionalKind::kSinusoidal; }},
+      {"positional = \"alibi\"",
+       [](auto& o, auto&) { o.positional = model::PositionalKind::kAlibi; }},
+      {"positional = \"sinusoidal\"",
+       [](auto& o, auto&) { o.positional = model::PositionalKind::kSinusoidal; }},
       {"norm_position = \"post\"", [](auto& o, auto&) { o.pre_norm = false; }},
       {"residual = \"reversible\"", [](auto& o, auto&) { o.reversible = true; }},
-      {"attention window = 8", [](auto&, auto& t) { t.attention = toml::table{{"kind", "dense"}, {"window", 8}}; }},
-      {"layernorm with rotary positions", [](auto& o, auto&) { o.positional = model::PositionalKind::kRotary; }},
-      {"mlp activation swiglu with learned positions", [](auto&, auto& t) { t.feedforward = toml::table{{"kind", "mlp"}, {"activation", "swiglu"}}; }},
+      {"attention window = 8",
+       [](auto&, auto& t) {
+         t.attention = toml::table{{"kind", "dense"}, {"window", 8}};
+       }},
+      {"layernorm with rotary positions",
+       [](auto& o, auto&) { o.positional = model::PositionalKind::kRotary; }},
+      {"mlp activation swiglu with learned positions",
+       [](auto&, auto& t) {
+         t.feedforward = toml::table{{"kind", "mlp"}, {"activation", "swiglu"}};
+       }},
   };
   for (const Case& c : cases) {
     INFO(c.what);
     model::ModelOptions o = gpt2;
     model::ComponentTables t;
     c.change(o, t);
-    CHECK_THROWS_WITH_AS(interop::hf_shape_of_model(o, t, {}), doctest::Contains(doctest::String((c.what + " has no counterpart").c_str())), Error);
+    CHECK_THROWS_WITH_AS(
+        interop::hf_shape_of_model(o, t, {}),
+        doctest::Contains(doctest::String((c.what + " has no counterpart").c_str())), Error);
   }
   // A third-party plugin that calls itself "dense" is not assumed to have the built-in layout.
-  CHECK_THROWS_WITH_AS(interop::hf_shape_of_model(gpt2, tables, {{"attention", "dense", "my-dense"}}),
-                       doctest::Contains("plugin 'my-dense'"), Error);
+  CHECK_THROWS_WITH_AS(
+      interop::hf_shape_of_model(gpt2, tables, {{"attention", "dense", "my-dense"}}),
+      doctest::Contains("plugin 'my-dense'"), Error);
 }
 
 TEST_CASE("import refuses config.json fields without a Patchbay counterpart") {
-  json llama = {{"model_type", "llama"}, {"vocab_size", 10}, {"hidden_size", 16}, {"num_attention_heads", 4},
-                {"num_hidden_layers", 1}, {"intermediate_size", 32}, {"num_key_value_heads", 2}};
-  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama), doctest::Contains("num_key_value_heads = 2"), Error);
+  json llama = {{"model_type", "llama"},    {"vocab_size", 10},       {"hidden_size", 16},
+                {"num_attention_heads", 4}, {"num_hidden_layers", 1}, {"intermediate_size", 32},
+                {"num_key_value_heads", 2}};
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama),
+                       doctest::Contains("num_key_value_heads = 2"), Error);
   llama["num_key_value_heads"] = 4;
   llama["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
-  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama), doctest::Contains("rope type"), Error);
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama), doctest::Contains("rope type"),
+                       Error);
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json({{"model_type", "bert"}}),
                        doctest::Contains("model_type 'bert'"), Error);
 }
