@@ -1,9 +1,10 @@
 // `patchbay bench attention [--seq-lens 512,1024,...] [--batch B] [--heads H] [--head-dim D]
-// [--kinds a,b] [--set kind.key=value] [--max-seconds S]`: every attention component the plugin
-// registry finds (dense is the reference, measured in the same run; a new attention plugin
-// appears here without changes), forward + backward time and peak engine memory at each T, the
-// exponent of a least-squares fit of log time and log memory against log T, and the crossover:
-// the shortest T from which a kind is faster than dense at every longer measured T.
+// [--kinds a,b] [--set kind.key=value] [--max-seconds S] [--bidirectional | --decode]`: every
+// attention component the plugin registry finds (dense is the reference, measured in the same
+// run; a new attention plugin appears here without changes), forward + backward time and peak
+// engine memory at each T, the exponent of a least-squares fit of log time and log memory
+// against log T, and the crossover: the shortest T from which a kind is faster than dense at
+// every longer measured T.
 //
 // Each kind is created with its default config (plus --set overrides), initialised as layer 0
 // of a causal model with max_seq_len = T (so components that size themselves from T, such as
@@ -11,6 +12,17 @@
 // Memory: the engine allocator's peak during forward + backward minus what was live before
 // (parameters and x). Lengths run in order, every kind at one T before the next T; a kind stops
 // after the first T whose run took longer than --max-seconds.
+//
+// --bidirectional: layer 0 of a bidirectional model (pb_layer_context::causal = 0), every kind
+// with a `causal` key set to false (unless --set says otherwise); kinds without
+// PB_ATTENTION_CAP_NONCAUSAL are left out, bidirectional-only ones (Linformer) come in, and the
+// reference is dense without a mask. Without it, kinds lacking PB_ATTENTION_CAP_CAUSAL are
+// left out with a note.
+// --decode: incremental decoding cost against the position instead: for each T a fresh
+// decoding state is prefilled with T positions (one forward_step call), then --decode-steps
+// single-token steps are timed; printed: the median ms per token, the state's size (engine
+// memory held after the prefill), and the fitted exponents of both against T (a KV cache
+// grows ~1, a recurrent state stays ~0). Kinds without a decoding state are left out.
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -116,23 +128,39 @@ void apply_setting(runtime::ComponentConfig& config, const pb_component_descript
                                                key + "' (see `patchbay plugins describe " + d.name + "`)");
 }
 
-// One forward + backward of `kind` at length t; returns the point (throws on failure).
-Point measure(runtime::Registry& registry, const std::string& kind,
-              const std::vector<std::pair<std::string, std::string>>& settings, int64_t batch, int64_t heads,
-              int64_t head_dim, int64_t t, int repeats) {
+// The shape of one benchmark: what every kind is measured on.
+struct BenchShape {
+  int64_t batch = 1, heads = 4, head_dim = 64;
+  bool causal = true;
+};
+
+// `kind` with its default config plus `settings`, initialised as layer 0 of a causal (or, with
+// shape.causal false, bidirectional) model of max_seq_len positions. In a bidirectional bench
+// a kind's own `causal` key is set to false unless the settings name it.
+runtime::AttentionHandle make_layer(runtime::Registry& registry, const std::string& kind,
+                                    const std::vector<std::pair<std::string, std::string>>& settings,
+                                    const BenchShape& shape, int64_t max_seq_len) {
   const pb_component_descriptor& descriptor = *registry.find(PB_KIND_ATTENTION, kind).descriptor;
   runtime::ComponentConfig config(descriptor);
-  for (const auto& [key, value] : settings) apply_setting(config, descriptor, key, value);
+  bool causal_set = false;
+  for (const auto& [key, value] : settings) {
+    apply_setting(config, descriptor, key, value);
+    causal_set = causal_set || key == "causal";
+  }
+  if (!shape.causal && !causal_set)
+    for (size_t i = 0; i < descriptor.config_field_count; ++i)
+      if (std::string(descriptor.config_fields[i].key) == "causal" && descriptor.config_fields[i].type == PB_TYPE_BOOL)
+        config.set_bool("causal", false);
   runtime::AttentionHandle layer(registry.create(PB_KIND_ATTENTION, kind, config.view()), registry.host());
   pb_layer_context ctx{};
   ctx.struct_size = sizeof(ctx);
-  ctx.d_model = heads * head_dim;
-  ctx.n_heads = heads;
+  ctx.d_model = shape.heads * shape.head_dim;
+  ctx.n_heads = shape.heads;
   ctx.d_ff = 4 * ctx.d_model;
-  ctx.max_seq_len = t;
+  ctx.max_seq_len = max_seq_len;
   ctx.layer_index = 0;
   ctx.n_layers = 1;
-  ctx.causal = 1;
+  ctx.causal = shape.causal ? 1 : 0;
   ctx.positional = PB_POSITIONAL_NONE;
   ctx.rope_theta = 10000.0;
   ctx.init_std = 0.02;
@@ -141,14 +169,23 @@ Point measure(runtime::Registry& registry, const std::string& kind,
   ctx.param_dtype = PB_DTYPE_F32;
   ctx.device_type = PB_DEVICE_CPU;
   layer.init(ctx);
+  return layer;
+}
+
+// One forward + backward of `kind` at length t; returns the point (throws on failure).
+Point measure(runtime::Registry& registry, const std::string& kind,
+              const std::vector<std::pair<std::string, std::string>>& settings, const BenchShape& shape, int64_t t,
+              int repeats) {
+  runtime::AttentionHandle layer = make_layer(registry, kind, settings, shape, t);
+  const int64_t batch = shape.batch, d_model = shape.heads * shape.head_dim;
   eng::Generator gen(7);
   Point point;
   point.length = t;
   point.seconds = 1e300;
   for (int r = 0; r < repeats; ++r) {
-    eng::Tensor x = eng::randn({batch, t, ctx.d_model}, gen);
+    eng::Tensor x = eng::randn({batch, t, d_model}, gen);
     x.set_requires_grad(true);
-    eng::Tensor w = eng::randn({batch, t, ctx.d_model}, gen);
+    eng::Tensor w = eng::randn({batch, t, d_model}, gen);
     const size_t baseline = eng::memory_stats(eng::cpu()).current_bytes;
     eng::reset_peak(eng::cpu());
     const auto t0 = Clock::now();
@@ -162,33 +199,82 @@ Point measure(runtime::Registry& registry, const std::string& kind,
   return point;
 }
 
+// Decoding cost at position t: a fresh state prefilled with t positions in one call, then
+// `steps` single-token steps timed one by one. Point::seconds is the median step (seconds per
+// token), Point::mib the engine memory the state holds after the prefill (what stays allocated
+// beyond the parameters once the prefill's output is freed).
+Point measure_decode(runtime::Registry& registry, const std::string& kind,
+                     const std::vector<std::pair<std::string, std::string>>& settings, const BenchShape& shape,
+                     int64_t t, int steps) {
+  runtime::AttentionHandle layer = make_layer(registry, kind, settings, shape, t + steps);
+  const int64_t d_model = shape.heads * shape.head_dim;
+  eng::NoGradGuard no_grad;
+  eng::Generator gen(7);
+  const eng::Tensor prompt = eng::randn({shape.batch, t, d_model}, gen);
+  std::vector<eng::Tensor> tokens;
+  for (int i = 0; i < steps; ++i) tokens.push_back(eng::randn({shape.batch, 1, d_model}, gen));
+  const size_t baseline = eng::memory_stats(eng::cpu()).current_bytes;
+  runtime::AttentionHandle::State state = layer.state_create(shape.batch, t + steps);
+  { const eng::Tensor prefill = layer.forward_step(state, prompt); }
+  const size_t held = eng::memory_stats(eng::cpu()).current_bytes;
+  std::vector<double> seconds;
+  for (const eng::Tensor& x : tokens) {
+    const auto t0 = Clock::now();
+    const eng::Tensor y = layer.forward_step(state, x);
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  Point point;
+  point.length = t;
+  point.seconds = seconds[seconds.size() / 2];
+  point.mib = static_cast<double>(held - std::min(held, baseline)) / (1024.0 * 1024.0);
+  return point;
+}
+
 int run_bench_attention(const std::vector<std::string>& args, const GlobalOptions& global) {
   std::string lengths_text = "512,1024,2048,4096,8192,16384,32768", kinds_text;
   std::vector<std::string> sets;
-  int64_t batch = 1, heads = 4, head_dim = 64;
+  BenchShape shape;
   double max_seconds = 60;
-  int repeats = 1;
+  int repeats = 1, decode_steps = 16;
+  bool bidirectional = false, decode = false;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("seq-lens", po::value(&lengths_text),
                                                "comma-separated T list (default 512..32768, doubling)")(
-      "batch", po::value(&batch), "sequences (default 1)")("heads", po::value(&heads), "heads H (default 4)")(
-      "head-dim", po::value(&head_dim), "head dim D (default 64; d_model = H * D)")(
+      "batch", po::value(&shape.batch), "sequences (default 1)")("heads", po::value(&shape.heads),
+                                                                 "heads H (default 4)")(
+      "head-dim", po::value(&shape.head_dim), "head dim D (default 64; d_model = H * D)")(
       "kinds", po::value(&kinds_text), "comma-separated attention kinds (default: every one found)")(
       "set", po::value(&sets)->composing(), "KIND.KEY=VALUE: a component setting (repeatable)")(
       "max-seconds", po::value(&max_seconds), "stop a kind after a run longer than this (default 60)")(
-      "repeats", po::value(&repeats), "runs per point, best time kept (default 1)");
+      "repeats", po::value(&repeats), "runs per point, best time kept (default 1)")(
+      "bidirectional", po::bool_switch(&bidirectional),
+      "bidirectional layers (no causal mask; `causal` keys set to false; Linformer included)")(
+      "decode", po::bool_switch(&decode),
+      "decoding cost per token against the position T (prefill T, then time single steps)")(
+      "decode-steps", po::value(&decode_steps), "--decode: single-token steps timed per T (median kept; default 16)");
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).run(), values);
   po::notify(values);
   if (values.count("help") != 0) {
-    std::cout << "Usage: patchbay bench attention [--seq-lens LIST] [--batch B] [--heads H] [--head-dim D]\n\n"
+    std::cout << "Usage: patchbay bench attention [--seq-lens LIST] [--batch B] [--heads H] [--head-dim D]\n"
+                 "                                [--bidirectional | --decode]\n\n"
                  "Forward + backward time and peak memory of every attention kind on the plugin path\n"
-                 "(dense is the reference), fitted exponents against T and the crossover against dense.\n\n"
+                 "(dense is the reference), fitted exponents against T and the crossover against dense.\n"
+                 "--bidirectional measures the layers without a causal mask (Linformer joins, dense\n"
+                 "unmasked is the reference); --decode measures the cost of one decoding step and the\n"
+                 "state's size against the position instead.\n\n"
               << options;
     return kExitOk;
   }
-  if (batch < 1 || heads < 1 || head_dim < 1 || repeats < 1)
-    throw Error(ErrorKind::kInvalidArgument, "--batch, --heads, --head-dim and --repeats must be >= 1");
+  if (shape.batch < 1 || shape.heads < 1 || shape.head_dim < 1 || repeats < 1 || decode_steps < 1)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--batch, --heads, --head-dim, --repeats and --decode-steps must be >= 1");
+  if (bidirectional && decode)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--decode measures incremental (causal) decoding; a bidirectional layer has no decoding "
+                "state. Use one of --bidirectional and --decode");
+  shape.causal = !bidirectional;
   const std::vector<int64_t> lengths = parse_lengths(lengths_text);
 
   // The engine behind the process host api, then every plugin on the search path.
@@ -216,6 +302,19 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
     }
     kinds = wanted;
   }
+  // Kinds that cannot run in this mode are left out, with the reason.
+  std::erase_if(kinds, [&](const std::string& kind) {
+    const auto* vt = static_cast<const pb_attention_vtable*>(registry.find(PB_KIND_ATTENTION, kind).descriptor->vtable);
+    const char* why = nullptr;
+    if (bidirectional && (vt->capabilities & PB_ATTENTION_CAP_NONCAUSAL) == 0)
+      why = "causal only (no PB_ATTENTION_CAP_NONCAUSAL)";
+    else if (!bidirectional && (vt->capabilities & PB_ATTENTION_CAP_CAUSAL) == 0)
+      why = "bidirectional only (measure it with --bidirectional)";
+    else if (decode && vt->cache_kind == PB_ATTENTION_CACHE_NONE)
+      why = "no decoding state";
+    if (why != nullptr) std::printf("left out: %s, %s\n", kind.c_str(), why);
+    return why != nullptr;
+  });
   if (std::find(kinds.begin(), kinds.end(), "dense") == kinds.end())
     throw Error(ErrorKind::kNotFound, "bench attention needs attention 'dense' (the reference) on the plugin path");
   std::stable_partition(kinds.begin(), kinds.end(), [](const std::string& k) { return k == "dense"; });
@@ -228,10 +327,17 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
   }
 
   std::cout << "machine: " << onednn::machine_info_line(onednn::machine_info()) << "\n"
-            << "shape: batch " << batch << ", heads " << heads << ", head dim " << head_dim
-            << ", causal, forward + backward of one attention layer (projections included)\n";
+            << "shape: batch " << shape.batch << ", heads " << shape.heads << ", head dim " << shape.head_dim << ", "
+            << (decode ? "causal, one decoding step (median of " + std::to_string(decode_steps) +
+                             ") after a prefill of T positions, one attention layer (projections included)"
+                       : std::string(bidirectional ? "bidirectional" : "causal") +
+                             ", forward + backward of one attention layer (projections included)")
+            << "\n";
   std::map<std::string, std::vector<Point>> results;
-  std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "fwd+bwd s", "peak MiB", "vs dense");
+  if (decode)
+    std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "ms/token", "state MiB", "vs dense");
+  else
+    std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "fwd+bwd s", "peak MiB", "vs dense");
   // T outer, kinds inner: every kind at one T is measured within a short interval, so a change
   // of machine load between kinds does not skew their ratio.
   std::map<std::string, bool> stopped;
@@ -240,7 +346,8 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       if (stopped[kind]) continue;
       Point p;
       try {
-        p = measure(registry, kind, settings[kind], batch, heads, head_dim, t, repeats);
+        p = decode ? measure_decode(registry, kind, settings[kind], shape, t, decode_steps)
+                   : measure(registry, kind, settings[kind], shape, t, repeats);
       } catch (const std::exception& e) {
         std::printf("%-10s %8lld  failed: %s\n", kind.c_str(), static_cast<long long>(t), e.what());
         stopped[kind] = true;
@@ -250,13 +357,14 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       std::string ratio = "-";
       for (const Point& d : results["dense"])
         if (d.length == t && kind != "dense") ratio = std::to_string(d.seconds / p.seconds).substr(0, 5) + "x";
-      std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t), p.seconds, p.mib,
-                  ratio.c_str());
+      std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t),
+                  decode ? p.seconds * 1e3 : p.seconds, p.mib, ratio.c_str());
       std::fflush(stdout);
       if (p.seconds > max_seconds) stopped[kind] = true;
     }
   }
-  std::printf("\n%-10s %14s %14s %22s\n", "kind", "time exponent", "memory exponent", "faster than dense from T");
+  std::printf("\n%-10s %14s %14s %22s\n", "kind", "time exponent", decode ? "state exponent" : "memory exponent",
+              "faster than dense from T");
   for (const std::string& kind : kinds) {
     const std::vector<Point>& points = results[kind];
     // Exponents over T >= 1024 where available (short runs are dominated by fixed costs).

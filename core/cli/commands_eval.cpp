@@ -1,5 +1,6 @@
 // `patchbay eval CHECKPOINT [--split val|train] [--batches N] [--batch-size B]`: validation
-// loss, perplexity and bits per byte of a checkpoint, on the data its stored config names.
+// loss, perplexity and bits per byte of a checkpoint, on the data its stored config names
+// (for a masked-LM run: of the masked tokens, with their accuracy).
 #include <boost/program_options.hpp>
 #include <iostream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "config/config_loader.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluator.hpp"
+#include "train/objective_mlm.hpp"
 #include "train/train_config.hpp"
 #include "train/training_data.hpp"
 
@@ -67,11 +69,19 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   const data::TokenCache& tokens = split == "val" ? data.val : data.train;
   const train::TokenBytes target_bytes = train::token_bytes(data.tokenizer);
   train::EvalSettings settings{batches, batch_size, o.seq_len, &target_bytes};
-  const train::EvalResult r = train::evaluate(*model, tokens, settings);
+  // train.objective = "mlm": the masked targets of fixed masks (objective_mlm.hpp).
+  const bool masked_lm = train::objective_from_config(config) == train::Objective::kMaskedLm;
+  const train::MlmEvalResult masked =
+      masked_lm ? train::evaluate_mlm(*model, tokens, settings, train::mlm_objective_from_config(config, data.tokenizer))
+                : train::MlmEvalResult{};
+  const train::EvalResult r = masked_lm ? masked.eval : train::evaluate(*model, tokens, settings);
   std::cout << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step() << ")\n"
             << "split: " << split << ", " << batches << " batches x " << batch_size << " x " << o.seq_len << " = "
-            << r.tokens << " tokens\n"
-            << "loss: " << r.loss << " nats/token\n"
+            << r.tokens << (masked_lm ? " masked tokens (train.objective = \"mlm\")\n" : " tokens\n");
+  if (masked_lm)
+    std::cout << "masked-token accuracy: " << masked.accuracy << " (" << masked.correct << " of " << r.tokens
+              << ")\n";
+  std::cout << "loss: " << r.loss << (masked_lm ? " nats per masked token\n" : " nats/token\n")
             << "perplexity: " << r.perplexity << "\n"
             << "bits per byte: " << r.bits_per_byte << " (over the " << r.bytes << " bytes of the evaluated tokens)\n";
   if (!r.layer_stats.empty()) {  // feed-forward statistics (MoE), mean over the batches

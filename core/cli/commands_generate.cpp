@@ -24,6 +24,7 @@
 #include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
 #include "train/checkpoint.hpp"
+#include "train/objective_mlm.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::cli {
@@ -148,6 +149,13 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
+  if (train::objective_from_config(config) == train::Objective::kMaskedLm)
+    throw Error(ErrorKind::kInvalidArgument,
+                checkpoint.path().string() +
+                    " holds a bidirectional masked-LM model (train.objective = \"mlm\", model.causal = "
+                    "false): it predicts masked tokens from both sides and cannot continue text left to "
+                    "right. Score it with `patchbay eval " + checkpoint_path +
+                    "` (masked-token loss and accuracy); generate with a model trained causally");
 
   const fs::path tokenizer_file = tokenizer_file_of(checkpoint);
   check_tokenizer_hash(checkpoint, tokenizer_file);

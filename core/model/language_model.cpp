@@ -157,6 +157,13 @@ DecodeState LanguageModel::start_decoding(int64_t batch, int64_t capacity) {
                     std::to_string(m.options.context_length) + "), found batch " +
                     std::to_string(batch) + ", capacity " + std::to_string(capacity));
   }
+  if (!m.options.causal)
+    throw Error(ErrorKind::kInvalidArgument,
+                "start_decoding: this model is bidirectional (model.causal = false, a masked-LM "
+                "encoder): every position was trained to see the tokens after it, so it cannot "
+                "continue text left to right; generate with a causal model (model.causal = true, "
+                "train.objective = \"clm\"), or use `patchbay eval` for masked-token loss and "
+                "accuracy");
   DecodeState state;
   state.impl_ = std::make_unique<DecodeState::Impl>();
   state.impl_->owner = impl_.get();
@@ -237,7 +244,7 @@ std::string LanguageModel::describe() const {
   const Impl& m = *impl_;
   const ModelOptions& o = m.options;
   std::ostringstream out;
-  out << "GPT: vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers
+  out << (o.causal ? "GPT" : "bidirectional encoder (model.causal = false)") << ": vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers
       << " blocks, " << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
   out << "  " << norm_kind_name(o.norm) << " (" << (o.pre_norm ? "pre" : "post")
       << "-norm), positions " << positional_kind_name(o.positional)

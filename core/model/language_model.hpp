@@ -85,6 +85,11 @@ struct ModelOptions {
   // With reversible: run the same blocks through plain autograd, keeping every block's
   // activations (no reconstruction). For tests and memory comparisons; not a config key.
   bool reversible_store_activations = false;
+  // [model] causal: true (default) builds a causal LM — every layer sees only earlier
+  // positions (pb_layer_context::causal = 1) and a layer that cannot is refused. false builds
+  // a bidirectional encoder (for train.objective = "mlm"): layers get causal = 0, every
+  // attention must declare PB_ATTENTION_CAP_NONCAUSAL, and start_decoding is refused.
+  bool causal = true;
   // Plugin component per layer: layer i uses attention_kinds[i % size()] with that
   // component's options from ComponentTables::attention; same for feed-forward.
   std::vector<std::string> attention_kinds = {"dense"};
@@ -167,7 +172,8 @@ class LanguageModel {
   double flops_per_token(int64_t seq_len) const;
 
   // Incremental decoding (runs without gradients; needs every attention layer to support
-  // it — a layer with cache kind NONE is an Error(kInvalidArgument) naming it).
+  // it — a layer with cache kind NONE is an Error(kInvalidArgument) naming it; a
+  // bidirectional model (options().causal == false) is refused: it cannot continue text).
   // capacity <= context_length positions per sequence.
   DecodeState start_decoding(int64_t batch, int64_t capacity);
   // tokens [B, Tn] (i32|i64), B = state.batch(), positions state.length() .. +Tn-1 (must fit

@@ -114,7 +114,7 @@ pb_layer_context layer_context(const ModelOptions& o, int64_t layer, uint64_t se
   ctx.max_seq_len = o.context_length;
   ctx.layer_index = layer;
   ctx.n_layers = o.n_layers;
-  ctx.causal = 1;
+  ctx.causal = o.causal ? 1 : 0;
   ctx.positional = positional_for_layers(o.positional);
   ctx.rope_theta = o.rope_theta;
   ctx.init_std = o.init_std;
@@ -174,7 +174,14 @@ void check_attention_capabilities(const ModelOptions& o, int64_t layer, const st
                                   const runtime::ComponentEntry& entry) {
   const auto* vt = static_cast<const pb_attention_vtable*>(entry.descriptor->vtable);
   const std::string label = layer_label(layer, "attention", kind, registry, entry);
-  require((vt->capabilities & PB_ATTENTION_CAP_CAUSAL) != 0,
+  if (!o.causal)
+    require((vt->capabilities & PB_ATTENTION_CAP_NONCAUSAL) != 0,
+            label +
+                " cannot be used in a bidirectional model (model.causal = false): it does not "
+                "declare PB_ATTENTION_CAP_NONCAUSAL, so it has no mode in which every position "
+                "sees the whole sequence; choose one that does (\"dense\", \"linear\" or "
+                "\"performer\" with causal = false, or \"linformer\") or set model.causal = true");
+  require(!o.causal || (vt->capabilities & PB_ATTENTION_CAP_CAUSAL) != 0,
           label +
               " cannot be used in a causal language model: it does not declare "
               "PB_ATTENTION_CAP_CAUSAL, so "
@@ -235,7 +242,8 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     const size_t a = static_cast<size_t>(i) % o.attention_kinds.size();
     const size_t f = static_cast<size_t>(i) % o.feedforward_kinds.size();
     check_attention_capabilities(o, i, o.attention_kinds[a], registry, *attention_entries[a]);
-    check_feedforward_capabilities(i, o.feedforward_kinds[f], registry, *feedforward_entries[f]);
+    if (o.causal)  // a bidirectional model accepts position-mixing layers (expert choice)
+      check_feedforward_capabilities(i, o.feedforward_kinds[f], registry, *feedforward_entries[f]);
   }
   const std::map<std::string, toml::table> attention_options =
       layer_options(tables.attention, o.attention_kinds, attention_entries, "model.attention",

@@ -58,6 +58,10 @@ config::HostSection model_section() {
           .choices("standard|reversible"),
       Field::integer("seed", "0", "seed of the parameter init (layer seeds derive from it)")
           .range(0, 9007199254740992.0),
+      Field::boolean("causal", "true",
+                     "true: causal LM (each position sees only earlier ones); false: bidirectional "
+                     "encoder for train.objective = \"mlm\" (attention must support it; no "
+                     "generation)"),
   };
   return section;
 }
@@ -201,6 +205,7 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
   o.norm_eps = float_value(config, "norm_eps");
   o.reversible = string_value(config, "residual") == "reversible";
   o.seed = static_cast<uint64_t>(int_value(config, "seed"));
+  o.causal = bool_value(config, "causal");
   if (o.d_model % o.n_heads != 0) {
     throw Error(ErrorKind::kInvalidArgument,
                 "model.n_heads (" + config.locate("model.n_heads").to_string() +

@@ -7,6 +7,7 @@
 #include "config/host_schema.hpp"
 #include "model/language_model.hpp"
 #include "runtime/registry.hpp"
+#include "train/objective_mlm.hpp"
 
 namespace patchbay::train {
 
@@ -40,9 +41,11 @@ void validate_training_config(config::ResolvedConfig& config, const config::Comp
     if (!root.contains(section)) root.insert(section, toml::table{});
   }
   if (!root.contains("optimizer")) root.insert("optimizer", toml::table{{"kind", "adamw"}});
+  add_objective_defaults(config);  // [train.mlm] for objective = "mlm" (objective_mlm.hpp)
   const config::SchemaRegistry schema = make_training_schema();
   config::validate_config_or_throw(config, schema, lookup);
   config::apply_defaults(config, schema, lookup);
+  check_objective(config);  // objective vs model.causal
 }
 
 namespace {

@@ -23,6 +23,7 @@
 #include "run/metrics_log.hpp"
 #include "run/progress_bar.hpp"
 #include "train/checkpoint.hpp"
+#include "train/objective_mlm.hpp"
 #include "train/training_data.hpp"
 
 namespace patchbay::train {
@@ -173,6 +174,14 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       static_cast<double>(data.val.size()) / static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
 
   TrainableModel trainable = build_trainable_model(config, registry, lookup, data.tokenizer.vocab_size());
+  // train.objective = "mlm": micro-batches are masked (counter-based seeds), evaluation scores
+  // the masked tokens, and there are no samples (objective_mlm.hpp).
+  std::optional<MlmObjective> mlm;
+  if (objective_from_config(config) == Objective::kMaskedLm) mlm = mlm_objective_from_config(config, data.tokenizer);
+  auto micro_batch_at = [&](int64_t step, int64_t micro) {
+    Batch batch = training_batch(data.train, o.seed, step, micro, o.batch_size, o.seq_len);
+    return mlm ? mask_batch(batch, *mlm, mlm_training_seed(o.seed, step, micro)) : batch;
+  };
   model::LanguageModel& model = *trainable.model;
   if (o.seq_len > model.options().context_length)
     throw Error(ErrorKind::kInvalidArgument, "train.seq_len (" + std::to_string(o.seq_len) +
@@ -222,7 +231,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
       engine::NoGradGuard no_grad;
       for (int64_t s = 0; s < start_step; ++s)
         for (int64_t m = 0; m < o.grad_accum_steps; ++m)
-          model.forward(training_batch(data.train, o.seed, s, m, o.batch_size, o.seq_len).inputs, true);
+          model.forward(micro_batch_at(s, m).inputs, true);
     }
   }
   summary.start_step = start_step;
@@ -253,9 +262,16 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   };
   auto run_eval = [&](int64_t step) {
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
-    const EvalResult r = evaluate(model, data.val, settings);
+    const MlmEvalResult masked = mlm ? evaluate_mlm(model, data.val, settings, *mlm) : MlmEvalResult{};
+    const EvalResult r = mlm ? masked.eval : evaluate(model, data.val, settings);
     nlohmann::json record = {{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity},
                              {"val_bpb", r.bits_per_byte}, {"val_tokens", r.tokens}, {"val_bytes", r.bytes}};
+    if (mlm) {  // val_loss, val_tokens and val_bytes are the masked targets'
+      record["val_accuracy"] = masked.accuracy;
+      record["objective"] = "mlm";
+      spdlog::info("step {}: masked-token accuracy {:.4f} ({} of {})", step, masked.accuracy, masked.correct,
+                   r.tokens);
+    }
     r.layer_stats.write_to(record, "val_");
     metrics.append(record);
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
@@ -263,7 +279,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
     summary.last_eval = r;
   };
   auto run_sample = [&](int64_t step) {
-    if (o.sample_tokens <= 0) return;
+    if (o.sample_tokens <= 0 || mlm) return;  // a bidirectional model does not continue text
     SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature, o.seed + static_cast<uint64_t>(step)};
     summary.last_sample = sample_text(model, data.tokenizer, settings);
     samples_file << "--- step " << step << " ---\n" << summary.last_sample << "\n";
@@ -275,9 +291,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
   int64_t window_tokens = 0;
   for (int64_t step = start_step; step < o.max_steps; ++step) {
     if (request.before_step) request.before_step(step, trainable.parameters);
-    const StepResult r = train_step(trainable, o, step, [&](int64_t micro) {
-      return training_batch(data.train, o.seed, step, micro, o.batch_size, o.seq_len);
-    });
+    const StepResult r = train_step(trainable, o, step, [&](int64_t micro) { return micro_batch_at(step, micro); });
     window_tokens += tokens_per_step;
     const int64_t done = step + 1;
     const bool last = done == o.max_steps;

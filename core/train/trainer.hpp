@@ -7,7 +7,9 @@
 //                             elapsed_seconds, tokens, peak_memory_bytes, and the layers'
 //                             statistics ("blocks.<i>.ffn.expert_load", ...: layer_stats.hpp);
 //                             per evaluation: step, val_loss, val_ppl, val_bpb, val_tokens,
-//                             val_bytes, and the statistics prefixed "val_"
+//                             val_bytes, and the statistics prefixed "val_"; with
+//                             train.objective = "mlm" (objective_mlm.hpp) these are the masked
+//                             targets' figures, plus val_accuracy and "objective": "mlm"
 //   <run_dir>/model_size.json parameters (with and without embeddings), FLOPs per token
 //   <run_dir>/tokenizer.txt   copy of the tokenizer file the run uses
 //   <run_dir>/checkpoints/    train/checkpoint.hpp

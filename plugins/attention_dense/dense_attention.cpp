@@ -71,6 +71,13 @@ DenseAttention::DenseAttention(const patchbay::Host& host, const patchbay::Confi
 }
 
 void DenseAttention::init(const pb_layer_context& ctx) {
+  // A bidirectional model (model.causal = false, masked-LM) expects every position to see the
+  // whole sequence; a layer left at causal = true there would silently see only the past.
+  if (ctx.causal == 0 && causal_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'dense' is configured with causal = true but the model is "
+                      "bidirectional (model.causal = false); set [model.attention.dense] "
+                      "causal = false");
   if (ctx.causal != 0 && !causal_)
     throw PluginError(
         PB_STATUS_INVALID_ARGUMENT,

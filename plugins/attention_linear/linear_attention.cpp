@@ -39,6 +39,13 @@ LinearAttention::LinearAttention(const patchbay::Host& host, const patchbay::Con
 }
 
 void LinearAttention::init(const pb_layer_context& ctx) {
+  // A bidirectional model (model.causal = false, masked-LM) expects every position to see the
+  // whole sequence; a layer left at causal = true there would silently see only the past.
+  if (ctx.causal == 0 && causal_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'linear' is configured with causal = true but the model is "
+                      "bidirectional (model.causal = false); set [model.attention.linear] "
+                      "causal = false");
   if (ctx.causal != 0 && !causal_)
     throw PluginError(
         PB_STATUS_INVALID_ARGUMENT,

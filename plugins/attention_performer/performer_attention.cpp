@@ -49,6 +49,13 @@ PerformerAttention::PerformerAttention(const patchbay::Host& host,
 }
 
 void PerformerAttention::init(const pb_layer_context& ctx) {
+  // A bidirectional model (model.causal = false, masked-LM) expects every position to see the
+  // whole sequence; a layer left at causal = true there would silently see only the past.
+  if (ctx.causal == 0 && causal_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'performer' is configured with causal = true but the model is "
+                      "bidirectional (model.causal = false); set [model.attention.performer] "
+                      "causal = false");
   if (ctx.causal != 0 && !causal_)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                       "attention 'performer' is configured with causal = false but the model is "

@@ -17,7 +17,8 @@ struct ByteMap {
     from_codepoint.fill(-1);
     uint32_t next_extra = 0x100;
     for (int b = 0; b < 256; ++b) {
-      to_codepoint[static_cast<size_t>(b)] = printable_as_itself(b) ? static_cast<uint32_t>(b) : next_extra++;
+      to_codepoint[static_cast<size_t>(b)] =
+          printable_as_itself(b) ? static_cast<uint32_t>(b) : next_extra++;
       from_codepoint[to_codepoint[static_cast<size_t>(b)]] = static_cast<int16_t>(b);
     }
   }
@@ -60,7 +61,8 @@ bool gpt2_text_to_bytes(std::string_view text, std::string& bytes) {
       i += 1;
     } else if ((c0 & 0xE0) == 0xC0 && i + 1 < text.size() &&
                (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80) {
-      cp = (static_cast<uint32_t>(c0 & 0x1F) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3F);
+      cp = (static_cast<uint32_t>(c0 & 0x1F) << 6) |
+           (static_cast<unsigned char>(text[i + 1]) & 0x3F);
       if (cp < 0x80) return false;  // overlong
       i += 2;
     } else {

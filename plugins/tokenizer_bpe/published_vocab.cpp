@@ -47,15 +47,16 @@ struct MergeLine {
 // Assembles and checks a vocabulary from (text -> id) entries, merges and specials.
 PublishedVocabulary build_vocabulary(const std::vector<std::pair<std::string, int64_t>>& entries,
                                      const std::vector<MergeLine>& merge_lines,
-                                     const std::vector<PublishedSpecial>& specials, const std::string& source,
-                                     const std::string& merges_source) {
+                                     const std::vector<PublishedSpecial>& specials,
+                                     const std::string& source, const std::string& merges_source) {
   PublishedVocabulary vocab;
   vocab.source = source;
   int64_t max_id = -1;
   for (const auto& [text, id] : entries) max_id = std::max(max_id, id);
   for (const PublishedSpecial& s : specials) max_id = std::max<int64_t>(max_id, s.id);
   if (max_id < 0) fail(source, "the vocabulary is empty");
-  if (max_id >= INT32_MAX) fail(source, "token id " + std::to_string(max_id) + " does not fit in 31 bits");
+  if (max_id >= INT32_MAX)
+    fail(source, "token id " + std::to_string(max_id) + " does not fit in 31 bits");
   std::vector<char> defined(static_cast<size_t>(max_id) + 1, 0);
   vocab.token_bytes.resize(static_cast<size_t>(max_id) + 1);
   std::unordered_set<std::string> special_texts;
@@ -66,35 +67,39 @@ PublishedVocabulary build_vocabulary(const std::vector<std::pair<std::string, in
   for (const auto& [text, id] : entries) {
     if (id < 0) fail(source, "token '" + text + "' has negative id " + std::to_string(id));
     const auto index = static_cast<size_t>(id);
-    if (defined[index] != 0) fail(source, "id " + std::to_string(id) + " is given to two tokens (second: '" + text + "')");
+    if (defined[index] != 0)
+      fail(source, "id " + std::to_string(id) + " is given to two tokens (second: '" + text + "')");
     defined[index] = 1;
     if (gpt2_text_to_bytes(text, bytes)) {
       vocab.token_bytes[index] = bytes;
     } else if (special_texts.count(text) != 0) {
       vocab.token_bytes[index] = text;
     } else {
-      fail(source, "token '" + text + "' (id " + std::to_string(id) +
-                       ") is not GPT-2 byte-mapped text; only byte-level BPE vocabularies are supported");
+      fail(source,
+           "token '" + text + "' (id " + std::to_string(id) +
+               ") is not GPT-2 byte-mapped text; only byte-level BPE vocabularies are supported");
     }
     id_of_text.emplace(text, static_cast<int32_t>(id));
   }
   for (const PublishedSpecial& s : specials) {
-    if (s.text.empty()) fail(source, "special token with id " + std::to_string(s.id) + " has empty text");
+    if (s.text.empty())
+      fail(source, "special token with id " + std::to_string(s.id) + " has empty text");
     defined[static_cast<size_t>(s.id)] = 1;
     vocab.token_bytes[static_cast<size_t>(s.id)] = s.text;
   }
   for (size_t id = 0; id < defined.size(); ++id) {
     if (defined[id] == 0) {
-      fail(source, "no token has id " + std::to_string(id) + " (ids must run 0.." + std::to_string(max_id) +
-                       " without gaps)");
+      fail(source, "no token has id " + std::to_string(id) + " (ids must run 0.." +
+                       std::to_string(max_id) + " without gaps)");
     }
   }
   for (int b = 0; b < 256; ++b) {
     const std::string text = gpt2_bytes_to_text(std::string(1, static_cast<char>(b)));
     auto it = id_of_text.find(text);
     if (it == id_of_text.end()) {
-      fail(source, "no token for byte 0x" + patchbay::hex_encode(std::string(1, static_cast<char>(b))) +
-                       " ('" + text + "'); a byte-level vocabulary needs all 256");
+      fail(source, "no token for byte 0x" +
+                       patchbay::hex_encode(std::string(1, static_cast<char>(b))) + " ('" + text +
+                       "'); a byte-level vocabulary needs all 256");
     }
     vocab.byte_ids[static_cast<size_t>(b)] = it->second;
   }
@@ -103,8 +108,8 @@ PublishedVocabulary build_vocabulary(const std::vector<std::pair<std::string, in
     auto find = [&](const std::string& text) {
       auto it = id_of_text.find(text);
       if (it == id_of_text.end()) {
-        fail(merges_source, "merge " + std::to_string(m.line) + " '" + m.left + " " + m.right + "' needs token '" +
-                                text + "', which the vocabulary does not have");
+        fail(merges_source, "merge " + std::to_string(m.line) + " '" + m.left + " " + m.right +
+                                "' needs token '" + text + "', which the vocabulary does not have");
       }
       return it->second;
     };
@@ -119,7 +124,8 @@ MergeLine split_merge_line(const std::string& line, size_t number, const std::st
   const size_t space = line.find(' ');
   if (space == std::string::npos || space == 0 || space + 1 >= line.size() ||
       line.find(' ', space + 1) != std::string::npos) {
-    fail(source, "merge " + std::to_string(number) + " is '" + line + "', expected two tokens separated by one space");
+    fail(source, "merge " + std::to_string(number) + " is '" + line +
+                     "', expected two tokens separated by one space");
   }
   return MergeLine{line.substr(0, space), line.substr(space + 1), number};
 }
@@ -135,29 +141,33 @@ bool json_nonempty_string(const json& object, const char* key) {
 }
 
 std::string json_type(const json& node) {
-  if (node.is_object() && node.contains("type") && node["type"].is_string()) return node["type"].get<std::string>();
+  if (node.is_object() && node.contains("type") && node["type"].is_string())
+    return node["type"].get<std::string>();
   return node.dump().substr(0, 60);
 }
 
 }  // namespace
 
-PublishedVocabulary load_gpt2_vocabulary(const std::string& encoder_json_path, const std::string& vocab_bpe_path,
+PublishedVocabulary load_gpt2_vocabulary(const std::string& encoder_json_path,
+                                         const std::string& vocab_bpe_path,
                                          const std::vector<std::string>& special_texts) {
-  const json encoder = parse_json(read_whole_file(encoder_json_path, "GPT-2 encoder.json (vocab_file)"),
-                                  encoder_json_path);
+  const json encoder = parse_json(
+      read_whole_file(encoder_json_path, "GPT-2 encoder.json (vocab_file)"), encoder_json_path);
   if (!encoder.is_object()) fail(encoder_json_path, "expected a JSON object {\"token\": id, ...}");
   std::vector<std::pair<std::string, int64_t>> entries;
   entries.reserve(encoder.size());
   for (auto it = encoder.begin(); it != encoder.end(); ++it) {
-    if (!it.value().is_number_integer()) fail(encoder_json_path, "the id of '" + it.key() + "' is not an integer");
+    if (!it.value().is_number_integer())
+      fail(encoder_json_path, "the id of '" + it.key() + "' is not an integer");
     entries.emplace_back(it.key(), it.value().get<int64_t>());
   }
   std::vector<PublishedSpecial> specials;
   for (const std::string& text : special_texts) {
     auto it = encoder.find(gpt2_bytes_to_text(text));
     if (it == encoder.end()) {
-      fail(encoder_json_path, "special token '" + text +
-                                  "' (from special_tokens) is not in the file; list only tokens it has");
+      fail(encoder_json_path,
+           "special token '" + text +
+               "' (from special_tokens) is not in the file; list only tokens it has");
     }
     specials.push_back(PublishedSpecial{text, static_cast<int32_t>(it.value().get<int64_t>())});
   }
@@ -174,7 +184,8 @@ PublishedVocabulary load_gpt2_vocabulary(const std::string& encoder_json_path, c
     if (line.empty() || (number == 1 && line.rfind("#version", 0) == 0)) continue;
     merges.push_back(split_merge_line(line, number, vocab_bpe_path));
   }
-  return build_vocabulary(entries, merges, specials, encoder_json_path + " + " + vocab_bpe_path, vocab_bpe_path);
+  return build_vocabulary(entries, merges, specials, encoder_json_path + " + " + vocab_bpe_path,
+                          vocab_bpe_path);
 }
 
 PublishedVocabulary load_hf_tokenizer_json(const std::string& path) {
@@ -183,39 +194,52 @@ PublishedVocabulary load_hf_tokenizer_json(const std::string& path) {
 
 PublishedVocabulary parse_hf_tokenizer_json(std::string_view json_text, const std::string& source) {
   const json root = parse_json(json_text, source);
-  if (!root.is_object() || !root.contains("model")) fail(source, "expected a Hugging Face tokenizer.json with a \"model\"");
+  if (!root.is_object() || !root.contains("model"))
+    fail(source, "expected a Hugging Face tokenizer.json with a \"model\"");
   const json& model = root["model"];
-  if (json_type(model) != "BPE") fail(source, "model.type is '" + json_type(model) + "'; only \"BPE\" is supported");
-  if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"].get<double>() != 0.0) {
-    fail(source, "model.dropout is set; BPE dropout is a training-time randomisation and is not supported");
+  if (json_type(model) != "BPE")
+    fail(source, "model.type is '" + json_type(model) + "'; only \"BPE\" is supported");
+  if (model.contains("dropout") && !model["dropout"].is_null() &&
+      model["dropout"].get<double>() != 0.0) {
+    fail(source,
+         "model.dropout is set; BPE dropout is a training-time randomisation and is not supported");
   }
   for (const char* key : {"byte_fallback", "ignore_merges"}) {
-    if (json_true(model, key)) fail(source, std::string("model.") + key + " is true; not supported (GPT-2 family has false)");
+    if (json_true(model, key))
+      fail(source,
+           std::string("model.") + key + " is true; not supported (GPT-2 family has false)");
   }
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (json_nonempty_string(model, key)) fail(source, std::string("model.") + key + " is set; not supported for byte-level BPE");
+    if (json_nonempty_string(model, key))
+      fail(source, std::string("model.") + key + " is set; not supported for byte-level BPE");
   }
   if (root.contains("normalizer") && !root["normalizer"].is_null()) {
-    fail(source, "has normalizer '" + json_type(root["normalizer"]) + "'; only tokenizers without one are supported");
+    fail(source, "has normalizer '" + json_type(root["normalizer"]) +
+                     "'; only tokenizers without one are supported");
   }
   const json pre = root.value("pre_tokenizer", json());
   if (json_type(pre) != "ByteLevel") {
-    fail(source, "pre_tokenizer is '" + json_type(pre) + "'; only ByteLevel (GPT-2's regex) is supported");
+    fail(source,
+         "pre_tokenizer is '" + json_type(pre) + "'; only ByteLevel (GPT-2's regex) is supported");
   }
   if (json_true(pre, "add_prefix_space")) {
-    fail(source, "pre_tokenizer.add_prefix_space is true; only false (GPT-2's setting) is supported");
+    fail(source,
+         "pre_tokenizer.add_prefix_space is true; only false (GPT-2's setting) is supported");
   }
   if (pre.contains("use_regex") && !json_true(pre, "use_regex")) {
     fail(source, "pre_tokenizer.use_regex is false; only GPT-2's regex split is supported");
   }
-  if (root.contains("decoder") && !root["decoder"].is_null() && json_type(root["decoder"]) != "ByteLevel") {
+  if (root.contains("decoder") && !root["decoder"].is_null() &&
+      json_type(root["decoder"]) != "ByteLevel") {
     fail(source, "decoder is '" + json_type(root["decoder"]) + "'; only ByteLevel is supported");
   }
-  if (!model.contains("vocab") || !model["vocab"].is_object()) fail(source, "model.vocab is missing or not an object");
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    fail(source, "model.vocab is missing or not an object");
   std::vector<std::pair<std::string, int64_t>> entries;
   entries.reserve(model["vocab"].size());
   for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-    if (!it.value().is_number_integer()) fail(source, "model.vocab: the id of '" + it.key() + "' is not an integer");
+    if (!it.value().is_number_integer())
+      fail(source, "model.vocab: the id of '" + it.key() + "' is not an integer");
     entries.emplace_back(it.key(), it.value().get<int64_t>());
   }
   std::vector<MergeLine> merges;
@@ -227,10 +251,12 @@ PublishedVocabulary parse_hf_tokenizer_json(std::string_view json_text, const st
       const json& m = list[i];
       if (m.is_string()) {  // "A B" (tokenizers < 0.20)
         merges.push_back(split_merge_line(m.get<std::string>(), i + 1, source + " model.merges"));
-      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {  // ["A", "B"]
+      } else if (m.is_array() && m.size() == 2 && m[0].is_string() &&
+                 m[1].is_string()) {  // ["A", "B"]
         merges.push_back(MergeLine{m[0].get<std::string>(), m[1].get<std::string>(), i + 1});
       } else {
-        fail(source, "model.merges[" + std::to_string(i) + "] is neither \"A B\" nor [\"A\", \"B\"]");
+        fail(source,
+             "model.merges[" + std::to_string(i) + "] is neither \"A B\" nor [\"A\", \"B\"]");
       }
     }
   }
@@ -242,7 +268,8 @@ PublishedVocabulary parse_hf_tokenizer_json(std::string_view json_text, const st
       }
       const std::string content = token["content"].get<std::string>();
       for (const char* key : {"lstrip", "rstrip", "single_word"}) {
-        if (json_true(token, key)) fail(source, "added token '" + content + "' has " + key + " = true; not supported");
+        if (json_true(token, key))
+          fail(source, "added token '" + content + "' has " + key + " = true; not supported");
       }
       specials.push_back(PublishedSpecial{content, token["id"].get<int32_t>()});
     }
@@ -254,11 +281,14 @@ void validate_published_vocabulary(const PublishedVocabulary& vocab) {
   const std::string& source = vocab.source.empty() ? std::string("vocabulary") : vocab.source;
   const auto size = static_cast<int64_t>(vocab.token_bytes.size());
   auto check_id = [&](int64_t id, const std::string& what) {
-    if (id < 0 || id >= size) fail(source, what + " id " + std::to_string(id) + " outside [0, " + std::to_string(size) + ")");
+    if (id < 0 || id >= size)
+      fail(source,
+           what + " id " + std::to_string(id) + " outside [0, " + std::to_string(size) + ")");
   };
   for (int b = 0; b < 256; ++b) {
     check_id(vocab.byte_ids[static_cast<size_t>(b)], "byte");
-    if (vocab.token_bytes[static_cast<size_t>(vocab.byte_ids[static_cast<size_t>(b)])] != std::string(1, static_cast<char>(b))) {
+    if (vocab.token_bytes[static_cast<size_t>(vocab.byte_ids[static_cast<size_t>(b)])] !=
+        std::string(1, static_cast<char>(b))) {
       fail(source, "the token of byte " + std::to_string(b) + " does not spell that byte");
     }
   }
@@ -267,7 +297,8 @@ void validate_published_vocabulary(const PublishedVocabulary& vocab) {
     check_id(m.left, "merge");
     check_id(m.right, "merge");
     check_id(m.result, "merge");
-    if (vocab.token_bytes[static_cast<size_t>(m.left)] + vocab.token_bytes[static_cast<size_t>(m.right)] !=
+    if (vocab.token_bytes[static_cast<size_t>(m.left)] +
+            vocab.token_bytes[static_cast<size_t>(m.right)] !=
         vocab.token_bytes[static_cast<size_t>(m.result)]) {
       fail(source, "merge " + std::to_string(r) + " does not spell its result token");
     }
@@ -286,9 +317,10 @@ std::string json_quoted(const std::string& text) { return json(text).dump(); }
 // The vocabulary object {"token": id, ...} in id order, and the merges ["A B", ...], written
 // by hand: nlohmann's ordered_json looks keys up linearly, quadratic for 50k tokens.
 struct VocabText {
-  std::string vocab;   // without braces, one entry per line, indented
+  std::string vocab;                // without braces, one entry per line, indented
   std::vector<std::string> merges;  // "A B" texts
-  std::vector<std::pair<std::string, int32_t>> encoder_entries;  // (mapped text, id), specials included
+  std::vector<std::pair<std::string, int32_t>>
+      encoder_entries;  // (mapped text, id), specials included
 };
 
 VocabText vocab_text(const PublishedVocabulary& vocab) {
@@ -302,10 +334,12 @@ VocabText vocab_text(const PublishedVocabulary& vocab) {
     const std::string text = gpt2_bytes_to_text(vocab.token_bytes[id]);
     auto [it, inserted] = seen.emplace(text, id);
     if (!inserted) {
-      if (is_special[id] != 0) continue;  // a special spelled like a token keeps only its added_tokens entry
-      fail(vocab.source, "ids " + std::to_string(it->second) + " and " + std::to_string(id) +
-                             " spell the same bytes; tokenizer.json identifies tokens by text, so this "
-                             "vocabulary cannot be written as one");
+      if (is_special[id] != 0)
+        continue;  // a special spelled like a token keeps only its added_tokens entry
+      fail(vocab.source,
+           "ids " + std::to_string(it->second) + " and " + std::to_string(id) +
+               " spell the same bytes; tokenizer.json identifies tokens by text, so this "
+               "vocabulary cannot be written as one");
     }
     if (!out.vocab.empty()) out.vocab += ",\n";
     out.vocab += "      " + json_quoted(text) + ": " + std::to_string(id);
@@ -325,20 +359,26 @@ std::string hf_tokenizer_json_text(const PublishedVocabulary& vocab) {
   const VocabText body = vocab_text(vocab);
   const std::string byte_level =
       R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
-  std::string text = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
+  std::string text =
+      "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  "
+      "\"added_tokens\": [";
   for (size_t i = 0; i < vocab.specials.size(); ++i) {
     text += (i == 0 ? "\n" : ",\n");
-    text += "    {\"id\": " + std::to_string(vocab.specials[i].id) + ", \"content\": " + json_quoted(vocab.specials[i].text) +
-            R"(, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})";
+    text +=
+        "    {\"id\": " + std::to_string(vocab.specials[i].id) +
+        ", \"content\": " + json_quoted(vocab.specials[i].text) +
+        R"(, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})";
   }
   text += vocab.specials.empty() ? "],\n" : "\n  ],\n";
   text += "  \"normalizer\": null,\n";
   text += "  \"pre_tokenizer\": " + byte_level + ",\n";
   text += "  \"post_processor\": " + byte_level + ",\n";
   text += "  \"decoder\": " + byte_level + ",\n";
-  text += "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": null,\n"
-          "    \"continuing_subword_prefix\": \"\",\n    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
-          "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": {\n";
+  text +=
+      "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": null,\n"
+      "    \"continuing_subword_prefix\": \"\",\n    \"end_of_word_suffix\": \"\",\n    "
+      "\"fuse_unk\": false,\n"
+      "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": {\n";
   text += body.vocab;
   text += "\n    },\n    \"merges\": [";
   for (size_t i = 0; i < body.merges.size(); ++i) {
@@ -365,7 +405,8 @@ void write_gpt2_files(const PublishedVocabulary& vocab, const std::string& encod
   std::string encoder = "{";
   for (size_t i = 0; i < body.encoder_entries.size(); ++i) {
     if (i != 0) encoder += ", ";
-    encoder += json_quoted(body.encoder_entries[i].first) + ": " + std::to_string(body.encoder_entries[i].second);
+    encoder += json_quoted(body.encoder_entries[i].first) + ": " +
+               std::to_string(body.encoder_entries[i].second);
   }
   encoder += "}";
   std::string merges = "#version: 0.2\n";

@@ -42,8 +42,8 @@ struct PublishedSpecial {
 struct PublishedVocabulary {
   // Bytes of each id in [0, size); dense (every id has a token). Specials hold their text.
   std::vector<std::string> token_bytes;
-  std::array<int32_t, 256> byte_ids{};   // id of each one-byte token
-  std::vector<PublishedMerge> merges;    // rank order (rank = index)
+  std::array<int32_t, 256> byte_ids{};  // id of each one-byte token
+  std::vector<PublishedMerge> merges;   // rank order (rank = index)
   std::vector<PublishedSpecial> specials;
   std::string source;  // file name(s), for messages
 };

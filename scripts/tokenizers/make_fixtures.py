@@ -5,10 +5,10 @@ One made-up byte-level BPE vocabulary (GPT-2's byte order for ids 0..255, 17 mer
 deliberately NOT 256 + rank, one merge result spelled by two merges, a multi-byte UTF-8
 token, `<|endoftext|>`) in both published formats:
   encoder.json + vocab.bpe   GPT-2's two files (OpenAI's layout)
-  tokenizer.json             Hugging Face's single file, written by `tokenizers` itself when
-                             it is importable (--tokenizers-python), else refused.
+  tokenizer.json             Hugging Face's single file, written by `tokenizers` itself (run
+                             this with an interpreter that has it, e.g. /work/.venvs/torch).
 The fixtures are committed; rerun this only to change them:
-  python3 scripts/tokenizers/make_fixtures.py [--out DIR]
+  VENV/bin/python scripts/tokenizers/make_fixtures.py [--out DIR]
 """
 import argparse
 import json

