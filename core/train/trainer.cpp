@@ -36,15 +36,6 @@ namespace patchbay::train {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// The components the config uses, with their plugins, for the checkpoint's metadata.
 std::string components_json(const config::ResolvedConfig& config, runtime::Registry& registry,
                             const std::string& optimizer) {
   std::set<std::pair<pb_component_kind, std::string>> used{{PB_KIND_TOKENIZER, config_string(config, "tokenizer.kind")},
@@ -68,12 +59,19 @@ std::string components_json(const config::ResolvedConfig& config, runtime::Regis
   return list.dump();
 }
 
-// The folders and files the registry searched, absolute, as a JSON array.
 std::string plugin_search_path_json(const runtime::Registry& registry) {
   nlohmann::json list = nlohmann::json::array();
   for (const std::filesystem::path& p : registry.searched())
     list.push_back(std::filesystem::absolute(p).lexically_normal().string());
   return list.dump();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 bool any_dropout(const config::ResolvedConfig& config, const model::ModelOptions& options) {

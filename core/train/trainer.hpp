@@ -114,6 +114,13 @@ struct TrainSummary {
   bool writer = true;  // false on ranks other than 0 of a multi-process run (they write nothing)
 };
 
+// Checkpoint metadata every run records (also written by `patchbay import`, core/interop):
+// the components the config uses with their plugins (kMetaComponents, a JSON array), and the
+// folders and files the registry searched, absolute (kMetaPluginSearchPath, a JSON array).
+std::string components_json(const config::ResolvedConfig& config, runtime::Registry& registry,
+                            const std::string& optimizer);
+std::string plugin_search_path_json(const runtime::Registry& registry);
+
 // Trains as described above. Throws patchbay::Error for configuration, data or plugin
 // problems; a numeric failure is reported in the summary (the CLI maps it to kExitNumeric).
 TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry& registry,

@@ -90,8 +90,17 @@ TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime
   const std::string kind = config_string(config, "tokenizer.kind");
   std::ostringstream tokenizer_table;
   tokenizer_table << *config.table()["tokenizer"].as_table();
+  // [tokenizer] file: a given trained tokenizer (an imported run's); its bytes enter the tag, so
+  // its token caches never mix with those of a tokenizer trained under the same table.
+  const toml::node* file_node = config.find("tokenizer.file");  // absent in configs older than the key
+  const std::string given_file = file_node != nullptr ? file_node->value<std::string>().value_or("") : "";
+  if (!given_file.empty() && !fs::is_regular_file(given_file))
+    throw Error(ErrorKind::kNotFound, "tokenizer.file '" + given_file +
+                                          "' is not a file (a trained tokenizer of kind '" + kind +
+                                          "' was expected there; leave tokenizer.file empty to train one)");
+  if (!given_file.empty()) tokenizer_table << data::fnv1a64(data::read_text_file(given_file));
   const std::string tag = kind + "-" + hex64(data::fnv1a64(tokenizer_table.str())).substr(0, 8);
-  const fs::path tokenizer_file = prepared / ("tokenizer-" + tag + ".txt");
+  const fs::path tokenizer_file = given_file.empty() ? prepared / ("tokenizer-" + tag + ".txt") : fs::path(given_file);
   if (fs::is_regular_file(tokenizer_file)) {
     tokenizer.load(tokenizer_file.string());
   } else if (tokenizer.vocab_size() > 0) {

@@ -75,7 +75,7 @@ TEST_CASE("every error of a file is reported, each with file, line, key, expecte
   CHECK(unknown_component_key.where.line == 11);
   CHECK(contains(unknown_component_key.fix, "did you mean 'vocab_size'?"));
   CHECK(contains(unknown_component_key.expected, "[tokenizer] (tokenizer 'bpe')"));
-  CHECK(contains(unknown_component_key.expected, "kind, vocab_size, special_tokens, mode, dropout, lowercase"));
+  CHECK(contains(unknown_component_key.expected, "kind, file, vocab_size, special_tokens, mode, dropout, lowercase"));
 
   const ConfigIssue& missing = issue_for(issues, "tokenizer.vocab_size");
   CHECK(missing.problem == "missing required key");

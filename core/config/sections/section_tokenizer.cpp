@@ -13,6 +13,10 @@ void declare_tokenizer_section(SchemaRegistry& schema) {
   section.fields = {
       Field::string("kind", nullptr, "tokenizer component name, e.g. \"char\" or \"bpe\" (patchbay plugins list)")
           .required(),
+      // Appended for Hugging Face import (core/interop): a run whose tokenizer came from elsewhere.
+      Field::string("file", "\"\"",
+                    "a trained tokenizer file of this kind to use as is (empty: train one on the corpus); "
+                    "relative paths are relative to the working directory"),
   };
   schema.add_section(std::move(section));
 }

@@ -1,0 +1,64 @@
+// `patchbay export RUN --format hf OUT/`: a run's checkpoint as a Hugging Face transformers
+// model directory (core/interop/hf_io.hpp). GPT-2- and LLaMA-shaped models map; anything else
+// is refused naming the component without a counterpart.
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "common/error.hpp"
+#include "interop/hf_io.hpp"
+
+namespace patchbay::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+int run_export(const std::vector<std::string>& args, const GlobalOptions&) {
+  std::string run, out, format;
+  po::options_description options("Options");
+  options.add_options()("help,h", "this help")("run", po::value(&run),
+                                               "run directory or checkpoint file")(
+      "out", po::value(&out), "output directory")("format", po::value(&format),
+                                                  "hf (Hugging Face transformers)");
+  po::positional_options_description positional;
+  positional.add("run", 1).add("out", 1);
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
+  po::notify(values);
+  if (values.count("help") != 0 || run.empty() || out.empty()) {
+    std::cout << "Usage: patchbay export RUN --format hf OUT/\n\n"
+                 "Writes the run's latest checkpoint (or the given .safetensors) as a transformers "
+                 "model:\n"
+                 "config.json, model.safetensors (f32, transformers' names and layouts), "
+                 "generation_config.json,\n"
+                 "tokenizer.json (+ tokenizer_config.json, special_tokens_map.json) and "
+                 "patchbay_export.json.\n"
+                 "GPT-2 shape (LayerNorm, learned positions, gelu/relu mlp) -> GPT2LMHeadModel; "
+                 "LLaMA shape\n"
+                 "(RMSNorm, rotary, swiglu) -> LlamaForCausalLM. See docs/interop.md.\n\n"
+              << options;
+    return values.count("help") != 0 ? kExitOk : kExitUsage;
+  }
+  if (format != "hf")
+    throw Error(ErrorKind::kInvalidArgument,
+                "--format must be hf (the only format so far), found '" + format + "'");
+  const interop::HfExportResult r = interop::export_to_hf(run, out);
+  std::cout << "exported " << r.checkpoint.string() << " (step " << r.step << ") as "
+            << interop::hf_architecture(r.shape.family) << "\n";
+  for (const auto& file : r.files) std::cout << "  " << file.string() << "\n";
+  std::cout << "tokenizer.json "
+            << (r.tokenizer_exact ? "reproduces Patchbay's ids" : "does NOT reproduce every id")
+            << "\n";
+  for (const std::string& note : r.notes) std::cout << "note: " << note << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+PATCHBAY_REGISTER_COMMAND({"export",
+                           "Export a run as a Hugging Face transformers model (--format hf)",
+                           run_export});
+
+}  // namespace patchbay::cli

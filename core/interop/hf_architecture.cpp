@@ -1,0 +1,330 @@
+// Patchbay model options <-> transformers config.json; see hf_architecture.hpp.
+#include "interop/hf_architecture.hpp"
+
+#include <sstream>
+
+#include "common/error.hpp"
+#include "config/component_options.hpp"
+
+namespace patchbay::interop {
+
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kLayerHostKeys = {"kind", "pattern"};
+
+[[noreturn]] void refuse(const std::string& what, const std::string& why) {
+  throw Error(ErrorKind::kInvalidArgument,
+              "cannot export to Hugging Face format: " + what +
+                  " has no counterpart in transformers' GPT2LMHeadModel or LlamaForCausalLM (" +
+                  why +
+                  "). Exportable: pre-norm LayerNorm + learned positions + dense attention + mlp "
+                  "gelu/gelu_erf/relu "
+                  "(GPT-2), or pre-norm RMSNorm + rotary + dense attention + mlp swiglu (LLaMA); "
+                  "see docs/interop.md");
+}
+
+template <typename T>
+T option_or(const toml::table& options, const char* key, T fallback) {
+  const toml::node* node = options.get(key);
+  if (node == nullptr) return fallback;
+  if constexpr (std::is_same_v<T, double>) {
+    if (const auto v = node->value<double>()) return *v;
+    return fallback;
+  } else {
+    return node->value<T>().value_or(fallback);
+  }
+}
+
+std::string plugin_of(const std::vector<UsedComponent>& components, const std::string& kind,
+                      const std::string& name) {
+  for (const UsedComponent& c : components)
+    if (c.kind == kind && c.name == name) return c.plugin;
+  return "";
+}
+
+[[noreturn]] void unsupported_field(const std::string& field, const std::string& found,
+                                    const std::string& why) {
+  throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json " + field + " = " + found +
+                                               " has no Patchbay counterpart (" + why + ")");
+}
+
+int64_t get_int(const json& config, const char* key, int64_t fallback) {
+  return config.contains(key) && config[key].is_number_integer() ? config[key].get<int64_t>()
+                                                                 : fallback;
+}
+
+double get_real(const json& config, const char* key, double fallback) {
+  return config.contains(key) && config[key].is_number() ? config[key].get<double>() : fallback;
+}
+
+std::string toml_real(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  std::string text = out.str();
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+
+}  // namespace
+
+const char* hf_family_name(HfFamily family) { return family == HfFamily::kGpt2 ? "gpt2" : "llama"; }
+const char* hf_architecture(HfFamily family) {
+  return family == HfFamily::kGpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
+}
+
+HfModelShape hf_shape_of_model(const model::ModelOptions& options,
+                               const model::ComponentTables& tables,
+                               const std::vector<UsedComponent>& components) {
+  HfModelShape shape;
+  shape.options = options;
+  for (const std::string& kind : options.attention_kinds) {
+    if (kind != "dense")
+      refuse("attention '" + kind + "'", "only the dense multi-head attention maps");
+    const std::string plugin = plugin_of(components, "attention", kind);
+    if (!plugin.empty() && plugin != "attention-dense")
+      refuse("attention 'dense' from plugin '" + plugin + "'",
+             "only the built-in attention-dense plugin's layout is known");
+  }
+  for (const std::string& kind : options.feedforward_kinds) {
+    if (kind != "mlp")
+      refuse("feed-forward '" + kind + "'", kind == "moe" ? "no mixture-of-experts counterpart in "
+                                                            "these architectures"
+                                                          : "only the dense mlp maps");
+    const std::string plugin = plugin_of(components, "feedforward", kind);
+    if (!plugin.empty() && plugin != "ffn-mlp")
+      refuse("feed-forward 'mlp' from plugin '" + plugin + "'",
+             "only the built-in ffn-mlp plugin's layout is known");
+  }
+  const toml::table attention =
+      config::component_options(tables.attention, "dense", kLayerHostKeys);
+  const toml::table mlp = config::component_options(tables.feedforward, "mlp", kLayerHostKeys);
+  if (!option_or<bool>(attention, "causal", true))
+    refuse("attention causal = false", "a causal LM is needed");
+  if (option_or<int64_t>(attention, "window", 0) != 0)
+    refuse("attention window = " + std::to_string(option_or<int64_t>(attention, "window", 0)),
+           "sliding-window attention is not part of GPT-2 or LLaMA");
+  shape.attention_dropout = option_or<double>(attention, "dropout", 0.0);
+  shape.activation = option_or<std::string>(mlp, "activation", "gelu");
+  shape.mlp_bias = option_or<bool>(mlp, "bias", true);
+  shape.mlp_dropout = option_or<double>(mlp, "dropout", 0.0);
+  if (!options.pre_norm) refuse("norm_position = \"post\"", "both architectures are pre-norm");
+  if (options.reversible)
+    refuse("residual = \"reversible\"", "reversible blocks compute another function");
+  const model::PositionalKind pos = options.positional;
+  if (pos == model::PositionalKind::kAlibi || pos == model::PositionalKind::kSinusoidal ||
+      pos == model::PositionalKind::kNone)
+    refuse(std::string("positional = \"") + model::positional_kind_name(pos) + "\"",
+           "GPT-2 has learned positions, LLaMA rotary");
+  if (model::resolved_embedding_scale(options) != 1.0)
+    refuse("embedding_scale " + std::to_string(model::resolved_embedding_scale(options)),
+           "token embeddings are not scaled in either architecture");
+  if (pos == model::PositionalKind::kLearned) {
+    if (options.norm != model::NormKind::kLayerNorm)
+      refuse("rmsnorm with learned positions", "GPT-2 uses LayerNorm");
+    if (shape.activation == "swiglu")
+      refuse("mlp activation swiglu with learned positions", "GPT-2's MLP is not gated");
+    shape.family = HfFamily::kGpt2;
+  } else {  // rotary
+    if (options.norm != model::NormKind::kRmsNorm)
+      refuse("layernorm with rotary positions", "LLaMA uses RMSNorm");
+    if (shape.activation != "swiglu")
+      refuse("mlp activation " + shape.activation + " with rotary positions",
+             "LLaMA's MLP is SwiGLU");
+    if ((options.d_model / options.n_heads) % 2 != 0)
+      refuse("an odd head dimension", "rotary needs pairs");
+    shape.family = HfFamily::kLlama;
+  }
+  return shape;
+}
+
+json hf_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
+  const model::ModelOptions& o = shape.options;
+  const json eos = eos_id ? json(*eos_id) : json(nullptr);
+  if (shape.family == HfFamily::kGpt2) {
+    const char* activation = shape.activation == "gelu"       ? "gelu_new"
+                             : shape.activation == "gelu_erf" ? "gelu"
+                                                              : "relu";
+    return {{"architectures", {"GPT2LMHeadModel"}},
+            {"model_type", "gpt2"},
+            {"vocab_size", o.vocab_size},
+            {"n_positions", o.context_length},
+            {"n_ctx", o.context_length},
+            {"n_embd", o.d_model},
+            {"n_layer", o.n_layers},
+            {"n_head", o.n_heads},
+            {"n_inner", o.d_ff},
+            {"activation_function", activation},
+            {"resid_pdrop", o.dropout},
+            {"embd_pdrop", o.dropout},
+            {"attn_pdrop", 0.0},
+            {"layer_norm_epsilon", o.norm_eps},
+            {"initializer_range", o.init_std},
+            {"scale_attn_weights", true},
+            {"scale_attn_by_inverse_layer_idx", false},
+            {"reorder_and_upcast_attn", false},
+            {"tie_word_embeddings", o.tie_embeddings},
+            {"bos_token_id", eos},
+            {"eos_token_id", eos},
+            {"use_cache", true},
+            {"torch_dtype", "float32"},
+            {"patchbay",
+             {{"mlp_dropout", shape.mlp_dropout}, {"attention_dropout", shape.attention_dropout}}}};
+  }
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", o.vocab_size},
+          {"hidden_size", o.d_model},
+          {"intermediate_size", o.d_ff},
+          {"num_hidden_layers", o.n_layers},
+          {"num_attention_heads", o.n_heads},
+          {"num_key_value_heads", o.n_heads},
+          {"head_dim", o.d_model / o.n_heads},
+          {"hidden_act", "silu"},
+          {"max_position_embeddings", o.context_length},
+          {"rms_norm_eps", o.norm_eps},
+          {"initializer_range", o.init_std},
+          {"rope_theta", o.rope_theta},
+          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", o.rope_theta}}},
+          {"rope_scaling", nullptr},
+          {"attention_bias", shape.attention_bias},
+          {"mlp_bias", shape.mlp_bias},
+          {"attention_dropout", 0.0},
+          {"tie_word_embeddings", o.tie_embeddings},
+          {"bos_token_id", eos},
+          {"eos_token_id", eos},
+          {"pad_token_id", nullptr},
+          {"pretraining_tp", 1},
+          {"use_cache", true},
+          {"torch_dtype", "float32"},
+          {"patchbay",
+           {{"dropout", o.dropout},
+            {"mlp_dropout", shape.mlp_dropout},
+            {"attention_dropout", shape.attention_dropout}}}};
+}
+
+json hf_generation_config_json(const HfModelShape& /*shape*/, std::optional<int64_t> eos_id) {
+  const json eos = eos_id ? json(*eos_id) : json(nullptr);
+  return {{"_from_model_config", true},
+          {"bos_token_id", eos},
+          {"eos_token_id", eos},
+          {"do_sample", false}};
+}
+
+HfModelShape hf_shape_from_config_json(const json& config) {
+  const std::string type = config.value("model_type", "");
+  HfModelShape shape;
+  model::ModelOptions& o = shape.options;
+  o.vocab_size = get_int(config, "vocab_size", 0);
+  const json extra = config.value("patchbay", json::object());
+  if (type == "gpt2") {
+    shape.family = HfFamily::kGpt2;
+    o.context_length = get_int(config, "n_positions", 1024);
+    o.d_model = get_int(config, "n_embd", 768);
+    o.n_layers = get_int(config, "n_layer", 12);
+    o.n_heads = get_int(config, "n_head", 12);
+    o.d_ff = config.contains("n_inner") && config["n_inner"].is_number_integer()
+                 ? config["n_inner"].get<int64_t>()
+                 : 4 * o.d_model;
+    const std::string act = config.value("activation_function", "gelu_new");
+    if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
+      shape.activation = "gelu";
+    } else if (act == "gelu") {
+      shape.activation = "gelu_erf";
+    } else if (act == "relu") {
+      shape.activation = "relu";
+    } else {
+      unsupported_field("activation_function", "\"" + act + "\"",
+                        "the mlp has gelu (tanh), gelu_erf and relu");
+    }
+    o.norm = model::NormKind::kLayerNorm;
+    o.positional = model::PositionalKind::kLearned;
+    o.norm_eps = get_real(config, "layer_norm_epsilon", 1e-5);
+    o.dropout = get_real(config, "resid_pdrop", 0.0);
+    o.tie_embeddings = config.value("tie_word_embeddings", true);
+    if (!config.value("scale_attn_weights", true))
+      unsupported_field("scale_attn_weights", "false",
+                        "attention always scales by 1/sqrt(head dim)");
+    if (config.value("scale_attn_by_inverse_layer_idx", false))
+      unsupported_field("scale_attn_by_inverse_layer_idx", "true",
+                        "no per-layer attention scaling");
+    if (config.value("add_cross_attention", false))
+      unsupported_field("add_cross_attention", "true", "decoder-only models only");
+  } else if (type == "llama") {
+    shape.family = HfFamily::kLlama;
+    o.context_length = get_int(config, "max_position_embeddings", 2048);
+    o.d_model = get_int(config, "hidden_size", 4096);
+    o.n_layers = get_int(config, "num_hidden_layers", 32);
+    o.n_heads = get_int(config, "num_attention_heads", 32);
+    o.d_ff = get_int(config, "intermediate_size", 11008);
+    const int64_t kv = get_int(config, "num_key_value_heads", o.n_heads);
+    if (kv != o.n_heads)
+      unsupported_field("num_key_value_heads", std::to_string(kv),
+                        "the dense attention has no grouped-query attention (it needs H_kv = H = " +
+                            std::to_string(o.n_heads) + ")");
+    const int64_t head_dim = get_int(config, "head_dim", o.d_model / o.n_heads);
+    if (head_dim * o.n_heads != o.d_model)
+      unsupported_field("head_dim", std::to_string(head_dim),
+                        "the head dim must be hidden_size / heads");
+    const std::string act = config.value("hidden_act", "silu");
+    if (act != "silu")
+      unsupported_field("hidden_act", "\"" + act + "\"", "the swiglu mlp uses silu");
+    shape.activation = "swiglu";
+    o.norm = model::NormKind::kRmsNorm;
+    o.positional = model::PositionalKind::kRotary;
+    o.norm_eps = get_real(config, "rms_norm_eps", 1e-6);
+    o.rope_theta = get_real(config, "rope_theta", 10000.0);
+    const json rope = config.contains("rope_parameters") && config["rope_parameters"].is_object()
+                          ? config["rope_parameters"]
+                          : config.value("rope_scaling", json());
+    if (rope.is_object()) {
+      const std::string rope_type =
+          rope.value("rope_type", rope.value("type", std::string("default")));
+      if (rope_type != "default")
+        unsupported_field("rope type", "\"" + rope_type + "\"",
+                          "only plain rotary (no scaling) is implemented");
+      o.rope_theta = get_real(rope, "rope_theta", o.rope_theta);
+    }
+    shape.attention_bias = config.value("attention_bias", false);
+    shape.mlp_bias = config.value("mlp_bias", false);
+    o.tie_embeddings = config.value("tie_word_embeddings", false);
+    o.dropout = get_real(extra, "dropout", 0.0);
+    if (get_int(config, "pretraining_tp", 1) > 1)
+      unsupported_field("pretraining_tp", std::to_string(get_int(config, "pretraining_tp", 1)),
+                        "no sliced matmuls");
+  } else {
+    throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json model_type '" + type +
+                                                 "' has no Patchbay mapping (supported: gpt2 -> "
+                                                 "GPT2LMHeadModel, llama -> LlamaForCausalLM)");
+  }
+  shape.attention_dropout = get_real(extra, "attention_dropout", 0.0);
+  shape.mlp_dropout = get_real(extra, "mlp_dropout", 0.0);
+  if (o.vocab_size < 1 || o.d_model < 1 || o.n_heads < 1 || o.n_layers < 1 ||
+      o.d_model % o.n_heads != 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "cannot import: config.json sizes are inconsistent (vocab_size " +
+                    std::to_string(o.vocab_size) + ", hidden " + std::to_string(o.d_model) +
+                    ", heads " + std::to_string(o.n_heads) + ")");
+  return shape;
+}
+
+std::string patchbay_model_toml(const HfModelShape& shape) {
+  const model::ModelOptions& o = shape.options;
+  std::ostringstream t;
+  t << "[model]\ncontext_length = " << o.context_length << "\nn_layers = " << o.n_layers
+    << "\nn_heads = " << o.n_heads << "\nd_model = " << o.d_model << "\nd_ff = " << o.d_ff
+    << "\nnorm = \"" << model::norm_kind_name(o.norm)
+    << "\"\nnorm_position = \"pre\"\npositional = \"" << model::positional_kind_name(o.positional)
+    << "\"\nembedding_scale = \"none\"\nrope_theta = " << toml_real(o.rope_theta)
+    << "\ntie_embeddings = " << (o.tie_embeddings ? "true" : "false")
+    << "\ndropout = " << toml_real(o.dropout) << "\nnorm_eps = " << toml_real(o.norm_eps)
+    << "\n\n[model.attention]\nkind = \"dense\"\ndropout = " << toml_real(shape.attention_dropout)
+    << "\n\n[model.feedforward]\nkind = \"mlp\"\nactivation = \"" << shape.activation
+    << "\"\nbias = " << (shape.family == HfFamily::kGpt2 || shape.mlp_bias ? "true" : "false")
+    << "\ndropout = " << toml_real(shape.mlp_dropout) << "\n";
+  return t.str();
+}
+
+}  // namespace patchbay::interop

@@ -1,0 +1,69 @@
+// Which Hugging Face `transformers` architecture a Patchbay model is, and back.
+//
+//   GPT2LMHeadModel  <- pre-norm LayerNorm, learned positions, dense attention (full, causal),
+//                       mlp with gelu (tanh: "gelu_new"), gelu_erf ("gelu") or relu; tied head
+//                       (or untied: tie_word_embeddings = false, lm_head.weight written);
+//                       mlp without biases exports zero biases (GPT-2 always has them).
+//   LlamaForCausalLM <- pre-norm RMSNorm, rotary (rotate-half, theta = rope_theta: the same
+//                       convention as HF's LLaMA, so q/k rows need no permutation), dense
+//                       attention with H = H_kv, mlp swiglu (gate -> gate_proj, fc -> up_proj,
+//                       proj -> down_proj; silu), untied head (tied: tie_word_embeddings);
+//                       attention_bias = true unless every q/k/v/o bias is zero; mlp_bias from
+//                       the mlp's `bias`.
+// Everything else is refused with a message naming the component or option that has no
+// counterpart (LSH/sparse/linear/Performer attention, MoE, ALiBi, sinusoidal or no
+// positions, sliding windows, post-norm, reversible residuals, an embedding scale ≠ 1, a
+// third-party plugin using a built-in name). Dropout rates are carried over (they do not
+// change inference).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/language_model.hpp"
+
+namespace patchbay::interop {
+
+enum class HfFamily { kGpt2, kLlama };
+
+const char* hf_family_name(HfFamily family);   // "gpt2", "llama" (config.json model_type)
+const char* hf_architecture(HfFamily family);  // "GPT2LMHeadModel", "LlamaForCausalLM"
+
+struct HfModelShape {
+  HfFamily family = HfFamily::kGpt2;
+  model::ModelOptions
+      options;  // vocab_size, context_length, layers, heads, widths, norm eps, rope, tie, dropout
+  std::string activation;        // the mlp's: "gelu" (tanh), "gelu_erf", "relu", "swiglu"
+  bool mlp_bias = true;          // [model.feedforward] bias
+  bool attention_bias = true;    // LLaMA: q/k/v/o biases present in HF
+  double attention_dropout = 0;  // [model.attention] dropout
+  double mlp_dropout = 0;        // [model.feedforward] dropout
+};
+
+// One component a run used (from its checkpoint's "components" metadata).
+struct UsedComponent {
+  std::string kind;    // "attention", "feedforward", ...
+  std::string name;    // "dense"
+  std::string plugin;  // "attention-dense"
+};
+
+// The HF shape of a model, or Error(kInvalidArgument) naming what has no counterpart.
+// `components` may be empty (then the built-in plugins are assumed for "dense" and "mlp").
+HfModelShape hf_shape_of_model(const model::ModelOptions& options,
+                               const model::ComponentTables& tables,
+                               const std::vector<UsedComponent>& components);
+
+// config.json and generation_config.json for the shape. `eos_id`: the end-of-text special's id.
+nlohmann::json hf_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id);
+nlohmann::json hf_generation_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id);
+
+// Import: the shape a config.json describes; Error(kInvalidArgument) naming the field whose
+// value has no Patchbay counterpart (GQA, rope scaling, scaled-by-layer attention, ...).
+HfModelShape hf_shape_from_config_json(const nlohmann::json& config);
+
+// The [model], [model.attention] and [model.feedforward] tables of a Patchbay config for it.
+std::string patchbay_model_toml(const HfModelShape& shape);
+
+}  // namespace patchbay::interop
