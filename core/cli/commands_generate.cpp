@@ -90,6 +90,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   int64_t num_beams = 0, num_return_sequences = 1;
   double length_penalty = 1.0;
   std::string early_stopping = "false";
+  std::string weights_dtype = "f32";
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint file or run directory (its latest)")(
@@ -109,7 +110,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "beam score = sum log p / length^penalty (default 1; > 0 favours longer)")(
       "early-stopping", po::value(&early_stopping),
       "beam search stops: true (num_beams finished), false (heuristic, default), never")(
-      "num-return-sequences", po::value(&num_return_sequences), "beams printed, best first (default 1)");
+      "num-return-sequences", po::value(&num_return_sequences), "beams printed, best first (default 1)")(
+      "weights-dtype", po::value(&weights_dtype),
+      "f32 (default) or bf16: weight matrices converted at load, f32 activations and accumulation");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   po::variables_map values;
@@ -121,7 +124,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
            "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
            "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n"
            "                         [--num-beams N [--length-penalty L] [--early-stopping true|false|never]\n"
-           "                          [--num-return-sequences K]]\n\n"
+           "                          [--num-return-sequences K]] [--weights-dtype f32|bf16]\n\n"
            "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an "
            "explicit\n"
            "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it "
@@ -134,6 +137,10 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     return help ? kExitOk : kExitUsage;
   }
   po::notify(values);
+  if (weights_dtype != "f32" && weights_dtype != "bf16") {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--weights-dtype: expected f32 or bf16, found '" + weights_dtype + "'");
+  }
   generate::SamplerOverrides overrides;
   if (values.count("temperature") != 0) overrides.temperature = temperature;
   if (values.count("top-k") != 0) overrides.top_k = top_k;
@@ -162,6 +169,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
+  if (weights_dtype == "bf16") {
+    model->convert_weights_for_inference(engine::DType::kBF16);  // half the bytes per token
+  }
 
   if (num_beams > 0) {
     // Beam search: only the processors asked for (a --config chain, command-line options).

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <random>
 #include <string>
@@ -23,6 +24,12 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
 
 // Sum of data[0, count) with 64 independent accumulators (four 512-bit vectors' worth), so
@@ -71,9 +78,10 @@ ReadBandwidth measure_read_bandwidth(std::int64_t buffer_bytes, int passes) {
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(i & 1023) * 1e-3f;
 
-  std::vector<double> gbps;
+  std::vector<double> gbps, gbps_per_cpu;
   volatile float sink = 0;
   for (int pass = 0; pass < passes + 1; ++pass) {  // pass 0 warms up
+    const double cpu_start = process_cpu_seconds();
     const auto start = Clock::now();
     float total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
@@ -86,13 +94,19 @@ ReadBandwidth measure_read_bandwidth(std::int64_t buffer_bytes, int passes) {
       total += sum_floats(data + begin, end - begin);
     }
     const double seconds = since(start);
+    const double cpu_seconds = process_cpu_seconds() - cpu_start;
     sink = sink + total;
-    if (pass > 0) gbps.push_back(static_cast<double>(bytes) / seconds / 1e9);
+    if (pass > 0) {
+      gbps.push_back(static_cast<double>(bytes) / seconds / 1e9);
+      gbps_per_cpu.push_back(static_cast<double>(bytes) / std::max(cpu_seconds, 1e-9) / 1e9);
+    }
   }
   (void)sink;
   std::sort(gbps.begin(), gbps.end());
+  std::sort(gbps_per_cpu.begin(), gbps_per_cpu.end());
   ReadBandwidth result;
   result.median_gbps = gbps[gbps.size() / 2];
+  result.median_gbps_per_cpu = gbps_per_cpu[gbps_per_cpu.size() / 2];
   result.best_gbps = gbps.back();
   result.buffer_bytes = static_cast<std::int64_t>(bytes);
   result.passes = passes;
@@ -142,8 +156,10 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
   std::vector<float> last = eng::narrow(logits, 1, options.prompt_tokens - 1, 1).to_vector();
 
   DecodeTiming timing;
+  double cpu_start = 0;
   for (std::int64_t step = 0; step < options.warmup_tokens + options.new_tokens; ++step) {
     const bool timed = step >= options.warmup_tokens;
+    if (step == options.warmup_tokens) cpu_start = process_cpu_seconds();
     auto start = Clock::now();
     const std::int32_t token = chain.next(last, history, prompt_len);
     if (timed) timing.sampling_seconds += since(start);
@@ -155,7 +171,10 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
     last = logits.to_vector();
     if (timed) timing.model_seconds += since(start);
   }
+  timing.cpu_seconds = process_cpu_seconds() - cpu_start;
   timing.tokens = options.new_tokens;
+  timing.tokens_per_cpu_second =
+      static_cast<double>(options.new_tokens) / std::max(1e-12, timing.cpu_seconds);
   timing.mean_kv_bytes_read /= static_cast<double>(options.new_tokens);
   timing.tokens_per_second = static_cast<double>(options.new_tokens) /
                              std::max(1e-12, timing.model_seconds + timing.sampling_seconds);

@@ -24,9 +24,15 @@
 
 namespace patchbay::generate {
 
+// Both measurements keep wall time and process CPU time (every thread's, CLOCK_PROCESS_CPUTIME_ID).
+// On a machine shared with other work, wall-time rates fall with the share of the cores this
+// process gets while CPU-time rates do not: bytes or tokens per CPU-second, compared with
+// each other, still give the fraction of the bound (spinning OpenMP threads count as CPU time,
+// so a multi-threaded decode's CPU-time figure errs low, never high).
 struct ReadBandwidth {
   double median_gbps = 0;  // GB/s = 1e9 bytes/s, median over the passes
   double best_gbps = 0;
+  double median_gbps_per_cpu = 0;  // bytes per CPU-second of all threads, median over passes
   std::int64_t buffer_bytes = 0;
   int passes = 0;
   int threads = 0;
@@ -56,6 +62,8 @@ struct DecodeTiming {
   double model_seconds = 0;       // decode_step + copying the last logits to the host
   double sampling_seconds = 0;    // chain.next over the logits
   double tokens_per_second = 0;   // tokens / (model + sampling)
+  double cpu_seconds = 0;         // process CPU time of the timed steps (all threads)
+  double tokens_per_cpu_second = 0;
   double mean_kv_bytes_read = 0;  // kv_cache_bytes_read averaged over the timed positions
   std::vector<std::int32_t> generated;  // every decoded token (warmup and timed)
 };
