@@ -7,9 +7,15 @@
 // char tokenizer's vocabulary on the KJV corpus (330 ids: 74 characters + 256 byte
 // fallbacks) and configs/gpt2-124m.toml (GPT-2's 50257). Each token is chosen by the default
 // sampler chain (temperature 0.8 -> top_k 40 -> sample), timed apart from the model step.
+// Per shape and dtype it also times the head's matrix-vector product alone through the
+// engine and through oneDNN's matmul directly (the path decoding took before the skinny
+// kernel), as a same-run reference for the kernel.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -21,10 +27,13 @@
 #include "common/error.hpp"
 #include "config/config_loader.hpp"
 #include "engine/dtype.hpp"
+#include "engine/generator.hpp"
+#include "engine/ops.hpp"
 #include "generate/decode_benchmark.hpp"
 #include "generate/sampler_config.hpp"
 #include "model/language_model.hpp"
 #include "onednn/gemm_reference_rate.hpp"
+#include "onednn/onednn_ops.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::cli {
@@ -67,6 +76,61 @@ std::int64_t vocab_of(const config::ResolvedConfig& config, const Shape& shape,
                     "learns it from the corpus); give it with --vocab-size V");
   }
   return found;
+}
+
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// The head's matrix-vector product [1, k] x [n, k]^T alone, through the engine's matmul (the
+// skinny kernel) and through a direct oneDNN matmul call on the same buffers (what the engine
+// ran for it before; bf16: bf16 x and W, f32 output, oneDNN's own bf16 GEMV), alternated,
+// median of `repeats` each. GB/s of weights streamed, wall and per CPU-second.
+void print_head_matmul_reference(std::int64_t n, std::int64_t k, engine::DType dtype,
+                                 int repeats) {
+  engine::Generator generator(5);
+  const engine::Tensor x = engine::randn({1, k}, generator);
+  const engine::Tensor w = engine::randn({n, k}, generator).to(dtype);
+  const engine::Tensor x_same = x.to(dtype);  // oneDNN multiplies one dtype
+  engine::Tensor y = engine::Tensor::empty({1, n});
+  onednn::MatmulArgs args;
+  args.m = 1;
+  args.n = n;
+  args.k = k;
+  const onednn::DType dt = dtype == engine::DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
+  args.a = {x_same.data_ptr(), dt, 0, k, 1};
+  args.b = {w.data_ptr(), dt, 0, 1, k};  // W^T: [k, n] view of W [n, k]
+  args.c = {y.data_ptr(), onednn::DType::kF32, 0, n, 1};
+  std::vector<double> engine_wall, engine_cpu, onednn_wall, onednn_cpu;
+  for (int r = 0; r < repeats + 1; ++r) {  // round 0 warms up (primitive creation)
+    for (int which = 0; which < 2; ++which) {
+      const double cpu = process_cpu_seconds();
+      const auto start = std::chrono::steady_clock::now();
+      if (which == 0) {
+        (void)engine::matmul(x, w, false, true);
+      } else {
+        onednn::matmul(args);
+      }
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double cpu_used = process_cpu_seconds() - cpu;
+      if (r == 0) continue;
+      (which == 0 ? engine_wall : onednn_wall).push_back(wall);
+      (which == 0 ? engine_cpu : onednn_cpu).push_back(cpu_used);
+    }
+  }
+  auto rate = [&](std::vector<double> seconds) {
+    std::sort(seconds.begin(), seconds.end());
+    return static_cast<double>(w.nbytes()) / std::max(seconds[seconds.size() / 2], 1e-12) / 1e9;
+  };
+  std::printf("  head matmul [1 x %lld] x [%lld x %lld]^T, %s weights: engine (skinny kernel) "
+              "%.1f GB/s, %.1f per CPU-s | oneDNN matmul %.1f GB/s, %.1f per CPU-s\n",
+              static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k),
+              engine::dtype_name(dtype), rate(engine_wall), rate(engine_cpu), rate(onednn_wall),
+              rate(onednn_cpu));
+  std::cout << std::flush;
 }
 
 // Two lines per dtype: wall-time figures, and the same ratio in CPU time (the one that
@@ -171,6 +235,7 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
       if (dtypes[d] != engine::DType::kF32) model->convert_weights_for_inference(dtypes[d]);
       const generate::DecodeTiming timing = generate::time_decoding(*model, chain, timing_options);
       print_row(dtype_names[d].c_str(), timing, generate::streamed_weight_bytes(*model), before);
+      print_head_matmul_reference(vocab, model->options().d_model, dtypes[d], 9);
     }
   }
   const generate::ReadBandwidth after = generate::measure_read_bandwidth(bandwidth_mib << 20);
