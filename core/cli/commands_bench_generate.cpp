@@ -10,9 +10,8 @@
 // Per shape and dtype it also times the head's matrix-vector product alone through the
 // engine and through oneDNN's matmul directly (the path decoding took before the skinny
 // kernel), as a same-run reference for the kernel.
-#include <boost/program_options.hpp>
-
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -57,9 +56,9 @@ std::vector<std::string> split_commas(const std::string& text) {
 engine::DType parse_weights_dtype(const std::string& name) {
   if (name == "f32") return engine::DType::kF32;
   if (name == "bf16") return engine::DType::kBF16;
-  throw Error(ErrorKind::kInvalidArgument,
-              "--weights-dtype: expected a comma-separated list of f32 and bf16, found '" + name +
-                  "'");
+  throw Error(
+      ErrorKind::kInvalidArgument,
+      "--weights-dtype: expected a comma-separated list of f32 and bf16, found '" + name + "'");
 }
 
 std::int64_t vocab_of(const config::ResolvedConfig& config, const Shape& shape,
@@ -88,8 +87,7 @@ double process_cpu_seconds() {
 // skinny kernel) and through a direct oneDNN matmul call on the same buffers (what the engine
 // ran for it before; bf16: bf16 x and W, f32 output, oneDNN's own bf16 GEMV), alternated,
 // median of `repeats` each. GB/s of weights streamed, wall and per CPU-second.
-void print_head_matmul_reference(std::int64_t n, std::int64_t k, engine::DType dtype,
-                                 int repeats) {
+void print_head_matmul_reference(std::int64_t n, std::int64_t k, engine::DType dtype, int repeats) {
   engine::Generator generator(5);
   const engine::Tensor x = engine::randn({1, k}, generator);
   const engine::Tensor w = engine::randn({n, k}, generator).to(dtype);
@@ -99,7 +97,8 @@ void print_head_matmul_reference(std::int64_t n, std::int64_t k, engine::DType d
   args.m = 1;
   args.n = n;
   args.k = k;
-  const onednn::DType dt = dtype == engine::DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
+  const onednn::DType dt =
+      dtype == engine::DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
   args.a = {x_same.data_ptr(), dt, 0, k, 1};
   args.b = {w.data_ptr(), dt, 0, 1, k};  // W^T: [k, n] view of W [n, k]
   args.c = {y.data_ptr(), onednn::DType::kF32, 0, n, 1};
@@ -125,11 +124,12 @@ void print_head_matmul_reference(std::int64_t n, std::int64_t k, engine::DType d
     std::sort(seconds.begin(), seconds.end());
     return static_cast<double>(w.nbytes()) / std::max(seconds[seconds.size() / 2], 1e-12) / 1e9;
   };
-  std::printf("  head matmul [1 x %lld] x [%lld x %lld]^T, %s weights: engine (skinny kernel) "
-              "%.1f GB/s, %.1f per CPU-s | oneDNN matmul %.1f GB/s, %.1f per CPU-s\n",
-              static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k),
-              engine::dtype_name(dtype), rate(engine_wall), rate(engine_cpu), rate(onednn_wall),
-              rate(onednn_cpu));
+  std::printf(
+      "  head matmul [1 x %lld] x [%lld x %lld]^T, %s weights: engine (skinny kernel) "
+      "%.1f GB/s, %.1f per CPU-s | oneDNN matmul %.1f GB/s, %.1f per CPU-s\n",
+      static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k),
+      engine::dtype_name(dtype), rate(engine_wall), rate(engine_cpu), rate(onednn_wall),
+      rate(onednn_cpu));
   std::cout << std::flush;
 }
 
@@ -164,28 +164,33 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
   timing_options.new_tokens = 64;
   std::int64_t bandwidth_mib = 512;
   po::options_description options("Options");
-  options.add_options()("help,h", "this help")(
-      "config", po::value(&config_files)->composing(), "experiment TOML files (default: the two shapes)")(
+  options.add_options()("help,h", "this help")("config", po::value(&config_files)->composing(),
+                                               "experiment TOML files (default: the two shapes)")(
       "set", po::value(&overrides)->composing(), "override a key in every config (repeatable)")(
       "vocab-size", po::value(&vocab_size), "vocabulary (default: the tokenizer's table)")(
-      "prompt-tokens", po::value(&timing_options.prompt_tokens), "random prompt, prefilled (default 16)")(
-      "new-tokens", po::value(&timing_options.new_tokens), "timed decode steps (default 64)")(
-      "warmup-tokens", po::value(&timing_options.warmup_tokens), "untimed decode steps first (default 4)")(
-      "weights-dtype", po::value(&dtypes_text), "comma-separated weight dtypes to time (default f32,bf16)")(
-      "bandwidth-mib", po::value(&bandwidth_mib), "buffer of the read-bandwidth loop (default 512)");
+      "prompt-tokens", po::value(&timing_options.prompt_tokens),
+      "random prompt, prefilled (default 16)")("new-tokens", po::value(&timing_options.new_tokens),
+                                               "timed decode steps (default 64)")(
+      "warmup-tokens", po::value(&timing_options.warmup_tokens),
+      "untimed decode steps first (default 4)")(
+      "weights-dtype", po::value(&dtypes_text),
+      "comma-separated weight dtypes to time (default f32,bf16)")(
+      "bandwidth-mib", po::value(&bandwidth_mib),
+      "buffer of the read-bandwidth loop (default 512)");
   po::positional_options_description positional;
   positional.add("config", -1);
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
   po::notify(values);
   if (values.count("help") != 0) {
-    std::cout << "Usage: patchbay bench generate [CONFIG...] [--vocab-size V] [--prompt-tokens P]\n"
-                 "                               [--new-tokens N] [--weights-dtype f32,bf16]\n\n"
-                 "Batch-1 KV-cache decoding tokens/s of each config's model (random weights), beside\n"
-                 "the memory-bandwidth bound measured now: a plain streaming read's GB/s divided by\n"
-                 "the bytes a step reads (weights + KV cache). Default: the quickstart shape (vocab\n"
-                 "330) and GPT-2 124M (vocab 50257).\n\n"
-              << options;
+    std::cout
+        << "Usage: patchbay bench generate [CONFIG...] [--vocab-size V] [--prompt-tokens P]\n"
+           "                               [--new-tokens N] [--weights-dtype f32,bf16]\n\n"
+           "Batch-1 KV-cache decoding tokens/s of each config's model (random weights), beside\n"
+           "the memory-bandwidth bound measured now: a plain streaming read's GB/s divided by\n"
+           "the bytes a step reads (weights + KV cache). Default: the quickstart shape (vocab\n"
+           "330) and GPT-2 124M (vocab 50257).\n\n"
+        << options;
     return kExitOk;
   }
   std::vector<engine::DType> dtypes;
@@ -195,15 +200,17 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
 
   std::vector<Shape> shapes;
   for (const std::string& file : config_files) shapes.push_back({file, 0});
-  if (shapes.empty()) shapes = {{"configs/quickstart.toml", 330}, {"configs/gpt2-124m.toml", 50257}};
+  if (shapes.empty())
+    shapes = {{"configs/quickstart.toml", 330}, {"configs/gpt2-124m.toml", 50257}};
 
   const onednn::MachineInfo machine = onednn::machine_info();
   std::cout << "machine: " << onednn::machine_info_line(machine) << "\n";
   const generate::ReadBandwidth before = generate::measure_read_bandwidth(bandwidth_mib << 20);
-  std::printf("read bandwidth (plain streaming sum over %lld MiB, %d threads): %.1f GB/s median, "
-              "%.1f best; %.1f GB per CPU-second\n",
-              static_cast<long long>(before.buffer_bytes >> 20), before.threads,
-              before.median_gbps, before.best_gbps, before.median_gbps_per_cpu);
+  std::printf(
+      "read bandwidth (plain streaming sum over %lld MiB, %d threads): %.1f GB/s median, "
+      "%.1f best; %.1f GB per CPU-second\n",
+      static_cast<long long>(before.buffer_bytes >> 20), before.threads, before.median_gbps,
+      before.best_gbps, before.median_gbps_per_cpu);
   std::cout << std::flush;
 
   for (const Shape& shape : shapes) {
@@ -224,13 +231,14 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
                                                *components.registry);
       if (d == 0) {
         const model::ModelOptions& o = model->options();
-        std::printf("%s: %lld parameters, L=%lld C=%lld H=%lld V=%lld; prompt %lld, %lld timed "
-                    "tokens; chain %s\n",
-                    shape.config_file.c_str(), static_cast<long long>(model->parameter_count()),
-                    static_cast<long long>(o.n_layers), static_cast<long long>(o.d_model),
-                    static_cast<long long>(o.n_heads), static_cast<long long>(vocab),
-                    static_cast<long long>(timing_options.prompt_tokens),
-                    static_cast<long long>(timing_options.new_tokens), chain.describe().c_str());
+        std::printf(
+            "%s: %lld parameters, L=%lld C=%lld H=%lld V=%lld; prompt %lld, %lld timed "
+            "tokens; chain %s\n",
+            shape.config_file.c_str(), static_cast<long long>(model->parameter_count()),
+            static_cast<long long>(o.n_layers), static_cast<long long>(o.d_model),
+            static_cast<long long>(o.n_heads), static_cast<long long>(vocab),
+            static_cast<long long>(timing_options.prompt_tokens),
+            static_cast<long long>(timing_options.new_tokens), chain.describe().c_str());
       }
       if (dtypes[d] != engine::DType::kF32) model->convert_weights_for_inference(dtypes[d]);
       const generate::DecodeTiming timing = generate::time_decoding(*model, chain, timing_options);
@@ -239,9 +247,10 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
     }
   }
   const generate::ReadBandwidth after = generate::measure_read_bandwidth(bandwidth_mib << 20);
-  std::printf("read bandwidth again after decoding: %.1f GB/s median, %.1f per CPU-second "
-              "(the bounds above use the first measurement)\n",
-              after.median_gbps, after.median_gbps_per_cpu);
+  std::printf(
+      "read bandwidth again after decoding: %.1f GB/s median, %.1f per CPU-second "
+      "(the bounds above use the first measurement)\n",
+      after.median_gbps, after.median_gbps_per_cpu);
   return kExitOk;
 }
 

@@ -40,8 +40,7 @@ double process_cpu_seconds() {
 #else
 #define PB_READ_LOOP_CLONES
 #endif
-PB_READ_LOOP_CLONES float sum_floats(
-    const float* data, std::int64_t count) {
+PB_READ_LOOP_CLONES float sum_floats(const float* data, std::int64_t count) {
   constexpr int kLanes = 64;
   float acc[kLanes] = {};
   std::int64_t i = 0;
@@ -165,7 +164,8 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
     if (timed) timing.sampling_seconds += since(start);
     history.push_back(token);
     timing.generated.push_back(token);
-    if (timed) timing.mean_kv_bytes_read += static_cast<double>(kv_cache_bytes_read(o, state.length()));
+    if (timed)
+      timing.mean_kv_bytes_read += static_cast<double>(kv_cache_bytes_read(o, state.length()));
     start = Clock::now();
     logits = model.decode_step(state, eng::Tensor::from_data(&token, {1, 1}, eng::DType::kI32));
     last = logits.to_vector();

@@ -58,13 +58,13 @@ struct DecodeTimingOptions {
 };
 
 struct DecodeTiming {
-  std::int64_t tokens = 0;        // timed steps
-  double model_seconds = 0;       // decode_step + copying the last logits to the host
-  double sampling_seconds = 0;    // chain.next over the logits
-  double tokens_per_second = 0;   // tokens / (model + sampling)
-  double cpu_seconds = 0;         // process CPU time of the timed steps (all threads)
+  std::int64_t tokens = 0;       // timed steps
+  double model_seconds = 0;      // decode_step + copying the last logits to the host
+  double sampling_seconds = 0;   // chain.next over the logits
+  double tokens_per_second = 0;  // tokens / (model + sampling)
+  double cpu_seconds = 0;        // process CPU time of the timed steps (all threads)
   double tokens_per_cpu_second = 0;
-  double mean_kv_bytes_read = 0;  // kv_cache_bytes_read averaged over the timed positions
+  double mean_kv_bytes_read = 0;        // kv_cache_bytes_read averaged over the timed positions
   std::vector<std::int32_t> generated;  // every decoded token (warmup and timed)
 };
 

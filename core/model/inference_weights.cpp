@@ -61,8 +61,8 @@ void LanguageModel::convert_weights_for_inference(eng::DType dtype) {
     if (p.tensor.dim() < 2 || p.name == "wpe.weight" || p.tensor.dtype() != eng::DType::kF32)
       continue;
     eng::TensorImpl* impl = p.tensor.impl();
-    saved.push_back({impl, impl->storage, impl->strides, impl->offset, impl->dtype,
-                     impl->requires_grad});
+    saved.push_back(
+        {impl, impl->storage, impl->strides, impl->offset, impl->dtype, impl->requires_grad});
     eng::Tensor converted;
     {
       eng::NoGradGuard no_grad;

@@ -1,11 +1,12 @@
 // Skinny matmul driver (see patchbay/kernels/skinny_matmul.hpp): validation, the split of
 // W's rows over OpenMP threads, the ISA choice, and the portable row loop.
+#include "patchbay/kernels/skinny_matmul.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "patchbay/kernels/skinny_matmul.hpp"
 #include "skinny_matmul_rows.hpp"
 
 namespace patchbay::kernels {
@@ -88,8 +89,7 @@ std::string skinny_matmul(const SkinnyMatmulParams& p) {
       avx512 ? skinny_rows::rows_avx512 : skinny_rows::rows_generic;
   // Below ~256 KiB of weights a fork/join costs about what the rows do (measured: the
   // quickstart's 128-wide layers); one thread then.
-  const std::int64_t weight_bytes =
-      p.n * p.k * (p.w_type == SkinnyWeightType::kBF16 ? 2 : 4);
+  const std::int64_t weight_bytes = p.n * p.k * (p.w_type == SkinnyWeightType::kBF16 ? 2 : 4);
   const int threads = weight_bytes < (std::int64_t{256} << 10)
                           ? 1
                           : (p.threads > 0 ? p.threads : omp_get_max_threads());

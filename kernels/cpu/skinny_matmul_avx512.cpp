@@ -1,11 +1,11 @@
 // AVX-512 row loop of the skinny matmul (see patchbay/kernels/skinny_matmul.hpp): one row of
 // W at a time, four 16-lane accumulators per row of x (4·m independent FMA chains); the k
-// tail is a masked load (no padding, no out-of-bounds read). bf16 weights are widened exactly (zero-extend, shift
-// left 16) before the f32 FMA. Built with -mavx512f -mavx512bw -mavx512vl; called only when
-// the CPU has them.
-// GCC 12's AVX-512 headers build some intrinsics (_mm512_cvtepu16_epi32, _mm512_slli_epi32,
-// _mm512_reduce_add_ps) from _mm512_undefined_*(), which -Wuninitialized then reports
-// wherever they are inlined: a known false positive (GCC bug 105593), silenced for this file.
+// tail is a masked load (no padding, no out-of-bounds read). bf16 weights are widened exactly
+// (zero-extend, shift left 16) before the f32 FMA. Built with -mavx512f -mavx512bw -mavx512vl;
+// called only when the CPU has them. GCC 12's AVX-512 headers build some intrinsics
+// (_mm512_cvtepu16_epi32, _mm512_slli_epi32, _mm512_reduce_add_ps) from _mm512_undefined_*(), which
+// -Wuninitialized then reports wherever they are inlined: a known false positive (GCC bug 105593),
+// silenced for this file.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -87,10 +87,18 @@ void rows(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end)
 template <bool kBf16>
 void rows_for_m(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end) {
   switch (p.m) {
-    case 1: rows<1, kBf16>(p, j_begin, j_end); break;
-    case 2: rows<2, kBf16>(p, j_begin, j_end); break;
-    case 3: rows<3, kBf16>(p, j_begin, j_end); break;
-    default: rows<4, kBf16>(p, j_begin, j_end); break;
+    case 1:
+      rows<1, kBf16>(p, j_begin, j_end);
+      break;
+    case 2:
+      rows<2, kBf16>(p, j_begin, j_end);
+      break;
+    case 3:
+      rows<3, kBf16>(p, j_begin, j_end);
+      break;
+    default:
+      rows<4, kBf16>(p, j_begin, j_end);
+      break;
   }
 }
 

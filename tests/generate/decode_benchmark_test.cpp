@@ -22,7 +22,8 @@ pm::ModelOptions options(bool tied) {
 
 // Per block: qkv [48,16] + bias 48, proj [16,16] + 16, fc [64,16] + 64, proj [16,64] + 16,
 // two layer norms (gain, bias) 4 * 16.
-constexpr int64_t kBlockScalars = 48 * 16 + 48 + 16 * 16 + 16 + 64 * 16 + 64 + 16 * 64 + 16 + 4 * 16;
+constexpr int64_t kBlockScalars =
+    48 * 16 + 48 + 16 * 16 + 16 + 64 * 16 + 64 + 16 * 64 + 16 + 4 * 16;
 constexpr int64_t kFinalNorm = 2 * 16;
 constexpr int64_t kTable = 11 * 16;  // wte or head
 

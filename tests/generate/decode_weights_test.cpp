@@ -121,8 +121,8 @@ TEST_CASE("matmul's skinny decode path equals the oneDNN path") {
     CHECK(max_abs_diff(few, eng::narrow(all, 0, 0, m)) < 1e-4f);
   }
   // [B, 1, k] against one weight folds to B rows (beam search, batched decoding).
-  const eng::Tensor batched = eng::matmul(eng::narrow(rows, 0, 0, 3).reshape({3, 1, 96}),
-                                          weight, false, true);
+  const eng::Tensor batched =
+      eng::matmul(eng::narrow(rows, 0, 0, 3).reshape({3, 1, 96}), weight, false, true);
   CHECK(max_abs_diff(batched.reshape({3, 300}), eng::narrow(all, 0, 0, 3)) < 1e-4f);
 }
 
@@ -132,8 +132,8 @@ TEST_CASE("embedding gathers rows of a bf16 table exactly, as f32 values of bf16
   const int32_t ids[] = {8, 0, 3, 3};
   const eng::Tensor got = eng::embedding(table, eng::Tensor::from_data(ids, {4}, eng::DType::kI32));
   CHECK(got.dtype() == eng::DType::kBF16);
-  const eng::Tensor want =
-      eng::embedding(table.to(eng::DType::kF32), eng::Tensor::from_data(ids, {4}, eng::DType::kI32));
+  const eng::Tensor want = eng::embedding(table.to(eng::DType::kF32),
+                                          eng::Tensor::from_data(ids, {4}, eng::DType::kI32));
   CHECK(max_abs_diff(got, want) == 0.0f);
 }
 
@@ -201,11 +201,11 @@ TEST_CASE("bf16-weight decoding stays close to f32 and picks the same greedy tok
     std::vector<float> last = eng::narrow(out, 1, 7, 1).to_vector();
     for (int32_t token : f32_tokens) {
       bf16_logits.push_back(last);
-      bf16_tokens.push_back(static_cast<int32_t>(std::max_element(last.begin(), last.end()) -
-                                                 last.begin()));
-      last = bf16_model
-                 ->decode_step(state, eng::Tensor::from_data(&token, {1, 1}, eng::DType::kI32))
-                 .to_vector();
+      bf16_tokens.push_back(
+          static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin()));
+      last =
+          bf16_model->decode_step(state, eng::Tensor::from_data(&token, {1, 1}, eng::DType::kI32))
+              .to_vector();
     }
   }
   // Tolerance: every weight moves by at most 2^-9 of itself (round to nearest, 8-bit

@@ -2,6 +2,8 @@
 // double reference: every row count, k around the vector widths (tails), f32 and bf16
 // weights, both ISA paths, 1 and 3 threads, strided rows whose gaps hold NaN (never read),
 // results independent of the thread count, and the validation messages.
+#include "patchbay/kernels/skinny_matmul.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,8 +12,6 @@
 #include <limits>
 #include <random>
 #include <vector>
-
-#include "patchbay/kernels/skinny_matmul.hpp"
 
 namespace pk = patchbay::kernels;
 
@@ -83,8 +83,8 @@ struct Problem {
   double tolerance(std::int64_t i, std::int64_t j) const {
     double magnitude = 0;
     for (std::int64_t q = 0; q < k; ++q)
-      magnitude += std::abs(static_cast<double>(x[static_cast<size_t>(i * (k + gap) + q)]) *
-                            weight(j, q));
+      magnitude +=
+          std::abs(static_cast<double>(x[static_cast<size_t>(i * (k + gap) + q)]) * weight(j, q));
     return 4.0 * static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude + 1e-30;
   }
 };
@@ -101,8 +101,7 @@ void check_against_reference(const Problem& problem, pk::SkinnyIsa isa, int thre
   for (std::int64_t i = 0; i < problem.m; ++i) {
     for (std::int64_t j = 0; j < problem.n; ++j) {
       const size_t at = static_cast<size_t>(i * pitch + j);
-      REQUIRE_MESSAGE(std::abs(static_cast<double>(got[at]) - want[at]) <=
-                          problem.tolerance(i, j),
+      REQUIRE_MESSAGE(std::abs(static_cast<double>(got[at]) - want[at]) <= problem.tolerance(i, j),
                       "m " << problem.m << " n " << problem.n << " k " << problem.k << " bf16 "
                            << problem.bf16 << " at (" << i << ", " << j << "): " << got[at]
                            << " vs " << want[at]);

@@ -10,9 +10,9 @@
 // Why a kernel of its own: at m = 1 the product reads every weight once and does one
 // multiply-add with it, so it is bound by memory bandwidth, and what matters is streaming W
 // without stalls: each thread walks a contiguous range of W's rows, one row at a time (one
-// sequential stream) with four vector accumulators per row of x, the x rows staying in L1. oneDNN 2.6's
-// matmul at m = 1 reached about 57% of the streaming-read bandwidth here (issue 18); bf16
-// weights halve the bytes, and the multiply stays in f32 (accumulation in f32, x never
+// sequential stream) with four vector accumulators per row of x, the x rows staying in L1.
+// oneDNN 2.6's matmul at m = 1 reached about 57% of the streaming-read bandwidth here (issue 18);
+// bf16 weights halve the bytes, and the multiply stays in f32 (accumulation in f32, x never
 // rounded).
 //
 // Threads: rows of W are split evenly over omp_get_max_threads() (or `threads` when > 0)
@@ -38,7 +38,7 @@ struct SkinnyMatmulParams {
   float* y = nullptr;
   std::int64_t y_row_stride = 0;
   std::int64_t m = 0, n = 0, k = 0;
-  int threads = 0;               // 0: omp_get_max_threads()
+  int threads = 0;                   // 0: omp_get_max_threads()
   SkinnyIsa isa = SkinnyIsa::kAuto;  // tests force a path; kAvx512 falls back when absent
 };
 
