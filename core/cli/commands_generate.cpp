@@ -93,6 +93,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   double length_penalty = 1.0;
   std::string early_stopping = "false";
   std::string grammar_file, regex;
+  std::string weights_dtype = "f32";
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint file or run directory (its latest)")(
@@ -117,7 +118,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "beams printed, best first (default 1)")(
       "grammar", po::value(&grammar_file),
       "constrain the output to a GBNF grammar file (plugin sampler_grammar; configs/grammars/)")(
-      "regex", po::value(&regex), "constrain the whole output to match a regular expression");
+      "regex", po::value(&regex), "constrain the whole output to match a regular expression")(
+      "weights-dtype", po::value(&weights_dtype),
+      "f32 (default) or bf16: weight matrices converted at load, f32 activations and accumulation");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   po::variables_map values;
@@ -131,7 +134,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
            "                         [--num-beams N [--length-penalty L] [--early-stopping "
            "true|false|never]\n"
            "                          [--num-return-sequences K]]\n"
-           "                         [--grammar FILE.gbnf | --regex REGEX]\n\n"
+           "                         [--grammar FILE.gbnf | --regex REGEX] [--weights-dtype f32|bf16]\n\n"
            "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an "
            "explicit\n"
            "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it "
@@ -150,6 +153,10 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     return help ? kExitOk : kExitUsage;
   }
   po::notify(values);
+  if (weights_dtype != "f32" && weights_dtype != "bf16") {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--weights-dtype: expected f32 or bf16, found '" + weights_dtype + "'");
+  }
   generate::SamplerOverrides overrides;
   if (values.count("temperature") != 0) overrides.temperature = temperature;
   if (values.count("top-k") != 0) overrides.top_k = top_k;
@@ -197,6 +204,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
+  if (weights_dtype == "bf16") {
+    model->convert_weights_for_inference(engine::DType::kBF16);  // half the bytes per token
+  }
 
   if (num_beams > 0) {
     // Beam search: only the processors asked for (a --config chain, command-line options).

@@ -187,6 +187,16 @@ class LanguageModel {
   // prefill each beam's tokens).
   bool reorder_decoding(DecodeState& state, std::span<const int64_t> source);
 
+  // Decoding with bf16 weights (model/inference_weights.cpp): converts every weight matrix
+  // (parameters with >= 2 dims except wpe) to `dtype` in place, rounding once; biases and
+  // norm gains stay f32 and activations, the KV cache and accumulation stay f32. Then runs
+  // one trial decode step: a layer that cannot take bf16 matrices is an
+  // Error(kInvalidArgument) naming the cause, and the weights are restored. Afterwards the
+  // model is for inference only (the converted tensors no longer require grad). kF32 on f32
+  // weights does nothing; back to kF32 from bf16 is an error (the digits are gone).
+  void convert_weights_for_inference(engine::DType dtype);
+  engine::DType weights_dtype() const;
+
   const ModelOptions& options() const;
   // Several lines: dimensions, positional/norm choices, per-layer components, counts.
   std::string describe() const;

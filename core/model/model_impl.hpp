@@ -39,6 +39,8 @@ struct LanguageModel::Impl {
   Norm norm_f;
   std::vector<NamedParameter> parameters;  // every parameter, in the documented order
   engine::Generator dropout_generator;     // model-level dropout masks
+  // The weight matrices' dtype: f32, or bf16 after convert_weights_for_inference.
+  engine::DType weights_dtype = engine::DType::kF32;
 
   engine::Tensor norm(const Norm& n, const engine::Tensor& x) const;
   // tokens [B, T] at positions offset.. -> [B, T, C] (token + absolute positions, dropout).

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -105,4 +106,15 @@ TEST_CASE("patchbay generate reproduces in-process generation from a saved check
   REQUIRE(stats != std::string::npos);
   CHECK(both.substr(0, stats).ends_with("the" + expected.text + "\n"));
   CHECK(both.ends_with(" tokens/s\n"));
+
+  // --weights-dtype bf16: the command converts the loaded weights as convert_weights_for_inference
+  // does in-process, so both give the same text; a dtype it does not know is refused.
+  model->convert_weights_for_inference(patchbay::engine::DType::kBF16);
+  const gen::GenerateResult expected_bf16 = gen::generate(*model, tokenizer, "the", options, chain);
+  CHECK(run_command(std::string(PATCHBAY_EXECUTABLE) + " generate " + (dir / "run").string() +
+                    " --prompt the -n 12 --seed 4 --no-stop --weights-dtype bf16 2>/dev/null") ==
+        "the" + expected_bf16.text + "\n");
+  CHECK(std::system((std::string(PATCHBAY_EXECUTABLE) + " generate " + (dir / "run").string() +
+                     " --prompt the -n 2 --weights-dtype f16 >/dev/null 2>&1")
+                        .c_str()) != 0);
 }

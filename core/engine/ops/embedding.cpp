@@ -14,8 +14,10 @@
 namespace patchbay::engine {
 namespace {
 
-// weights f32 contiguous [V, D]; ids contiguous i32/i64 (any shape, n elements);
-// out f32 contiguous [n, D] (any shape with that many elements).
+// weights contiguous [V, D] of a float dtype; ids contiguous i32/i64 (any shape, n
+// elements); out f32 contiguous [n, D] (any shape with that many elements). A bf16/f16 table
+// is widened row by row as it is gathered (decoding with bf16 weights reads one row per
+// token, never the whole table).
 using EmbeddingForwardKernel = void(const Tensor& weights, const Tensor& ids, Tensor& out);
 // grad_out f32 contiguous [n, D]; grad_weights f32 contiguous [V, D], accumulated into.
 using EmbeddingBackwardKernel = void(const Tensor& grad_out, const Tensor& ids,
@@ -32,8 +34,18 @@ void embedding_forward_cpu(const Tensor& weights, const Tensor& ids, Tensor& out
                                       std::to_string(vocab) + " rows of weights " + weights.str() +
                                       ")",
                                   "Check that the tokenizer's vocabulary size matches the model's");
-    kernels::embedding_forward(weights.data<float>(), vocab, dim, id_data, ids.numel(),
-                               out.data<float>());
+    if (weights.dtype() == DType::kF32) {
+      kernels::embedding_forward(weights.data<float>(), vocab, dim, id_data, ids.numel(),
+                                 out.data<float>());
+      return;
+    }
+    const void* table = weights.data_ptr();
+    float* rows = out.data<float>();
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      const int64_t first = static_cast<int64_t>(id_data[i]) * dim;
+      for (int64_t d = 0; d < dim; ++d)
+        rows[i * dim + d] = load_as_f32(table, first + d, weights.dtype());
+    }
   });
 }
 PATCHBAY_REGISTER_KERNEL(EmbeddingForwardKernel, "embedding", DeviceType::kCpu,
@@ -63,12 +75,12 @@ Tensor embedding(const Tensor& weights, const Tensor& ids) {
                                                  ids.str() + " are on different devices");
   const Device device = weights.device();
   const Shape weights_shape = weights.shape();
-  Tensor weights32 = detail::as_f32_contiguous(weights);
+  Tensor table = weights.detach().contiguous();  // any float dtype: widened per gathered row
   Tensor ids_contiguous = ids.detach().contiguous();
   Shape out_shape = ids.shape();
   out_shape.push_back(weights_shape[1]);
   Tensor out = Tensor::empty(out_shape, DType::kF32, device);
-  find_kernel<EmbeddingForwardKernel>("embedding", device.type)(weights32, ids_contiguous, out);
+  find_kernel<EmbeddingForwardKernel>("embedding", device.type)(table, ids_contiguous, out);
   out = detail::from_f32(out, weights.dtype());
 
   record_op("embedding", {weights}, {&out},

@@ -2,6 +2,11 @@
 // (transposes and broadcast operands expressed through strides, no copies), with an OpenMP
 // loop fallback in builds without patchbay_onednn. bf16 x bf16 -> bf16 with f32
 // accumulation (AMX where present); f16 is widened to f32.
+// f32 x bf16 (either order; decoding with bf16 weights) -> f32: the bf16 operand's values
+// are exact in f32, so this is the f32 product of the same numbers, accumulated in f32.
+// Decoding shapes, x [<= 4 rows, k] @ W^T with W stored [n, k] (a linear layer's weight),
+// run the skinny matmul kernel (kernels/cpu, bandwidth-bound, reads bf16 W as it is); other
+// mixed shapes widen the bf16 operand first.
 //
 // Backward, with op(X) = X or X^T as stored:  C = op(A) op(B)
 //   d op(A) = dC op(B)^T,  d op(B) = op(A)^T dC, transposed back when the operand was
@@ -9,6 +14,7 @@
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
+#include "patchbay/kernels/skinny_matmul.hpp"
 
 namespace patchbay::engine {
 namespace {
@@ -22,12 +28,42 @@ struct MatmulProblem {
 };
 using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
 
-void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out) {
+// x [rows, k] f32 @ W^T with W [n, k] f32 or bf16, rows <= kSkinnyMaxRows: batch-1 (or
+// beam) decoding through a linear layer. Rows of A stack densely when A is [1, m, k] or
+// [batch, m, k] against one broadcast W.
+bool run_skinny_matmul(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out) {
+  const int64_t rows = p.broadcast_b ? p.batch * p.m : p.m;
+  if (!p.transpose_b || p.transpose_a || (p.batch != 1 && !p.broadcast_b) || p.broadcast_a ||
+      rows > kernels::kSkinnyMaxRows || a.dtype() != DType::kF32 || out.dtype() != DType::kF32 ||
+      (b.dtype() != DType::kF32 && b.dtype() != DType::kBF16)) {
+    return false;
+  }
+  kernels::SkinnyMatmulParams params;
+  params.x = a.data<float>();
+  params.x_row_stride = p.k;
+  params.w = b.data_ptr();
+  params.w_type = b.dtype() == DType::kBF16 ? kernels::SkinnyWeightType::kBF16
+                                            : kernels::SkinnyWeightType::kF32;
+  params.w_row_stride = p.k;
+  params.y = out.data<float>();
+  params.y_row_stride = p.n;
+  params.m = rows;
+  params.n = p.n;
+  params.k = p.k;
+  const std::string error = kernels::skinny_matmul(params);
+  if (!error.empty()) throw Error(ErrorKind::kInternal, "matmul: " + error);
+  return true;
+}
+
+void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b_given, Tensor& out) {
   if (p.batch * p.m * p.n == 0) return;
   if (p.k == 0) {
     fill_(out, 0.0);
     return;
   }
+  if (run_skinny_matmul(p, a, b_given, out)) return;
+  // Mixed f32 x bf16 outside the skinny shapes: widen B (exact) and multiply in f32.
+  const Tensor b = b_given.dtype() == a.dtype() ? b_given : b_given.to(a.dtype());
   // Strides of op(A) as [m, k] and op(B) as [k, n] over the stored row-major matrices.
   const int64_t a_row = p.transpose_a ? 1 : p.k, a_col = p.transpose_a ? p.m : 1;
   const int64_t b_row = p.transpose_b ? 1 : p.n, b_col = p.transpose_b ? p.k : 1;
@@ -75,10 +111,23 @@ Tensor batched_operand(const Tensor& x, const Shape& batch, bool* broadcast) {
   return x.expand(full).contiguous().reshape({shape_numel(batch), matrix[0], matrix[1]});
 }
 
+// f32 with bf16 (either way round) is the one mix matmul takes (see the file comment).
+bool is_f32_bf16_mix(const Tensor& a, const Tensor& b) {
+  return (a.dtype() == DType::kF32 && b.dtype() == DType::kBF16) ||
+         (a.dtype() == DType::kBF16 && b.dtype() == DType::kF32);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-  detail::check_same(a, b, "matmul");
+  const bool mixed = a.defined() && b.defined() && is_f32_bf16_mix(a, b);
+  if (mixed) {
+    if (a.device() != b.device())
+      throw Error(ErrorKind::kInvalidArgument, "matmul: operands on different devices, found " +
+                                                   a.str() + " and " + b.str());
+  } else {
+    detail::check_same(a, b, "matmul");
+  }
   if (a.dim() < 2 || b.dim() < 2)
     throw Error(ErrorKind::kInvalidArgument, "matmul: expected operands with >= 2 dims, found " +
                                                  a.str() + " and " + b.str() +
@@ -106,20 +155,21 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   }
   Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
   p.batch = shape_numel(batch);
-  // bf16 runs natively in oneDNN; f16 is computed in f32.
-  const DType compute = a.dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32;
+  // bf16 runs natively in oneDNN; f16 is computed in f32. A mix computes in f32, B keeping
+  // its bf16 (the kernel reads or widens it).
+  const DType compute = a.dtype() == DType::kBF16 && !mixed ? DType::kBF16 : DType::kF32;
   Tensor a_c, b_c;
   {
     NoGradGuard no_grad;
     a_c = batched_operand(a.detach().to(compute), batch, &p.broadcast_a);
-    b_c = batched_operand(b.detach().to(compute), batch, &p.broadcast_b);
+    b_c = batched_operand(mixed ? b.detach() : b.detach().to(compute), batch, &p.broadcast_b);
   }
   Shape out_shape = batch;
   out_shape.push_back(p.m);
   out_shape.push_back(p.n);
   Tensor out = Tensor::empty(out_shape, compute, a.device());
   find_kernel<MatmulKernel>("matmul", a.device().type)(p, a_c, b_c, out);
-  if (out.dtype() != a.dtype()) {
+  if (out.dtype() != a.dtype() && !mixed) {
     NoGradGuard no_grad;
     out = out.to(a.dtype());
   }
@@ -131,7 +181,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
             transpose_a ? matmul(b_s, dc, transpose_b, true) : matmul(dc, b_s, false, !transpose_b);
         Tensor db =
             transpose_b ? matmul(dc, a_s, true, transpose_a) : matmul(a_s, dc, !transpose_a, false);
-        return std::vector<Tensor>{sum_to_shape(da, a_s.shape()), sum_to_shape(db, b_s.shape())};
+        // Each gradient in its operand's dtype (they differ for an f32 x bf16 mix).
+        return std::vector<Tensor>{sum_to_shape(da, a_s.shape()).to(a_s.dtype()),
+                                   sum_to_shape(db, b_s.shape()).to(b_s.dtype())};
       });
   return out;
 }

@@ -52,8 +52,8 @@ extern "C" {
 #endif
 
 #define PB_OPS_TABLE_VERSION \
-  5 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
-       5: causal_linear_attention */
+  8 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
+       5: causal_linear_attention; 8: matmul takes f32 with bf16 (no new field) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -235,7 +235,9 @@ typedef struct pb_ops_table {
   /* ---- linear algebra, normalisation ---- */
   /* a [..., M, K] (stored [..., K, M] when transpose_a), b [..., K, N] (or [..., N, K]);
    * float, one dtype; the batch dims "..." broadcast (b may be 2-D: one matrix for every
-   * batch); out [..., M, N] in the inputs' dtype, fresh. */
+   * batch); out [..., M, N] in the inputs' dtype, fresh. Since version 8 one operand may be
+   * f32 and the other bf16 (decoding with bf16 weights): out is f32, the exact f32 product
+   * of the same values with f32 accumulation. */
   pb_status* (*matmul)(const pb_tensor* a, const pb_tensor* b, int transpose_a, int transpose_b,
                        pb_tensor** out);
   /* x [..., C] float, gain [C] and bias [C] (nullable) of x's dtype; normalises over the
@@ -359,6 +361,8 @@ typedef struct pb_ops_table {
    * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). */
   pb_status* (*causal_linear_attention)(const pb_tensor* q, const pb_tensor* k,
                                         const pb_tensor* v, pb_tensor** out);
+
+  /* ---- version 8 (decoding: matmul accepts f32 with bf16, see matmul; no new field) ---- */
 } pb_ops_table;
 
 #ifdef __cplusplus

@@ -1,0 +1,61 @@
+// Skinny matmul for decoding: y = x · Wᵀ for a few rows of x (batch-1 decoding has one; beam
+// search a handful), with W stored row-major [n, k] as linear layers keep their weights
+// (PyTorch's layout: one output feature per row). With plain reference beside it for tests.
+//
+//   x [m, k] f32, row i at x + i * x_row_stride (elements; k contiguous)
+//   w [n, k] f32 or bf16 (bf16 = the upper 16 bits of an f32), row j at w + j * w_row_stride
+//   y [m, n] f32, row i at y + i * y_row_stride; overwritten
+//   y[i][j] = sum_q x[i][q] * w[j][q]          (bf16 weights widened exactly to f32)
+//
+// Why a kernel of its own: at m = 1 the product reads every weight once and does one
+// multiply-add with it, so it is bound by memory bandwidth, and what matters is streaming W
+// without stalls: each thread walks a contiguous range of W's rows, one row at a time (one
+// sequential stream) with four vector accumulators per row of x, the x rows staying in L1.
+// oneDNN 2.6's matmul at m = 1 reached about 57% of the streaming-read bandwidth here (issue 18);
+// bf16 weights halve the bytes, and the multiply stays in f32 (accumulation in f32, x never
+// rounded).
+//
+// Threads: rows of W are split evenly over omp_get_max_threads() (or `threads` when > 0)
+// OpenMP threads when n * k is large enough to pay for the fork; results do not depend on
+// the thread count (each y element is summed by one thread in a fixed order).
+// Paths: AVX-512 (chosen at run time with __builtin_cpu_supports) and a portable loop.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace patchbay::kernels {
+
+enum class SkinnyWeightType { kF32, kBF16 };
+enum class SkinnyIsa { kAuto, kGeneric, kAvx512 };
+
+struct SkinnyMatmulParams {
+  const float* x = nullptr;
+  std::int64_t x_row_stride = 0;
+  const void* w = nullptr;
+  SkinnyWeightType w_type = SkinnyWeightType::kF32;
+  std::int64_t w_row_stride = 0;
+  float* y = nullptr;
+  std::int64_t y_row_stride = 0;
+  std::int64_t m = 0, n = 0, k = 0;
+  int threads = 0;                   // 0: omp_get_max_threads()
+  SkinnyIsa isa = SkinnyIsa::kAuto;  // tests force a path; kAvx512 falls back when absent
+};
+
+// The most rows of x the kernel takes (callers use another GEMM above it).
+inline constexpr std::int64_t kSkinnyMaxRows = 4;
+
+// Empty on success; otherwise a sentence saying what is wrong (nothing written): null
+// pointers, m outside [1, kSkinnyMaxRows], n or k < 1, a row stride shorter than k (or n).
+std::string skinny_matmul_error(const SkinnyMatmulParams& p);
+
+// y = x · Wᵀ as above. Returns skinny_matmul_error(p) (empty on success).
+std::string skinny_matmul(const SkinnyMatmulParams& p);
+
+// The plain reference: the same sums accumulated in double, one thread, rounded to f32 once.
+std::string skinny_matmul_reference(const SkinnyMatmulParams& p);
+
+// Whether the AVX-512 path can run on this CPU.
+bool skinny_matmul_has_avx512();
+
+}  // namespace patchbay::kernels

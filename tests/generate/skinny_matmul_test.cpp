@@ -1,0 +1,187 @@
+// The skinny matmul kernel (kernels/cpu, y = x W^T for <= 4 rows of x) against its plain
+// double reference: every row count, k around the vector widths (tails), f32 and bf16
+// weights, both ISA paths, 1 and 3 threads, strided rows whose gaps hold NaN (never read),
+// results independent of the thread count, and the validation messages.
+#include "patchbay/kernels/skinny_matmul.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace pk = patchbay::kernels;
+
+namespace {
+
+std::uint16_t to_bf16(float value) {  // truncation: any bf16 pattern will do as test data
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+float from_bf16(std::uint16_t half) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(half) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+struct Problem {
+  std::int64_t m, n, k, gap;  // gap: extra elements after every row (NaN)
+  bool bf16;
+  std::vector<float> x, w32, y;
+  std::vector<std::uint16_t> w16;
+
+  Problem(std::int64_t m_, std::int64_t n_, std::int64_t k_, std::int64_t gap_, bool bf16_,
+          unsigned seed)
+      : m(m_), n(n_), k(k_), gap(gap_), bf16(bf16_) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    x.assign(static_cast<size_t>(m * (k + gap)), nan);
+    w32.assign(static_cast<size_t>(n * (k + gap)), nan);
+    w16.assign(static_cast<size_t>(n * (k + gap)), to_bf16(nan));
+    y.assign(static_cast<size_t>(m * (n + gap)), nan);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t q = 0; q < k; ++q) x[static_cast<size_t>(i * (k + gap) + q)] = normal(rng);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t q = 0; q < k; ++q) {
+        const size_t at = static_cast<size_t>(j * (k + gap) + q);
+        w32[at] = normal(rng);
+        w16[at] = to_bf16(w32[at]);
+      }
+  }
+
+  pk::SkinnyMatmulParams params(std::vector<float>& out) const {
+    pk::SkinnyMatmulParams p;
+    p.x = x.data();
+    p.x_row_stride = k + gap;
+    p.w = bf16 ? static_cast<const void*>(w16.data()) : static_cast<const void*>(w32.data());
+    p.w_type = bf16 ? pk::SkinnyWeightType::kBF16 : pk::SkinnyWeightType::kF32;
+    p.w_row_stride = k + gap;
+    out = y;
+    p.y = out.data();
+    p.y_row_stride = n + gap;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    return p;
+  }
+
+  float weight(std::int64_t j, std::int64_t q) const {
+    const size_t at = static_cast<size_t>(j * (k + gap) + q);
+    return bf16 ? from_bf16(w16[at]) : w32[at];
+  }
+
+  // f32 accumulation of k products errs by at most about k * 2^-24 * sum |x w| (a
+  // blocked/tree sum does better); 4x that leaves room and still catches any wrong term,
+  // which moves the result by ~|x w| ~ 1.
+  double tolerance(std::int64_t i, std::int64_t j) const {
+    double magnitude = 0;
+    for (std::int64_t q = 0; q < k; ++q)
+      magnitude +=
+          std::abs(static_cast<double>(x[static_cast<size_t>(i * (k + gap) + q)]) * weight(j, q));
+    return 4.0 * static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude + 1e-30;
+  }
+};
+
+void check_against_reference(const Problem& problem, pk::SkinnyIsa isa, int threads) {
+  std::vector<float> got, want;
+  pk::SkinnyMatmulParams p = problem.params(got);
+  p.isa = isa;
+  p.threads = threads;
+  REQUIRE(pk::skinny_matmul(p).empty());
+  pk::SkinnyMatmulParams r = problem.params(want);
+  REQUIRE(pk::skinny_matmul_reference(r).empty());
+  const std::int64_t pitch = problem.n + problem.gap;
+  for (std::int64_t i = 0; i < problem.m; ++i) {
+    for (std::int64_t j = 0; j < problem.n; ++j) {
+      const size_t at = static_cast<size_t>(i * pitch + j);
+      REQUIRE_MESSAGE(std::abs(static_cast<double>(got[at]) - want[at]) <= problem.tolerance(i, j),
+                      "m " << problem.m << " n " << problem.n << " k " << problem.k << " bf16 "
+                           << problem.bf16 << " at (" << i << ", " << j << "): " << got[at]
+                           << " vs " << want[at]);
+    }
+    for (std::int64_t j = problem.n; j < pitch; ++j)  // gaps of y untouched
+      CHECK(std::isnan(got[static_cast<size_t>(i * pitch + j)]));
+  }
+}
+
+std::vector<pk::SkinnyIsa> isas() {
+  std::vector<pk::SkinnyIsa> paths = {pk::SkinnyIsa::kGeneric};
+  if (pk::skinny_matmul_has_avx512()) {
+    paths.push_back(pk::SkinnyIsa::kAvx512);
+  } else {
+    MESSAGE("this CPU has no AVX-512: only the portable path is tested");
+  }
+  return paths;
+}
+
+}  // namespace
+
+TEST_CASE("skinny matmul equals its double reference: rows, tails, dtypes, ISAs, threads") {
+  unsigned seed = 1;
+  for (pk::SkinnyIsa isa : isas()) {
+    for (bool bf16 : {false, true}) {
+      for (std::int64_t m = 1; m <= pk::kSkinnyMaxRows; ++m) {
+        for (std::int64_t k : {1, 15, 16, 17, 63, 64, 65, 130}) {
+          for (std::int64_t n : {1, 7, 33}) {
+            check_against_reference(Problem(m, n, k, 0, bf16, seed++), isa, 1);
+          }
+        }
+        // Strided rows with NaN in the gaps, and a W big enough to run threaded (> 256 KiB).
+        check_against_reference(Problem(m, 9, 70, 5, bf16, seed++), isa, 1);
+        check_against_reference(Problem(m, 1100, 77, 3, bf16, seed++), isa, 3);
+      }
+    }
+  }
+}
+
+TEST_CASE("skinny matmul results do not depend on the thread count") {
+  for (bool bf16 : {false, true}) {
+    const Problem problem(2, 2053, 160, 0, bf16, 99);  // 2053 x 160 f32 = 1.3 MB: threaded
+    std::vector<float> one, three;
+    pk::SkinnyMatmulParams a = problem.params(one);
+    a.threads = 1;
+    pk::SkinnyMatmulParams b = problem.params(three);
+    b.threads = 3;
+    REQUIRE(pk::skinny_matmul(a).empty());
+    REQUIRE(pk::skinny_matmul(b).empty());
+    CHECK(std::memcmp(one.data(), three.data(), one.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("skinny matmul widens bf16 weights exactly") {
+  // x = e_q picks column q of W: the result must be the bf16 value itself, bit for bit.
+  Problem problem(1, 20, 37, 0, true, 5);
+  for (std::int64_t q : {0, 16, 36}) {
+    std::fill(problem.x.begin(), problem.x.end(), 0.0f);
+    problem.x[static_cast<size_t>(q)] = 1.0f;
+    std::vector<float> got;
+    REQUIRE(pk::skinny_matmul(problem.params(got)).empty());
+    for (std::int64_t j = 0; j < problem.n; ++j)
+      CHECK(got[static_cast<size_t>(j)] == problem.weight(j, q));
+  }
+}
+
+TEST_CASE("skinny matmul refuses bad parameters and writes nothing") {
+  Problem problem(1, 4, 8, 0, false, 3);
+  std::vector<float> out;
+  pk::SkinnyMatmulParams p = problem.params(out);
+  p.m = pk::kSkinnyMaxRows + 1;
+  CHECK(pk::skinny_matmul(p).find("m must be in [1, 4], found 5") != std::string::npos);
+  p = problem.params(out);
+  p.k = 0;
+  CHECK(pk::skinny_matmul(p).find("n and k must be >= 1") != std::string::npos);
+  p = problem.params(out);
+  p.w_row_stride = 7;
+  CHECK(pk::skinny_matmul(p).find("row strides must cover a row") != std::string::npos);
+  p = problem.params(out);
+  p.w = nullptr;
+  CHECK(pk::skinny_matmul_reference(p).find("null") != std::string::npos);
+  for (float v : out) CHECK(std::isnan(v));
+}
