@@ -41,6 +41,10 @@ HostSection train_section() {
       Field::real("sample_temperature", "0.8", "softmax temperature of the samples (0: greedy)").range(0.0, 100.0),
       Field::string("out_dir", "\"\"", "run directory (empty: <run.output_dir>/<run.name>)"),
       Field::string("device", "\"cpu\"", "device the run uses").choices("cpu"),
+      Field::string("precision", "\"f32\"",
+                    "matmul precision: f32, or bf16 mixed precision (bf16 GEMMs with f32 accumulation; "
+                    "f32 master weights, optimizer state, reductions and checkpoints)")
+          .choices("f32|bf16"),
   };
   return section;
 }
