@@ -192,6 +192,7 @@ TEST_CASE("autocast: bf16 operands keep their own path, guards nest and bad dtyp
 TEST_CASE("autocast through the C ops table (version 6)") {
   const pb_ops_table* t = host_ops_table();
   REQUIRE(PB_HAS_FIELD(t, pb_ops_table, autocast_clear_cache));
+  CHECK(t->version >= 6);
   CHECK(t->autocast_dtype() == PB_DTYPE_F32);
   pb_dtype previous = PB_DTYPE_I64;
   REQUIRE(t->set_autocast_dtype(PB_DTYPE_BF16, &previous) == nullptr);
