@@ -16,9 +16,10 @@ namespace {
 pb_status* set_autocast_dtype_fn(pb_dtype dtype, pb_dtype* previous) {
   try {
     if (dtype != PB_DTYPE_F32 && dtype != PB_DTYPE_BF16)
-      return ops_table_status(PB_STATUS_INVALID_ARGUMENT,
-                              "set_autocast_dtype: expected PB_DTYPE_F32 (off) or PB_DTYPE_BF16, found pb_dtype " +
-                                  std::to_string(static_cast<int>(dtype)));
+      return ops_table_status(
+          PB_STATUS_INVALID_ARGUMENT,
+          "set_autocast_dtype: expected PB_DTYPE_F32 (off) or PB_DTYPE_BF16, found pb_dtype " +
+              std::to_string(static_cast<int>(dtype)));
     const DType old = set_autocast_dtype(static_cast<DType>(dtype));
     if (previous != nullptr) *previous = static_cast<pb_dtype>(old);
     return nullptr;

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/ops.hpp"
 #include "common/error.hpp"
+#include "engine/ops.hpp"
 #include "engine/ops_table.hpp"
 #include "test_util.hpp"
 
@@ -28,25 +28,28 @@ Tensor rounded(const Tensor& x) { return x.detach().to(DType::kBF16).to(DType::k
 Tensor magnitude(const Tensor& x) { return abs(x.detach()); }
 
 // Checks |actual - expected| <= bound elementwise (all f32 tensors of one shape).
-void check_within(const Tensor& actual, const Tensor& expected, const Tensor& bound, const std::string& what) {
+void check_within(const Tensor& actual, const Tensor& expected, const Tensor& bound,
+                  const std::string& what) {
   REQUIRE(actual.shape() == expected.shape());
   const std::vector<float> a = actual.to_vector(), e = expected.to_vector(), b = bound.to_vector();
   size_t worst = 0;
   double worst_ratio = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    const double ratio = std::fabs(static_cast<double>(a[i]) - e[i]) / (static_cast<double>(b[i]) + 1e-30);
+    const double ratio =
+        std::fabs(static_cast<double>(a[i]) - e[i]) / (static_cast<double>(b[i]) + 1e-30);
     if (!(ratio <= worst_ratio)) {
       worst_ratio = std::isnan(ratio) ? 1e30 : ratio;
       worst = i;
     }
   }
-  CHECK_MESSAGE(worst_ratio <= 1.0, what << ": element " << worst << " is " << a[worst] << ", expected "
-                                         << e[worst] << " within " << b[worst]);
+  CHECK_MESSAGE(worst_ratio <= 1.0, what << ": element " << worst << " is " << a[worst]
+                                         << ", expected " << e[worst] << " within " << b[worst]);
 }
 
 }  // namespace
 
-TEST_CASE("autocast bf16: an f32 matmul is the f32-accumulated product of the bf16-rounded operands") {
+TEST_CASE(
+    "autocast bf16: an f32 matmul is the f32-accumulated product of the bf16-rounded operands") {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       CAPTURE(ta);
@@ -63,17 +66,20 @@ TEST_CASE("autocast bf16: an f32 matmul is the f32-accumulated product of the bf
       // Reference in double on the rounded operands: what is left is f32 accumulation,
       // |err| <= k * 2^-24 * sum |a||b| <= k * 2^-24 * k (entries in [-1, 1]).
       const ref::Array expected = ref::matmul(to_array(rounded(a)), to_array(rounded(b)), ta, tb);
-      check_close(out, expected, 0.0, static_cast<double>(k * k) * std::ldexp(1.0, -24), "autocast matmul");
+      check_close(out, expected, 0.0, static_cast<double>(k * k) * std::ldexp(1.0, -24),
+                  "autocast matmul");
       // ... and it is not the f32 product: the rounding of the operands shows (a property that
       // fails if the policy were ignored).
       const std::vector<float> plain = matmul(a, b, ta, tb).to_vector(), mixed = out.to_vector();
       double max_diff = 0;
-      for (size_t i = 0; i < plain.size(); ++i) max_diff = std::max(max_diff, std::fabs(double(plain[i]) - mixed[i]));
+      for (size_t i = 0; i < plain.size(); ++i)
+        max_diff = std::max(max_diff, std::fabs(double(plain[i]) - mixed[i]));
       CHECK(max_diff > 1e-4);
     }
 }
 
-TEST_CASE("autocast bf16: gradients are f32 and within the bf16 rounding bound of the f32 gradients") {
+TEST_CASE(
+    "autocast bf16: gradients are f32 and within the bf16 rounding bound of the f32 gradients") {
   // [2, 5, K] x [N, K]^T (a linear layer on a batch: the stacked-rows path) and a batched
   // product with a broadcast operand ([2, 3, M, K] x [K, N]).
   struct Case {
@@ -137,11 +143,13 @@ TEST_CASE("autocast bf16: gradients match central finite differences of the f32 
       std::vector<float> plus = x.to_vector(), minus = plus;
       plus[static_cast<size_t>(i)] += static_cast<float>(eps);
       minus[static_cast<size_t>(i)] -= static_cast<float>(eps);
-      const Tensor xp = Tensor::from_vector(plus, x.shape()), xm = Tensor::from_vector(minus, x.shape());
-      const double fd = which == 0 ? (loss(xp, b) - loss(xm, b)) / (2 * eps) : (loss(a, xp) - loss(a, xm)) / (2 * eps);
+      const Tensor xp = Tensor::from_vector(plus, x.shape()),
+                   xm = Tensor::from_vector(minus, x.shape());
+      const double fd = which == 0 ? (loss(xp, b) - loss(xm, b)) / (2 * eps)
+                                   : (loss(a, xp) - loss(a, xm)) / (2 * eps);
       CHECK_MESSAGE(std::fabs(fd - analytic[static_cast<size_t>(i)]) <= tol,
-                    (which == 0 ? "dA" : "dB") << "[" << i << "] " << analytic[static_cast<size_t>(i)] << " vs "
-                                               << fd);
+                    (which == 0 ? "dA" : "dB")
+                        << "[" << i << "] " << analytic[static_cast<size_t>(i)] << " vs " << fd);
     }
   }
 }
@@ -173,7 +181,8 @@ TEST_CASE("autocast bf16: a parameter's bf16 copy is made once per scope and dro
 }
 
 TEST_CASE("autocast: bf16 operands keep their own path, guards nest and bad dtypes are refused") {
-  Tensor a = random_tensor({3, 8}, 11).to(DType::kBF16), b = random_tensor({8, 4}, 12).to(DType::kBF16);
+  Tensor a = random_tensor({3, 8}, 11).to(DType::kBF16),
+         b = random_tensor({8, 4}, 12).to(DType::kBF16);
   {
     AutocastGuard outer(DType::kBF16);
     CHECK(matmul(a, b).dtype() == DType::kBF16);
@@ -181,12 +190,14 @@ TEST_CASE("autocast: bf16 operands keep their own path, guards nest and bad dtyp
       AutocastGuard inner(DType::kF32);
       CHECK(autocast_dtype() == DType::kF32);
       Tensor x = random_tensor({3, 8}, 13), y = random_tensor({8, 4}, 14);
-      check_close(matmul(x, y), ref::matmul(to_array(x), to_array(y), false, false), 1e-5, 1e-5, "f32 inside");
+      check_close(matmul(x, y), ref::matmul(to_array(x), to_array(y), false, false), 1e-5, 1e-5,
+                  "f32 inside");
     }
     CHECK(autocast_dtype() == DType::kBF16);
   }
   CHECK(autocast_dtype() == DType::kF32);
-  CHECK_THROWS_WITH_AS(set_autocast_dtype(DType::kF16), doctest::Contains("f32 (off) or bf16"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(set_autocast_dtype(DType::kF16), doctest::Contains("f32 (off) or bf16"),
+                       patchbay::Error);
 }
 
 TEST_CASE("autocast through the C ops table (version 6)") {

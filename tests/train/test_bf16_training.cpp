@@ -24,11 +24,13 @@ struct Losses {
 
 // `steps` updates of a fresh tiny model (seeded the same whatever the precision) on the
 // training batches of `c`.
-Losses train_tiny(TinySetup& setup, const config::ResolvedConfig& c, const std::string& precision, int steps) {
+Losses train_tiny(TinySetup& setup, const config::ResolvedConfig& c, const std::string& precision,
+                  int steps) {
   train::TrainOptions o = train::train_options_from_config(c);
   o.precision = precision;
   train::TrainingData data = train::prepare_training_data(c, setup.registry, setup.lookup);
-  train::TrainableModel t = train::build_trainable_model(c, setup.registry, setup.lookup, data.tokenizer.vocab_size());
+  train::TrainableModel t =
+      train::build_trainable_model(c, setup.registry, setup.lookup, data.tokenizer.vocab_size());
   Losses losses;
   for (int64_t step = 0; step < steps; ++step) {
     const train::StepResult r = train::train_step(t, o, step, [&](int64_t micro) {
@@ -52,7 +54,8 @@ TEST_CASE("bf16 mixed precision trains a tiny model along the f32 run") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("bf16_steps");
   train::testing::write_tiny_corpus(folder);
-  const config::ResolvedConfig c = setup.config(train::testing::tiny_config_text(folder), {"train.max_steps=30"});
+  const config::ResolvedConfig c =
+      setup.config(train::testing::tiny_config_text(folder), {"train.max_steps=30"});
   const Losses f32 = train_tiny(setup, c, "f32", 30);
   const Losses bf16 = train_tiny(setup, c, "bf16", 30);
   // Step 0 is the same model on the same batch: only the bf16 rounding of the matmul operands
@@ -71,8 +74,8 @@ TEST_CASE("a bf16 run's checkpoint holds f32 parameters and optimizer state") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("bf16_checkpoint");
   train::testing::write_tiny_corpus(folder);
-  const config::ResolvedConfig c =
-      setup.config(train::testing::tiny_config_text(folder), {"train.max_steps=3", "train.precision=\"bf16\""});
+  const config::ResolvedConfig c = setup.config(train::testing::tiny_config_text(folder),
+                                                {"train.max_steps=3", "train.precision=\"bf16\""});
   train::TrainRequest request;
   request.show_progress = false;
   request.print_samples = false;

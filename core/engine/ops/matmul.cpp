@@ -46,7 +46,8 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor
     args.k = p.k;
     args.a = {a.data_ptr(), dt, a_batch, a_row, a_col};
     args.b = {b.data_ptr(), dt, b_batch, b_row, b_col};
-    const onednn::DType out_dt = out.dtype() == DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
+    const onednn::DType out_dt =
+        out.dtype() == DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
     args.c = {out.data_ptr(), out_dt, p.m * p.n, p.n, 1};
     onednn::matmul(args);
     return;
@@ -109,7 +110,8 @@ Tensor bf16_matmul_f32_out(const Tensor& a, const Tensor& b, bool transpose_a, b
   if (!transpose_a && a.dim() > 2 && b.dim() == 2 && a.numel() > 0) {  // stacked rows: one GEMM
     Shape out_shape(a.shape().begin(), a.shape().end() - 1);
     out_shape.push_back(p.n);
-    return bf16_matmul_f32_out(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b).reshape(out_shape);
+    return bf16_matmul_f32_out(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b)
+        .reshape(out_shape);
   }
   Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
   p.batch = shape_numel(batch);
@@ -129,14 +131,15 @@ Tensor bf16_matmul_f32_out(const Tensor& a, const Tensor& b, bool transpose_a, b
 Tensor autocast_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   const Tensor a16 = autocast_bf16_operand(a), b16 = autocast_bf16_operand(b);
   Tensor out = bf16_matmul_f32_out(a16, b16, transpose_a, transpose_b);
-  record_op("matmul", {a, b}, {&out}, [a16, b16, transpose_a, transpose_b](const std::vector<Tensor>& g) {
-    const Tensor dc = autocast_bf16_operand(g[0]);  // a gradient: never a cached leaf
-    Tensor da = transpose_a ? bf16_matmul_f32_out(b16, dc, transpose_b, true)
-                            : bf16_matmul_f32_out(dc, b16, false, !transpose_b);
-    Tensor db = transpose_b ? bf16_matmul_f32_out(dc, a16, true, transpose_a)
-                            : bf16_matmul_f32_out(a16, dc, !transpose_a, false);
-    return std::vector<Tensor>{sum_to_shape(da, a16.shape()), sum_to_shape(db, b16.shape())};
-  });
+  record_op(
+      "matmul", {a, b}, {&out}, [a16, b16, transpose_a, transpose_b](const std::vector<Tensor>& g) {
+        const Tensor dc = autocast_bf16_operand(g[0]);  // a gradient: never a cached leaf
+        Tensor da = transpose_a ? bf16_matmul_f32_out(b16, dc, transpose_b, true)
+                                : bf16_matmul_f32_out(dc, b16, false, !transpose_b);
+        Tensor db = transpose_b ? bf16_matmul_f32_out(dc, a16, true, transpose_a)
+                                : bf16_matmul_f32_out(a16, dc, !transpose_a, false);
+        return std::vector<Tensor>{sum_to_shape(da, a16.shape()), sum_to_shape(db, b16.shape())};
+      });
   return out;
 }
 
@@ -153,7 +156,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     out_shape.push_back(p.n);
     return matmul(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b).reshape(out_shape);
   }
-  if (autocast_dtype() == DType::kBF16 && a.dtype() == DType::kF32 && a.device().type == DeviceType::kCpu)
+  if (autocast_dtype() == DType::kBF16 && a.dtype() == DType::kF32 &&
+      a.device().type == DeviceType::kCpu)
     return autocast_matmul(a, b, transpose_a, transpose_b);
   Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
   p.batch = shape_numel(batch);
