@@ -8,7 +8,7 @@
 // Each step is timed by phase (forward+loss, backward, clip, optimizer) so the report says
 // where the time goes.
 //
-// --precision f32,bf16 times the same model in both precisions one after the other ([train]
+// --precision f32,bf16 times the same model in both precisions, timed updates alternating ([train]
 // precision: bf16 = matmul autocast, engine/autocast.hpp) and then oneDNN's f32 and bf16 GEMM
 // rates on the same shape back to back; the bf16 target printed is
 // 0.85 x (bf16 GEMM rate / f32 GEMM rate) x the f32 tokens/s (issue 18).
@@ -80,7 +80,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       "random-tokens", po::bool_switch(&random_tokens), "random ids instead of the prepared corpus (no tokenizer)")(
       "vocab-size", po::value(&vocab_size), "vocabulary with --random-tokens (default tokenizer.vocab_size)")(
       "precision", po::value(&precision_option),
-      "f32, bf16 or f32,bf16 (both, one after the other, with the bf16 target; default train.precision)");
+      "f32, bf16 or f32,bf16 (both, timed updates alternating, with the bf16 target; default train.precision)");
   po::positional_options_description positional;
   positional.add("config", 1);
   po::variables_map values;
@@ -128,15 +128,15 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
             << "FLOPs per token: " << flops_per_token / 1e6
             << " MFLOP (training: 6N + 12LTC, forward+backward = 3x forward)\n";
 
-  // One timed run (warm-up steps first) in `precision`; the model keeps training across runs.
-  auto time_steps = [&](const std::string& precision) {
-    PhaseTimes t_phase;
+  // `count` updates in `precision` from update number `first` (which picks the batches),
+  // their phase times added to t_phase when `timed`; the model keeps training throughout.
+  auto time_steps = [&](const std::string& precision, int64_t first, int64_t count, bool timed,
+                        PhaseTimes& t_phase) {
     double& t_forward = t_phase.forward;
     double& t_backward = t_phase.backward;
     double& t_clip = t_phase.clip;
     double& t_optimizer = t_phase.optimizer;
-    for (int64_t step = 0; step < warmup + steps; ++step) {
-      const bool timed = step >= warmup;
+    for (int64_t step = first; step < first + count; ++step) {
       // bf16: matmul autocast over the update's forwards and backwards, as train_step does.
       std::optional<engine::AutocastGuard> autocast;
       if (precision == "bf16") autocast.emplace(engine::DType::kBF16);
@@ -163,7 +163,6 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       for (engine::Tensor& p : t.parameter_tensors) p.zero_grad();
       if (timed) t_optimizer += since(t0);
     }
-    return t_phase;
   };
   const std::vector<std::string> precisions = precision_list(precision_option.empty() ? o.precision : precision_option);
   const double tokens = static_cast<double>(steps * o.grad_accum_steps * o.batch_size * o.seq_len);
@@ -175,9 +174,22 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   gemm_options.packed_weights = true;
   std::vector<double> rates;  // tokens/s per precision
   onednn::GemmRate gemm;
-  for (const std::string& precision : precisions) {
-    engine::reset_peak(engine::cpu());
-    const PhaseTimes times = time_steps(precision);
+  // Warm-up updates in every precision, then the timed updates alternate between the
+  // precisions, so a change of load on a shared machine hits all of them alike.
+  std::vector<PhaseTimes> phase_times(precisions.size());
+  std::vector<size_t> peak_bytes(precisions.size(), 0);
+  int64_t update = 0;
+  for (size_t i = 0; i < precisions.size(); ++i, update += warmup)
+    time_steps(precisions[i], update, warmup, false, phase_times[i]);
+  for (int64_t s = 0; s < steps; ++s)
+    for (size_t i = 0; i < precisions.size(); ++i) {
+      engine::reset_peak(engine::cpu());
+      time_steps(precisions[i], update++, 1, true, phase_times[i]);
+      peak_bytes[i] = std::max(peak_bytes[i], engine::memory_stats(engine::cpu()).peak_bytes);
+    }
+  for (size_t i = 0; i < precisions.size(); ++i) {
+    const std::string& precision = precisions[i];
+    const PhaseTimes& times = phase_times[i];
     const double t_forward = times.forward, t_backward = times.backward, t_clip = times.clip,
                  t_optimizer = times.optimizer;
     const double total = times.total();
@@ -187,7 +199,6 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
     gemm = onednn::measure_onednn_matmul_rate(o.batch_size * o.seq_len, d_ff, m.d_model,
                                               precision == "bf16" ? onednn::DType::kBF16 : onednn::DType::kF32,
                                               gemm_options);
-    const engine::MemoryStats memory = engine::memory_stats(engine::cpu());
     char line[640];
     std::snprintf(line, sizeof line,
                   "-- precision %s\n"
@@ -202,7 +213,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
                   static_cast<long long>(gemm.n), gemm.median_gflops, gemm.implementation.c_str(),
                   100.0 * achieved / (gemm.median_gflops * 1e9), 100 * t_forward / total, 100 * t_backward / total,
                   100 * t_clip / total, 100 * t_optimizer / total,
-                  static_cast<double>(memory.peak_bytes) / (1024.0 * 1024.0));
+                  static_cast<double>(peak_bytes[i]) / (1024.0 * 1024.0));
     std::cout << line;
   }
   if (precisions.size() == 2 && precisions[0] != precisions[1]) {
