@@ -7,17 +7,24 @@
 // MFU = achieved / oneDNN f32 GEMM rate on [B·T, C] x [C, d_ff] (the MLP's first matmul).
 // Each step is timed by phase (forward+loss, backward, clip, optimizer) so the report says
 // where the time goes.
+//
+// --precision f32,bf16 times the same model in both precisions, timed updates alternating ([train]
+// precision: bf16 = matmul autocast, engine/autocast.hpp) and then oneDNN's f32 and bf16 GEMM
+// rates on the same shape back to back; the bf16 target printed is
+// 0.85 x (bf16 GEMM rate / f32 GEMM rate) x the f32 tokens/s (issue 18).
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
 #include "config/config_loader.hpp"
+#include "engine/autocast.hpp"
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
 #include "engine/ops.hpp"
@@ -34,11 +41,34 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Seconds spent per phase over the timed steps of one precision.
+struct PhaseTimes {
+  double forward = 0, backward = 0, clip = 0, optimizer = 0;
+  double total() const { return forward + backward + clip + optimizer; }
+};
+
+// "f32,bf16" -> {"f32", "bf16"}; each must be f32 or bf16.
+std::vector<std::string> precision_list(const std::string& text) {
+  std::vector<std::string> list;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    if (item != "f32" && item != "bf16")
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--precision: expected a comma-separated list of f32 and bf16 (e.g. f32,bf16), found '" + text + "'");
+    list.push_back(item);
+    start = comma + 1;
+  }
+  return list;
+}
+
 int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& global) {
   std::string config_file;
   std::vector<std::string> overrides;
   int64_t steps = 5, warmup = 1, batch_size = 0, seq_len = 0, vocab_size = 0, grad_accum = 1;
   bool random_tokens = false;
+  std::string precision_option;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
       "set", po::value(&overrides)->composing(), "override a key (repeatable)")(
@@ -48,7 +78,9 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       "seq-len", po::value(&seq_len), "tokens per sequence (default train.seq_len)")(
       "grad-accum", po::value(&grad_accum), "micro-batches per update (default 1: tokens/s does not depend on it)")(
       "random-tokens", po::bool_switch(&random_tokens), "random ids instead of the prepared corpus (no tokenizer)")(
-      "vocab-size", po::value(&vocab_size), "vocabulary with --random-tokens (default tokenizer.vocab_size)");
+      "vocab-size", po::value(&vocab_size), "vocabulary with --random-tokens (default tokenizer.vocab_size)")(
+      "precision", po::value(&precision_option),
+      "f32, bf16 or f32,bf16 (both, timed updates alternating, with the bf16 target; default train.precision)");
   po::positional_options_description positional;
   positional.add("config", 1);
   po::variables_map values;
@@ -96,60 +128,116 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
             << "FLOPs per token: " << flops_per_token / 1e6
             << " MFLOP (training: 6N + 12LTC, forward+backward = 3x forward)\n";
 
-  double t_forward = 0, t_backward = 0, t_clip = 0, t_optimizer = 0;
-  engine::reset_peak(engine::cpu());
-  for (int64_t step = 0; step < warmup + steps; ++step) {
-    const bool timed = step >= warmup;
-    for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
-      const train::Batch batch =
-          random_tokens ? train::random_batch(vocab_size, o.seed, step * o.grad_accum_steps + micro, o.batch_size, o.seq_len)
-                        : train::training_batch(data->train, o.seed, step, micro, o.batch_size, o.seq_len);
+  // `count` updates in `precision` from update number `first` (which picks the batches),
+  // their phase times added to t_phase when `timed`; the model keeps training throughout.
+  auto time_steps = [&](const std::string& precision, int64_t first, int64_t count, bool timed,
+                        PhaseTimes& t_phase) {
+    double& t_forward = t_phase.forward;
+    double& t_backward = t_phase.backward;
+    double& t_clip = t_phase.clip;
+    double& t_optimizer = t_phase.optimizer;
+    for (int64_t step = first; step < first + count; ++step) {
+      // bf16: matmul autocast over the update's forwards and backwards, as train_step does.
+      std::optional<engine::AutocastGuard> autocast;
+      if (precision == "bf16") autocast.emplace(engine::DType::kBF16);
+      for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
+        const train::Batch batch =
+            random_tokens ? train::random_batch(vocab_size, o.seed, step * o.grad_accum_steps + micro, o.batch_size, o.seq_len)
+                          : train::training_batch(data->train, o.seed, step, micro, o.batch_size, o.seq_len);
+        auto t0 = Clock::now();
+        const model::ForwardResult out = t.model->forward(batch.inputs, true);
+        engine::Tensor loss = engine::cross_entropy(out.logits.reshape({-1, vocab_size}), batch.targets.reshape({-1}));
+        if (out.aux_loss.defined()) loss = loss + out.aux_loss;
+        (void)loss.item();
+        if (timed) t_forward += since(t0);
+        t0 = Clock::now();
+        engine::backward(o.grad_accum_steps == 1 ? loss : loss * (1.0 / static_cast<double>(o.grad_accum_steps)));
+        if (timed) t_backward += since(t0);
+      }
+      autocast.reset();
       auto t0 = Clock::now();
-      const model::ForwardResult out = t.model->forward(batch.inputs, true);
-      engine::Tensor loss = engine::cross_entropy(out.logits.reshape({-1, vocab_size}), batch.targets.reshape({-1}));
-      if (out.aux_loss.defined()) loss = loss + out.aux_loss;
-      (void)loss.item();
-      if (timed) t_forward += since(t0);
+      if (o.grad_clip > 0) train::clip_grad_norm(t.parameter_tensors, o.grad_clip);
+      if (timed) t_clip += since(t0);
       t0 = Clock::now();
-      engine::backward(o.grad_accum_steps == 1 ? loss : loss * (1.0 / static_cast<double>(o.grad_accum_steps)));
-      if (timed) t_backward += since(t0);
+      t.optimizer->step(o.schedule.lr);
+      for (engine::Tensor& p : t.parameter_tensors) p.zero_grad();
+      if (timed) t_optimizer += since(t0);
     }
-    auto t0 = Clock::now();
-    if (o.grad_clip > 0) train::clip_grad_norm(t.parameter_tensors, o.grad_clip);
-    if (timed) t_clip += since(t0);
-    t0 = Clock::now();
-    t.optimizer->step(o.schedule.lr);
-    for (engine::Tensor& p : t.parameter_tensors) p.zero_grad();
-    if (timed) t_optimizer += since(t0);
-  }
-  const double total = t_forward + t_backward + t_clip + t_optimizer;
+  };
+  const std::vector<std::string> precisions = precision_list(precision_option.empty() ? o.precision : precision_option);
   const double tokens = static_cast<double>(steps * o.grad_accum_steps * o.batch_size * o.seq_len);
-  const double tokens_per_second = tokens / total;
-  const double achieved = flops_per_token * tokens_per_second;
   const int64_t d_ff = m.d_ff > 0 ? m.d_ff : 4 * m.d_model;
   // Weights pre-packed into oneDNN's preferred layout: the kernel's ceiling on this shape. A
   // plain row-major B with a 4 KiB row pitch (d_ff = 3072) runs at about half that rate,
   // which would overstate MFU (the engine repacks such weights itself).
   onednn::GemmRateOptions gemm_options;
   gemm_options.packed_weights = true;
-  const onednn::GemmRate gemm = onednn::measure_onednn_matmul_rate(o.batch_size * o.seq_len, d_ff, m.d_model,
-                                                                   onednn::DType::kF32, gemm_options);
-  const engine::MemoryStats memory = engine::memory_stats(engine::cpu());
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "tokens/s: %.1f (%lld timed steps, %.3f s/step)\n"
-                "achieved: %.2f GFLOP/s\n"
-                "reference: oneDNN f32 GEMM [%lld x %lld] x [%lld x %lld], packed weights: %.2f GFLOP/s (%s)\n"
-                "MFU vs that GEMM rate: %.1f%%\n"
-                "time per step: forward+loss %.1f%%, backward %.1f%%, clip %.1f%%, optimizer %.1f%%\n"
-                "peak engine memory: %.1f MiB\n",
-                tokens_per_second, static_cast<long long>(steps), total / static_cast<double>(steps), achieved / 1e9,
-                static_cast<long long>(gemm.m), static_cast<long long>(gemm.k), static_cast<long long>(gemm.k),
-                static_cast<long long>(gemm.n), gemm.median_gflops, gemm.implementation.c_str(),
-                100.0 * achieved / (gemm.median_gflops * 1e9), 100 * t_forward / total, 100 * t_backward / total,
-                100 * t_clip / total, 100 * t_optimizer / total,
-                static_cast<double>(memory.peak_bytes) / (1024.0 * 1024.0));
-  std::cout << line;
+  std::vector<double> rates;  // tokens/s per precision
+  onednn::GemmRate gemm;
+  // Warm-up updates in every precision, then the timed updates alternate between the
+  // precisions, so a change of load on a shared machine hits all of them alike.
+  std::vector<PhaseTimes> phase_times(precisions.size());
+  std::vector<size_t> peak_bytes(precisions.size(), 0);
+  int64_t update = 0;
+  for (size_t i = 0; i < precisions.size(); ++i, update += warmup)
+    time_steps(precisions[i], update, warmup, false, phase_times[i]);
+  for (int64_t s = 0; s < steps; ++s)
+    for (size_t i = 0; i < precisions.size(); ++i) {
+      engine::reset_peak(engine::cpu());
+      time_steps(precisions[i], update++, 1, true, phase_times[i]);
+      peak_bytes[i] = std::max(peak_bytes[i], engine::memory_stats(engine::cpu()).peak_bytes);
+    }
+  for (size_t i = 0; i < precisions.size(); ++i) {
+    const std::string& precision = precisions[i];
+    const PhaseTimes& times = phase_times[i];
+    const double t_forward = times.forward, t_backward = times.backward, t_clip = times.clip,
+                 t_optimizer = times.optimizer;
+    const double total = times.total();
+    const double tokens_per_second = tokens / total;
+    rates.push_back(tokens_per_second);
+    const double achieved = flops_per_token * tokens_per_second;
+    gemm = onednn::measure_onednn_matmul_rate(o.batch_size * o.seq_len, d_ff, m.d_model,
+                                              precision == "bf16" ? onednn::DType::kBF16 : onednn::DType::kF32,
+                                              gemm_options);
+    char line[640];
+    std::snprintf(line, sizeof line,
+                  "-- precision %s\n"
+                  "tokens/s: %.1f (%lld timed steps, %.3f s/step)\n"
+                  "achieved: %.2f GFLOP/s\n"
+                  "reference: oneDNN %s GEMM [%lld x %lld] x [%lld x %lld], packed weights, f32 output: %.2f GFLOP/s (%s)\n"
+                  "MFU vs that GEMM rate: %.1f%%\n"
+                  "time per step: forward+loss %.1f%%, backward %.1f%%, clip %.1f%%, optimizer %.1f%%\n"
+                  "peak engine memory: %.1f MiB\n",
+                  precision.c_str(), tokens_per_second, static_cast<long long>(steps),
+                  total / static_cast<double>(steps), achieved / 1e9, precision.c_str(), static_cast<long long>(gemm.m), static_cast<long long>(gemm.k), static_cast<long long>(gemm.k),
+                  static_cast<long long>(gemm.n), gemm.median_gflops, gemm.implementation.c_str(),
+                  100.0 * achieved / (gemm.median_gflops * 1e9), 100 * t_forward / total, 100 * t_backward / total,
+                  100 * t_clip / total, 100 * t_optimizer / total,
+                  static_cast<double>(peak_bytes[i]) / (1024.0 * 1024.0));
+    std::cout << line;
+  }
+  if (precisions.size() == 2 && precisions[0] != precisions[1]) {
+    // The two GEMM rates again, back to back, so their ratio is taken under one load.
+    const bool f32_first = precisions[0] == "f32";
+    const onednn::GemmRate f32_gemm = onednn::measure_onednn_matmul_rate(o.batch_size * o.seq_len, d_ff, m.d_model,
+                                                                         onednn::DType::kF32, gemm_options);
+    const onednn::GemmRate bf16_gemm = onednn::measure_onednn_matmul_rate(o.batch_size * o.seq_len, d_ff, m.d_model,
+                                                                          onednn::DType::kBF16, gemm_options);
+    const double f32_rate = rates[f32_first ? 0 : 1], bf16_rate = rates[f32_first ? 1 : 0];
+    const double gemm_ratio = bf16_gemm.median_gflops / f32_gemm.median_gflops;
+    const double target = 0.85 * gemm_ratio * f32_rate;
+    char line[640];
+    std::snprintf(line, sizeof line,
+                  "-- bf16 vs f32 (GEMM rates measured back to back now)\n"
+                  "oneDNN GEMM: f32 %.2f GFLOP/s (%s), bf16 %.2f GFLOP/s (%s), ratio %.2f\n"
+                  "tokens/s: f32 %.1f, bf16 %.1f, speed-up %.2fx\n"
+                  "target: 0.85 x %.2f x %.1f = %.1f tokens/s (%.2fx f32): %s (%.0f%% of the target)\n",
+                  f32_gemm.median_gflops, f32_gemm.implementation.c_str(), bf16_gemm.median_gflops,
+                  bf16_gemm.implementation.c_str(), gemm_ratio, f32_rate, bf16_rate, bf16_rate / f32_rate, gemm_ratio,
+                  f32_rate, target, target / f32_rate, bf16_rate >= target ? "reached" : "NOT reached",
+                  100.0 * bf16_rate / target);
+    std::cout << line;
+  }
   return kExitOk;
 }
 

@@ -147,3 +147,4 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }  // namespace patchbay::engine
 
 #include "engine/ops_indexing.hpp"
+#include "engine/autocast.hpp"

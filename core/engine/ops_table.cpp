@@ -561,6 +561,7 @@ pb_status* causal_linear_attention_fn(const pb_tensor* q, const pb_tensor* k, co
 // Defined in ops_table_custom.cpp.
 int ops_table_set_grad_enabled(int enabled);
 void fill_custom_op_entries(pb_ops_table& table);
+void fill_autocast_entries(pb_ops_table& table);  // ops_table_autocast.cpp (version 6)
 
 namespace {
 int set_grad_enabled(int enabled) { return ops_table_set_grad_enabled(enabled); }
@@ -634,6 +635,7 @@ pb_ops_table make_table() {
   t.rotary_embedding = rotary_embedding_fn;
   t.attention_with_options = attention_with_options_fn;
   t.causal_linear_attention = causal_linear_attention_fn;
+  fill_autocast_entries(t);
   return t;
 }
 }  // namespace

@@ -103,6 +103,7 @@ TrainOptions train_options_from_config(const config::ResolvedConfig& config) {
   o.max_steps = config_int(config, "train.max_steps");
   o.schedule = lr_schedule_from_config(config);
   o.grad_clip = config_real(config, "train.grad_clip");
+  o.precision = config_string(config, "train.precision");
   o.eval_every = config_int(config, "train.eval_every");
   o.eval_batches = config_int(config, "train.eval_batches");
   o.checkpoint_every = config_int(config, "train.checkpoint_every");

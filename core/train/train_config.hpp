@@ -40,6 +40,7 @@ struct TrainOptions {
   std::filesystem::path run_dir;  // train.out_dir, or <run.output_dir>/<run.name>
   uint64_t seed = 0;              // [run] seed: batches and everything random in the run
   std::string run_name;
+  std::string precision = "f32";  // [train] precision: "f32" or "bf16" (matmul autocast, see train_step)
 };
 
 // Host schema (make_host_schema) plus the model's sections.

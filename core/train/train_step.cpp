@@ -1,6 +1,7 @@
 // Building the model + optimizer from a config, and one optimizer update with gradient
 // accumulation and clipping; see trainer.hpp.
 #include <cmath>
+#include <optional>
 
 #include "common/error.hpp"
 #include "config/component_view.hpp"
@@ -38,6 +39,11 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
                       const std::function<Batch(int64_t micro_step)>& micro_batch) {
   StepResult result;
   const int64_t accum = options.grad_accum_steps;
+  // bf16 mixed precision: matmuls in bf16 for this update's forwards and backwards (one cached
+  // bf16 copy per weight); the scope closes before clipping and the optimizer touch the f32
+  // master weights.
+  std::optional<engine::AutocastGuard> autocast;
+  if (options.precision == "bf16") autocast.emplace(engine::DType::kBF16);
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
     const model::ForwardResult out = trainable.model->forward(batch.inputs, /*training=*/true);
@@ -53,6 +59,7 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     if (trainable.before_backward) trainable.before_backward(m, accum);
     engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
   }
+  autocast.reset();  // bf16 scope ends before gradients are reduced, clipped and applied
   if (trainable.after_backward) trainable.after_backward(result);
   if (trainable.clip_gradients) {
     result.grad_norm = trainable.clip_gradients(options.grad_clip);

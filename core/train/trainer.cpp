@@ -212,6 +212,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                model.parameter_count(), model.parameter_count(true), model.flops_per_token(o.seq_len), o.seq_len);
   spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
                data.val.size(), val_tokens_per_byte, data.tokenizer.vocab_size());
+  if (o.precision == "bf16")
+    spdlog::info("precision: bf16 mixed (bf16 matmuls with f32 accumulation; f32 weights, optimizer state, "
+                 "reductions and checkpoints; evaluation in f32)");
 
   std::map<std::string, std::string> metadata{
       {kMetaConfig, config_text},

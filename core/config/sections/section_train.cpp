@@ -45,6 +45,10 @@ HostSection train_section() {
                     "clm: next-token prediction (needs model.causal = true); mlm: BERT masked-token "
                     "prediction (needs model.causal = false; masking in [train.mlm])")
           .choices("clm|mlm"),
+      Field::string("precision", "\"f32\"",
+                    "matmul precision: f32, or bf16 mixed precision (bf16 GEMMs with f32 accumulation; "
+                    "f32 master weights, optimizer state, reductions and checkpoints)")
+          .choices("f32|bf16"),
   };
   return section;
 }

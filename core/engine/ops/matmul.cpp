@@ -7,10 +7,13 @@
 // Decoding shapes, x [<= 4 rows, k] @ W^T with W stored [n, k] (a linear layer's weight),
 // run the skinny matmul kernel (kernels/cpu, bandwidth-bound, reads bf16 W as it is); other
 // mixed shapes widen the bf16 operand first.
+// Under a bf16 autocast policy (engine/autocast.hpp) f32 x f32 runs as bf16 x bf16 -> f32
+// (weights' bf16 copies cached per scope) and so does its backward; the gradients stay f32.
 //
 // Backward, with op(X) = X or X^T as stored:  C = op(A) op(B)
 //   d op(A) = dC op(B)^T,  d op(B) = op(A)^T dC, transposed back when the operand was
 //   stored transposed, then summed over broadcast batch dims.
+#include "engine/autocast.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
@@ -20,7 +23,8 @@ namespace patchbay::engine {
 namespace {
 
 // a: contiguous [batch_a, rows_a, cols_a] with batch_a in {1, batch} (1 = broadcast),
-// likewise b; out: contiguous [batch, m, n]; a, b, out share dtype f32 or bf16.
+// likewise b; out: contiguous [batch, m, n]; a and b share dtype f32 or bf16; out has their
+// dtype, or f32 for bf16 operands (f32 accumulation written out unrounded).
 struct MatmulProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transpose_a = false, transpose_b = false;
@@ -78,7 +82,9 @@ void matmul_cpu(const MatmulProblem& p, const Tensor& a, const Tensor& b_given, 
     args.k = p.k;
     args.a = {a.data_ptr(), dt, a_batch, a_row, a_col};
     args.b = {b.data_ptr(), dt, b_batch, b_row, b_col};
-    args.c = {out.data_ptr(), dt, p.m * p.n, p.n, 1};
+    const onednn::DType out_dt =
+        out.dtype() == DType::kBF16 ? onednn::DType::kBF16 : onednn::DType::kF32;
+    args.c = {out.data_ptr(), out_dt, p.m * p.n, p.n, 1};
     onednn::matmul(args);
     return;
   }
@@ -117,11 +123,9 @@ bool is_f32_bf16_mix(const Tensor& a, const Tensor& b) {
          (a.dtype() == DType::kBF16 && b.dtype() == DType::kF32);
 }
 
-}  // namespace
-
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-  const bool mixed = a.defined() && b.defined() && is_f32_bf16_mix(a, b);
-  if (mixed) {
+// Checks the operands and fills p's sizes and transposes (batch is set by the caller).
+MatmulProblem matmul_problem(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  if (a.defined() && b.defined() && is_f32_bf16_mix(a, b)) {
     if (a.device() != b.device())
       throw Error(ErrorKind::kInvalidArgument, "matmul: operands on different devices, found " +
                                                    a.str() + " and " + b.str());
@@ -144,6 +148,54 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
                                                  " vs " + std::to_string(kb) + ") for " + a.str() +
                                                  (transpose_a ? "^T" : "") + " @ " + b.str() +
                                                  (transpose_b ? "^T" : ""));
+  return p;
+}
+
+// bf16 a x bf16 b -> f32 (f32 accumulation), detached operands, no autograd: the GEMM of the
+// autocast path, forward and backward.
+Tensor bf16_matmul_f32_out(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  MatmulProblem p = matmul_problem(a, b, transpose_a, transpose_b);
+  if (!transpose_a && a.dim() > 2 && b.dim() == 2 && a.numel() > 0) {  // stacked rows: one GEMM
+    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+    out_shape.push_back(p.n);
+    return bf16_matmul_f32_out(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b)
+        .reshape(out_shape);
+  }
+  Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
+  p.batch = shape_numel(batch);
+  NoGradGuard no_grad;
+  Tensor a_c = batched_operand(a, batch, &p.broadcast_a);
+  Tensor b_c = batched_operand(b, batch, &p.broadcast_b);
+  Shape out_shape = batch;
+  out_shape.push_back(p.m);
+  out_shape.push_back(p.n);
+  Tensor out = Tensor::empty(out_shape, DType::kF32, a.device());
+  find_kernel<MatmulKernel>("matmul", a.device().type)(p, a_c, b_c, out);
+  return out;
+}
+
+// matmul of two f32 operands under the bf16 autocast policy: bf16 copies in, f32 out; the
+// backward rounds dC to bf16 and returns f32 gradients to a and b.
+Tensor autocast_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  const Tensor a16 = autocast_bf16_operand(a), b16 = autocast_bf16_operand(b);
+  Tensor out = bf16_matmul_f32_out(a16, b16, transpose_a, transpose_b);
+  record_op(
+      "matmul", {a, b}, {&out}, [a16, b16, transpose_a, transpose_b](const std::vector<Tensor>& g) {
+        const Tensor dc = autocast_bf16_operand(g[0]);  // a gradient: never a cached leaf
+        Tensor da = transpose_a ? bf16_matmul_f32_out(b16, dc, transpose_b, true)
+                                : bf16_matmul_f32_out(dc, b16, false, !transpose_b);
+        Tensor db = transpose_b ? bf16_matmul_f32_out(dc, a16, true, transpose_a)
+                                : bf16_matmul_f32_out(a16, dc, !transpose_a, false);
+        return std::vector<Tensor>{sum_to_shape(da, a16.shape()), sum_to_shape(db, b16.shape())};
+      });
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  MatmulProblem p = matmul_problem(a, b, transpose_a, transpose_b);
+  const bool mixed = is_f32_bf16_mix(a, b);
   // A stack of row-major matrices times one matrix ([..., m, k] x [k, n], e.g. a linear layer
   // on [B, T, C]) is one GEMM over the stacked rows: [rows, k] x [k, n]. Besides a bigger GEMM,
   // its backward then gives the weight's gradient as one [k, n] GEMM instead of a [batch, k, n]
@@ -153,6 +205,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     out_shape.push_back(p.n);
     return matmul(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b).reshape(out_shape);
   }
+  if (autocast_dtype() == DType::kBF16 && a.dtype() == DType::kF32 && b.dtype() == DType::kF32 &&
+      a.device().type == DeviceType::kCpu)
+    return autocast_matmul(a, b, transpose_a, transpose_b);
   Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b));
   p.batch = shape_numel(batch);
   // bf16 runs natively in oneDNN; f16 is computed in f32. A mix computes in f32, B keeping

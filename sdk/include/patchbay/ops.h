@@ -53,7 +53,8 @@ extern "C" {
 
 #define PB_OPS_TABLE_VERSION \
   8 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
-       5: causal_linear_attention; 8: matmul takes f32 with bf16 (no new field) */
+       5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);
+       8: matmul takes f32 with bf16 (no new field) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -361,6 +362,21 @@ typedef struct pb_ops_table {
    * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). */
   pb_status* (*causal_linear_attention)(const pb_tensor* q, const pb_tensor* k,
                                         const pb_tensor* v, pb_tensor** out);
+
+  /* ---- version 6 (bf16 mixed precision: matmul autocast) ---- */
+  /* Sets this thread's matmul compute dtype: PB_DTYPE_F32 (off, the default) or PB_DTYPE_BF16.
+   * Under bf16 every matmul of two f32 operands rounds them to bf16, runs a bf16 GEMM with
+   * f32 accumulation and returns f32; its backward does the same and returns f32 gradients.
+   * Other ops are unaffected (they keep computing in f32). The bf16 copy of a leaf that
+   * requires grad (a parameter) is cached until the policy changes or autocast_clear_cache:
+   * call that after writing parameters in place while bf16 is on. The trainer sets this for
+   * `[train] precision = "bf16"`; a plugin only needs it to test itself under that policy.
+   * previous: nullable, receives the old dtype. Other dtypes: PB_STATUS_INVALID_ARGUMENT. */
+  pb_status* (*set_autocast_dtype)(pb_dtype dtype, pb_dtype* previous);
+  /* This thread's matmul compute dtype (PB_DTYPE_F32 when autocast is off). */
+  pb_dtype (*autocast_dtype)(void);
+  /* Drops this thread's cached bf16 parameter copies. */
+  void (*autocast_clear_cache)(void);
 
   /* ---- version 8 (decoding: matmul accepts f32 with bf16, see matmul; no new field) ---- */
 } pb_ops_table;
