@@ -275,11 +275,14 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
 
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
+  double train_seconds = 0;  // inside training steps only (no eval, checkpoint, sample)
   for (int64_t step = start_step; step < o.max_steps; ++step) {
     if (request.before_step) request.before_step(step, trainable.parameters);
+    const auto step_start = Clock::now();
     const StepResult r = train_step(trainable, o, step, [&](int64_t micro) {
       return training_batch(data.train, o.seed, step, micro, o.batch_size, o.seq_len);
     });
+    train_seconds += seconds_since(step_start);
     window_tokens += tokens_per_step;
     const int64_t done = step + 1;
     const bool last = done == o.max_steps;
@@ -293,6 +296,7 @@ TrainSummary train_model(const config::ResolvedConfig& config, runtime::Registry
                       {"grad_norm", r.grad_norm},
                       {"tokens_per_second", tokens_per_second},
                       {"elapsed_seconds", elapsed_seconds()},
+                      {"train_seconds", train_seconds},
                       {"tokens", done * tokens_per_step},
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
       r.layer_stats.write_to(record);
