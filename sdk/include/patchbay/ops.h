@@ -52,8 +52,8 @@ extern "C" {
 #endif
 
 #define PB_OPS_TABLE_VERSION \
-  5 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
-       5: causal_linear_attention */
+  7 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
+       5: causal_linear_attention; 7: bias_activation */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -359,6 +359,16 @@ typedef struct pb_ops_table {
    * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). */
   pb_status* (*causal_linear_attention)(const pb_tensor* q, const pb_tensor* k,
                                         const pb_tensor* v, pb_tensor** out);
+
+  /* ---- version 7 (fused elementwise chains for small-model speed) ---- */
+  /* out = act(x + bias): x [..., N] float, bias [N] (x's dtype and device), activation
+   * PB_UNARY_GELU_TANH or PB_UNARY_RELU (others: PB_STATUS_INVALID_ARGUMENT). One pass
+   * forward, one pass backward that also sums bias's gradient (the composed add + activation
+   * take two each way). Equal to unary(activation, binary(ADD, x, bias)) up to rounding (the
+   * GELU's tanh is a vectorised approximation, |relative error| < 3e-7). Differentiable in x
+   * and bias. */
+  pb_status* (*bias_activation)(const pb_tensor* x, const pb_tensor* bias,
+                                pb_unary_op activation, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus
