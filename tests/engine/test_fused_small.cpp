@@ -121,3 +121,26 @@ TEST_CASE("sum over leading dims (bias gradients) matches the reference, other d
   Tensor bias = random_tensor({8}, 35, -1, 1, true);
   check_gradients([](const std::vector<Tensor>& in) { return add(in[0], in[1]); }, {a, bias}, "add bias");
 }
+
+TEST_CASE("gradient accumulation (in place when private) gives the sums and leaves held grads alone") {
+  Tensor x = random_tensor({3, 70000}, 41, -1, 1, true);  // above the threaded size
+  Tensor w = random_tensor({3, 70000}, 42, -1, 1);
+  // x feeds two paths: its grad is w + 2x·w summed from two backward contributions.
+  backward(sum(add(mul(x, w), mul(mul(x, x), w))));
+  const std::vector<float> xv = x.detach().to_vector(), wv = w.to_vector();
+  std::vector<double> expected(xv.size());
+  for (size_t i = 0; i < xv.size(); ++i) expected[i] = wv[i] + 2.0 * xv[i] * wv[i];
+  check_close(as_doubles(x.grad().to_vector()), expected, 1e-5, 1e-6, "two paths");
+  // A second backward accumulates into .grad; a grad tensor held by the caller keeps its values.
+  Tensor held = x.grad();
+  const std::vector<float> before = held.to_vector();
+  backward(sum(mul(x, w)));
+  CHECK(held.to_vector() == before);
+  for (size_t i = 0; i < xv.size(); ++i) expected[i] += wv[i];
+  check_close(as_doubles(x.grad().to_vector()), expected, 1e-5, 1e-6, "accumulated over two backward calls");
+  // Not held: the next backward may add in place, and the sum is still right.
+  held = Tensor();
+  backward(sum(mul(x, w)));
+  for (size_t i = 0; i < xv.size(); ++i) expected[i] += wv[i];
+  check_close(as_doubles(x.grad().to_vector()), expected, 1e-5, 1e-6, "accumulated in place");
+}
