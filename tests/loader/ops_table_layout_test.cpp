@@ -99,7 +99,8 @@ static_assert(offsetof(pb_ops_table, rotary_embedding) + sizeof(void*) == kOpsTa
 
 // The whole table as this SDK declares it. The ONLY line an appended version changes.
 FROZEN_SIZE(pb_ops_table,
-            584);  // version 3: attention_with_options; version 5: causal_linear_attention
+            592);  // version 3: attention_with_options; version 5: causal_linear_attention;
+                   // version 7: bias_activation
 FROZEN_OFFSET(pb_ops_table, attention_with_options, 568);
 
 // ---- enum values ----
