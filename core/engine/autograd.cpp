@@ -12,8 +12,33 @@ namespace patchbay::engine {
 namespace {
 thread_local bool tls_grad_enabled = true;
 
-// Adds g into the running sum at `slot` (undefined slot takes g as is).
-void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
+// True when `slot` may be added into in place: a contiguous f32 CPU tensor of g's shape, outside
+// any graph, whose storage is held by nothing but `holders` references to its one TensorImpl
+// (so no view, no other gradient slot and no caller sees the change).
+bool can_accumulate_in_place(const Tensor& slot, const Tensor& g, long holders) {
+  return slot.dtype() == DType::kF32 && g.dtype() == DType::kF32 && slot.shape() == g.shape() &&
+         slot.device().type == DeviceType::kCpu && g.device().type == DeviceType::kCpu &&
+         slot.is_contiguous() && g.is_contiguous() && !slot.requires_grad() && !g.requires_grad() &&
+         slot.impl_ptr().use_count() <= holders && slot.impl_ptr()->storage.use_count() == 1 &&
+         slot.impl_ptr()->storage != g.impl_ptr()->storage;
+}
+
+// Adds g into the running sum at `slot` (undefined slot takes g as is). In place when the
+// slot is private (see above): no new buffer per extra gradient (a tied embedding's two
+// gradients, a residual stream's, micro-batches accumulating into a leaf's .grad).
+void accumulate(Tensor& slot, const Tensor& g, long holders = 1) {
+  if (!slot.defined()) {
+    slot = g;
+  } else if (can_accumulate_in_place(slot, g, holders)) {
+    float* out = slot.data<float>();
+    const float* in = g.data<float>();
+    const int64_t n = slot.numel();
+#pragma omp parallel for simd schedule(static) if (n >= (1 << 16))
+    for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+  } else {
+    slot = add(slot, g);
+  }
+}
 }  // namespace
 
 Node::Node(std::string name, std::vector<Tensor> inputs, std::vector<Shape> output_shapes,
@@ -149,7 +174,7 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
         accumulate(slot[static_cast<size_t>(in.output_index())], g);
       } else {
         Tensor acc = in.grad();
-        accumulate(acc, g);
+        accumulate(acc, g, /*holders=*/2);  // acc and the leaf's grad field
         const_cast<Tensor&>(in).set_grad(acc.contiguous());
         if (last_leaf_edge) leaf_grad_ready_hook()(in);
       }

@@ -144,6 +144,14 @@ Tensor block_sparse_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options);
 
+// ---- fused elementwise chains (ops table version 7) ----
+// act(x + bias) in one pass, backward in one pass (kernels/cpu bias_activation.hpp): x [..., N]
+// float, bias [N] of x's dtype and device; act is kGeluTanh or kRelu (the MLP's activations
+// after its first linear). Differentiable in x and bias; equal to the composed ops up to
+// rounding (the GELU's tanh is a vectorised approximation, |relative error| < 3e-7).
+enum class FusedActivation { kGeluTanh, kRelu };
+Tensor bias_activation(const Tensor& x, const Tensor& bias, FusedActivation activation);
+
 }  // namespace patchbay::engine
 
 #include "engine/ops_indexing.hpp"

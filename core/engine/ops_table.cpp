@@ -503,6 +503,20 @@ pb_status* memory_stats_fn(pb_device_type dev, int32_t idx, size_t* current, siz
   });
 }
 
+// ---- version 7 (fused elementwise chains) ----
+pb_status* bias_activation_fn(const pb_tensor* x, const pb_tensor* bias, pb_unary_op activation,
+                              pb_tensor** out) {
+  return produce("bias_activation", out, [&] {
+    if (activation != PB_UNARY_GELU_TANH && activation != PB_UNARY_RELU)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "bias_activation: activation " + std::to_string(static_cast<int>(activation)) +
+                      " is not fused; use PB_UNARY_GELU_TANH or PB_UNARY_RELU, or compose "
+                      "binary(ADD) and unary for another activation");
+    return bias_activation(unwrap(x, "x"), unwrap(bias, "bias"),
+                           activation == PB_UNARY_RELU ? FusedActivation::kRelu : FusedActivation::kGeluTanh);
+  });
+}
+
 // ---- version 2 ----
 pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, double theta,
                                pb_tensor** out) {
@@ -636,6 +650,7 @@ pb_ops_table make_table() {
   t.attention_with_options = attention_with_options_fn;
   t.causal_linear_attention = causal_linear_attention_fn;
   fill_autocast_entries(t);
+  t.bias_activation = bias_activation_fn;
   return t;
 }
 }  // namespace

@@ -5,7 +5,8 @@
 //   norm > max_norm:  every grad *= max_norm / (norm + 1e-6)
 // The pre-clip norm is returned. A NaN or infinite norm is returned as it is and no gradient is
 // touched: the trainer decides (skip the step, stop). The sum is deterministic — fixed blocks
-// of kNormBlock elements summed in order — so a run is bit-identical whatever the thread count.
+// of kNormBlock elements (each a vector reduction in the compiled lane order) summed in block
+// order — so a run is bit-identical whatever the thread count.
 //
 // For data parallelism the trainer can all-reduce grad_square_sum() across ranks itself and call
 // scale_grads(); clip_grad_norm() is the single-process composition. Gradients must be on the

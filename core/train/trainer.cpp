@@ -378,11 +378,14 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
 
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
+  double train_seconds = 0;  // inside training steps only (no eval, checkpoint, sample)
   for (int64_t step = start_step; step < o.max_steps; ++step) {
     if (request.before_step) request.before_step(step, trainable.parameters);
+    const auto step_start = Clock::now();
     // MLM masks are drawn on the full batch, then sharded: the masking does not depend on the ranks.
     const StepResult r =
         train_step(trainable, o, step, [&](int64_t micro) { return rank_batch(micro_batch_at(step, micro)); });
+    train_seconds += seconds_since(step_start);
     window_tokens += tokens_per_step;
     const int64_t done = step + 1;
     const bool last = done == o.max_steps;
@@ -396,6 +399,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                       {"grad_norm", r.grad_norm},
                       {"tokens_per_second", tokens_per_second},
                       {"elapsed_seconds", elapsed_seconds()},
+                      {"train_seconds", train_seconds},
                       {"tokens", done * tokens_per_step},
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
       r.layer_stats.write_to(record);

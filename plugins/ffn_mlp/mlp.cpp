@@ -89,12 +89,22 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
                                                       "] but is " + shape_text(shape));
   }
   const Tensor x2 = x.reshape({-1, d_model_});  // [B*T, C]
-  Tensor hidden = linear(x2, fc_weight_, fc_bias_);  // [B*T, d_ff]
-  switch (activation_) {
-    case Activation::kGeluTanh: hidden = hidden.gelu(true); break;
-    case Activation::kGeluErf: hidden = hidden.gelu(false); break;
-    case Activation::kRelu: hidden = hidden.relu(); break;
-    case Activation::kSwiGlu: hidden = linear(x2, gate_weight_, gate_bias_).silu() * hidden; break;
+  // Bias + GELU (tanh) / ReLU as the host's fused op (ops table version 7) when it has one:
+  // one pass each way instead of two, the same function up to rounding.
+  const bool fused = (activation_ == Activation::kGeluTanh || activation_ == Activation::kRelu) &&
+                     fc_bias_.defined() && patchbay::has_bias_activation(x.ops());
+  Tensor hidden;  // [B*T, d_ff]
+  if (fused) {
+    hidden = patchbay::bias_activation(x2.matmul(fc_weight_, false, true), fc_bias_,
+                                       activation_ == Activation::kRelu ? PB_UNARY_RELU : PB_UNARY_GELU_TANH);
+  } else {
+    hidden = linear(x2, fc_weight_, fc_bias_);
+    switch (activation_) {
+      case Activation::kGeluTanh: hidden = hidden.gelu(true); break;
+      case Activation::kGeluErf: hidden = hidden.gelu(false); break;
+      case Activation::kRelu: hidden = hidden.relu(); break;
+      case Activation::kSwiGlu: hidden = linear(x2, gate_weight_, gate_bias_).silu() * hidden; break;
+    }
   }
   Tensor y = linear(hidden, proj_weight_, proj_bias_).reshape(shape);  // [B, T, C]
   if (training && dropout_ >= 1.0) {

@@ -99,8 +99,9 @@ static_assert(offsetof(pb_ops_table, rotary_embedding) + sizeof(void*) == kOpsTa
 
 // The whole table as this SDK declares it. The ONLY line an appended version changes.
 FROZEN_SIZE(pb_ops_table,
-            608);  // version 3: attention_with_options; version 5: causal_linear_attention;
-                   // version 6: set_autocast_dtype, autocast_dtype, autocast_clear_cache
+            616);  // version 3: attention_with_options; version 5: causal_linear_attention;
+                   // version 6: set_autocast_dtype, autocast_dtype, autocast_clear_cache;
+                   // version 7: bias_activation
 FROZEN_OFFSET(pb_ops_table, attention_with_options, 568);
 
 // ---- enum values ----

@@ -49,6 +49,31 @@ void reduce_cpu(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner, 
 }
 PATCHBAY_REGISTER_KERNEL(ReduceKernel, "reduce", DeviceType::kCpu, reduce_cpu);
 
+// Sum over the leading dims without a transposing copy (the backward of a bias or of a
+// position table broadcast over rows): x contiguous f32 [rows, cols] -> out [cols]. Each
+// column accumulates its rows in order, in double, so the result does not depend on the
+// thread count; threads split the columns (blocks of 64 keep each thread's stores apart).
+using ReduceLeadingKernel = void(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);
+
+void reduce_leading_cpu(const Tensor& x, int64_t rows, int64_t cols, Tensor& out) {
+  constexpr int64_t kBlock = 64;
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  const int64_t blocks = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (rows * cols > 65536 && blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t c0 = b * kBlock, n = std::min(kBlock, cols - c0);
+    double acc[kBlock] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = px + r * cols + c0;
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(row[i]);
+    }
+    for (int64_t i = 0; i < n; ++i) po[c0 + i] = static_cast<float>(acc[i]);
+  }
+}
+PATCHBAY_REGISTER_KERNEL(ReduceLeadingKernel, "reduce_leading", DeviceType::kCpu, reduce_leading_cpu);
+
 void max_backward_cpu(const Tensor& grad, const int64_t* argmax, int64_t outer, int64_t inner,
                       Tensor& dx) {
   const float* pg = grad.data<float>();
@@ -100,9 +125,28 @@ ReducePlan plan_reduce(const Tensor& x, const std::vector<int64_t>& dims, bool k
   return p;
 }
 
+// True when the reduced dims are exactly the leading ones: permutation (kept dims in order,
+// then reduced dims in order) = [n-k, ..., n-1, 0, ..., n-k-1] for some k in [1, n-1] kept.
+bool reduces_leading_dims(const ReducePlan& p) {
+  const auto n = static_cast<int64_t>(p.permutation.size());
+  for (int64_t k = 1; k < n; ++k) {
+    bool match = true;
+    for (int64_t i = 0; i < n && match; ++i)
+      match = p.permutation[static_cast<size_t>(i)] == (i < k ? n - k + i : i - k);
+    if (match) return true;
+  }
+  return false;
+}
+
 Tensor reduce_forward(ReduceKind kind, const Tensor& x, const ReducePlan& p,
                       std::vector<int64_t>* argmax) {
-  Tensor rows = detail::as_f32(x).permute(p.permutation).contiguous();
+  Tensor x32 = detail::as_f32(x);
+  if (kind == ReduceKind::kSum && x32.is_contiguous() && p.outer > 1 && reduces_leading_dims(p)) {
+    Tensor out = Tensor::empty(p.out_shape, DType::kF32, x.device());
+    find_kernel<ReduceLeadingKernel>("reduce_leading", x.device().type)(x32, p.inner, p.outer, out);
+    return out;
+  }
+  Tensor rows = x32.permute(p.permutation).contiguous();
   Tensor out = Tensor::empty(p.out_shape, DType::kF32, x.device());
   if (argmax) argmax->assign(static_cast<size_t>(p.outer), 0);
   find_kernel<ReduceKernel>("reduce", x.device().type)(kind, rows, p.outer, p.inner, out,

@@ -214,4 +214,24 @@ constexpr pb_component_descriptor make_feedforward_component(const char* name, c
                                  &detail::FeedForwardAdapter<T>::kVtable};
 }
 
+// ops->bias_activation (pb_ops_table version 7) as Tensor functions: act(x + bias) in one
+// fused pass each way, activation PB_UNARY_GELU_TANH or PB_UNARY_RELU (patchbay/ops.h).
+// has_bias_activation tells whether the host has it; a layer falls back to composing
+// `x + bias` and the activation on an older host.
+inline bool has_bias_activation(const pb_ops_table* ops) {
+  return PB_HAS_FIELD(ops, pb_ops_table, bias_activation) && ops->bias_activation != nullptr;
+}
+
+inline Tensor bias_activation(const Tensor& x, const Tensor& bias, pb_unary_op activation) {
+  const pb_ops_table* ops = x.ops();
+  if (!has_bias_activation(ops))
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this host's ops table (version " + std::to_string(ops->version) +
+                          ") has no bias_activation (version 7); upgrade Patchbay or compose x + bias "
+                          "and the activation");
+  pb_tensor* out = nullptr;
+  check_ops_status(ops, ops->bias_activation(x.handle(), bias.handle(), activation, &out), "bias_activation");
+  return Tensor(ops, out);
+}
+
 }  // namespace patchbay

@@ -54,7 +54,7 @@ extern "C" {
 #define PB_OPS_TABLE_VERSION \
   8 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
        5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);
-       8: matmul takes f32 with bf16 (no new field) */
+       7: bias_activation; 8: matmul takes f32 with bf16 (no new field) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -377,6 +377,16 @@ typedef struct pb_ops_table {
   pb_dtype (*autocast_dtype)(void);
   /* Drops this thread's cached bf16 parameter copies. */
   void (*autocast_clear_cache)(void);
+
+  /* ---- version 7 (fused elementwise chains for small-model speed) ---- */
+  /* out = act(x + bias): x [..., N] float, bias [N] (x's dtype and device), activation
+   * PB_UNARY_GELU_TANH or PB_UNARY_RELU (others: PB_STATUS_INVALID_ARGUMENT). One pass
+   * forward, one pass backward that also sums bias's gradient (the composed add + activation
+   * take two each way). Equal to unary(activation, binary(ADD, x, bias)) up to rounding (the
+   * GELU's tanh is a vectorised approximation, |relative error| < 3e-7). Differentiable in x
+   * and bias. */
+  pb_status* (*bias_activation)(const pb_tensor* x, const pb_tensor* bias,
+                                pb_unary_op activation, pb_tensor** out);
 
   /* ---- version 8 (decoding: matmul accepts f32 with bf16, see matmul; no new field) ---- */
 } pb_ops_table;
