@@ -2,8 +2,8 @@
 // pair f / g over a process-wide tensor-parallel all-reduce that the host installs (the
 // trainer does, over the parallelism plugin, for `[parallelism] kind = "mpi_tensor"`). The
 // engine knows nothing about MPI: it calls the installed function.
-//   tp_copy_to_region(x)     (f) forward: x itself (aliases); backward: gradient SUMMED over the group
-//   tp_reduce_from_region(x) (g) forward: SUM of x over the group (fresh); backward: identity
+//   tp_copy_to_region(x)     (f) forward: x itself (aliases); backward: gradient SUMMED over the
+//   group tp_reduce_from_region(x) (g) forward: SUM of x over the group (fresh); backward: identity
 // Without an installed all-reduce (one process) both are the identity. Every rank of the group
 // must run the same ops in the same order (the all-reduce is a collective).
 #pragma once

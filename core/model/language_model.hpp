@@ -36,8 +36,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <span>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>

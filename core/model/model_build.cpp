@@ -233,8 +233,10 @@ void check_attention_capabilities(const ModelOptions& o, int64_t layer, const st
 void check_tensor_parallel_capability(const ModelOptions& o, const std::string& label,
                                       bool capable) {
   require(o.tp_size <= 1 || capable,
-          label + " cannot be split over tensor-parallel ranks ([parallelism] kind = "
-                  "\"mpi_tensor\", " + std::to_string(o.tp_size) +
+          label +
+              " cannot be split over tensor-parallel ranks ([parallelism] kind = "
+              "\"mpi_tensor\", " +
+              std::to_string(o.tp_size) +
               " ranks): it does not declare the TENSOR_PARALLEL capability. Tensor parallelism "
               "needs every layer to split: use attention \"dense\" and feed-forward \"mlp\", "
               "or parallelism.kind = \"mpi_data\" / \"mpi_zero1\"");
@@ -263,8 +265,8 @@ void take_partition(LayerPartitions& layer, const std::string& name, const eng::
   const TensorParallelPartition p = it->second;
   layer.marked.erase(it);
   require(p.dim < tensor.dim() && tensor.shape()[static_cast<size_t>(p.dim)] % p.stride == 0,
-          model_name + " was marked partitioned along dim " + std::to_string(p.dim) +
-              " in " + std::to_string(p.stride) + " blocks, which its shape " + tensor.str() +
+          model_name + " was marked partitioned along dim " + std::to_string(p.dim) + " in " +
+              std::to_string(p.stride) + " blocks, which its shape " + tensor.str() +
               " does not allow");
   out[model_name] = p;
 }

@@ -52,7 +52,8 @@ engine::Tensor TensorParallel::gather(const std::string& name, const engine::Ten
   const ShardLayout layout = it->second;
   const Split s = split_of(local.shape(), layout.dim);
   const int64_t w = world_size(), piece = s.n / layout.stride;
-  const engine::Tensor all = group_.all_gather(local.detach().contiguous().reshape({1, local.numel()}));
+  const engine::Tensor all =
+      group_.all_gather(local.detach().contiguous().reshape({1, local.numel()}));
   engine::Shape full_shape = local.shape();
   full_shape[static_cast<size_t>(layout.dim)] = s.n * w;
   return all.reshape({w, s.pre, layout.stride, piece, s.post})

@@ -1,6 +1,8 @@
 // The training loop and its run directory; see trainer.hpp.
 #include "train/trainer.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -8,11 +10,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <spdlog/spdlog.h>
 #include <sstream>
 
 #include "common/error.hpp"
 #include "common/logging.hpp"
+#include "config/component_view.hpp"
 #include "config/config_printer.hpp"
 #include "data/split.hpp"
 #include "data/tokenizer_io.hpp"
@@ -23,15 +25,14 @@
 #include "parallel/parallel_run.hpp"
 #include "parallel/tensor_parallel.hpp"
 #include "parallel/zero1.hpp"
-#include "config/component_view.hpp"
-#include "train/grad_clip.hpp"
-#include "train/param_groups.hpp"
 #include "patchbay/abi.h"
 #include "run/atomic_file.hpp"
 #include "run/metrics_log.hpp"
 #include "run/progress_bar.hpp"
 #include "train/checkpoint.hpp"
+#include "train/grad_clip.hpp"
 #include "train/objective_mlm.hpp"
+#include "train/param_groups.hpp"
 #include "train/training_data.hpp"
 
 namespace patchbay::train {
@@ -145,15 +146,18 @@ double resume_metrics(const fs::path& metrics_file, const Checkpoint& checkpoint
 
 // Tensor-parallel resume: copies each of this rank's slices of the checkpoint's full tensors
 // into its parameter, after checking all of them (present, same shape and dtype).
-void copy_slices_into(const std::vector<NamedTensor>& slices, const std::vector<NamedTensor>& params,
-                      const fs::path& file) {
+void copy_slices_into(const std::vector<NamedTensor>& slices,
+                      const std::vector<NamedTensor>& params, const fs::path& file) {
   for (size_t i = 0; i < params.size(); ++i) {
     if (!slices[i].tensor.defined())
-      throw Error(ErrorKind::kInvalidArgument,
-                  file.string() + ": checkpoint has no tensor '" + params[i].name + "' (model and checkpoint differ)");
-    if (slices[i].tensor.shape() != params[i].tensor.shape() || slices[i].tensor.dtype() != params[i].tensor.dtype())
-      throw Error(ErrorKind::kInvalidArgument, file.string() + ": tensor '" + params[i].name + "' gives this rank " +
-                                                   slices[i].tensor.str() + ", its slice of the model has " +
+      throw Error(ErrorKind::kInvalidArgument, file.string() + ": checkpoint has no tensor '" +
+                                                   params[i].name +
+                                                   "' (model and checkpoint differ)");
+    if (slices[i].tensor.shape() != params[i].tensor.shape() ||
+        slices[i].tensor.dtype() != params[i].tensor.dtype())
+      throw Error(ErrorKind::kInvalidArgument, file.string() + ": tensor '" + params[i].name +
+                                                   "' gives this rank " + slices[i].tensor.str() +
+                                                   ", its slice of the model has " +
                                                    params[i].tensor.str());
   }
   engine::NoGradGuard no_grad;
@@ -207,11 +211,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   const double val_tokens_per_byte =
       static_cast<double>(data.val.size()) / static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
 
-  // Tensor parallelism: the layers split over the ranks (rank r of W); every rank sees the full batch.
+  // Tensor parallelism: the layers split over the ranks (rank r of W); every rank sees the full
+  // batch.
   const bool tensor_parallel = par.distributed() && par.strategy() == PB_PARALLEL_TENSOR;
-  TrainableModel trainable =
-      build_trainable_model(config, registry, lookup, data.tokenizer.vocab_size(),
-                            tensor_parallel ? par.rank() : 0, tensor_parallel ? par.world_size() : 1);
+  TrainableModel trainable = build_trainable_model(
+      config, registry, lookup, data.tokenizer.vocab_size(), tensor_parallel ? par.rank() : 0,
+      tensor_parallel ? par.world_size() : 1);
   // train.objective = "mlm": micro-batches are masked (counter-based seeds), evaluation scores
   // the masked tokens, and there are no samples (objective_mlm.hpp).
   std::optional<MlmObjective> mlm;
@@ -234,20 +239,26 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   };
   summary.parameter_count = full_parameter_count(false);
   // Model size for reports (`patchbay compare`, `patchbay scaling fit`).
-  if (par.writer()) run::write_text_atomically(o.run_dir / "model_size.json",
-                             nlohmann::json{{"parameters", full_parameter_count(false)},
-                                            {"non_embedding_parameters", full_parameter_count(true)},
-                                            {"flops_per_token", model.flops_per_token(o.seq_len)},
-                                            {"seq_len", o.seq_len},
-                                            {"tokens_per_step", o.batch_size * o.seq_len * o.grad_accum_steps}}
-                                     .dump() + "\n");
-  spdlog::info("model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
-               full_parameter_count(false), full_parameter_count(true), model.flops_per_token(o.seq_len),
-               o.seq_len);
+  if (par.writer())
+    run::write_text_atomically(
+        o.run_dir / "model_size.json",
+        nlohmann::json{{"parameters", full_parameter_count(false)},
+                       {"non_embedding_parameters", full_parameter_count(true)},
+                       {"flops_per_token", model.flops_per_token(o.seq_len)},
+                       {"seq_len", o.seq_len},
+                       {"tokens_per_step", o.batch_size * o.seq_len * o.grad_accum_steps}}
+                .dump() +
+            "\n");
+  spdlog::info(
+      "model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
+      full_parameter_count(false), full_parameter_count(true), model.flops_per_token(o.seq_len),
+      o.seq_len);
   if (tensor_parallel)
-    spdlog::info("tensor parallel: {} ranks, {} parameters split (heads and hidden units), the rest replicated; "
-                 "FLOPs per token above are one rank's",
-                 par.world_size(), model.tensor_parallel_partitions().size());
+    spdlog::info(
+        "tensor parallel: {} ranks, {} parameters split (heads and hidden units), the rest "
+        "replicated; "
+        "FLOPs per token above are one rank's",
+        par.world_size(), model.tensor_parallel_partitions().size());
   spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
                data.val.size(), val_tokens_per_byte, data.tokenizer.vocab_size());
   if (o.precision == "bf16")
@@ -269,13 +280,18 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   std::vector<engine::Tensor> tp_sliced, tp_replicated;  // this rank's parameters, by kind
   std::map<std::string, engine::Tensor> tp_parameters;   // by name (optimizer state shapes)
   if (tensor_parallel) {
-    if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" && trainable.optimizer_name != "lion")
+    if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" &&
+        trainable.optimizer_name != "lion")
       throw Error(ErrorKind::kInvalidArgument,
-                  "tensor parallelism gives each rank's optimizer slices of the weight matrices, which is exact "
-                  "only for element-wise optimizers (adamw, sgd, lion); '" + trainable.optimizer_name +
-                      "' is not one (adafactor factors by rows and columns). Use parallelism.kind = \"mpi_data\"");
+                  "tensor parallelism gives each rank's optimizer slices of the weight matrices, "
+                  "which is exact "
+                  "only for element-wise optimizers (adamw, sgd, lion); '" +
+                      trainable.optimizer_name +
+                      "' is not one (adafactor factors by rows and columns). Use parallelism.kind "
+                      "= \"mpi_data\"");
     std::map<std::string, parallel::ShardLayout> layouts;
-    for (const auto& [name, p] : model.tensor_parallel_partitions()) layouts[name] = {p.dim, p.stride};
+    for (const auto& [name, p] : model.tensor_parallel_partitions())
+      layouts[name] = {p.dim, p.stride};
     tp = std::make_unique<parallel::TensorParallel>(par.group(), std::move(layouts));
     for (const model::NamedParameter& p : trainable.parameters) {
       (tp->partitioned(p.name) ? tp_sliced : tp_replicated).push_back(p.tensor);
@@ -285,7 +301,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     // ranks (in rank order, the same double on every rank); the replicated parameters' gradients
     // are identical on every rank (tensor_parallel.hpp), so they count once, from this rank.
     trainable.clip_gradients = [&](double max_norm) {
-      const double norm = std::sqrt(par.sum(grad_square_sum(tp_sliced)) + grad_square_sum(tp_replicated));
+      const double norm =
+          std::sqrt(par.sum(grad_square_sum(tp_sliced)) + grad_square_sum(tp_replicated));
       if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
         scale_grads(trainable.parameter_tensors, max_norm / (norm + kClipEpsilon));
       return norm;
@@ -324,10 +341,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     trainable.optimizer_step = [&](double lr) { zero->step(lr); };
   } else if (par.distributed()) {
     if (par.strategy() != PB_PARALLEL_DATA)
-      throw Error(ErrorKind::kInvalidArgument,
-                  "parallelism strategy '" + runtime::parallel_strategy_name(par.strategy()) +
-                      "' is not implemented by the trainer; use parallelism.kind = \"mpi_data\", \"mpi_zero1\" "
-                      "or \"mpi_tensor\"");
+      throw Error(ErrorKind::kInvalidArgument, "parallelism strategy '" +
+                                                   runtime::parallel_strategy_name(par.strategy()) +
+                                                   "' is not implemented by the trainer; use "
+                                                   "parallelism.kind = \"mpi_data\", \"mpi_zero1\" "
+                                                   "or \"mpi_tensor\"");
     reducer = std::make_unique<parallel::GradientReducer>(
         par.group(), trainable.parameter_tensors, static_cast<int64_t>(par.options().bucket_mb * 1048576.0),
         par.options().overlap);
@@ -343,7 +361,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   }
   // Each rank's batch: its rows of the global batch (all of it in one process).
   auto rank_batch = [&](Batch b) {
-    if (tensor_parallel) return b;  // every rank computes its slice of the layers on the whole batch
+    if (tensor_parallel)
+      return b;  // every rank computes its slice of the layers on the whole batch
     b.inputs = par.shard_rows(b.inputs);
     b.targets = par.shard_rows(b.targets);
     return b;
@@ -359,11 +378,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       // Full tensors in the checkpoint (any world size): this rank's slices of them.
       std::vector<NamedTensor> slices;
       for (const NamedTensor& p : params)
-        slices.push_back({p.name, checkpoint.contains(p.name) ? tp->slice(p.name, checkpoint.tensor(p.name))
-                                                             : engine::Tensor()});
+        slices.push_back({p.name, checkpoint.contains(p.name)
+                                      ? tp->slice(p.name, checkpoint.tensor(p.name))
+                                      : engine::Tensor()});
       copy_slices_into(slices, params, checkpoint.path());
-      trainable.optimizer->restore_state(
-          tp->local_state(checkpoint.optimizer_state(), trainable.optimizer->state(), tp_parameters));
+      trainable.optimizer->restore_state(tp->local_state(
+          checkpoint.optimizer_state(), trainable.optimizer->state(), tp_parameters));
     } else {
       checkpoint.load_into(params);
     }
@@ -458,7 +478,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     if (!par.writer()) return;
     samples_file << "--- step " << step << " ---\n" << summary.last_sample << "\n";
     samples_file.flush();
-    if (request.print_samples && par.writer()) std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
+    if (request.print_samples && par.writer())
+      std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
   };
 
   auto window_start = Clock::now();

@@ -110,7 +110,8 @@ void DenseAttention::init(const pb_layer_context& ctx) {
   if (n_heads_ % tp.size != 0)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                       "attention 'dense' splits its heads over the tensor-parallel ranks, but "
-                      "n_heads " + std::to_string(n_heads_) + " is not divisible by the " +
+                      "n_heads " +
+                          std::to_string(n_heads_) + " is not divisible by the " +
                           std::to_string(tp.size) +
                           " ranks; choose model.n_heads a multiple of the rank count (-np)");
   split_ = tp.size > 1;

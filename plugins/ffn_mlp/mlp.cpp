@@ -62,15 +62,17 @@ void Mlp::init(const pb_layer_context& ctx) {
   if (ctx.d_ff % tp.size != 0) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                       "mlp splits its hidden units over the tensor-parallel ranks, but d_ff " +
-                          std::to_string(ctx.d_ff) + " is not divisible by the " + std::to_string(tp.size) +
+                          std::to_string(ctx.d_ff) + " is not divisible by the " +
+                          std::to_string(tp.size) +
                           " ranks; choose model.d_ff a multiple of the rank count (-np)");
   }
   split_ = tp.size > 1;
   if (split_ && !patchbay::has_tensor_parallel_ops(ops.table())) {
-    throw PluginError(PB_STATUS_UNSUPPORTED,
-                      "tensor parallelism needs the host's tp_copy_to_region / tp_reduce_from_region (ops "
-                      "table version 9); this host's table is version " +
-                          std::to_string(ops.table()->version));
+    throw PluginError(
+        PB_STATUS_UNSUPPORTED,
+        "tensor parallelism needs the host's tp_copy_to_region / tp_reduce_from_region (ops "
+        "table version 9); this host's table is version " +
+            std::to_string(ops.table()->version));
   }
   patchbay::NoGradGuard no_grad(ops.table());
   patchbay::Generator init_gen(ops.table(), ctx.seed);
@@ -97,7 +99,8 @@ void Mlp::init(const pb_layer_context& ctx) {
       tp.mark_partitioned("gate.bias", 0);
     }
   }
-  proj_weight_ = register_parameter("proj.weight", tp.shard(normal(c, f, ctx.residual_init_std), 1));
+  proj_weight_ =
+      register_parameter("proj.weight", tp.shard(normal(c, f, ctx.residual_init_std), 1));
   if (bias_) proj_bias_ = register_parameter("proj.bias", ops.zeros({c}, ctx.param_dtype));
   tp.mark_partitioned("proj.weight", 1);
   dropout_gen_ = std::make_unique<patchbay::Generator>(ops.table(), ctx.seed ^ kDropoutStream);
@@ -115,7 +118,8 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
                                                       "] but is " + shape_text(shape));
   }
   // [B*T, C]; tensor parallelism: f before the column-parallel fc / gate (backward sums dL/dx).
-  const Tensor x2 = split_ ? patchbay::tp_copy_to_region(x.reshape({-1, d_model_})) : x.reshape({-1, d_model_});
+  const Tensor x2 =
+      split_ ? patchbay::tp_copy_to_region(x.reshape({-1, d_model_})) : x.reshape({-1, d_model_});
   // Bias + GELU (tanh) / ReLU as the host's fused op (ops table version 7) when it has one:
   // one pass each way instead of two, the same function up to rounding.
   const bool fused = (activation_ == Activation::kGeluTanh || activation_ == Activation::kRelu) &&

@@ -3,10 +3,9 @@
 // README.md; the config schema is kMlpFields below.
 #pragma once
 
+#include <memory>
 #include <patchbay/feedforward.hpp>
 #include <patchbay/tensor_parallel.hpp>
-
-#include <memory>
 #include <string>
 
 namespace patchbay_ffn_mlp {

@@ -146,14 +146,15 @@ std::vector<double> losses(const fs::path& metrics) {
   return out;
 }
 
-double max_abs_difference(const patchbay::train::Checkpoint& a, const patchbay::train::Checkpoint& b,
-                          bool bitwise_required = false) {
+double max_abs_difference(const patchbay::train::Checkpoint& a,
+                          const patchbay::train::Checkpoint& b, bool bitwise_required = false) {
   double worst = 0;
   REQUIRE(a.names() == b.names());  // parameters AND optimizer state, under full names
   for (const std::string& name : a.names()) {
     const eng::Tensor x = a.tensor(name), y = b.tensor(name);
     REQUIRE_MESSAGE(x.shape() == y.shape(), name);
-    const std::vector<float> u = x.to(eng::DType::kF32).to_vector(), v = y.to(eng::DType::kF32).to_vector();
+    const std::vector<float> u = x.to(eng::DType::kF32).to_vector(),
+                             v = y.to(eng::DType::kF32).to_vector();
     for (size_t i = 0; i < u.size(); ++i) {
       worst = std::max(worst, static_cast<double>(std::fabs(u[i] - v[i])));
       if (bitwise_required && u[i] != v[i]) FAIL_CHECK(name, " differs at ", i);
@@ -186,7 +187,8 @@ TEST_CASE("f (tp_copy_to_region) and g (tp_reduce_from_region): known answers on
   // Without a group both are the identity.
   CHECK(!eng::tensor_parallel_installed());
   eng::Tensor z = eng::full({2}, r + 1.0);
-  CHECK(eng::tp_reduce_from_region(z).to_vector() == std::vector<float>(2, static_cast<float>(r + 1.0)));
+  CHECK(eng::tp_reduce_from_region(z).to_vector() ==
+        std::vector<float>(2, static_cast<float>(r + 1.0)));
 }
 
 TEST_CASE("a model split over 2 ranks equals one process: init, logits, every gradient, decoding") {
@@ -202,28 +204,32 @@ TEST_CASE("a model split over 2 ranks equals one process: init, logits, every gr
     std::unique_ptr<model::LanguageModel> single = build(o, t, 0, 1);  // no collectives inside
     std::unique_ptr<model::LanguageModel> split = build(o, t, world().rank(), 2);
     const auto group = group_for(*split);
-    CHECK(split->tensor_parallel_partitions().size() == 2u * (3u + (v.activation == "swiglu" ? 5u : 3u)));
+    CHECK(split->tensor_parallel_partitions().size() ==
+          2u * (3u + (v.activation == "swiglu" ? 5u : 3u)));
 
     // Init: the gathered slices are the one-process tensors, bit for bit.
     const std::vector<model::NamedParameter> a = split->parameters(), b = single->parameters();
     REQUIRE(a.size() == b.size());
     for (size_t i = 0; i < a.size(); ++i) {
       REQUIRE(a[i].name == b[i].name);
-      CHECK_MESSAGE(group->gather(a[i].name, a[i].tensor).to_vector() == b[i].tensor.to_vector(), a[i].name);
+      CHECK_MESSAGE(group->gather(a[i].name, a[i].tensor).to_vector() == b[i].tensor.to_vector(),
+                    a[i].name);
     }
 
     // Forward and backward on the same batch.
     const eng::Tensor ids = tokens(2, 12), targets = tokens(2, 13).narrow(1, 1, 12);
     auto loss_of = [&](model::LanguageModel& m) {
       const eng::Tensor logits = m.forward(ids, true).logits;
-      eng::backward(eng::cross_entropy(logits.reshape({-1, 13}), targets.contiguous().reshape({-1})));
+      eng::backward(
+          eng::cross_entropy(logits.reshape({-1, 13}), targets.contiguous().reshape({-1})));
       return logits.detach();
     };
     const eng::Tensor logits_split = loss_of(*split), logits_single = loss_of(*single);
     CHECK(relative_difference(logits_split, logits_single) < 1e-5);
     double worst_gradient = 0;
     for (size_t i = 0; i < a.size(); ++i) {
-      const double d = relative_difference(group->gather(a[i].name, a[i].tensor.grad()), b[i].tensor.grad());
+      const double d =
+          relative_difference(group->gather(a[i].name, a[i].tensor.grad()), b[i].tensor.grad());
       CHECK_MESSAGE(d < 1e-5, a[i].name, " gradient differs by ", d);
       worst_gradient = std::max(worst_gradient, d);
     }
@@ -232,18 +238,21 @@ TEST_CASE("a model split over 2 ranks equals one process: init, logits, every gr
     for (size_t i = 0; i < a.size(); ++i) {
       if (split->tensor_parallel_partitions().count(a[i].name) != 0) continue;
       const eng::Tensor g = a[i].tensor.grad().contiguous();
-      const std::vector<float> both = world().group().all_gather(g.reshape({1, g.numel()})).to_vector();
+      const std::vector<float> both =
+          world().group().all_gather(g.reshape({1, g.numel()})).to_vector();
       const size_t n = static_cast<size_t>(g.numel());
       CHECK_MESSAGE(std::equal(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(n),
                                both.begin() + static_cast<std::ptrdiff_t>(n)),
                     a[i].name, ": replicated gradient differs between the ranks");
     }
-    MESSAGE(v.activation, "/", v.positional, ": logits ", relative_difference(logits_split, logits_single),
-            ", worst gradient ", worst_gradient, " (relative to its largest element)");
+    MESSAGE(v.activation, "/", v.positional, ": logits ",
+            relative_difference(logits_split, logits_single), ", worst gradient ", worst_gradient,
+            " (relative to its largest element)");
 
     // Decoding: prefill 5 tokens, then 3 single steps, every rank with its heads' KV cache.
     eng::NoGradGuard no_grad;
-    model::DecodeState state_split = split->start_decoding(2, 16), state_single = single->start_decoding(2, 16);
+    model::DecodeState state_split = split->start_decoding(2, 16),
+                       state_single = single->start_decoding(2, 16);
     CHECK(relative_difference(split->decode_step(state_split, ids.narrow(1, 0, 5)),
                               single->decode_step(state_single, ids.narrow(1, 0, 5))) < 1e-5);
     for (int64_t s = 5; s < 8; ++s)
@@ -271,7 +280,8 @@ TEST_CASE("refusals: a layer that cannot split, heads or d_ff that do not divide
     FAIL("no error");
   } catch (const patchbay::Error& e) {
     CHECK(std::string(e.what()).find("feed-forward 'moe'") != std::string::npos);
-    CHECK(std::string(e.what()).find("does not declare the TENSOR_PARALLEL capability") != std::string::npos);
+    CHECK(std::string(e.what()).find("does not declare the TENSOR_PARALLEL capability") !=
+          std::string::npos);
   }
   o = small_options("learned");
   o.n_heads = 1;
@@ -279,7 +289,8 @@ TEST_CASE("refusals: a layer that cannot split, heads or d_ff that do not divide
     build(o, plain, world().rank(), 2);
     FAIL("no error");
   } catch (const patchbay::Error& e) {
-    CHECK(std::string(e.what()).find("n_heads 1 is not divisible by the 2 ranks") != std::string::npos);
+    CHECK(std::string(e.what()).find("n_heads 1 is not divisible by the 2 ranks") !=
+          std::string::npos);
   }
   o = small_options("learned");
   o.d_ff = 63;
@@ -287,7 +298,8 @@ TEST_CASE("refusals: a layer that cannot split, heads or d_ff that do not divide
     build(o, plain, world().rank(), 2);
     FAIL("no error");
   } catch (const patchbay::Error& e) {
-    CHECK(std::string(e.what()).find("d_ff 63 is not divisible by the 2 ranks") != std::string::npos);
+    CHECK(std::string(e.what()).find("d_ff 63 is not divisible by the 2 ranks") !=
+          std::string::npos);
   }
 }
 
@@ -302,7 +314,8 @@ TEST_CASE("5 training steps on 2 ranks equal one process; checkpoints resume acr
   auto run = [&](const std::string& name, bool split, const fs::path& resume = {}) {
     std::vector<std::string> overrides = steps;
     overrides.push_back("train.out_dir=\"" + (folder / name).string() + "\"");
-    const auto config = setup().config(tt::tiny_config_text(folder, extra) + (split ? kTensorParallel : ""), overrides);
+    const auto config = setup().config(
+        tt::tiny_config_text(folder, extra) + (split ? kTensorParallel : ""), overrides);
     patchbay::train::TrainRequest request = quiet();
     request.resume = resume;
     return patchbay::train::train_model(config, setup().registry, setup().lookup, request);
@@ -330,12 +343,14 @@ TEST_CASE("5 training steps on 2 ranks equal one process; checkpoints resume acr
     }
     // The summary (and model_size.json) count the full model, not one rank's slices.
     CHECK(tp.parameter_count == single.parameter_count);
-    CHECK(max_abs_difference(patchbay::train::load_checkpoint(folder / "tp_resumed"), tp_end, true) == 0.0);
+    CHECK(max_abs_difference(patchbay::train::load_checkpoint(folder / "tp_resumed"), tp_end,
+                             true) == 0.0);
     // The 2-rank checkpoint (full tensors) resumed in one process.
     const patchbay::train::TrainSummary resumed =
         run("resumed_on_1", false, folder / "tp" / "checkpoints" / "step_3.safetensors");
     CHECK(resumed.start_step == 3);
-    CHECK(max_abs_difference(patchbay::train::load_checkpoint(folder / "resumed_on_1"), tp_end) < 1e-4);
+    CHECK(max_abs_difference(patchbay::train::load_checkpoint(folder / "resumed_on_1"), tp_end) <
+          1e-4);
   }
   world().barrier();
   // A one-process checkpoint resumed on 2 ranks (sliced on load).

@@ -51,10 +51,10 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION \
-  9 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
-       5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);
-       7: bias_activation; 8: matmul takes f32 with bf16 (no new field);
+#define PB_OPS_TABLE_VERSION                                                           \
+  9 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
+       5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);          \
+       7: bias_activation; 8: matmul takes f32 with bf16 (no new field);               \
        9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */

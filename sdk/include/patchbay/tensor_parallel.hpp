@@ -40,9 +40,8 @@ struct TensorParallel {
     if (n % (stride * size) != 0)
       throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                         "tensor parallelism: dim " + std::to_string(dim) + " of size " +
-                            std::to_string(n) + " does not split into " +
-                            std::to_string(stride) + " blocks of " + std::to_string(size) +
-                            " equal slices");
+                            std::to_string(n) + " does not split into " + std::to_string(stride) +
+                            " blocks of " + std::to_string(size) + " equal slices");
     const int64_t block = n / stride, piece = block / size;
     std::vector<Tensor> pieces;
     for (int64_t b = 0; b < stride; ++b) {
@@ -53,13 +52,13 @@ struct TensorParallel {
   }
 
   // See pb_layer_context::tp_mark_partitioned. No-op when size == 1.
-  void mark_partitioned(const char* name, int32_t partition_dim, int32_t partition_stride = 1) const {
+  void mark_partitioned(const char* name, int32_t partition_dim,
+                        int32_t partition_stride = 1) const {
     if (size <= 1) return;
     if (mark == nullptr)
       throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                         "layer context: tp_size > 1 but tp_mark_partitioned is NULL");
-    check_ops_status(ops, mark(host, name, partition_dim, partition_stride),
-                     "tp_mark_partitioned");
+    check_ops_status(ops, mark(host, name, partition_dim, partition_stride), "tp_mark_partitioned");
   }
 };
 
@@ -73,9 +72,9 @@ inline TensorParallel tensor_parallel_of(const pb_layer_context& ctx, const pb_o
   tp.mark = ctx.tp_mark_partitioned;
   tp.host = ctx.tp_host;
   if (tp.rank < 0 || tp.rank >= tp.size)
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                      "layer context: tp_rank " + std::to_string(tp.rank) + " outside [0, " +
-                          std::to_string(tp.size) + ")");
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "layer context: tp_rank " +
+                                                      std::to_string(tp.rank) + " outside [0, " +
+                                                      std::to_string(tp.size) + ")");
   return tp;
 }
 
