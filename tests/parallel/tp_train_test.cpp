@@ -5,7 +5,8 @@
 //     swiglu; learned, rotary and ALiBi positions) starts equal to the one-process model
 //     (gathered slices bitwise equal), gives the same logits, the same gradient for every
 //     parameter (the slices' gradients gathered) and the same decoding logits;
-//   - 5 AdamW steps with [parallelism] kind = "mpi_tensor" through the trainer end where one
+//   - 5 AdamW steps (clipping, dropout in the model and both layers, 2 micro-batches, swiglu)
+//     with [parallelism] kind = "mpi_tensor" through the trainer end where one
 //     process ends, the 2-rank checkpoint (full tensors) resumes on 1 rank to the same end and
 //     on 2 ranks bit-identically, and a one-process checkpoint resumes on 2 ranks;
 //   - refusals: a layer without the TENSOR_PARALLEL capability, heads or d_ff that do not split.
@@ -308,9 +309,13 @@ TEST_CASE("5 training steps on 2 ranks equal one process; checkpoints resume acr
   const fs::path folder = shared_folder(owned, "tp");
   if (world().writer()) tt::write_tiny_corpus(folder);
   world().barrier();
-  // Clipping on (a global norm over the slices), weight decay on, swiglu: every path used.
-  const std::string extra = "[model.feedforward]\nactivation = \"swiglu\"\n";
-  const std::vector<std::string> steps = {"train.max_steps=5", "train.grad_clip=0.5"};
+  // Clipping on (a global norm over the slices), weight decay, swiglu, dropout in the model and
+  // in both layers (the same masks on every rank; replayed on resume), 2 micro-batches.
+  const std::string extra =
+      "[model.feedforward]\nactivation = \"swiglu\"\ndropout = 0.1\n"
+      "[model.attention]\ndropout = 0.1\n";
+  const std::vector<std::string> steps = {"train.max_steps=5", "train.grad_clip=0.5",
+                                          "model.dropout=0.1", "train.grad_accum_steps=2"};
   auto run = [&](const std::string& name, bool split, const fs::path& resume = {}) {
     std::vector<std::string> overrides = steps;
     overrides.push_back("train.out_dir=\"" + (folder / name).string() + "\"");
