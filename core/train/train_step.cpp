@@ -31,6 +31,10 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
   t.parameters = t.model->parameters();
   std::vector<runtime::OptimizerHandle::Parameter> params;
   for (const model::NamedParameter& p : t.parameters) {
+    // Non-trainable state (Performer's features and redraw count) is checkpointed with the
+    // parameters but never handed to the optimizer or the gradient reducers: a zero gradient
+    // there would still let weight decay move it.
+    if (!p.tensor.requires_grad()) continue;
     const pb_param_options options = param_options(p.name, p.tensor.shape());
     params.push_back({p.name, p.tensor, options.weight_decay_scale, options.lr_scale,
                       options.group != nullptr ? options.group : "default"});

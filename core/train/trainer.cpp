@@ -315,6 +315,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                       "' is not one (adafactor factors by rows and columns). Use parallelism.kind = \"mpi_data\"");
     std::vector<runtime::OptimizerHandle::Parameter> params;
     for (const model::NamedParameter& p : trainable.parameters) {
+      if (!p.tensor.requires_grad()) continue;  // non-trainable state: not sharded, not updated
       const pb_param_options options = param_options(p.name, p.tensor.shape());
       params.push_back({p.name, p.tensor, options.weight_decay_scale, options.lr_scale,
                         options.group != nullptr ? options.group : "default"});
@@ -372,6 +373,17 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
   if (!request.resume.empty()) {
     const Checkpoint checkpoint = load_checkpoint(request.resume);
+    start_step = checkpoint.step();
+    if (any_dropout(config, model.options()) && start_step > 0) {
+      // Advance every dropout generator (model and plugins) exactly as the first run did. This
+      // runs before the restore below, so state that training forwards advance and the
+      // checkpoint carries (Performer's redraw count) ends at the stored value, not past it.
+      spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
+      engine::NoGradGuard no_grad;
+      for (int64_t s = 0; s < start_step; ++s)
+        for (int64_t m = 0; m < o.grad_accum_steps; ++m)
+          model.forward(rank_batch(micro_batch_at(s, m)).inputs, true);
+    }
     std::vector<NamedTensor> params;
     for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});
     if (tp) {
@@ -392,21 +404,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     } else if (!tp) {  // tensor parallelism restored its slices of the state above
       trainable.optimizer->restore_state(checkpoint.optimizer_state());
     }
-    start_step = checkpoint.step();
     summary.last_checkpoint = checkpoint.path();
     if (checkpoint.config_text() != config_text)
       spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",
                    checkpoint.path().string());
     spdlog::info("resumed from {} at step {}", checkpoint.path().string(), start_step);
     if (par.writer()) elapsed_before = resume_metrics(o.run_dir / "metrics.jsonl", checkpoint);
-    if (any_dropout(config, model.options()) && start_step > 0) {
-      // Advance every dropout generator (model and plugins) exactly as the first run did.
-      spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
-      engine::NoGradGuard no_grad;
-      for (int64_t s = 0; s < start_step; ++s)
-        for (int64_t m = 0; m < o.grad_accum_steps; ++m)
-          model.forward(rank_batch(micro_batch_at(s, m)).inputs, true);
-    }
   }
   {  // every rank starts from rank 0's values (identical replicas; slices stay each rank's own)
     std::vector<engine::Tensor> replicated = tp ? tp_replicated : trainable.parameter_tensors;

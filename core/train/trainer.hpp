@@ -56,7 +56,7 @@ struct TrainableModel {
   std::unique_ptr<model::LanguageModel> model;
   std::unique_ptr<runtime::OptimizerHandle> optimizer;
   std::vector<model::NamedParameter> parameters;
-  std::vector<engine::Tensor> parameter_tensors;  // the same leaves, for clipping
+  std::vector<engine::Tensor> parameter_tensors;  // the leaves that require grad (trained)
   std::string optimizer_name;
   // Multi-process hooks (core/parallel, set by train_model when the run is distributed; empty
   // in one process): before the backward of micro-batch m of G, and after the last backward

@@ -33,6 +33,9 @@ class RecurrentState : public patchbay::AttentionState {
   }
 };
 
+// The redraw count is stored as two f32 values below 2^24 (exact in f32): up to 2^48 forwards.
+constexpr int64_t kCountHalf = int64_t{1} << 24;
+
 }  // namespace
 
 PerformerAttention::PerformerAttention(const patchbay::Host& host,
@@ -86,6 +89,9 @@ void PerformerAttention::init(const pb_layer_context& ctx) {
   // Features: fp32 state in the checkpoint, never trained (no requires_grad).
   omega_ = add_parameter("features.omega", ops_.zeros({features_, head_dim_}, PB_DTYPE_F32));
   omega_.requires_grad(false);
+  // The SDK registers parameters as float tensors; the count is kept exact as two f32 halves.
+  training_forwards_ = add_parameter("features.training_forwards", ops_.zeros({2}, PB_DTYPE_F32));
+  training_forwards_.requires_grad(false);
   draw_features(0);
 }
 
@@ -137,10 +143,17 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
                                                   " positions exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
   if (training) {
+    // The count lives in a tensor that a checkpoint restore overwrites in place (omega_ then
+    // holds that count's draw). Draws are a function of (seed, index), so a current_draw_ that
+    // the restore left stale costs one redundant redraw of the same features, never others.
+    float* halves = training_forwards_.data<float>();  // {count / 2^24, count mod 2^24}
+    const int64_t forwards =
+        static_cast<int64_t>(halves[0]) * kCountHalf + static_cast<int64_t>(halves[1]);
     const uint64_t draw =
-        redraw_interval_ > 0 ? static_cast<uint64_t>(training_forwards_ / redraw_interval_) : 0;
+        redraw_interval_ > 0 ? static_cast<uint64_t>(forwards / redraw_interval_) : 0;
     if (draw != current_draw_) draw_features(draw);
-    ++training_forwards_;
+    halves[0] = static_cast<float>((forwards + 1) / kCountHalf);  // exact: both < 2^24
+    halves[1] = static_cast<float>((forwards + 1) % kCountHalf);
   }
   Features f = project_features(x);
   Tensor num, key_sums;

@@ -55,10 +55,13 @@ class PerformerAttention : public patchbay::Attention {
   int64_t redraw_interval_;      // 0: never redraw
   int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0, features_ = 0;
   uint64_t feature_seed_ = 0;
-  int64_t training_forwards_ = 0;
   uint64_t current_draw_ = 0;
   pb_dtype dtype_ = PB_DTYPE_F32;
   patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_, omega_;
+  // [2] f32, the training forwards so far as {count / 2^24, count mod 2^24}: non-trainable
+  // state like omega_, so a checkpoint carries the redraw schedule and a resumed run redraws
+  // exactly when the uninterrupted one would.
+  patchbay::Tensor training_forwards_;
 };
 
 inline constexpr pb_config_field kPerformerConfigFields[] = {
@@ -74,7 +77,7 @@ inline constexpr pb_config_field kPerformerConfigFields[] = {
 
 inline constexpr pb_component_descriptor kPerformerAttention =
     patchbay::make_attention_component<PerformerAttention>(
-        "performer", "1.0.0",
+        "performer", "1.1.0",
         "Performer FAVOR+ attention: positive orthogonal random features, causal-safe "
         "stabiliser, redraw in training, recurrent decoding",
         kPerformerConfigFields);

@@ -3,5 +3,5 @@
 
 #include "performer_attention.hpp"
 
-PATCHBAY_PLUGIN("attention-performer", "1.0.0",
+PATCHBAY_PLUGIN("attention-performer", "1.1.0",
                 PATCHBAY_COMPONENT_LIST(&patchbay_performer::kPerformerAttention));

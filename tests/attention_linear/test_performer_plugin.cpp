@@ -147,6 +147,23 @@ TEST_CASE("performer redraws its features only in training, every redraw_interva
   CHECK(max_abs_diff(attn.forward(x, false), naive_performer(attn, x, 2, true)) < 1e-4);
   // The features are state, not trained.
   CHECK_FALSE(omega.requires_grad());
+  // So is the count of training forwards (checkpointed beside omega): a layer given attn's count
+  // and features, as a checkpoint restore writes them in place, redraws when attn does.
+  const eng::Tensor count = parameter(attn, "features.training_forwards");
+  CHECK(count.to_vector() == std::vector<float>{0.f, 3.f});
+  CHECK_FALSE(count.requires_grad());
+  rt::AttentionHandle restored = performer_handle(true, 20, 2);
+  restored.init(layer_context(16, 2, 8, true));
+  eng::Tensor restored_count = parameter(restored, "features.training_forwards");
+  eng::Tensor restored_omega = parameter(restored, "features.omega");
+  eng::copy_(restored_count, count);
+  eng::copy_(restored_omega, omega);
+  for (int i = 0; i < 2; ++i) {  // training forwards 3 (draw 1) and 4 (draw 2)
+    attn.forward(x, true);
+    restored.forward(x, true);
+    CHECK(restored_omega.to_vector() == omega.to_vector());
+  }
+  CHECK(omega.to_vector() != second);
 }
 
 TEST_CASE("performer: perturbing the future never changes the past (causal-leak test, T = 64)") {
@@ -173,7 +190,7 @@ TEST_CASE("performer: perturbing the future never changes the past (causal-leak 
 
 TEST_CASE("attention 'performer' passes the attention conformance kit") {
   pt::AttentionConformanceOptions options;
-  options.non_trainable_parameters = {"features.omega"};
+  options.non_trainable_parameters = {"features.omega", "features.training_forwards"};
   pt::check_attention_conformance(linear_test::factory("performer", [](rt::ComponentConfig&) {}),
                                   options);
 }

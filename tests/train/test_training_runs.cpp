@@ -98,6 +98,57 @@ TEST_CASE("resuming is bit-identical to an uninterrupted run, dropout on") {
   check_resume_is_bit_identical("resume_dropout", {"model.dropout=0.2"});
 }
 
+TEST_CASE("resuming is bit-identical with Performer features redrawn every 2 training forwards") {
+  // The redraw count is checkpointed state: a resumed run redraws at the same forwards (and with
+  // dropout on, the replayed forwards run before the restore, so they do not advance it twice).
+  const std::vector<std::string> performer = {"model.attention.kind=\"performer\"",
+                                              "model.attention.performer.redraw_interval=2"};
+  check_resume_is_bit_identical("resume_performer", performer);
+  std::vector<std::string> with_dropout = performer;
+  with_dropout.push_back("model.dropout=0.2");
+  check_resume_is_bit_identical("resume_performer_dropout", with_dropout);
+}
+
+TEST_CASE("non-trainable plugin state is checkpointed but never moved by the optimizer") {
+  // Performer's features with redraw off must stay the initial draw under AdamW weight decay;
+  // its redraw count counts every training forward.
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("frozen_state");
+  train::testing::write_tiny_corpus(folder);
+  const config::ResolvedConfig c = setup.config(
+      train::testing::tiny_config_text(folder),
+      {"model.attention.kind=\"performer\"", "model.attention.performer.redraw_interval=0",
+       "optimizer.adamw.weight_decay=0.5", "train.out_dir=\"" + (folder / "run").string() + "\""});
+  train::TrainingData data = train::prepare_training_data(c, setup.registry, setup.lookup);
+  const train::TrainableModel fresh =
+      train::build_trainable_model(c, setup.registry, setup.lookup, data.tokenizer.vocab_size());
+  train::TrainRequest quiet;
+  quiet.show_progress = false;
+  quiet.print_samples = false;
+  REQUIRE(train::train_model(c, setup.registry, setup.lookup, quiet).steps_done == 6);
+  const train::Checkpoint trained = train::load_checkpoint(folder / "run");
+  int features = 0, counters = 0;
+  for (const model::NamedParameter& p : fresh.parameters) {
+    const std::string& n = p.name;
+    if (n.size() > 14 && n.ends_with("features.omega")) {
+      ++features;
+      INFO(n);
+      CHECK_FALSE(p.tensor.requires_grad());
+      const engine::Tensor stored = trained.tensor(n);
+      REQUIRE(stored.nbytes() == p.tensor.nbytes());
+      CHECK(std::memcmp(stored.data_ptr(), p.tensor.data_ptr(), stored.nbytes()) == 0);
+    }
+    if (n.ends_with("features.training_forwards")) {
+      ++counters;
+      const std::vector<float> halves = trained.tensor(n).to_vector();  // {count / 2^24, rest}
+      CHECK(halves == std::vector<float>{0.f, 6.f});  // 6 steps, one micro-batch each
+    }
+  }
+  CHECK(features == 2);
+  CHECK(counters == 2);
+  for (const auto& [name, state] : trained.optimizer_state()) CHECK(name.find("features.") == std::string::npos);
+}
+
 TEST_CASE("a NaN stops the run with a message and keeps the last good checkpoint loadable") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("nan");
