@@ -294,8 +294,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       layouts[name] = {p.dim, p.stride};
     tp = std::make_unique<parallel::TensorParallel>(par.group(), std::move(layouts));
     for (const model::NamedParameter& p : trainable.parameters) {
-      (tp->partitioned(p.name) ? tp_sliced : tp_replicated).push_back(p.tensor);
       tp_parameters[p.name] = p.tensor;
+      if (!p.tensor.requires_grad()) continue;  // non-trainable state: no gradient, not broadcast
+      (tp->partitioned(p.name) ? tp_sliced : tp_replicated).push_back(p.tensor);
     }
     // Global norm: every element of the full model once. The slices' squares are summed over
     // ranks (in rank order, the same double on every rank); the replicated parameters' gradients
