@@ -171,10 +171,12 @@ void describe_declarations(std::ostream& out, const pb_component_descriptor& d) 
     case PB_KIND_ATTENTION: {
       const auto* v = static_cast<const pb_attention_vtable*>(d.vtable);
       out << "  capabilities: "
-          << capability_names(v->capabilities, {{PB_ATTENTION_CAP_CAUSAL, "causal"},
-                                                {PB_ATTENTION_CAP_NONCAUSAL, "non-causal"},
-                                                {PB_ATTENTION_CAP_ROTARY, "rotary"},
-                                                {PB_ATTENTION_CAP_ALIBI, "alibi"}})
+          << capability_names(v->capabilities,
+                              {{PB_ATTENTION_CAP_CAUSAL, "causal"},
+                               {PB_ATTENTION_CAP_NONCAUSAL, "non-causal"},
+                               {PB_ATTENTION_CAP_ROTARY, "rotary"},
+                               {PB_ATTENTION_CAP_ALIBI, "alibi"},
+                               {PB_ATTENTION_CAP_TENSOR_PARALLEL, "tensor-parallel"}})
           << "\n";
       const char* cache = v->cache_kind == PB_ATTENTION_CACHE_NONE  ? "none (no incremental decoding)"
                           : v->cache_kind == PB_ATTENTION_CACHE_KV ? "kv (keys and values, grows with length)"
@@ -187,7 +189,9 @@ void describe_declarations(std::ostream& out, const pb_component_descriptor& d) 
     case PB_KIND_FEEDFORWARD: {
       const auto* v = static_cast<const pb_feedforward_vtable*>(d.vtable);
       out << "  capabilities: "
-          << capability_names(v->capabilities, {{PB_FEEDFORWARD_CAP_CAUSAL, "causal (position-wise)"}})
+          << capability_names(v->capabilities,
+                              {{PB_FEEDFORWARD_CAP_CAUSAL, "causal (position-wise)"},
+                               {PB_FEEDFORWARD_CAP_TENSOR_PARALLEL, "tensor-parallel"}})
           << "\n";
       break;
     }

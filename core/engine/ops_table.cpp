@@ -14,6 +14,7 @@
 #include "engine/ops.hpp"
 #include "engine/ops/causal_linear_attention.hpp"
 #include "engine/ops_positional.hpp"
+#include "engine/tensor_parallel.hpp"
 
 using patchbay::Error;
 using patchbay::ErrorKind;
@@ -517,6 +518,15 @@ pb_status* bias_activation_fn(const pb_tensor* x, const pb_tensor* bias, pb_unar
   });
 }
 
+// ---- version 9 (tensor parallelism) ----
+pb_status* tp_copy_to_region_fn(const pb_tensor* x, pb_tensor** out) {
+  return produce("tp_copy_to_region", out, [&] { return tp_copy_to_region(unwrap(x, "x")); });
+}
+pb_status* tp_reduce_from_region_fn(const pb_tensor* x, pb_tensor** out) {
+  return produce("tp_reduce_from_region", out,
+                 [&] { return tp_reduce_from_region(unwrap(x, "x")); });
+}
+
 // ---- version 2 ----
 pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, double theta,
                                pb_tensor** out) {
@@ -651,6 +661,8 @@ pb_ops_table make_table() {
   t.causal_linear_attention = causal_linear_attention_fn;
   fill_autocast_entries(t);
   t.bias_activation = bias_activation_fn;
+  t.tp_copy_to_region = tp_copy_to_region_fn;
+  t.tp_reduce_from_region = tp_reduce_from_region_fn;
   return t;
 }
 }  // namespace

@@ -131,6 +131,11 @@ ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
 
 std::vector<NamedParameter> LanguageModel::parameters() const { return impl_->parameters; }
 
+const std::map<std::string, TensorParallelPartition>& LanguageModel::tensor_parallel_partitions()
+    const {
+  return impl_->tp_partitions;
+}
+
 int64_t LanguageModel::parameter_count(bool exclude_embeddings) const {
   int64_t total = 0;
   for (const NamedParameter& p : impl_->parameters) total += p.tensor.numel();

@@ -34,9 +34,10 @@
 #include <toml++/toml.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
-#include <span>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,21 @@ struct ModelOptions {
   // component's options from ComponentTables::attention; same for feed-forward.
   std::vector<std::string> attention_kinds = {"dense"};
   std::vector<std::string> feedforward_kinds = {"mlp"};
+  // Tensor parallelism (not config keys: the trainer sets them for [parallelism] kind =
+  // "mpi_tensor"): this process is rank tp_rank of tp_size, every layer gets them through
+  // pb_layer_context, and a layer whose component lacks PB_*_CAP_TENSOR_PARALLEL is refused
+  // when tp_size > 1. The model's own tensors (embeddings, norms, head) are replicated.
+  int64_t tp_rank = 0;
+  int64_t tp_size = 1;
+};
+
+// A parameter that holds this rank's slice of a larger tensor (a layer marked it with
+// pb_layer_context::tp_mark_partitioned): the full tensor's dim `dim` is cut into `stride`
+// equal blocks, each block into tp_size slices, and the parameter is slice tp_rank of every
+// block, concatenated in block order. Parameters without one are replicated.
+struct TensorParallelPartition {
+  int64_t dim = 0;
+  int64_t stride = 1;
 };
 
 // The component settings of the layers: the [model.attention] and [model.feedforward]
@@ -161,6 +177,8 @@ class LanguageModel {
 
   // Every parameter, named and ordered as in the header comment.
   std::vector<NamedParameter> parameters() const;
+  // Tensor parallelism: the partitioned parameters by name (empty when options().tp_size == 1).
+  const std::map<std::string, TensorParallelPartition>& tensor_parallel_partitions() const;
   // Number of scalars in parameters(); with exclude_embeddings, without wte and wpe (a tied
   // head is wte, so it is excluded too; an untied head.weight is counted).
   int64_t parameter_count(bool exclude_embeddings = false) const;

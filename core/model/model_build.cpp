@@ -105,7 +105,27 @@ pb_positional_kind positional_for_layers(PositionalKind kind) {
   return PB_POSITIONAL_NONE;
 }
 
-pb_layer_context layer_context(const ModelOptions& o, int64_t layer, uint64_t seed) {
+// What one layer's init() marked with tp_mark_partitioned (the layer context's tp_host).
+struct LayerPartitions {
+  const pb_host_api* host = nullptr;
+  int64_t tp_size = 1;
+  std::map<std::string, TensorParallelPartition> marked;  // by the layer's parameter name
+};
+
+pb_status* mark_partitioned(void* tp_host, const char* name, int32_t partition_dim,
+                            int32_t partition_stride) {
+  auto* layer = static_cast<LayerPartitions*>(tp_host);
+  if (name == nullptr || partition_dim < 0 || partition_stride < 1)
+    return layer->host->status_create(
+        PB_STATUS_INVALID_ARGUMENT,
+        "tp_mark_partitioned: expected a parameter name, partition_dim >= 0 and "
+        "partition_stride >= 1");
+  layer->marked[name] = TensorParallelPartition{partition_dim, partition_stride};
+  return nullptr;
+}
+
+pb_layer_context layer_context(const ModelOptions& o, int64_t layer, uint64_t seed,
+                               LayerPartitions& partitions) {
   pb_layer_context ctx{};
   ctx.struct_size = sizeof(ctx);
   ctx.d_model = o.d_model;
@@ -123,6 +143,12 @@ pb_layer_context layer_context(const ModelOptions& o, int64_t layer, uint64_t se
   ctx.param_dtype = PB_DTYPE_F32;
   ctx.device_type = PB_DEVICE_CPU;
   ctx.device_index = 0;
+  ctx.tp_rank = o.tp_rank;
+  ctx.tp_size = o.tp_size;
+  if (o.tp_size > 1) {
+    ctx.tp_mark_partitioned = mark_partitioned;
+    ctx.tp_host = &partitions;
+  }
   return ctx;
 }
 
@@ -203,6 +229,19 @@ void check_attention_capabilities(const ModelOptions& o, int64_t layer, const st
   }
 }
 
+// Tensor parallelism splits every attention and feed-forward layer; one that cannot is refused.
+void check_tensor_parallel_capability(const ModelOptions& o, const std::string& label,
+                                      bool capable) {
+  require(o.tp_size <= 1 || capable,
+          label +
+              " cannot be split over tensor-parallel ranks ([parallelism] kind = "
+              "\"mpi_tensor\", " +
+              std::to_string(o.tp_size) +
+              " ranks): it does not declare the TENSOR_PARALLEL capability. Tensor parallelism "
+              "needs every layer to split: use attention \"dense\" and feed-forward \"mlp\", "
+              "or parallelism.kind = \"mpi_data\" / \"mpi_zero1\"");
+}
+
 void check_feedforward_capabilities(int64_t layer, const std::string& kind,
                                     const runtime::Registry& registry,
                                     const runtime::ComponentEntry& entry) {
@@ -214,6 +253,28 @@ void check_feedforward_capabilities(int64_t layer, const std::string& kind,
               "routing mixes positions, as expert-choice routing does), so future tokens would "
               "leak into the "
               "predictions; choose a token-choice or dense feed-forward for this block");
+}
+
+// Moves the layer's mark of parameter `name` (if any) into `out` under its model name,
+// after checking it against the parameter's shape.
+void take_partition(LayerPartitions& layer, const std::string& name, const eng::Tensor& tensor,
+                    const std::string& model_name,
+                    std::map<std::string, TensorParallelPartition>& out) {
+  const auto it = layer.marked.find(name);
+  if (it == layer.marked.end()) return;
+  const TensorParallelPartition p = it->second;
+  layer.marked.erase(it);
+  require(p.dim < tensor.dim() && tensor.shape()[static_cast<size_t>(p.dim)] % p.stride == 0,
+          model_name + " was marked partitioned along dim " + std::to_string(p.dim) + " in " +
+              std::to_string(p.stride) + " blocks, which its shape " + tensor.str() +
+              " does not allow");
+  out[model_name] = p;
+}
+
+void require_all_marked_exist(const LayerPartitions& layer, const std::string& prefix) {
+  require(layer.marked.empty(),
+          prefix + " marked a parameter it does not report: '" +
+              (layer.marked.empty() ? std::string() : layer.marked.begin()->first) + "'");
 }
 
 void add_norm_parameters(std::vector<NamedParameter>& out, const std::string& prefix,
@@ -244,7 +305,21 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     check_attention_capabilities(o, i, o.attention_kinds[a], registry, *attention_entries[a]);
     if (o.causal)  // a bidirectional model accepts position-mixing layers (expert choice)
       check_feedforward_capabilities(i, o.feedforward_kinds[f], registry, *feedforward_entries[f]);
+    const auto* attention_vt =
+        static_cast<const pb_attention_vtable*>(attention_entries[a]->descriptor->vtable);
+    check_tensor_parallel_capability(
+        o, layer_label(i, "attention", o.attention_kinds[a], registry, *attention_entries[a]),
+        (attention_vt->capabilities & PB_ATTENTION_CAP_TENSOR_PARALLEL) != 0);
+    const auto* feedforward_vt =
+        static_cast<const pb_feedforward_vtable*>(feedforward_entries[f]->descriptor->vtable);
+    check_tensor_parallel_capability(
+        o,
+        layer_label(i, "feed-forward", o.feedforward_kinds[f], registry, *feedforward_entries[f]),
+        (feedforward_vt->capabilities & PB_FEEDFORWARD_CAP_TENSOR_PARALLEL) != 0);
   }
+  require(o.tp_size >= 1 && o.tp_rank >= 0 && o.tp_rank < o.tp_size,
+          "tensor-parallel rank " + std::to_string(o.tp_rank) + " outside [0, " +
+              std::to_string(o.tp_size) + ")");
   const std::map<std::string, toml::table> attention_options =
       layer_options(tables.attention, o.attention_kinds, attention_entries, "model.attention",
                     kDefaultAttentionKind);
@@ -310,7 +385,8 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     block.attn = std::make_unique<runtime::AttentionHandle>(
         registry.create(PB_KIND_ATTENTION, o.attention_kinds[a], *attention_config.view()),
         registry.host());
-    block.attn->init(layer_context(o, i, layer_seed));
+    LayerPartitions attention_partitions{registry.host(), o.tp_size, {}};
+    block.attn->init(layer_context(o, i, layer_seed, attention_partitions));
 
     const config::ComponentConfigView feedforward_config(
         feedforward_options.at(o.feedforward_kinds[f]), schema_of(*feedforward_entries[f]),
@@ -318,18 +394,25 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     block.ffn = std::make_unique<runtime::FeedForwardHandle>(
         registry.create(PB_KIND_FEEDFORWARD, o.feedforward_kinds[f], *feedforward_config.view()),
         registry.host());
-    block.ffn->init(layer_context(o, i, layer_seed + 1));
+    LayerPartitions feedforward_partitions{registry.host(), o.tp_size, {}};
+    block.ffn->init(layer_context(o, i, layer_seed + 1, feedforward_partitions));
 
     add_norm_parameters(params, prefix + ".norm1", block.norm1);
     for (runtime::AttentionHandle::Parameter& p : block.attn->parameters()) {
       const bool no_decay = p.tensor.dim() < 2;
+      take_partition(attention_partitions, p.name, p.tensor, prefix + ".attn." + p.name,
+                     impl->tp_partitions);
       params.push_back({prefix + ".attn." + p.name, std::move(p.tensor), no_decay});
     }
+    require_all_marked_exist(attention_partitions, prefix + ".attn");
     add_norm_parameters(params, prefix + ".norm2", block.norm2);
     for (runtime::FeedForwardHandle::Parameter& p : block.ffn->parameters()) {
       const bool no_decay = p.tensor.dim() < 2;
+      take_partition(feedforward_partitions, p.name, p.tensor, prefix + ".ffn." + p.name,
+                     impl->tp_partitions);
       params.push_back({prefix + ".ffn." + p.name, std::move(p.tensor), no_decay});
     }
+    require_all_marked_exist(feedforward_partitions, prefix + ".ffn");
     impl->blocks.push_back(std::move(block));
   }
   impl->norm_f = make_norm();

@@ -2,6 +2,7 @@
 // decoding, counts) and model_build.cpp (construction). Private to core/model.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct LanguageModel::Impl {
   std::vector<Block> blocks;
   Norm norm_f;
   std::vector<NamedParameter> parameters;  // every parameter, in the documented order
+  std::map<std::string, TensorParallelPartition> tp_partitions;  // tensor parallelism only
   engine::Generator dropout_generator;     // model-level dropout masks
   // The weight matrices' dtype: f32, or bf16 after convert_weights_for_inference.
   engine::DType weights_dtype = engine::DType::kF32;

@@ -2,6 +2,7 @@
 // engine tensors as the ops table's pb_tensor handles.
 #include "runtime/attention_handle.hpp"
 
+#include <string>
 #include <utility>
 
 #include "common/error.hpp"
@@ -84,6 +85,11 @@ engine::Tensor AttentionHandle::take(pb_tensor* handle, const char* operation) c
 }
 
 void AttentionHandle::init(const pb_layer_context& ctx) {
+  // A split the layer did not declare it can do would train a wrong model without an error.
+  if (ctx.tp_size > 1 && !has(PB_ATTENTION_CAP_TENSOR_PARALLEL))
+    throw Error(ErrorKind::kInvalidArgument,
+                context("init") + ": cannot be split over " + std::to_string(ctx.tp_size) +
+                    " tensor-parallel ranks: it does not declare PB_ATTENTION_CAP_TENSOR_PARALLEL");
   pb_layer_context sized = ctx;
   sized.struct_size = sizeof(pb_layer_context);
   throw_if_error(vtable_->init(instance_->get(), &sized), context("init failed"));

@@ -52,6 +52,13 @@ void FeedForwardHandle::init(const pb_layer_context& ctx) {
                         "PB_FEEDFORWARD_CAP_CAUSAL (its routing lets a token see later tokens, as "
                         "expert-choice routing does); choose a token-choice or dense layer"));
   }
+  // A split the layer did not declare it can do would train a wrong model without an error.
+  if (ctx.tp_size > 1 && (capabilities() & PB_FEEDFORWARD_CAP_TENSOR_PARALLEL) == 0) {
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        context("cannot be split over " + std::to_string(ctx.tp_size) +
+                " tensor-parallel ranks: it does not declare PB_FEEDFORWARD_CAP_TENSOR_PARALLEL"));
+  }
   pb_layer_context copy = ctx;
   copy.struct_size = sizeof(pb_layer_context);
   throw_if_error(vtable_->init(instance_.get(), &copy), context("init failed"));

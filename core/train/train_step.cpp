@@ -13,11 +13,16 @@
 
 namespace patchbay::train {
 
-TrainableModel build_trainable_model(const config::ResolvedConfig& config, runtime::Registry& registry,
-                                     const config::ComponentSchemaLookup& lookup, int64_t vocab_size) {
+TrainableModel build_trainable_model(const config::ResolvedConfig& config,
+                                     runtime::Registry& registry,
+                                     const config::ComponentSchemaLookup& lookup,
+                                     int64_t vocab_size, int64_t tp_rank, int64_t tp_size) {
   TrainableModel t;
-  t.model = model::LanguageModel::build(model::model_options_from_config(config, vocab_size),
-                                        model::component_tables_from_config(config), registry);
+  model::ModelOptions options = model::model_options_from_config(config, vocab_size);
+  options.tp_rank = tp_rank;
+  options.tp_size = tp_size;
+  t.model =
+      model::LanguageModel::build(options, model::component_tables_from_config(config), registry);
   const config::SelectedComponent selected =
       config::select_component(config, make_training_schema(), lookup, "optimizer");
   t.optimizer_name = selected.name;

@@ -1,6 +1,8 @@
 // The training loop and its run directory; see trainer.hpp.
 #include "train/trainer.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -8,28 +10,29 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <spdlog/spdlog.h>
 #include <sstream>
 
 #include "common/error.hpp"
 #include "common/logging.hpp"
+#include "config/component_view.hpp"
 #include "config/config_printer.hpp"
 #include "data/split.hpp"
 #include "data/tokenizer_io.hpp"
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
+#include "engine/ops.hpp"
 #include "parallel/gradient_reducer.hpp"
 #include "parallel/parallel_run.hpp"
+#include "parallel/tensor_parallel.hpp"
 #include "parallel/zero1.hpp"
-#include "config/component_view.hpp"
-#include "train/grad_clip.hpp"
-#include "train/param_groups.hpp"
 #include "patchbay/abi.h"
 #include "run/atomic_file.hpp"
 #include "run/metrics_log.hpp"
 #include "run/progress_bar.hpp"
 #include "train/checkpoint.hpp"
+#include "train/grad_clip.hpp"
 #include "train/objective_mlm.hpp"
+#include "train/param_groups.hpp"
 #include "train/training_data.hpp"
 
 namespace patchbay::train {
@@ -141,6 +144,29 @@ double resume_metrics(const fs::path& metrics_file, const Checkpoint& checkpoint
   return elapsed;
 }
 
+// Tensor-parallel resume: copies each of this rank's slices of the checkpoint's full tensors
+// into its parameter, after checking all of them (present, same shape and dtype).
+void copy_slices_into(const std::vector<NamedTensor>& slices,
+                      const std::vector<NamedTensor>& params, const fs::path& file) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!slices[i].tensor.defined())
+      throw Error(ErrorKind::kInvalidArgument, file.string() + ": checkpoint has no tensor '" +
+                                                   params[i].name +
+                                                   "' (model and checkpoint differ)");
+    if (slices[i].tensor.shape() != params[i].tensor.shape() ||
+        slices[i].tensor.dtype() != params[i].tensor.dtype())
+      throw Error(ErrorKind::kInvalidArgument, file.string() + ": tensor '" + params[i].name +
+                                                   "' gives this rank " + slices[i].tensor.str() +
+                                                   ", its slice of the model has " +
+                                                   params[i].tensor.str());
+  }
+  engine::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) {
+    engine::Tensor destination = params[i].tensor;
+    engine::copy_(destination, slices[i].tensor);
+  }
+}
+
 // A fresh run must not mix its metrics and checkpoints with an earlier run's.
 void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
   const fs::path produced[] = {run_dir / "checkpoints", run_dir / "metrics.jsonl",
@@ -185,7 +211,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   const double val_tokens_per_byte =
       static_cast<double>(data.val.size()) / static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
 
-  TrainableModel trainable = build_trainable_model(config, registry, lookup, data.tokenizer.vocab_size());
+  // Tensor parallelism: the layers split over the ranks (rank r of W); every rank sees the full
+  // batch.
+  const bool tensor_parallel = par.distributed() && par.strategy() == PB_PARALLEL_TENSOR;
+  TrainableModel trainable = build_trainable_model(
+      config, registry, lookup, data.tokenizer.vocab_size(), tensor_parallel ? par.rank() : 0,
+      tensor_parallel ? par.world_size() : 1);
   // train.objective = "mlm": micro-batches are masked (counter-based seeds), evaluation scores
   // the masked tokens, and there are no samples (objective_mlm.hpp).
   std::optional<MlmObjective> mlm;
@@ -199,17 +230,35 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     throw Error(ErrorKind::kInvalidArgument, "train.seq_len (" + std::to_string(o.seq_len) +
                                                  ") exceeds model.context_length (" +
                                                  std::to_string(model.options().context_length) + ")");
-  summary.parameter_count = model.parameter_count();
+  // Under tensor parallelism the model holds this rank's slices: W equal slices per split tensor.
+  auto full_parameter_count = [&](bool exclude_embeddings) {
+    int64_t sliced = 0;
+    for (const model::NamedParameter& p : trainable.parameters)
+      if (model.tensor_parallel_partitions().count(p.name) != 0) sliced += p.tensor.numel();
+    return model.parameter_count(exclude_embeddings) + (model.options().tp_size - 1) * sliced;
+  };
+  summary.parameter_count = full_parameter_count(false);
   // Model size for reports (`patchbay compare`, `patchbay scaling fit`).
-  if (par.writer()) run::write_text_atomically(o.run_dir / "model_size.json",
-                             nlohmann::json{{"parameters", model.parameter_count()},
-                                            {"non_embedding_parameters", model.parameter_count(true)},
-                                            {"flops_per_token", model.flops_per_token(o.seq_len)},
-                                            {"seq_len", o.seq_len},
-                                            {"tokens_per_step", o.batch_size * o.seq_len * o.grad_accum_steps}}
-                                     .dump() + "\n");
-  spdlog::info("model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
-               model.parameter_count(), model.parameter_count(true), model.flops_per_token(o.seq_len), o.seq_len);
+  if (par.writer())
+    run::write_text_atomically(
+        o.run_dir / "model_size.json",
+        nlohmann::json{{"parameters", full_parameter_count(false)},
+                       {"non_embedding_parameters", full_parameter_count(true)},
+                       {"flops_per_token", model.flops_per_token(o.seq_len)},
+                       {"seq_len", o.seq_len},
+                       {"tokens_per_step", o.batch_size * o.seq_len * o.grad_accum_steps}}
+                .dump() +
+            "\n");
+  spdlog::info(
+      "model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
+      full_parameter_count(false), full_parameter_count(true), model.flops_per_token(o.seq_len),
+      o.seq_len);
+  if (tensor_parallel)
+    spdlog::info(
+        "tensor parallel: {} ranks, {} parameters split (heads and hidden units), the rest "
+        "replicated; "
+        "FLOPs per token above are one rank's",
+        par.world_size(), model.tensor_parallel_partitions().size());
   spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
                data.val.size(), val_tokens_per_byte, data.tokenizer.vocab_size());
   if (o.precision == "bf16")
@@ -227,7 +276,39 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   par.check_agreement(config_text, metadata[kMetaComponents]);
   std::unique_ptr<parallel::GradientReducer> reducer;
   std::unique_ptr<parallel::Zero1> zero;
-  if (par.distributed() && par.strategy() == PB_PARALLEL_ZERO1) {
+  std::unique_ptr<parallel::TensorParallel> tp;
+  std::vector<engine::Tensor> tp_sliced, tp_replicated;  // this rank's parameters, by kind
+  std::map<std::string, engine::Tensor> tp_parameters;   // by name (optimizer state shapes)
+  if (tensor_parallel) {
+    if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" &&
+        trainable.optimizer_name != "lion")
+      throw Error(ErrorKind::kInvalidArgument,
+                  "tensor parallelism gives each rank's optimizer slices of the weight matrices, "
+                  "which is exact "
+                  "only for element-wise optimizers (adamw, sgd, lion); '" +
+                      trainable.optimizer_name +
+                      "' is not one (adafactor factors by rows and columns). Use parallelism.kind "
+                      "= \"mpi_data\"");
+    std::map<std::string, parallel::ShardLayout> layouts;
+    for (const auto& [name, p] : model.tensor_parallel_partitions())
+      layouts[name] = {p.dim, p.stride};
+    tp = std::make_unique<parallel::TensorParallel>(par.group(), std::move(layouts));
+    for (const model::NamedParameter& p : trainable.parameters) {
+      tp_parameters[p.name] = p.tensor;
+      if (!p.tensor.requires_grad()) continue;  // non-trainable state: no gradient, not broadcast
+      (tp->partitioned(p.name) ? tp_sliced : tp_replicated).push_back(p.tensor);
+    }
+    // Global norm: every element of the full model once. The slices' squares are summed over
+    // ranks (in rank order, the same double on every rank); the replicated parameters' gradients
+    // are identical on every rank (tensor_parallel.hpp), so they count once, from this rank.
+    trainable.clip_gradients = [&](double max_norm) {
+      const double norm =
+          std::sqrt(par.sum(grad_square_sum(tp_sliced)) + grad_square_sum(tp_replicated));
+      if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
+        scale_grads(trainable.parameter_tensors, max_norm / (norm + kClipEpsilon));
+      return norm;
+    };
+  } else if (par.distributed() && par.strategy() == PB_PARALLEL_ZERO1) {
     if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" && trainable.optimizer_name != "lion")
       throw Error(ErrorKind::kInvalidArgument,
                   "ZeRO-1 shards parameters element by element, which is exact only for element-wise optimizers "
@@ -262,9 +343,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     trainable.optimizer_step = [&](double lr) { zero->step(lr); };
   } else if (par.distributed()) {
     if (par.strategy() != PB_PARALLEL_DATA)
-      throw Error(ErrorKind::kInvalidArgument,
-                  "parallelism strategy '" + runtime::parallel_strategy_name(par.strategy()) +
-                      "' is not implemented by the trainer yet; use parallelism.kind = \"mpi_data\" or \"mpi_zero1\"");
+      throw Error(ErrorKind::kInvalidArgument, "parallelism strategy '" +
+                                                   runtime::parallel_strategy_name(par.strategy()) +
+                                                   "' is not implemented by the trainer; use "
+                                                   "parallelism.kind = \"mpi_data\", \"mpi_zero1\" "
+                                                   "or \"mpi_tensor\"");
     reducer = std::make_unique<parallel::GradientReducer>(
         par.group(), trainable.parameter_tensors, static_cast<int64_t>(par.options().bucket_mb * 1048576.0),
         par.options().overlap);
@@ -280,6 +363,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   }
   // Each rank's batch: its rows of the global batch (all of it in one process).
   auto rank_batch = [&](Batch b) {
+    if (tensor_parallel)
+      return b;  // every rank computes its slice of the layers on the whole batch
     b.inputs = par.shard_rows(b.inputs);
     b.targets = par.shard_rows(b.targets);
     return b;
@@ -302,10 +387,22 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     }
     std::vector<NamedTensor> params;
     for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});
-    checkpoint.load_into(params);
+    if (tp) {
+      // Full tensors in the checkpoint (any world size): this rank's slices of them.
+      std::vector<NamedTensor> slices;
+      for (const NamedTensor& p : params)
+        slices.push_back({p.name, checkpoint.contains(p.name)
+                                      ? tp->slice(p.name, checkpoint.tensor(p.name))
+                                      : engine::Tensor()});
+      copy_slices_into(slices, params, checkpoint.path());
+      trainable.optimizer->restore_state(tp->local_state(
+          checkpoint.optimizer_state(), trainable.optimizer->state(), tp_parameters));
+    } else {
+      checkpoint.load_into(params);
+    }
     if (zero) {
       zero->restore_full_state(checkpoint.optimizer_state());
-    } else {
+    } else if (!tp) {  // tensor parallelism restored its slices of the state above
       trainable.optimizer->restore_state(checkpoint.optimizer_state());
     }
     summary.last_checkpoint = checkpoint.path();
@@ -315,8 +412,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     spdlog::info("resumed from {} at step {}", checkpoint.path().string(), start_step);
     if (par.writer()) elapsed_before = resume_metrics(o.run_dir / "metrics.jsonl", checkpoint);
   }
-  {  // every rank starts from rank 0's values (identical replicas)
-    std::vector<engine::Tensor> replicated = trainable.parameter_tensors;
+  {  // every rank starts from rank 0's values (identical replicas; slices stay each rank's own)
+    std::vector<engine::Tensor> replicated = tp ? tp_replicated : trainable.parameter_tensors;
     par.broadcast_from_writer(replicated);
   }
   summary.start_step = start_step;
@@ -333,12 +430,16 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   if (request.show_progress && par.writer()) progress.emplace("train", o.max_steps);
 
   auto save = [&](int64_t step) {
-    // ZeRO-1 gathers the sharded optimizer state on every rank (a collective) first.
+    // ZeRO-1 gathers the sharded optimizer state, tensor parallelism the slices of parameters and
+    // their state, on every rank (collectives) first: checkpoints hold full tensors.
     const std::vector<runtime::OptimizerHandle::StateTensor> state =
-        zero ? zero->full_state() : trainable.optimizer->state();
-    if (!par.writer()) return;
+        zero ? zero->full_state()
+        : tp ? tp->full_state(trainable.optimizer->state(), tp_parameters)
+             : trainable.optimizer->state();
     std::vector<NamedTensor> tensors;
-    for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});
+    for (const model::NamedParameter& p : trainable.parameters)
+      tensors.push_back({p.name, tp ? tp->gather(p.name, p.tensor) : p.tensor});
+    if (!par.writer()) return;
     for (const auto& s : state) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
     metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
     metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
@@ -352,7 +453,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
   };
   auto run_eval = [&](int64_t step) {
-    if (!par.writer()) return;  // replicas hold the same parameters: rank 0 evaluates for all
+    // Replicas hold the same parameters: rank 0 evaluates for all. Tensor parallelism: every rank
+    // runs the split forward (its collectives need them all); rank 0 writes.
+    if (!par.writer() && !tensor_parallel) return;
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     const MlmEvalResult masked = mlm ? evaluate_mlm(model, data.val, settings, *mlm) : MlmEvalResult{};
     const EvalResult r = mlm ? masked.eval : evaluate(model, data.val, settings);
@@ -371,12 +474,16 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     summary.last_eval = r;
   };
   auto run_sample = [&](int64_t step) {
-    if (o.sample_tokens <= 0 || mlm || !par.writer()) return;  // a bidirectional model does not continue text
+    // A bidirectional model does not continue text. Tensor parallelism: every rank decodes (the
+    // same seed and the same summed logits give the same tokens), rank 0 writes.
+    if (o.sample_tokens <= 0 || mlm || (!par.writer() && !tensor_parallel)) return;
     SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature, o.seed + static_cast<uint64_t>(step)};
     summary.last_sample = sample_text(model, data.tokenizer, settings);
+    if (!par.writer()) return;
     samples_file << "--- step " << step << " ---\n" << summary.last_sample << "\n";
     samples_file.flush();
-    if (request.print_samples && par.writer()) std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
+    if (request.print_samples && par.writer())
+      std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
   };
 
   auto window_start = Clock::now();

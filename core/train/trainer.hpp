@@ -70,9 +70,13 @@ struct TrainableModel {
 };
 
 // Builds the model ([model] sections, vocab_size from the tokenizer) and the [optimizer]
-// component, registering every parameter with its group (train/param_groups.hpp).
-TrainableModel build_trainable_model(const config::ResolvedConfig& config, runtime::Registry& registry,
-                                     const config::ComponentSchemaLookup& lookup, int64_t vocab_size);
+// component, registering every parameter with its group (train/param_groups.hpp). With
+// tp_size > 1 the layers are split for tensor parallelism (this process is rank tp_rank) and
+// the optimizer gets this rank's slices (model::ModelOptions::tp_size).
+TrainableModel build_trainable_model(const config::ResolvedConfig& config,
+                                     runtime::Registry& registry,
+                                     const config::ComponentSchemaLookup& lookup,
+                                     int64_t vocab_size, int64_t tp_rank = 0, int64_t tp_size = 1);
 
 struct StepResult {
   double loss = 0;       // mean over the micro-batches (without the aux loss)

@@ -106,7 +106,23 @@ void DenseAttention::init(const pb_layer_context& ctx) {
                       "rotary positions need an even head dim, found d_model " +
                           std::to_string(d_model_) + " / n_heads " + std::to_string(n_heads_) +
                           " = " + std::to_string(head_dim_));
+  const patchbay::TensorParallel tp = patchbay::tensor_parallel_of(ctx, ops_.table());
+  if (n_heads_ % tp.size != 0)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'dense' splits its heads over the tensor-parallel ranks, but "
+                      "n_heads " +
+                          std::to_string(n_heads_) + " is not divisible by the " +
+                          std::to_string(tp.size) +
+                          " ranks; choose model.n_heads a multiple of the rank count (-np)");
+  split_ = tp.size > 1;
+  local_heads_ = n_heads_ / tp.size;
+  local_width_ = local_heads_ * head_dim_;
   const pb_ops_table* table = ops_.table();
+  if (split_ && !patchbay::has_tensor_parallel_ops(table))
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "tensor parallelism needs the host's tp_copy_to_region / "
+                      "tp_reduce_from_region (ops table version 9); this host's table is version " +
+                          std::to_string(table->version));
   if ((alibi_ || window_ > 0) && (!PB_HAS_FIELD(table, pb_ops_table, attention_with_options) ||
                                   table->attention_with_options == nullptr))
     throw PluginError(PB_STATUS_UNSUPPORTED,
@@ -116,20 +132,29 @@ void DenseAttention::init(const pb_layer_context& ctx) {
                           std::to_string(table->version) + ". Upgrade Patchbay");
   if (alibi_) {
     std::vector<float> slopes;
-    for (double m : alibi_slopes(n_heads_)) slopes.push_back(static_cast<float>(m));
-    alibi_slopes_ = ops_.from_vector(slopes, {n_heads_});
+    const std::vector<double> all = alibi_slopes(n_heads_);  // this rank's heads only
+    for (int64_t h = tp.rank * local_heads_; h < (tp.rank + 1) * local_heads_; ++h)
+      slopes.push_back(static_cast<float>(all[static_cast<size_t>(h)]));
+    alibi_slopes_ = ops_.from_vector(slopes, {local_heads_});
   }
   dtype_ = ctx.param_dtype;
 
   // One generator for the four tensors, in declaration order, so equal seeds give equal layers.
+  // Under tensor parallelism every rank draws the full tensors and keeps its shard, so the
+  // split model starts equal to the one-process model.
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
   const int64_t c = d_model_;
-  qkv_weight_ = add_parameter("qkv.weight",
-                              (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
-  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * c}, dtype_));
+  qkv_weight_ = add_parameter(
+      "qkv.weight",
+      tp.shard((ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_), 0, 3));
+  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * local_width_}, dtype_));
   proj_weight_ = add_parameter(
-      "proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
+      "proj.weight",
+      tp.shard((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_), 1));
   proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
+  tp.mark_partitioned("qkv.weight", 0, 3);
+  tp.mark_partitioned("qkv.bias", 0, 3);
+  tp.mark_partitioned("proj.weight", 1);
   // Dropout draws from its own stream, so turning it on does not change the initialisation.
   dropout_generator_ =
       std::make_unique<patchbay::Generator>(ops_.table(), ctx.seed ^ 0x9e3779b97f4a7c15ull);
@@ -144,10 +169,12 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x,
                           "], found a tensor of rank " + std::to_string(shape.size()) +
                           (shape.size() == 3 ? " with C " + std::to_string(shape[2]) : ""));
   const int64_t b = shape[0], t = shape[1];
-  Tensor qkv = x.to(dtype_).matmul(qkv_weight_, false, true) + qkv_bias_;  // [B, T, 3C]
-  auto head = [&](int64_t which) {  // [B, T, C] block `which` -> [B, H, T, Dh]
-    Tensor part =
-        qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
+  // Tensor parallelism: f before the column-parallel projection (backward sums dL/dx).
+  const Tensor input = split_ ? patchbay::tp_copy_to_region(x.to(dtype_)) : x.to(dtype_);
+  Tensor qkv = input.matmul(qkv_weight_, false, true) + qkv_bias_;  // [B, T, 3 Cl]
+  auto head = [&](int64_t which) {  // [B, T, Cl] block `which` -> [B, Hl, T, Dh]
+    Tensor part = qkv.slice(2, which * local_width_, (which + 1) * local_width_)
+                      .reshape({b, t, local_heads_, head_dim_});
     return part.permute({0, 2, 1, 3});
   };
   Heads heads{head(0), head(1), head(2)};
@@ -160,8 +187,10 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x,
 
 Tensor DenseAttention::project_out(const Tensor& o) const {
   const int64_t b = o.size(0), t = o.size(2);
-  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, d_model_});  // [B, T, C]
-  return merged.matmul(proj_weight_, false, true) + proj_bias_;
+  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, local_width_});  // [B, T, Cl]
+  Tensor y = merged.matmul(proj_weight_, false, true);                    // [B, T, C]
+  if (split_) y = patchbay::tp_reduce_from_region(y);  // g: sum of the ranks' partial outputs
+  return y + proj_bias_;                               // the bias once, after the sum
 }
 
 Tensor DenseAttention::forward(const Tensor& x, bool training) {
@@ -185,7 +214,7 @@ std::unique_ptr<patchbay::AttentionState> DenseAttention::create_state(int64_t b
     throw PluginError(PB_STATUS_OUT_OF_RANGE, "capacity " + std::to_string(capacity) +
                                                   " exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
-  const std::vector<int64_t> shape = {batch, n_heads_, capacity, head_dim_};
+  const std::vector<int64_t> shape = {batch, local_heads_, capacity, head_dim_};
   return std::make_unique<KvCache>(batch, capacity, ops_.zeros(shape, dtype_),
                                    ops_.zeros(shape, dtype_));
 }

@@ -17,18 +17,26 @@
 // the causal mask aligned bottom-right (query i of the step, at absolute position len + i,
 // sees keys j <= len + i; the ALiBi distances and the window use the same positions). The
 // engine reads an f32 cache view in place: a step copies nothing but its own Tn rows.
+// Tensor parallelism (ctx.tp_size = W > 1, Megatron): rank r holds heads [r H/W, (r+1) H/W)
+// (Hl = H/W heads, Cl = Hl Dh channels): qkv.weight [3 Cl, C] = rows r of each of q, k, v
+// (column-parallel, marked dim 0 stride 3), qkv.bias [3 Cl], proj.weight [C, Cl] = its
+// columns (row-parallel, dim 1), proj.bias [C] replicated. x passes tp_copy_to_region (f)
+// first; the partial outputs o_r W_proj,r^T [B, T, C] are summed by tp_reduce_from_region
+// (g) and the bias is added once, after the sum. The KV cache holds the rank's heads only.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <patchbay/attention.hpp>
+#include <patchbay/tensor_parallel.hpp>
 
 namespace patchbay_dense {
 
 class DenseAttention : public patchbay::Attention {
  public:
   static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL |
-                                            PB_ATTENTION_CAP_ROTARY | PB_ATTENTION_CAP_ALIBI;
+                                            PB_ATTENTION_CAP_ROTARY | PB_ATTENTION_CAP_ALIBI |
+                                            PB_ATTENTION_CAP_TENSOR_PARALLEL;
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
   static constexpr const char* kComplexity =
       "time O(T^2 C), with window w O(T w C); memory O(T C) (fused attention); decode O(len C) "
@@ -61,6 +69,9 @@ class DenseAttention : public patchbay::Attention {
   double dropout_;  // config `dropout`: on the output, training only
   int64_t window_;  // config `window`: 0 = full, else sliding window of that many positions
   int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
+  // This rank's heads and channels (n_heads_ / W, that times head_dim_; all of them when W = 1).
+  int64_t local_heads_ = 0, local_width_ = 0;
+  bool split_ = false;  // tensor parallelism: W > 1
   bool rotary_ = false;
   bool alibi_ = false;
   patchbay::Tensor alibi_slopes_;  // f32 [H] when alibi_ (a constant, not a parameter)

@@ -58,22 +58,51 @@ void Mlp::init(const pb_layer_context& ctx) {
   }
   d_model_ = ctx.d_model;
   const patchbay::Ops ops(host_.api()->ops);
+  const patchbay::TensorParallel tp = patchbay::tensor_parallel_of(ctx, ops.table());
+  if (ctx.d_ff % tp.size != 0) {
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "mlp splits its hidden units over the tensor-parallel ranks, but d_ff " +
+                          std::to_string(ctx.d_ff) + " is not divisible by the " +
+                          std::to_string(tp.size) +
+                          " ranks; choose model.d_ff a multiple of the rank count (-np)");
+  }
+  split_ = tp.size > 1;
+  if (split_ && !patchbay::has_tensor_parallel_ops(ops.table())) {
+    throw PluginError(
+        PB_STATUS_UNSUPPORTED,
+        "tensor parallelism needs the host's tp_copy_to_region / tp_reduce_from_region (ops "
+        "table version 9); this host's table is version " +
+            std::to_string(ops.table()->version));
+  }
   patchbay::NoGradGuard no_grad(ops.table());
   patchbay::Generator init_gen(ops.table(), ctx.seed);
   auto normal = [&](int64_t rows, int64_t cols, double std) {
     return ops.randn({rows, cols}, init_gen, ctx.param_dtype) * std;
   };
-  // Draw order fc, gate, proj: fixed, so a seed always gives the same model.
+  // Draw order fc, gate, proj: fixed, so a seed always gives the same model. Under tensor
+  // parallelism each rank draws the full matrices and keeps its shard (the same start as W = 1).
   const int64_t c = ctx.d_model;
   const int64_t f = ctx.d_ff;
-  fc_weight_ = register_parameter("fc.weight", normal(f, c, ctx.init_std));
-  if (bias_) fc_bias_ = register_parameter("fc.bias", ops.zeros({f}, ctx.param_dtype));
-  if (activation_ == Activation::kSwiGlu) {
-    gate_weight_ = register_parameter("gate.weight", normal(f, c, ctx.init_std));
-    if (bias_) gate_bias_ = register_parameter("gate.bias", ops.zeros({f}, ctx.param_dtype));
+  const int64_t local_f = f / tp.size;
+  // Column-parallel fc / gate rows and row-parallel proj columns are marked for checkpoints.
+  fc_weight_ = register_parameter("fc.weight", tp.shard(normal(f, c, ctx.init_std), 0));
+  tp.mark_partitioned("fc.weight", 0);
+  if (bias_) {
+    fc_bias_ = register_parameter("fc.bias", ops.zeros({local_f}, ctx.param_dtype));
+    tp.mark_partitioned("fc.bias", 0);
   }
-  proj_weight_ = register_parameter("proj.weight", normal(c, f, ctx.residual_init_std));
+  if (activation_ == Activation::kSwiGlu) {
+    gate_weight_ = register_parameter("gate.weight", tp.shard(normal(f, c, ctx.init_std), 0));
+    tp.mark_partitioned("gate.weight", 0);
+    if (bias_) {
+      gate_bias_ = register_parameter("gate.bias", ops.zeros({local_f}, ctx.param_dtype));
+      tp.mark_partitioned("gate.bias", 0);
+    }
+  }
+  proj_weight_ =
+      register_parameter("proj.weight", tp.shard(normal(c, f, ctx.residual_init_std), 1));
   if (bias_) proj_bias_ = register_parameter("proj.bias", ops.zeros({c}, ctx.param_dtype));
+  tp.mark_partitioned("proj.weight", 1);
   dropout_gen_ = std::make_unique<patchbay::Generator>(ops.table(), ctx.seed ^ kDropoutStream);
 }
 
@@ -88,7 +117,9 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT, "mlp: x must be [B, T, " + std::to_string(d_model_) +
                                                       "] but is " + shape_text(shape));
   }
-  const Tensor x2 = x.reshape({-1, d_model_});  // [B*T, C]
+  // [B*T, C]; tensor parallelism: f before the column-parallel fc / gate (backward sums dL/dx).
+  const Tensor x2 =
+      split_ ? patchbay::tp_copy_to_region(x.reshape({-1, d_model_})) : x.reshape({-1, d_model_});
   // Bias + GELU (tanh) / ReLU as the host's fused op (ops table version 7) when it has one:
   // one pass each way instead of two, the same function up to rounding.
   const bool fused = (activation_ == Activation::kGeluTanh || activation_ == Activation::kRelu) &&
@@ -106,7 +137,10 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
       case Activation::kSwiGlu: hidden = linear(x2, gate_weight_, gate_bias_).silu() * hidden; break;
     }
   }
-  Tensor y = linear(hidden, proj_weight_, proj_bias_).reshape(shape);  // [B, T, C]
+  // [B*T, F/W] x [C, F/W]^T: this rank's partial output; g sums the ranks' before the bias.
+  Tensor partial = hidden.matmul(proj_weight_, false, true);
+  if (split_) partial = patchbay::tp_reduce_from_region(partial);
+  Tensor y = (proj_bias_.defined() ? partial + proj_bias_ : partial).reshape(shape);  // [B, T, C]
   if (training && dropout_ >= 1.0) {
     y = y * 0.0;  // everything dropped; the engine's dropout takes p in [0, 1) only
   } else if (training && dropout_ > 0) {

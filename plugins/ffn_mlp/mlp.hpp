@@ -3,9 +3,9 @@
 // README.md; the config schema is kMlpFields below.
 #pragma once
 
-#include <patchbay/feedforward.hpp>
-
 #include <memory>
+#include <patchbay/feedforward.hpp>
+#include <patchbay/tensor_parallel.hpp>
 #include <string>
 
 namespace patchbay_ffn_mlp {
@@ -15,7 +15,14 @@ enum class Activation { kGeluTanh, kGeluErf, kRelu, kSwiGlu };
 class Mlp : public patchbay::FeedForward {
  public:
   // Every position is mapped on its own: usable in a causal LM.
-  static constexpr uint64_t kCapabilities = PB_FEEDFORWARD_CAP_CAUSAL;
+  // Tensor parallelism (ctx.tp_size = W > 1, Megatron): rank r holds hidden units
+  // [r F/W, (r+1) F/W): fc.weight / gate.weight [F/W, C] and their biases [F/W] are
+  // column-parallel (marked dim 0), proj.weight [C, F/W] row-parallel (dim 1), proj.bias [C]
+  // replicated. x passes tp_copy_to_region (f); the partial outputs are summed by
+  // tp_reduce_from_region (g) before proj.bias is added once. Every activation is
+  // element-wise on the hidden units, so each rank applies it to its own slice.
+  static constexpr uint64_t kCapabilities =
+      PB_FEEDFORWARD_CAP_CAUSAL | PB_FEEDFORWARD_CAP_TENSOR_PARALLEL;
 
   Mlp(const patchbay::Host& host, const patchbay::ConfigView& config);
 
@@ -32,6 +39,7 @@ class Mlp : public patchbay::FeedForward {
   bool bias_;
   double dropout_;
   int64_t d_model_ = 0;
+  bool split_ = false;  // tensor parallelism: W > 1
   // Parameters (registered in init; undefined bias tensors when bias = false).
   patchbay::Tensor fc_weight_, fc_bias_, gate_weight_, gate_bias_, proj_weight_, proj_bias_;
   std::unique_ptr<patchbay::Generator> dropout_gen_;  // seeded from ctx.seed in init

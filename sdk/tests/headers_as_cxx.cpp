@@ -9,6 +9,7 @@
 #include "patchbay/sampler.hpp"
 #include "patchbay/special_tokens.hpp"
 #include "patchbay/tensor.hpp"
+#include "patchbay/tensor_parallel.hpp"
 #include "patchbay/testing/standalone_host.hpp"
 #include "patchbay/testing/temp_dir.hpp"
 #include "patchbay/tokenizer.hpp"

@@ -21,7 +21,11 @@ static_assert(PB_PARALLELISM_INTERFACE_MAJOR == 1,
               "the layouts below are those of parallelism 1.x");
 
 // ---- model_layer.h: what init() receives (attention and feed-forward) ----
-FROZEN_SIZE(pb_layer_context, 112);
+FROZEN_SIZE(pb_layer_context, 144);  // 1.1: tp_rank, tp_size, tp_mark_partitioned, tp_host
+FROZEN_OFFSET(pb_layer_context, tp_rank, 112);
+FROZEN_OFFSET(pb_layer_context, tp_size, 120);
+FROZEN_OFFSET(pb_layer_context, tp_mark_partitioned, 128);
+FROZEN_OFFSET(pb_layer_context, tp_host, 136);
 FROZEN_OFFSET(pb_layer_context, struct_size, 0);
 FROZEN_OFFSET(pb_layer_context, d_model, 8);
 FROZEN_OFFSET(pb_layer_context, n_heads, 16);
@@ -58,7 +62,8 @@ FROZEN_OFFSET(pb_attention_vtable, state_destroy, 72);
 FROZEN_OFFSET(pb_attention_vtable, forward_step, 80);
 FROZEN_OFFSET(pb_attention_vtable, state_length, 88);
 static_assert(PB_ATTENTION_CAP_CAUSAL == 1u && PB_ATTENTION_CAP_NONCAUSAL == 2u &&
-              PB_ATTENTION_CAP_ROTARY == 4u && PB_ATTENTION_CAP_ALIBI == 8u);
+              PB_ATTENTION_CAP_ROTARY == 4u && PB_ATTENTION_CAP_ALIBI == 8u &&
+              PB_ATTENTION_CAP_TENSOR_PARALLEL == 16u);
 static_assert(PB_ATTENTION_CACHE_NONE == 0 && PB_ATTENTION_CACHE_KV == 1 &&
               PB_ATTENTION_CACHE_RECURRENT == 2);
 
@@ -83,7 +88,7 @@ FROZEN_OFFSET(pb_feedforward_vtable, init, 16);
 FROZEN_OFFSET(pb_feedforward_vtable, parameter_count, 24);
 FROZEN_OFFSET(pb_feedforward_vtable, parameter, 32);
 FROZEN_OFFSET(pb_feedforward_vtable, forward, 40);
-static_assert(PB_FEEDFORWARD_CAP_CAUSAL == 1u);
+static_assert(PB_FEEDFORWARD_CAP_CAUSAL == 1u && PB_FEEDFORWARD_CAP_TENSOR_PARALLEL == 2u);
 
 // ---- optimizer.h ----
 FROZEN_SIZE(pb_param_options, 32);

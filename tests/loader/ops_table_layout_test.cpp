@@ -99,9 +99,10 @@ static_assert(offsetof(pb_ops_table, rotary_embedding) + sizeof(void*) == kOpsTa
 
 // The whole table as this SDK declares it. The ONLY line an appended version changes.
 FROZEN_SIZE(pb_ops_table,
-            616);  // version 3: attention_with_options; version 5: causal_linear_attention;
+            632);  // version 3: attention_with_options; version 5: causal_linear_attention;
                    // version 6: set_autocast_dtype, autocast_dtype, autocast_clear_cache;
-                   // version 7: bias_activation
+                   // version 7: bias_activation; version 9: tp_copy_to_region,
+                   // tp_reduce_from_region
 FROZEN_OFFSET(pb_ops_table, attention_with_options, 568);
 
 // ---- enum values ----

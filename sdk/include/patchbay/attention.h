@@ -30,12 +30,15 @@ extern "C" {
 #endif
 
 #define PB_ATTENTION_INTERFACE_MAJOR 1
-#define PB_ATTENTION_INTERFACE_MINOR 1 /* 1.1: state_reorder */
+#define PB_ATTENTION_INTERFACE_MINOR 2 /* 1.1: state_reorder; 1.2: tensor parallelism */
 
 #define PB_ATTENTION_CAP_CAUSAL (1u << 0)    /* can run with a causal mask */
 #define PB_ATTENTION_CAP_NONCAUSAL (1u << 1) /* can run bidirectionally */
 #define PB_ATTENTION_CAP_ROTARY (1u << 2)    /* applies rotary positions when asked */
 #define PB_ATTENTION_CAP_ALIBI (1u << 3)     /* applies ALiBi when asked */
+/* 1.2: splits its heads over pb_layer_context::tp_size ranks (Megatron-style tensor
+ * parallelism). The host refuses `[parallelism] kind = "mpi_tensor"` for a layer without it. */
+#define PB_ATTENTION_CAP_TENSOR_PARALLEL (1u << 4)
 
 typedef enum pb_attention_cache_kind {
   PB_ATTENTION_CACHE_NONE = 0,     /* no incremental decoding: forward_step is NULL */

@@ -20,11 +20,14 @@ extern "C" {
 #endif
 
 #define PB_FEEDFORWARD_INTERFACE_MAJOR 1
-#define PB_FEEDFORWARD_INTERFACE_MINOR 0
+#define PB_FEEDFORWARD_INTERFACE_MINOR 1 /* 1.1: tensor parallelism */
 
 #define PB_FEEDFORWARD_CAP_CAUSAL (1u << 0) /* each position's output depends only on itself
                                                (or earlier positions): usable in a causal LM.
                                                Expert-choice routing does not have it. */
+/* 1.1: splits its hidden units over pb_layer_context::tp_size ranks (Megatron-style tensor
+ * parallelism). The host refuses `[parallelism] kind = "mpi_tensor"` for a layer without it. */
+#define PB_FEEDFORWARD_CAP_TENSOR_PARALLEL (1u << 1)
 
 /* One named statistic: `count` floats, e.g. name "expert_load", values = fraction of tokens
  * routed to each expert. */

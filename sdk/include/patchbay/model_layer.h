@@ -44,6 +44,31 @@ typedef struct pb_layer_context {
   pb_dtype param_dtype;  /* dtype of the parameters (master copy), PB_DTYPE_F32 by default */
   pb_device_type device_type;
   int32_t device_index;
+
+  /* ---- 1.1 (tensor parallelism; attention interface 1.2, feed-forward 1.1) ----
+   * Read with PB_HAS_FIELD(ctx, pb_layer_context, tp_host): an older host's context lacks
+   * these fields, which means no tensor parallelism. patchbay::tensor_parallel_of(ctx)
+   * (tensor_parallel.hpp) does that for C++ layers. */
+  int64_t tp_rank; /* this process's place in the tensor-parallel group, [0, tp_size) */
+  int64_t tp_size; /* W, the ranks the layer's heads / hidden units are split over; 1 (or 0 in
+                      a zero-initialised context) = none. The host passes W > 1 only to a
+                      layer whose vtable declares PB_ATTENTION_CAP_TENSOR_PARALLEL /
+                      PB_FEEDFORWARD_CAP_TENSOR_PARALLEL, and then every rank runs the same
+                      forward on the same full input: the layer joins its partial results with
+                      ops->tp_reduce_from_region (ops table version 9). */
+  /* Tells the host that parameter `name` (as parameter() will name it) holds this rank's
+   * slice of a larger tensor, so that checkpoints hold the full tensor (gathered on save,
+   * sliced on load) and gradient clipping counts it once: the full tensor's dim
+   * `partition_dim` is cut into `partition_stride` equal blocks, each block into tp_size
+   * equal slices, and this rank's parameter is slice tp_rank of every block, concatenated in
+   * block order (Megatron's partition_dim / partition_stride: stride 3 for a fused q/k/v
+   * weight whose rows are q, k, v). A parameter that is not marked is replicated: every rank
+   * holds the same full tensor and sees the same gradient. Call it from init(); `name` is
+   * borrowed for the call. Non-NULL when tp_size > 1 (NULL otherwise); `tp_host` is its first
+   * argument, owned by the host and valid during init(). */
+  pb_status* (*tp_mark_partitioned)(void* tp_host, const char* name, int32_t partition_dim,
+                                    int32_t partition_stride);
+  void* tp_host;
 } pb_layer_context;
 
 #ifdef __cplusplus

@@ -51,10 +51,11 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION \
-  8 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options;
-       5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);
-       7: bias_activation; 8: matmul takes f32 with bf16 (no new field) */
+#define PB_OPS_TABLE_VERSION                                                           \
+  9 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
+       5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);          \
+       7: bias_activation; 8: matmul takes f32 with bf16 (no new field);               \
+       9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -389,6 +390,19 @@ typedef struct pb_ops_table {
                                 pb_unary_op activation, pb_tensor** out);
 
   /* ---- version 8 (decoding: matmul accepts f32 with bf16, see matmul; no new field) ---- */
+
+  /* ---- version 9 (tensor parallelism: Megatron's conjugate pair f / g) ---- */
+  /* The collectives of a layer split over the host's tensor-parallel group (the W ranks of
+   * pb_layer_context::tp_size; the host installs the group for `[parallelism] kind =
+   * "mpi_tensor"`, over the parallelism plugin's all-reduce). Every rank of the group must
+   * make the same calls in the same order, forward and backward. Without a group (one
+   * process) both are the identity. x float, any shape; out: x's shape and dtype.
+   * tp_copy_to_region (f): out = x (aliases x); backward: the gradient SUMMED over the group.
+   *   Put it before a column-parallel projection: each rank's input gradient is partial.
+   * tp_reduce_from_region (g): out = the SUM of x over the group (fresh); backward: the
+   *   gradient unchanged. Put it after a row-parallel projection, before adding its bias. */
+  pb_status* (*tp_copy_to_region)(const pb_tensor* x, pb_tensor** out);
+  pb_status* (*tp_reduce_from_region)(const pb_tensor* x, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus
