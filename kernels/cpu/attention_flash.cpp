@@ -14,6 +14,11 @@
 // alternative (key tiles for dk/dv, then query tiles for dq) does 7 instead of 5 T^2*D products.
 // Before the tiles, one parallel pass writes delta = rowsum(dO*O) and transposed copies of
 // scale*Q and dO, so no tile re-transposes them (that was ~20% of the backward).
+//
+// The scratch carving, that backward preparation and the dq reduction are flash_tiles
+// functions (attention_flash_tiles.hpp) because the block-sparse driver uses them too.
+#include "patchbay/kernels/attention_flash.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -21,7 +26,150 @@
 #include <new>
 
 #include "attention_flash_tiles.hpp"
-#include "patchbay/kernels/attention_flash.hpp"
+
+namespace patchbay::kernels::flash_tiles {
+namespace {
+
+std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
+
+// Hands out consecutive 64-byte aligned float regions of a buffer (or only counts them).
+class ScratchCarver {
+ public:
+  explicit ScratchCarver(float* base) : base_(base) {}
+  float* take(std::int64_t floats) {
+    float* region = base_ == nullptr ? nullptr : base_ + used_;
+    used_ += round_up(floats, 16);
+    return region;
+  }
+  std::int64_t used_floats() const { return used_; }
+
+ private:
+  float* base_;
+  std::int64_t used_ = 0;
+};
+
+ForwardScratch carve_forward(ScratchCarver& carver, std::int64_t d) {
+  const std::int64_t dp = round_up(d, 16);
+  ForwardScratch s{};
+  s.q_t = carver.take(d * kQueryTile);
+  s.s_t = carver.take(kKeyTile * kQueryTile);
+  s.v_pad = carver.take(kKeyTile * dp);
+  s.o = carver.take(kQueryTile * dp);
+  s.row_max = carver.take(kQueryTile);
+  s.row_sum = carver.take(kQueryTile);
+  s.alpha = carver.take(kQueryTile);
+  return s;
+}
+
+BackwardScratch carve_backward(ScratchCarver& carver, std::int64_t d) {
+  const std::int64_t dp = round_up(d, 16);
+  BackwardScratch s{};
+  s.q_pad = carver.take(kQueryTile * dp);
+  s.do_pad = carver.take(kQueryTile * dp);
+  s.k_pad = carver.take(kKeyTile * dp);
+  s.p_t = carver.take(kKeyTile * kQueryTile);
+  s.ds_t = carver.take(kKeyTile * kQueryTile);
+  s.dk = carver.take(kKeyTile * dp);
+  s.dv = carver.take(kKeyTile * dp);
+  s.row_lse = carver.take(kQueryTile);
+  s.row_delta = carver.take(kQueryTile);
+  return s;
+}
+
+}  // namespace
+
+TileKernels tile_kernels_for(KernelIsa isa) {
+  if (isa == KernelIsa::automatic) isa = attention_flash_resolved_isa();
+  switch (isa) {
+#if PATCHBAY_KERNELS_X86_VARIANTS
+    case KernelIsa::avx512:
+      return tile_kernels_avx512();
+    case KernelIsa::avx2:
+      return tile_kernels_avx2();
+#endif
+    default:
+      return tile_kernels_generic();
+  }
+}
+
+std::int64_t forward_scratch_floats(std::int64_t head_dim) {
+  ScratchCarver counter(nullptr);
+  carve_forward(counter, head_dim);
+  return counter.used_floats();
+}
+
+std::int64_t backward_scratch_floats(std::int64_t head_dim) {
+  ScratchCarver counter(nullptr);
+  carve_backward(counter, head_dim);
+  return counter.used_floats();
+}
+
+ForwardScratch carve_forward(float* base, std::int64_t head_dim) {
+  ScratchCarver carver(base);
+  return carve_forward(carver, head_dim);
+}
+
+BackwardScratch carve_backward(float* base, std::int64_t head_dim) {
+  ScratchCarver carver(base);
+  return carve_backward(carver, head_dim);
+}
+
+void fill_backward_shared(const AttentionParams& p, const BackwardShared& shared) {
+  const std::int64_t d = p.head_dim, tq_pad = shared.q_len_padded, row_blocks = tq_pad / 16;
+  float* delta = const_cast<float*>(shared.delta);
+  float* q_t = const_cast<float*>(shared.q_t);
+  float* do_t = const_cast<float*>(shared.do_t);
+  // delta and the transposed Q, dO, 16 query rows per iteration (zeros past Tq).
+#pragma omp for schedule(static)
+  for (std::int64_t block = 0; block < p.batch * p.heads * row_blocks; ++block) {
+    const std::int64_t bh = block / row_blocks, b = bh / p.heads, h = bh % p.heads;
+    const std::int64_t t0 = block % row_blocks * 16;
+    float* q_t_head = q_t + bh * d * tq_pad + t0;
+    float* do_t_head = do_t + bh * d * tq_pad + t0;
+    const float* q_rows[16];
+    const float* do_rows[16];
+    const std::int64_t live = std::clamp<std::int64_t>(p.q_len - t0, 0, 16);
+    for (std::int64_t r = 0; r < live; ++r) {
+      const std::int64_t t = t0 + r;
+      q_rows[r] = p.q + b * p.q_strides.batch + h * p.q_strides.head + t * p.q_strides.seq;
+      do_rows[r] =
+          p.dout + b * p.dout_strides.batch + h * p.dout_strides.head + t * p.dout_strides.seq;
+      const float* o =
+          p.out + b * p.out_strides.batch + h * p.out_strides.head + t * p.out_strides.seq;
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t x = 0; x < d; ++x) sum += o[x] * do_rows[r][x];
+      delta[bh * p.q_len + t] = sum;
+    }
+    // One 64-byte line of each transposed row per x; rows past Tq are zero.
+    for (std::int64_t x = 0; x < d; ++x) {
+      for (std::int64_t r = 0; r < 16; ++r) {
+        q_t_head[x * tq_pad + r] = r < live ? p.scale * q_rows[r][x] : 0.0f;
+        do_t_head[x * tq_pad + r] = r < live ? do_rows[r][x] : 0.0f;
+      }
+    }
+  }  // implicit barrier: shared buffers complete
+}
+
+void reduce_dq(const AttentionParams& p, const float* acc_base, std::int64_t acc_stride, int team) {
+  const std::int64_t d = p.head_dim, dp = round_up(d, 16);
+#pragma omp for schedule(static)
+  for (std::int64_t row = 0; row < p.batch * p.heads * p.q_len; ++row) {
+    const std::int64_t bh = row / p.q_len, i = row % p.q_len;
+    float* dq = p.dq + (bh / p.heads) * p.dq_strides.batch + (bh % p.heads) * p.dq_strides.head +
+                i * p.dq_strides.seq;
+    for (std::int64_t x = 0; x < d; ++x) dq[x] = 0.0f;
+    for (int t = 0; t < team; ++t) {
+      const float* acc = acc_base + t * acc_stride + row * dp;
+#pragma omp simd
+      for (std::int64_t x = 0; x < d; ++x) dq[x] += acc[x];
+    }
+#pragma omp simd
+    for (std::int64_t x = 0; x < d; ++x) dq[x] *= p.scale;
+  }
+}
+
+}  // namespace patchbay::kernels::flash_tiles
 
 namespace patchbay::kernels {
 namespace {
@@ -43,62 +191,8 @@ constexpr double kMinMacsForThreads = 1 << 20;
 
 bool worth_threads(const AttentionParams& p) {
   return double(p.batch) * double(p.heads) * double(p.q_len) * double(p.kv_len) *
-             double(p.head_dim) >= kMinMacsForThreads;
-}
-
-flash_tiles::TileKernels tile_kernels_for(KernelIsa isa) {
-  if (isa == KernelIsa::automatic) isa = attention_flash_resolved_isa();
-  switch (isa) {
-#if PATCHBAY_KERNELS_X86_VARIANTS
-    case KernelIsa::avx512: return flash_tiles::tile_kernels_avx512();
-    case KernelIsa::avx2: return flash_tiles::tile_kernels_avx2();
-#endif
-    default: return flash_tiles::tile_kernels_generic();
-  }
-}
-
-// Hands out consecutive 64-byte aligned float regions of a buffer (or only counts them).
-class ScratchCarver {
- public:
-  explicit ScratchCarver(float* base) : base_(base) {}
-  float* take(std::int64_t floats) {
-    float* region = base_ == nullptr ? nullptr : base_ + used_;
-    used_ += round_up(floats, 16);
-    return region;
-  }
-  std::int64_t used_floats() const { return used_; }
-
- private:
-  float* base_;
-  std::int64_t used_ = 0;
-};
-
-flash_tiles::ForwardScratch carve_forward(ScratchCarver& carver, std::int64_t d) {
-  const std::int64_t dp = round_up(d, 16);
-  flash_tiles::ForwardScratch s{};
-  s.q_t = carver.take(d * kQueryTile);
-  s.s_t = carver.take(kKeyTile * kQueryTile);
-  s.v_pad = carver.take(kKeyTile * dp);
-  s.o = carver.take(kQueryTile * dp);
-  s.row_max = carver.take(kQueryTile);
-  s.row_sum = carver.take(kQueryTile);
-  s.alpha = carver.take(kQueryTile);
-  return s;
-}
-
-flash_tiles::BackwardScratch carve_backward(ScratchCarver& carver, std::int64_t d) {
-  const std::int64_t dp = round_up(d, 16);
-  flash_tiles::BackwardScratch s{};
-  s.q_pad = carver.take(kQueryTile * dp);
-  s.do_pad = carver.take(kQueryTile * dp);
-  s.k_pad = carver.take(kKeyTile * dp);
-  s.p_t = carver.take(kKeyTile * kQueryTile);
-  s.ds_t = carver.take(kKeyTile * kQueryTile);
-  s.dk = carver.take(kKeyTile * dp);
-  s.dv = carver.take(kKeyTile * dp);
-  s.row_lse = carver.take(kQueryTile);
-  s.row_delta = carver.take(kQueryTile);
-  return s;
+             double(p.head_dim) >=
+         kMinMacsForThreads;
 }
 
 std::int64_t dq_acc_floats(const AttentionParams& p) {
@@ -107,14 +201,8 @@ std::int64_t dq_acc_floats(const AttentionParams& p) {
 
 // Floats of one thread's region: tile scratch, plus the dq accumulator for the backward.
 std::int64_t per_thread_floats(const AttentionParams& p, AttentionPass pass) {
-  ScratchCarver counter(nullptr);
-  if (pass == AttentionPass::forward) {
-    carve_forward(counter, p.head_dim);
-  } else {
-    carve_backward(counter, p.head_dim);
-    counter.take(dq_acc_floats(p));
-  }
-  return counter.used_floats();
+  if (pass == AttentionPass::forward) return flash_tiles::forward_scratch_floats(p.head_dim);
+  return flash_tiles::backward_scratch_floats(p.head_dim) + dq_acc_floats(p);
 }
 
 // Floats shared by all threads (backward only): delta [B][H][Tq], then scale*Q^T and dO^T,
@@ -129,8 +217,8 @@ std::int64_t shared_floats(const AttentionParams& p, AttentionPass pass) {
 
 struct AlignedFloats {
   explicit AlignedFloats(std::size_t count)
-      : data(static_cast<float*>(::operator new(count * sizeof(float), std::align_val_t{64}))) {}
-  ~AlignedFloats() { ::operator delete(data, std::align_val_t{64}); }
+      : data(static_cast<float*>(::operator new (count * sizeof(float), std::align_val_t{64}))) {}
+  ~AlignedFloats() { ::operator delete (data, std::align_val_t{64}); }
   AlignedFloats(const AlignedFloats&) = delete;
   AlignedFloats& operator=(const AlignedFloats&) = delete;
   float* data;
@@ -139,24 +227,24 @@ struct AlignedFloats {
 }  // namespace
 
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass) {
-  const std::int64_t floats =
-      shared_floats(p, pass) + thread_count(p) * per_thread_floats(p, pass);
+  const std::int64_t floats = shared_floats(p, pass) + thread_count(p) * per_thread_floats(p, pass);
   return static_cast<std::size_t>(floats) * sizeof(float);
 }
 
 std::string attention_flash_forward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::forward); !e.empty()) return e;
-  const flash_tiles::TileKernels kernels = tile_kernels_for(p.isa);
+  const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::forward);
-  AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::forward) / sizeof(float));
+  AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::forward) /
+                          sizeof(float));
   const std::int64_t query_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
   const std::int64_t tasks = p.batch * p.heads * query_tiles;
 
 #pragma omp parallel num_threads(threads) if (worth_threads(p))
   {
-    ScratchCarver carver(workspace.data + omp_get_thread_num() * per_thread);
-    const flash_tiles::ForwardScratch scratch = carve_forward(carver, p.head_dim);
+    const flash_tiles::ForwardScratch scratch =
+        flash_tiles::carve_forward(workspace.data + omp_get_thread_num() * per_thread, p.head_dim);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < tasks; ++task) {
       const std::int64_t bh = task / query_tiles;
@@ -171,59 +259,30 @@ std::string attention_flash_forward(const AttentionParams& p) {
 
 std::string attention_flash_backward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::backward); !e.empty()) return e;
-  const flash_tiles::TileKernels kernels = tile_kernels_for(p.isa);
+  const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const int threads = thread_count(p);
-  const std::int64_t d = p.head_dim, dp = round_up(d, 16), tq_pad = round_up(p.q_len, 16);
+  const std::int64_t d = p.head_dim, tq_pad = round_up(p.q_len, 16);
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::backward);
   const std::int64_t shared_size = shared_floats(p, AttentionPass::backward);
-  AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::backward) / sizeof(float));
+  AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::backward) /
+                          sizeof(float));
   float* delta = workspace.data;
   float* q_t = delta + round_up(p.batch * p.heads * p.q_len, 16);
   float* do_t = q_t + transposed_floats(p);
   const flash_tiles::BackwardShared shared{delta, q_t, do_t, tq_pad};
   const std::int64_t key_tiles = (p.kv_len + kKeyTile - 1) / kKeyTile;
   const std::int64_t tasks = p.batch * p.kv_heads * key_tiles;
-  const std::int64_t row_blocks = tq_pad / 16;
   // Each thread's dq accumulator sits at the end of its region (after the tile scratch).
   const std::int64_t dq_acc_offset = per_thread - dq_acc_floats(p);
 
 #pragma omp parallel num_threads(threads) if (worth_threads(p))
   {
     float* mine = workspace.data + shared_size + omp_get_thread_num() * per_thread;
-    ScratchCarver carver(mine);
-    const flash_tiles::BackwardScratch scratch = carve_backward(carver, d);
+    const flash_tiles::BackwardScratch scratch = flash_tiles::carve_backward(mine, d);
     float* dq_acc = mine + dq_acc_offset;
     const int team = omp_get_num_threads();
     std::memset(dq_acc, 0, sizeof(float) * std::size_t(dq_acc_floats(p)));
-
-    // delta and the transposed Q, dO, 16 query rows per iteration (zeros past Tq).
-#pragma omp for schedule(static)
-    for (std::int64_t block = 0; block < p.batch * p.heads * row_blocks; ++block) {
-      const std::int64_t bh = block / row_blocks, b = bh / p.heads, h = bh % p.heads;
-      const std::int64_t t0 = block % row_blocks * 16;
-      float* q_t_head = q_t + bh * d * tq_pad + t0;
-      float* do_t_head = do_t + bh * d * tq_pad + t0;
-      const float* q_rows[16];
-      const float* do_rows[16];
-      const std::int64_t live = std::min<std::int64_t>(16, p.q_len - t0);
-      for (std::int64_t r = 0; r < live; ++r) {
-        const std::int64_t t = t0 + r;
-        q_rows[r] = p.q + b * p.q_strides.batch + h * p.q_strides.head + t * p.q_strides.seq;
-        do_rows[r] = p.dout + b * p.dout_strides.batch + h * p.dout_strides.head + t * p.dout_strides.seq;
-        const float* o = p.out + b * p.out_strides.batch + h * p.out_strides.head + t * p.out_strides.seq;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (std::int64_t x = 0; x < d; ++x) sum += o[x] * do_rows[r][x];
-        delta[bh * p.q_len + t] = sum;
-      }
-      // One 64-byte line of each transposed row per x; rows past Tq are zero.
-      for (std::int64_t x = 0; x < d; ++x) {
-        for (std::int64_t r = 0; r < 16; ++r) {
-          q_t_head[x * tq_pad + r] = r < live ? p.scale * q_rows[r][x] : 0.0f;
-          do_t_head[x * tq_pad + r] = r < live ? do_rows[r][x] : 0.0f;
-        }
-      }
-    }  // implicit barrier: shared buffers complete
+    flash_tiles::fill_backward_shared(p, shared);  // ends with a barrier
 
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < tasks; ++task) {
@@ -234,20 +293,7 @@ std::string attention_flash_backward(const AttentionParams& p) {
                                 scratch);
     }  // implicit barrier: every accumulator complete
 
-#pragma omp for schedule(static)
-    for (std::int64_t row = 0; row < p.batch * p.heads * p.q_len; ++row) {
-      const std::int64_t bh = row / p.q_len, i = row % p.q_len;
-      float* dq = p.dq + (bh / p.heads) * p.dq_strides.batch + (bh % p.heads) * p.dq_strides.head +
-                  i * p.dq_strides.seq;
-      for (std::int64_t x = 0; x < d; ++x) dq[x] = 0.0f;
-      for (int t = 0; t < team; ++t) {
-        const float* acc = workspace.data + shared_size + t * per_thread + dq_acc_offset + row * dp;
-#pragma omp simd
-        for (std::int64_t x = 0; x < d; ++x) dq[x] += acc[x];
-      }
-#pragma omp simd
-      for (std::int64_t x = 0; x < d; ++x) dq[x] *= p.scale;
-    }
+    flash_tiles::reduce_dq(p, workspace.data + shared_size + dq_acc_offset, per_thread, team);
   }
   return {};
 }

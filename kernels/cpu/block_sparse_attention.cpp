@@ -1,108 +1,47 @@
 // Block-sparse attention kernel (see include/patchbay/kernels/block_sparse_attention.hpp).
-// Forward: one task per (batch, head, query block); for each active key block of that row of
-// the layout, each query row updates its online softmax over the keys it sees. Within an
-// active tile the visible keys of one row form one contiguous range (causal and window cut
-// a range; the layout is uniform over the tile), so no per-element mask is evaluated.
-// Backward: one task per (batch, kv head) so that dk/dv of a kv head have one writer; it
-// walks the same tiles for every query head of the group and recomputes P from lse.
-// The two row routines are compiled per ISA with GCC target_clones (picked at load time).
+// It runs the flash-attention tile kernels (attention_flash_tiles_body.inc, one build per ISA,
+// picked at run time from p.isa) over the tiles the layout activates, so a computed
+// (query, key) pair costs what it costs in dense flash attention and skipped pairs cost
+// nothing. Shapes and invariants of the tiles: attention_flash_tiles.hpp.
+//
+// Forward: one task per (batch, head, query tile), a query tile being the queries of one
+// layout row (cut into pieces of kQueryTile rows when block_size is larger). Its keys are
+// the active blocks of that layout row, adjacent blocks merged into one span; the tile kernel
+// walks each span in key tiles of up to kKeyTile, with the online softmax across them and the
+// causal / window mask only on the tiles that cross it. Last layout rows (most keys) first.
+//
+// Backward: one task per (batch, kv head, key tile), a key tile being the keys of one key
+// block (pieces of kKeyTile keys when larger), so dk/dv rows have one writer. For each query
+// head of the group its queries are the active rows of that layout column, merged into spans.
+// Probabilities are recomputed from lse; dq is gathered in one accumulator per thread and
+// summed at the end, with the delta and transposed Q / dO precomputed once: all three exactly
+// as in the flash backward (flash_tiles::fill_backward_shared, reduce_dq).
+//
+// Memory: per thread the tile scratch (~O(kQueryTile * D)) and the span lists (O(layout
+// rows)); the backward adds per thread a dq accumulator and, shared, transposed Q and dO
+// (O(Tq * D) each). Nothing is ever Tq x Tk.
 #include "patchbay/kernels/block_sparse_attention.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define PB_BLOCK_SPARSE_CLONES \
-  __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
-#else
-#define PB_BLOCK_SPARSE_CLONES
-#endif
+#include "attention_flash_tiles.hpp"
 
 namespace patchbay::kernels {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using flash_tiles::kKeyTile;
+using flash_tiles::kQueryTile;
+using flash_tiles::kVector;
+using flash_tiles::Span;
 
-// One query row against n consecutive keys of one block: online-softmax update of (m, l, o[D]).
-// kt: the block's keys transposed, [D][bs], starting at the first key (column) to use; the
-// score loop runs over keys (independent lanes), so it vectorises without reassociating sums.
-PB_BLOCK_SPARSE_CLONES
-void forward_row(const float* q, const float* kt, const float* v, std::int64_t n,
-                 std::int64_t dim, std::int64_t bs, float scale, float* s, float& m, float& l,
-                 float* o) {
-  for (std::int64_t j = 0; j < n; ++j) s[j] = 0.f;
-  for (std::int64_t d = 0; d < dim; ++d) {
-    const float qd = q[d] * scale;
-    const float* row = kt + d * bs;
-    for (std::int64_t j = 0; j < n; ++j) s[j] += qd * row[j];
-  }
-  float row_max = kNegInf;
-  for (std::int64_t j = 0; j < n; ++j) row_max = std::max(row_max, s[j]);
-  const float m_new = std::max(m, row_max);
-  const float alpha = m == kNegInf ? 0.f : std::exp(m - m_new);
-  if (alpha != 1.f) {
-    for (std::int64_t d = 0; d < dim; ++d) o[d] *= alpha;
-    l *= alpha;
-  }
-  for (std::int64_t j = 0; j < n; ++j) {
-    const float p = std::exp(s[j] - m_new);
-    l += p;
-    const float* vj = v + j * dim;
-    for (std::int64_t d = 0; d < dim; ++d) o[d] += p * vj[d];
-  }
-  m = m_new;
-}
-
-// One query row against n consecutive keys of one block: adds its share of dq (scaled), dk,
-// dv. kt, vt: the block's keys and values transposed ([D][bs], from the first key used).
-PB_BLOCK_SPARSE_CLONES
-void backward_row(const float* q, const float* dout, const float* kt, const float* vt,
-                  const float* k, std::int64_t n, std::int64_t dim, std::int64_t bs, float scale,
-                  float lse, float delta, float* s, float* dp, float* dq, float* dk, float* dv) {
-  for (std::int64_t j = 0; j < n; ++j) s[j] = dp[j] = 0.f;
-  for (std::int64_t d = 0; d < dim; ++d) {
-    const float qd = q[d] * scale, gd = dout[d];
-    const float* krow = kt + d * bs;
-    const float* vrow = vt + d * bs;
-    for (std::int64_t j = 0; j < n; ++j) {
-      s[j] += qd * krow[j];
-      dp[j] += gd * vrow[j];
-    }
-  }
-  for (std::int64_t j = 0; j < n; ++j) {
-    const float p = std::exp(s[j] - lse);
-    const float ds = p * (dp[j] - delta) * scale;
-    const float* kj = k + j * dim;
-    float* dkj = dk + j * dim;
-    float* dvj = dv + j * dim;
-    for (std::int64_t d = 0; d < dim; ++d) {
-      dvj[d] += p * dout[d];
-      dq[d] += ds * kj[d];
-      dkj[d] += ds * q[d];
-    }
-  }
-}
-
-// x [B, Hkv, Tk, D] -> blocks transposed [B, Hkv, nb, D, bs] (zero padded past Tk).
-std::vector<float> transpose_blocks(const float* x, std::int64_t rows, std::int64_t kv_len,
-                                    std::int64_t dim, std::int64_t bs, int threads) {
-  const std::int64_t nb = (kv_len + bs - 1) / bs;
-  std::vector<float> out(static_cast<size_t>(rows * nb * dim * bs), 0.f);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (std::int64_t rb = 0; rb < rows * nb; ++rb) {
-    const std::int64_t r = rb / nb, c = rb % nb;
-    float* dst = out.data() + rb * dim * bs;
-    for (std::int64_t j = 0; j < bs && c * bs + j < kv_len; ++j) {
-      const float* src = x + (r * kv_len + c * bs + j) * dim;
-      for (std::int64_t d = 0; d < dim; ++d) dst[d * bs + j] = src[d];
-    }
-  }
-  return out;
-}
+std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
 
 // Threads for a call: small calls (under 2^20 multiply-adds if every tile were active) stay on
 // the calling thread, where an OpenMP region costs more than it saves.
@@ -112,13 +51,58 @@ int thread_count(const BlockSparseParams& p) {
   return p.num_threads > 0 ? p.num_threads : omp_get_max_threads();
 }
 
-// Keys [lo, hi) of key block c visible to absolute query position a (layout already checked).
-void visible_range(const BlockSparseParams& p, std::int64_t a, std::int64_t c, std::int64_t& lo,
-                   std::int64_t& hi) {
-  lo = c * p.block_size;
-  hi = std::min(lo + p.block_size, p.kv_len);
-  if (p.causal) hi = std::min(hi, a + 1);
-  if (p.window > 0) lo = std::max(lo, a - p.window + 1);
+// The same call as flash-attention params (contiguous strides, no ALiBi), which is what the
+// tile kernels read. Its validation also refuses an ISA the CPU lacks.
+AttentionParams flash_view(const BlockSparseParams& p) {
+  AttentionParams a;
+  a.batch = p.batch, a.heads = p.heads, a.kv_heads = p.kv_heads;
+  a.q_len = p.q_len, a.kv_len = p.kv_len, a.head_dim = p.head_dim;
+  const AttentionStrides qs = contiguous_attention_strides(p.heads, p.q_len, p.head_dim);
+  const AttentionStrides ks = contiguous_attention_strides(p.kv_heads, p.kv_len, p.head_dim);
+  a.q = p.q, a.q_strides = qs;
+  a.k = p.k, a.k_strides = ks;
+  a.v = p.v, a.v_strides = ks;
+  a.out = p.out, a.out_strides = qs;
+  a.lse = p.lse;
+  a.scale = p.scale;
+  a.causal = p.causal;
+  a.window = std::max<std::int64_t>(p.window, 0);
+  a.dout = p.dout, a.dout_strides = qs;
+  a.dq = p.dq, a.dq_strides = qs;
+  a.dk = p.dk, a.dk_strides = ks;
+  a.dv = p.dv, a.dv_strides = ks;
+  a.num_threads = p.num_threads;
+  a.isa = p.isa;
+  return a;
+}
+
+// One 64-byte aligned float buffer per call.
+struct AlignedDelete {
+  void operator()(float* data) const { ::operator delete (data, std::align_val_t{64}); }
+};
+std::unique_ptr<float, AlignedDelete> aligned_floats(std::int64_t count) {
+  return std::unique_ptr<float, AlignedDelete>(static_cast<float*>(::operator new (
+      std::size_t(std::max<std::int64_t>(count, 1)) * sizeof(float), std::align_val_t{64})));
+}
+
+// Appends [begin, end) to spans (count entries so far), merging with the last span when they
+// touch; returns the new count.
+std::int64_t append_span(Span* spans, std::int64_t count, std::int64_t begin, std::int64_t end) {
+  if (begin >= end) return count;
+  if (count > 0 && spans[count - 1].end == begin) {
+    spans[count - 1].end = end;
+    return count;
+  }
+  spans[count] = Span{begin, end};
+  return count + 1;
+}
+
+// Query rows of layout row r: [max(r * bs - offset, 0), min((r + 1) * bs - offset, Tq)).
+std::int64_t row_first_query(const BlockSparseParams& p, std::int64_t r) {
+  return std::max<std::int64_t>(r * p.block_size - (p.kv_len - p.q_len), 0);
+}
+std::int64_t row_end_query(const BlockSparseParams& p, std::int64_t r) {
+  return std::min((r + 1) * p.block_size - (p.kv_len - p.q_len), p.q_len);
 }
 
 }  // namespace
@@ -145,48 +129,45 @@ std::string block_sparse_params_error(const BlockSparseParams& p, bool backward)
 
 std::string block_sparse_attention_forward(const BlockSparseParams& p) {
   if (std::string err = block_sparse_params_error(p, false); !err.empty()) return err;
+  const AttentionParams a = flash_view(p);
+  if (std::string err = attention_params_error(a, AttentionPass::forward); !err.empty()) return err;
+  const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const std::int64_t blocks = block_sparse_layout_blocks(p.kv_len, p.block_size);
-  const std::int64_t offset = p.kv_len - p.q_len, dim = p.head_dim, bs = p.block_size;
-  const std::int64_t group = p.heads / p.kv_heads;
-  const std::int64_t first_row = offset / bs;  // layout rows holding queries
+  const std::int64_t bs = p.block_size;
+  const std::int64_t first_row = (p.kv_len - p.q_len) / bs;  // layout rows holding queries
   const std::int64_t rows = blocks - first_row;
-  const std::int64_t tasks = p.batch * p.heads * rows;
-  const std::vector<float> kt =
-      transpose_blocks(p.k, p.batch * p.kv_heads, p.kv_len, dim, bs, thread_count(p));
-#pragma omp parallel num_threads(thread_count(p)) if (tasks > 1 && thread_count(p) > 1)
+  const std::int64_t pieces = (bs + kQueryTile - 1) / kQueryTile;  // query tiles per row
+  const std::int64_t tasks = p.batch * p.heads * rows * pieces;
+  const int threads = thread_count(p);
+  const std::int64_t per_thread = flash_tiles::forward_scratch_floats(p.head_dim);
+  const auto workspace = aligned_floats(threads * per_thread);
+
+#pragma omp parallel num_threads(threads) if (tasks > 1 && threads > 1)
   {
-    std::vector<float> s(static_cast<size_t>(bs));
+    const flash_tiles::ForwardScratch scratch =
+        flash_tiles::carve_forward(workspace.get() + omp_get_thread_num() * per_thread, p.head_dim);
+    std::vector<Span> spans(static_cast<std::size_t>(blocks));
+    std::int64_t spans_of = -1, span_count = 0;  // layout row (h * blocks + r) spans holds
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < tasks; ++task) {
-      const std::int64_t b = task / (p.heads * rows), h = (task / rows) % p.heads;
-      const std::int64_t r = first_row + task % rows, hk = h / group;
-      const std::int64_t i0 = std::max<std::int64_t>(r * bs - offset, 0);
-      const std::int64_t i1 = std::min((r + 1) * bs - offset, p.q_len);
-      const float* ktbase = kt.data() + (b * p.kv_heads + hk) * blocks * dim * bs;
-      const float* vbase = p.v + (b * p.kv_heads + hk) * p.kv_len * dim;
-      const std::int32_t* layout_row = p.layout + (h * blocks + r) * blocks;
-      for (std::int64_t i = i0; i < i1; ++i) {
-        const std::int64_t row = (b * p.heads + h) * p.q_len + i, a = i + offset;
-        const float* q = p.q + row * dim;
-        float* o = p.out + row * dim;
-        std::fill(o, o + dim, 0.f);
-        float m = kNegInf, l = 0.f;
+      const std::int64_t bh = task / (rows * pieces), within = task % (rows * pieces);
+      const std::int64_t r = blocks - 1 - within / pieces;  // heaviest (causal) rows first
+      const std::int64_t q0 = row_first_query(p, r) + within % pieces * kQueryTile;
+      const std::int64_t q_end = row_end_query(p, r);
+      if (q0 >= q_end) continue;
+      const std::int64_t h = bh % p.heads;
+      if (spans_of != h * blocks + r) {
+        spans_of = h * blocks + r;
+        const std::int32_t* layout_row = p.layout + spans_of * blocks;
+        span_count = 0;
         for (std::int64_t c = 0; c < blocks; ++c) {
           if (layout_row[c] == 0) continue;
-          std::int64_t lo, hi;
-          visible_range(p, a, c, lo, hi);
-          if (lo >= hi) continue;
-          forward_row(q, ktbase + c * dim * bs + (lo - c * bs), vbase + lo * dim, hi - lo, dim, bs,
-                      p.scale, s.data(), m, l, o);
-        }
-        if (l > 0.f) {
-          const float inv = 1.f / l;
-          for (std::int64_t d = 0; d < dim; ++d) o[d] *= inv;
-          p.lse[row] = m + std::log(l);
-        } else {
-          p.lse[row] = kNegInf;
+          span_count =
+              append_span(spans.data(), span_count, c * bs, std::min((c + 1) * bs, p.kv_len));
         }
       }
+      kernels.sparse_forward_query_tile(a, bh / p.heads, h, q0, std::min(kQueryTile, q_end - q0),
+                                        spans.data(), span_count, scratch);
     }
   }
   return {};
@@ -194,52 +175,76 @@ std::string block_sparse_attention_forward(const BlockSparseParams& p) {
 
 std::string block_sparse_attention_backward(const BlockSparseParams& p) {
   if (std::string err = block_sparse_params_error(p, true); !err.empty()) return err;
+  const AttentionParams a = flash_view(p);
+  if (std::string err = attention_params_error(a, AttentionPass::backward); !err.empty())
+    return err;
+  const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const std::int64_t blocks = block_sparse_layout_blocks(p.kv_len, p.block_size);
-  const std::int64_t offset = p.kv_len - p.q_len, dim = p.head_dim, bs = p.block_size;
-  const std::int64_t group = p.heads / p.kv_heads;
-  const std::int64_t first_row = offset / bs;
-  std::fill(p.dq, p.dq + p.batch * p.heads * p.q_len * dim, 0.f);
-  std::fill(p.dk, p.dk + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
-  std::fill(p.dv, p.dv + p.batch * p.kv_heads * p.kv_len * dim, 0.f);
-  const std::int64_t tasks = p.batch * p.kv_heads;
-  const std::vector<float> kt =
-      transpose_blocks(p.k, p.batch * p.kv_heads, p.kv_len, dim, bs, thread_count(p));
-  const std::vector<float> vt =
-      transpose_blocks(p.v, p.batch * p.kv_heads, p.kv_len, dim, bs, thread_count(p));
-#pragma omp parallel for num_threads(thread_count(p)) \
-    schedule(dynamic, 1) if (tasks > 1 && thread_count(p) > 1)
-  for (std::int64_t task = 0; task < tasks; ++task) {
-    const std::int64_t b = task / p.kv_heads, hk = task % p.kv_heads;
-    const std::int64_t kv_off = (b * p.kv_heads + hk) * p.kv_len * dim;
-    const std::int64_t t_off = (b * p.kv_heads + hk) * blocks * dim * bs;
-    std::vector<float> s(static_cast<size_t>(bs)), dp(static_cast<size_t>(bs));
-    for (std::int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-      for (std::int64_t r = first_row; r < blocks; ++r) {
-        const std::int32_t* layout_row = p.layout + (h * blocks + r) * blocks;
-        const std::int64_t i0 = std::max<std::int64_t>(r * bs - offset, 0);
-        const std::int64_t i1 = std::min((r + 1) * bs - offset, p.q_len);
-        for (std::int64_t i = i0; i < i1; ++i) {
-          const std::int64_t row = (b * p.heads + h) * p.q_len + i, a = i + offset;
-          const float lse = p.lse[row];
-          if (lse == kNegInf) continue;
-          const float* dout = p.dout + row * dim;
-          const float* o = p.out + row * dim;
-          float delta = 0.f;
-          for (std::int64_t d = 0; d < dim; ++d) delta += dout[d] * o[d];
-          for (std::int64_t c = 0; c < blocks; ++c) {
-            if (layout_row[c] == 0) continue;
-            std::int64_t lo, hi;
-            visible_range(p, a, c, lo, hi);
-            if (lo >= hi) continue;
-            const std::int64_t col = t_off + c * dim * bs + (lo - c * bs);
-            backward_row(p.q + row * dim, dout, kt.data() + col, vt.data() + col,
-                         p.k + kv_off + lo * dim, hi - lo, dim, bs, p.scale, lse, delta, s.data(),
-                         dp.data(), p.dq + row * dim, p.dk + kv_off + lo * dim,
-                         p.dv + kv_off + lo * dim);
+  const std::int64_t bs = p.block_size, d = p.head_dim, group = p.heads / p.kv_heads;
+  const std::int64_t first_row = (p.kv_len - p.q_len) / bs;
+  const std::int64_t pieces = (bs + kKeyTile - 1) / kKeyTile;  // key tiles per key block
+  const std::int64_t tasks = p.batch * p.kv_heads * blocks * pieces;
+  const int threads = thread_count(p);
+
+  // Shared: delta [B][H][Tq], scale*Q^T and dO^T [B][H][D][tq_pad]. A query span may start at
+  // any row and its tile reads up to kVector - 1 columns past its last row: hence the extra
+  // kVector of zero columns (attention_flash_tiles.hpp, BackwardShared).
+  const std::int64_t tq_pad = round_up(p.q_len, kVector) + kVector;
+  const std::int64_t delta_floats = round_up(p.batch * p.heads * p.q_len, 16);
+  const std::int64_t transposed = p.batch * p.heads * d * tq_pad;
+  const std::int64_t shared_size = delta_floats + 2 * transposed;
+  const std::int64_t dq_acc_floats = round_up(p.batch * p.heads * p.q_len * round_up(d, 16), 16);
+  const std::int64_t per_thread = flash_tiles::backward_scratch_floats(d) + dq_acc_floats;
+  const std::int64_t dq_acc_offset = per_thread - dq_acc_floats;
+  const auto workspace = aligned_floats(shared_size + threads * per_thread);
+  float* delta = workspace.get();
+  const flash_tiles::BackwardShared shared{delta, delta + delta_floats,
+                                           delta + delta_floats + transposed, tq_pad};
+
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    float* mine = workspace.get() + shared_size + omp_get_thread_num() * per_thread;
+    const flash_tiles::BackwardScratch scratch = flash_tiles::carve_backward(mine, d);
+    float* dq_acc = mine + dq_acc_offset;
+    const int team = omp_get_num_threads();
+    std::memset(dq_acc, 0, sizeof(float) * std::size_t(dq_acc_floats));
+    flash_tiles::fill_backward_shared(a, shared);  // ends with a barrier
+
+    // Query spans of every head of the group, head g's at spans[head_begin[g] ..
+    // head_begin[g + 1]); rebuilt when the task moves to another (batch, kv head, key block).
+    std::vector<Span> spans(static_cast<std::size_t>(group * blocks));
+    std::vector<std::int64_t> head_begin(static_cast<std::size_t>(group + 1), 0);
+    std::int64_t spans_of = -1;  // kv head * blocks + key block
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t task = 0; task < tasks; ++task) {
+      const std::int64_t bhk = task / (blocks * pieces), within = task % (blocks * pieces);
+      const std::int64_t c = within / pieces;  // block 0 first: under causal the heaviest
+      const std::int64_t k0 = c * bs + within % pieces * kKeyTile;
+      const std::int64_t block_end = std::min((c + 1) * bs, p.kv_len);
+      if (k0 >= block_end) continue;
+      const std::int64_t hk = bhk % p.kv_heads;
+      if (spans_of != hk * blocks + c) {
+        spans_of = hk * blocks + c;
+        // Causal: layout rows before c hold only queries at positions < c * bs.
+        const std::int64_t r_begin = p.causal ? std::max(first_row, c) : first_row;
+        std::int64_t count = 0;
+        for (std::int64_t g = 0; g < group; ++g) {
+          const std::int64_t begin = count, h = hk * group + g;
+          head_begin[std::size_t(g)] = begin;
+          for (std::int64_t r = r_begin; r < blocks; ++r) {
+            if (p.layout[(h * blocks + r) * blocks + c] == 0) continue;
+            count = begin + append_span(spans.data() + begin, count - begin, row_first_query(p, r),
+                                        row_end_query(p, r));
           }
         }
+        head_begin[std::size_t(group)] = count;
       }
-    }
+      kernels.sparse_backward_key_tile(a, bhk / p.kv_heads, hk, k0,
+                                       std::min(kKeyTile, block_end - k0), spans.data(),
+                                       head_begin.data(), shared, dq_acc, scratch);
+    }  // implicit barrier: every accumulator complete
+
+    flash_tiles::reduce_dq(a, workspace.get() + shared_size + dq_acc_offset, per_thread, team);
   }
   return {};
 }

@@ -1,11 +1,14 @@
 // The block-sparse kernel (kernels/cpu/block_sparse_attention.cpp) against its naive masked
 // reference, forward (out, lse) and gradients, for every Sparse Transformer pattern and way
 // of combining, with grouped-query heads, Tq < Tk (decode rows), a window, ragged last
-// blocks and empty rows; and the reference's backward against finite differences.
+// blocks and empty rows; each compiled code path (generic, avx2, avx512: the flash tiles)
+// forced in turn on random layouts at tile-sized lengths; and the reference's backward
+// against finite differences.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "patchbay/kernels/block_sparse_attention.hpp"
@@ -22,7 +25,8 @@ struct Case {
   std::vector<int32_t> layout;
   pk::BlockSparseParams p;
 
-  Case(int64_t tq, int64_t tk, unsigned seed) : q_len(tq), kv_len(tk) {
+  Case(int64_t tq, int64_t tk, unsigned seed, int64_t head_dim = 8)
+      : q_len(tq), kv_len(tk), dim(head_dim) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.f, 1.f);
     auto fill = [&](std::vector<float>& x, int64_t n) {
@@ -75,8 +79,11 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // Runs kernel and reference on c with layout already set; checks every output.
-void check_against_reference(Case& c, int64_t block_size, int64_t window = 0) {
-  pk::BlockSparseParams p = c.params(block_size, true, window);
+void check_against_reference(Case& c, int64_t block_size, int64_t window = 0, bool causal = true,
+                             pk::KernelIsa isa = pk::KernelIsa::automatic, float scale = 0.4f) {
+  pk::BlockSparseParams p = c.params(block_size, causal, window);
+  p.isa = isa;
+  p.scale = scale;
   REQUIRE(pk::block_sparse_attention_forward(p).empty());
   REQUIRE(pk::block_sparse_attention_backward(p).empty());
   std::vector<float> out = c.out, lse = c.lse, dq = c.dq, dk = c.dk, dv = c.dv;
@@ -89,7 +96,68 @@ void check_against_reference(Case& c, int64_t block_size, int64_t window = 0) {
   CHECK(max_diff(dv, c.dv) < 5e-5);
 }
 
+// Each (head, row, col) tile active with probability `density`.
+std::vector<int32_t> random_layout(int64_t heads, int64_t blocks, double density, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::bernoulli_distribution active(density);
+  std::vector<int32_t> layout(static_cast<size_t>(heads * blocks * blocks));
+  for (int32_t& x : layout) x = active(rng) ? 1 : 0;
+  return layout;
+}
+
 }  // namespace
+
+TEST_CASE("every code path equals the reference on random layouts at tile-sized lengths") {
+  // Block sizes below, at and above the 64 x 64 flash tile (80: a block is cut into two
+  // tiles), odd ones (spans and tiles starting off a 16-row vector), D = 8 and 64 (padding
+  // and none), Tq < Tk with an offset that is not a multiple of bs, windows inside tiles,
+  // causal and not (the block-sparse window is one-sided either way).
+  struct Shape {
+    int64_t tq, tk, dim, bs, window;
+    bool causal;
+  };
+  const Shape shapes[] = {
+      {150, 150, 64, 16, 0, true},  {150, 150, 8, 32, 0, true},   {150, 150, 64, 80, 0, true},
+      {150, 150, 8, 7, 0, true},    {70, 203, 64, 32, 0, true},   {70, 203, 8, 80, 45, true},
+      {150, 150, 64, 32, 40, true}, {130, 130, 64, 32, 0, false}, {100, 171, 8, 16, 37, false},
+  };
+  // Every path up to the widest this CPU has (KernelIsa lists them narrowest first).
+  for (const pk::KernelIsa isa :
+       {pk::KernelIsa::generic, pk::KernelIsa::avx2, pk::KernelIsa::avx512}) {
+    if (isa > pk::attention_flash_resolved_isa()) continue;
+    const std::string isa_name = pk::kernel_isa_name(isa);
+    CAPTURE(isa_name);
+    unsigned seed = 100;
+    for (const Shape& s : shapes) {
+      for (double density : {0.3, 1.0}) {
+        CAPTURE(s.tq);
+        CAPTURE(s.tk);
+        CAPTURE(s.dim);
+        CAPTURE(s.bs);
+        CAPTURE(s.window);
+        CAPTURE(s.causal);
+        CAPTURE(density);
+        Case c(s.tq, s.tk, ++seed, s.dim);
+        c.layout =
+            random_layout(c.heads, pk::block_sparse_layout_blocks(s.tk, s.bs), density, seed);
+        check_against_reference(c, s.bs, s.window, s.causal, isa, s.dim == 64 ? 0.125f : 0.4f);
+      }
+    }
+  }
+}
+
+TEST_CASE("a code path the CPU lacks, or an unknown one, is refused") {
+  Case c(4, 4, 1u);
+  c.layout.assign(4, 1);
+  pk::BlockSparseParams p = c.params(4);
+  p.isa = static_cast<pk::KernelIsa>(42);
+  CHECK_FALSE(pk::block_sparse_attention_forward(p).empty());
+  CHECK_FALSE(pk::block_sparse_attention_backward(p).empty());
+  if (pk::attention_flash_resolved_isa() != pk::KernelIsa::avx512) {
+    p.isa = pk::KernelIsa::avx512;
+    CHECK(pk::block_sparse_attention_forward(p).find("avx512") != std::string::npos);
+  }
+}
 
 TEST_CASE("block-sparse kernel equals the naive masked reference for every pattern") {
   for (Pattern pattern : {Pattern::strided, Pattern::fixed, Pattern::local})

@@ -4,8 +4,10 @@
 // forward keeps an online softmax (running max, running sum, rescaled accumulator) over the
 // active tiles of a query block only, the backward recomputes probabilities from the saved
 // row log-sum-exp over the same tiles. Work and memory are proportional to the number of
-// active tiles (never Tq x Tk); scratch: O(block_size) per thread plus block-transposed copies
-// of K (and V in the backward), O(Tk * D).
+// active tiles (never Tq x Tk). The tiles are flash attention's (attention_flash.hpp): the
+// same AVX-512 / AVX2 / generic code, picked at run time or forced with `isa`, so a computed
+// pair costs what it costs there. Scratch: the flash tile scratch per thread; the backward adds
+// per thread a dq accumulator (B*H*Tq*D floats) and, shared, transposed Q and dO: O(Tq * D).
 //
 // Semantics (per batch b, query head h, kv head hk = h / (H / Hkv), offset = Tk - Tq >= 0):
 //   a(i)          = i + offset                          absolute position of query i
@@ -23,6 +25,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "patchbay/kernels/attention_flash.hpp"
 
 namespace patchbay::kernels {
 
@@ -44,6 +48,9 @@ struct BlockSparseParams {
   float* dk = nullptr;
   float* dv = nullptr;
   int num_threads = 0;  // 0: OpenMP default
+  // Code path of the tiles: automatic picks the widest the CPU has; a forced one the CPU
+  // lacks is refused (as in AttentionParams). Tests force each to cover every build.
+  KernelIsa isa = KernelIsa::automatic;
 };
 
 // Number of layout rows/cols for kv_len keys: ceil(kv_len / block_size).
