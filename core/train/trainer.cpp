@@ -252,13 +252,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       r.loss = mean[0];
       r.aux_loss = mean[1];
     };
-    trainable.clip_gradients = [&](double max_norm) {
-      const double norm = std::sqrt(par.sum(grad_square_sum(zero->pieces())));
-      if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
-        scale_grads(zero->pieces(), max_norm / (norm + kClipEpsilon));
-      return norm;
+    trainable.grad_norm = [&] { return std::sqrt(par.sum(grad_square_sum(zero->pieces()))); };
+    trainable.optimizer_step = [&](double lr, double grad_scale) {
+      optimizer_step_scaled(zero->optimizer(), zero->pieces(), lr, grad_scale);
+      zero->all_gather_parameters();
     };
-    trainable.optimizer_step = [&](double lr) { zero->step(lr); };
   } else if (par.distributed()) {
     if (par.strategy() != PB_PARALLEL_DATA)
       throw Error(ErrorKind::kInvalidArgument,
