@@ -27,7 +27,8 @@
 // overrides update_scaled(param, grad, lr, grad_scale), reading every f32 gradient element g
 // as g * grad_scale (one f32 multiply, never written back), and usually implements update()
 // as update_scaled(..., 1.0f). The adapter fills step_scaled only for such classes; for any
-// other class it stays NULL and the host scales the gradients itself before step().
+// other class it stays NULL and the host scales the gradients itself before step(). A class
+// that overrides step() and sets kScalesGradients overrides step_scaled() to match.
 //
 // The adapter (detail::OptimizerAdapter<T>) fills pb_optimizer_vtable and checks what
 // optimizer.h promises before calling T: set_shard at most once and before any parameter,
