@@ -155,11 +155,16 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
         if (timed) t_backward += since(t0);
       }
       autocast.reset();
+      // As train_step: the clip phase takes the norm; the optimizer applies the factor inside
+      // its update pass (step_scaled; an optimizer without it gets its gradients scaled first).
       auto t0 = Clock::now();
-      if (o.grad_clip > 0) train::clip_grad_norm(t.parameter_tensors, o.grad_clip);
+      const double grad_scale =
+          o.grad_clip > 0
+              ? train::clip_factor(train::global_grad_norm(t.parameter_tensors), o.grad_clip)
+              : 1.0;
       if (timed) t_clip += since(t0);
       t0 = Clock::now();
-      t.optimizer->step(o.schedule.lr);
+      train::optimizer_step_scaled(*t.optimizer, t.parameter_tensors, o.schedule.lr, grad_scale);
       for (engine::Tensor& p : t.parameter_tensors) p.zero_grad();
       if (timed) t_optimizer += since(t0);
     }

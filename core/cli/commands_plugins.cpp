@@ -208,7 +208,13 @@ void describe_declarations(std::ostream& out, const pb_component_descriptor& d) 
     }
     case PB_KIND_OPTIMIZER: {
       const auto* v = static_cast<const pb_optimizer_vtable*>(d.vtable);
-      out << "  sharding:     " << (v->set_shard != nullptr ? "yes (set_shard: ZeRO-1 state sharding)" : "no")
+      out << "  sharding:     "
+          << (v->set_shard != nullptr ? "yes (set_shard: ZeRO-1 state sharding)" : "no") << "\n";
+      const bool scaled =
+          PB_HAS_FIELD(v, pb_optimizer_vtable, step_scaled) && v->step_scaled != nullptr;
+      out << "  clipping:     "
+          << (scaled ? "folded into the update (step_scaled, 1.1)"
+                     : "host scales the gradients first")
           << "\n";
       break;
     }

@@ -23,6 +23,15 @@ bool can_accumulate_in_place(const Tensor& slot, const Tensor& g, long holders) 
          slot.impl_ptr()->storage != g.impl_ptr()->storage;
 }
 
+// True when `slot` (defined) may be written in place as the running gradient of a tensor of
+// `shape`: f32, contiguous, on the CPU, outside any graph, held by at most `holders` handles and
+// sharing its storage with nothing.
+bool is_private_f32(const Tensor& slot, const Shape& shape, long holders) {
+  return slot.dtype() == DType::kF32 && slot.shape() == shape &&
+         slot.device().type == DeviceType::kCpu && slot.is_contiguous() && !slot.requires_grad() &&
+         slot.impl_ptr().use_count() <= holders && slot.impl_ptr()->storage.use_count() == 1;
+}
+
 // Adds g into the running sum at `slot` (undefined slot takes g as is). In place when the
 // slot is private (see above): no new buffer per extra gradient (a tied embedding's two
 // gradients, a residual stream's, micro-batches accumulating into a leaf's .grad).
@@ -148,6 +157,40 @@ void backward(const Tensor& root, const Tensor& seed, bool keep_graph) {
     grads.resize(node->num_outputs());
     for (size_t i = 0; i < grads.size(); ++i)
       if (!grads[i].defined()) grads[i] = zeros(node->output_shape(i), node->output_dtype(i));
+    // A one-input node with an add-into form (AddIntoFn) whose input already has a private
+    // running gradient adds into it: no dense gradient of the whole input is made.
+    if (node->add_into() && node->inputs().size() == 1) {
+      const Tensor& in = node->inputs()[0];
+      bool added = false;
+      if (in.defined() && in.requires_grad() && in.dtype() == DType::kF32) {
+        if (in.grad_fn()) {
+          auto found = pending.find(in.grad_fn().get());
+          if (found != pending.end() &&
+              static_cast<size_t>(in.output_index()) < found->second.size()) {
+            Tensor& slot = found->second[static_cast<size_t>(in.output_index())];
+            if (slot.defined() && is_private_f32(slot, in.shape(), 1)) {
+              node->add_into()(grads, slot);
+              added = true;
+            }
+          }
+        } else {
+          Tensor acc = in.grad();
+          if (acc.defined() && is_private_f32(acc, in.shape(), 2)) {  // acc and the grad field
+            node->add_into()(grads, acc);
+            added = true;
+            if (!leaf_edges_left.empty() && --leaf_edges_left[in.data_ptr()] == 0)
+              leaf_grad_ready_hook()(in);
+          }
+        }
+      }
+      if (added) {
+        if (!keep_graph) {
+          if (in.grad_fn()) keep_alive.push_back(in.grad_fn());
+          node->release();
+        }
+        continue;
+      }
+    }
     std::vector<Tensor> input_grads = node->apply(grads);
     const std::vector<Tensor>& inputs = node->inputs();
     if (input_grads.size() != inputs.size())

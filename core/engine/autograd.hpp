@@ -27,6 +27,14 @@ namespace patchbay::engine {
 // Gets gradients of the outputs (never undefined: missing ones are zeros of the output's
 // shape) and returns gradients of the inputs, one per input, undefined where not needed.
 using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;
+// Optional second form of a one-input op's backward, for ops whose input gradient touches a
+// few rows of a large input (embedding: n rows of a [V, D] table): ADDS the input's gradient
+// into `grad_input` (f32, contiguous, the input's shape) in place. backward() calls it instead
+// of the BackwardFn when the input's running gradient already exists and is private (a tied
+// embedding whose head gradient arrived first, a leaf accumulating micro-batches), so no
+// dense zero-filled gradient is made and added; otherwise the BackwardFn runs as usual. Both
+// must give the same sum up to rounding order. Set with set_add_into() after record_op.
+using AddIntoFn = std::function<void(const std::vector<Tensor>& grad_outputs, Tensor& grad_input)>;
 
 class Node {
  public:
@@ -40,9 +48,13 @@ class Node {
   std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) const {
     return backward_(grad_outputs);
   }
+  // See AddIntoFn (one-input nodes only; empty: none).
+  void set_add_into(AddIntoFn add_into) { add_into_ = std::move(add_into); }
+  const AddIntoFn& add_into() const { return add_into_; }
   // Drops saved state after use (backward frees the graph as it goes, as PyTorch does by default).
   void release() {
     backward_ = nullptr;
+    add_into_ = nullptr;
     inputs_.clear();
     released_ = true;
   }
@@ -54,6 +66,7 @@ class Node {
   std::vector<Shape> output_shapes_;
   std::vector<DType> output_dtypes_;
   BackwardFn backward_;
+  AddIntoFn add_into_;
   bool released_ = false;
 };
 

@@ -42,6 +42,9 @@ class Zero1 {
   const std::vector<engine::Tensor>& pieces() const { return pieces_; }
   // Optimizer step on the shard, then all-gather of the parameters.
   void step(double lr);
+  // The shard's optimizer (its parameters are pieces()): the trainer steps it with the clip
+  // factor folded in (train::optimizer_step_scaled), then calls all_gather_parameters().
+  runtime::OptimizerHandle& optimizer() { return *optimizer_; }
   void all_gather_parameters();
 
   // Collective (every rank calls it): the optimizer state as an unsharded optimizer names it.

@@ -83,6 +83,30 @@ void OptimizerHandle::step(double lr) {
   throw_if_error(vtable_->step(instance_.get(), lr), context("step failed"));
 }
 
+bool OptimizerHandle::supports_grad_scale() const {
+  return PB_HAS_FIELD(vtable_, pb_optimizer_vtable, step_scaled) && vtable_->step_scaled != nullptr;
+}
+
+void OptimizerHandle::step_scaled(double lr, double grad_scale) {
+  if (!std::isfinite(lr) || lr < 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                context("learning rate " + std::to_string(lr) +
+                        " must be finite and >= 0 (check the schedule)"));
+  }
+  if (!std::isfinite(grad_scale) || !(grad_scale > 0)) {
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        context("gradient scale " + std::to_string(grad_scale) + " must be finite and > 0"));
+  }
+  if (!supports_grad_scale()) {
+    throw Error(ErrorKind::kInternal,
+                context("step_scaled: the optimizer has no step_scaled (interface 1.0); scale the "
+                        "gradients and call step()"));
+  }
+  throw_if_error(vtable_->step_scaled(instance_.get(), lr, grad_scale),
+                 context("step_scaled failed"));
+}
+
 std::vector<OptimizerHandle::StateTensor> OptimizerHandle::state() const {
   std::vector<StateTensor> out;
   std::set<std::string> seen;

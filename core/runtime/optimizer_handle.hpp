@@ -6,6 +6,7 @@
 //   opt.add_parameters(params);                   // {name, engine::Tensor leaf, options}
 //   ... backward, clip ...
 //   opt.step(lr);                                 // lr from train/lr_schedule
+//   opt.step_scaled(lr, clip_factor);             // clipping folded in (supports_grad_scale())
 //   for (const auto& s : opt.state()) save(s.name, s.tensor);     // checkpoint
 //   opt.restore_state(loaded);                    // resume: overwrite in place, by name
 //
@@ -64,6 +65,13 @@ class OptimizerHandle {
 
   // One update with learning rate lr (finite, >= 0).
   void step(double lr);
+  // True when the optimizer folds a gradient scale into its update pass (optimizer.h minor 1:
+  // pb_optimizer_vtable::step_scaled present and non-NULL).
+  bool supports_grad_scale() const;
+  // step(lr) with every gradient read times grad_scale (finite, > 0), the gradients left as they
+  // are; only when supports_grad_scale() (Error(kInternal) otherwise: the caller scales the
+  // gradients itself, train::optimizer_step_scaled does both).
+  void step_scaled(double lr, double grad_scale);
 
   // Every state tensor of this rank, in the optimizer's order.
   std::vector<StateTensor> state() const;

@@ -96,10 +96,29 @@ ClipResult clip_grad_norm(const std::vector<engine::Tensor>& params, double max_
   r.norm = global_grad_norm(params);
   r.finite = std::isfinite(r.norm);
   if (r.finite && r.norm > max_norm) {
-    scale_grads(params, max_norm / (r.norm + kClipEpsilon));
+    scale_grads(params, clip_factor(r.norm, max_norm));
     r.clipped = true;
   }
   return r;
+}
+
+double clip_factor(double norm, double max_norm) {
+  if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
+    return max_norm / (norm + kClipEpsilon);
+  return 1.0;
+}
+
+void optimizer_step_scaled(runtime::OptimizerHandle& optimizer,
+                           const std::vector<engine::Tensor>& params, double lr,
+                           double grad_scale) {
+  if (grad_scale == 1.0) {
+    optimizer.step(lr);
+  } else if (optimizer.supports_grad_scale()) {
+    optimizer.step_scaled(lr, grad_scale);
+  } else {
+    scale_grads(params, grad_scale);
+    optimizer.step(lr);
+  }
 }
 
 }  // namespace patchbay::train

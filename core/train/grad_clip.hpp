@@ -9,7 +9,9 @@
 // order — so a run is bit-identical whatever the thread count.
 //
 // For data parallelism the trainer can all-reduce grad_square_sum() across ranks itself and call
-// scale_grads(); clip_grad_norm() is the single-process composition. Gradients must be on the
+// scale_grads(); clip_grad_norm() is the single-process composition. The trainer itself takes
+// the norm only and hands clip_factor() to optimizer_step_scaled(), which folds the scaling
+// into the optimizer's update pass (no separate pass over the gradients). Gradients must be on the
 // CPU (f32, bf16 or f16); others are refused with Error(kInvalidArgument).
 #pragma once
 
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "engine/tensor.hpp"
+#include "runtime/optimizer_handle.hpp"
 
 namespace patchbay::train {
 
@@ -38,5 +41,18 @@ struct ClipResult {
 // max_norm must be > 0 (Error(kInvalidArgument) otherwise; the trainer skips clipping when
 // clipping is off).
 ClipResult clip_grad_norm(const std::vector<engine::Tensor>& params, double max_norm);
+
+// The factor clip_grad_norm scales by: max_norm / (norm + 1e-6) when max_norm > 0 and norm is
+// finite and above max_norm; 1 otherwise (clipping off, not needed, or a NaN / Inf norm).
+double clip_factor(double norm, double max_norm);
+
+// One optimizer update with learning rate lr and every gradient of `params` (the parameters
+// registered with `optimizer`) read times grad_scale: clipping in one pass over the
+// parameters. An optimizer with step_scaled (optimizer.h minor 1) multiplies inside its own
+// update loop and leaves the gradients as they are; for one without it (1.0 plugins) the
+// gradients are scaled in place first (scale_grads) and step() runs, which for the built-in
+// optimizers gives the same bits (both use g * (float)grad_scale). grad_scale 1: step().
+void optimizer_step_scaled(runtime::OptimizerHandle& optimizer,
+                           const std::vector<engine::Tensor>& params, double lr, double grad_scale);
 
 }  // namespace patchbay::train

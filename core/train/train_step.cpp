@@ -70,17 +70,22 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   }
   autocast.reset();  // bf16 scope ends before gradients are reduced, clipped and applied
   if (trainable.after_backward) trainable.after_backward(result);
-  if (trainable.clip_gradients) {
-    result.grad_norm = trainable.clip_gradients(options.grad_clip);
-  } else if (options.grad_clip > 0) {
-    const ClipResult clip = clip_grad_norm(trainable.parameter_tensors, options.grad_clip);
-    result.grad_norm = clip.norm;
-  } else {
-    result.grad_norm = global_grad_norm(trainable.parameter_tensors);
-  }
+  // Clipping: one pass for the norm here; the factor is applied inside the optimizer's update
+  // pass (optimizer_step_scaled), not by a pass of its own over the gradients.
+  result.grad_norm =
+      trainable.grad_norm ? trainable.grad_norm() : global_grad_norm(trainable.parameter_tensors);
+  const double grad_scale = clip_factor(result.grad_norm, options.grad_clip);
   result.lr = learning_rate(options.schedule, step);
-  result.finite = std::isfinite(result.loss) && std::isfinite(result.aux_loss) && std::isfinite(result.grad_norm);
-  if (result.finite) trainable.optimizer_step ? trainable.optimizer_step(result.lr) : trainable.optimizer->step(result.lr);
+  result.finite = std::isfinite(result.loss) && std::isfinite(result.aux_loss) &&
+                  std::isfinite(result.grad_norm);
+  if (result.finite) {
+    if (trainable.optimizer_step) {
+      trainable.optimizer_step(result.lr, grad_scale);
+    } else {
+      optimizer_step_scaled(*trainable.optimizer, trainable.parameter_tensors, result.lr,
+                            grad_scale);
+    }
+  }
   for (engine::Tensor& p : trainable.parameter_tensors) p.zero_grad();
   return result;
 }

@@ -301,12 +301,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     // Global norm: every element of the full model once. The slices' squares are summed over
     // ranks (in rank order, the same double on every rank); the replicated parameters' gradients
     // are identical on every rank (tensor_parallel.hpp), so they count once, from this rank.
-    trainable.clip_gradients = [&](double max_norm) {
-      const double norm =
-          std::sqrt(par.sum(grad_square_sum(tp_sliced)) + grad_square_sum(tp_replicated));
-      if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
-        scale_grads(trainable.parameter_tensors, max_norm / (norm + kClipEpsilon));
-      return norm;
+    // The clip factor from this norm is then folded into the (unchanged) optimizer's update.
+    trainable.grad_norm = [&] {
+      return std::sqrt(par.sum(grad_square_sum(tp_sliced)) + grad_square_sum(tp_replicated));
     };
   } else if (par.distributed() && par.strategy() == PB_PARALLEL_ZERO1) {
     if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" && trainable.optimizer_name != "lion")
@@ -334,13 +331,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       r.loss = mean[0];
       r.aux_loss = mean[1];
     };
-    trainable.clip_gradients = [&](double max_norm) {
-      const double norm = std::sqrt(par.sum(grad_square_sum(zero->pieces())));
-      if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
-        scale_grads(zero->pieces(), max_norm / (norm + kClipEpsilon));
-      return norm;
+    trainable.grad_norm = [&] { return std::sqrt(par.sum(grad_square_sum(zero->pieces()))); };
+    trainable.optimizer_step = [&](double lr, double grad_scale) {
+      optimizer_step_scaled(zero->optimizer(), zero->pieces(), lr, grad_scale);
+      zero->all_gather_parameters();
     };
-    trainable.optimizer_step = [&](double lr) { zero->step(lr); };
   } else if (par.distributed()) {
     if (par.strategy() != PB_PARALLEL_DATA)
       throw Error(ErrorKind::kInvalidArgument, "parallelism strategy '" +

@@ -63,10 +63,12 @@ struct TrainableModel {
   // (there gradients are averaged over ranks and the step's loss values too).
   std::function<void(int64_t micro, int64_t accum)> before_backward;
   std::function<void(StepResult& result)> after_backward;
-  // ZeRO-1 (core/parallel/zero1.hpp): the global gradient norm with clipping to max_norm
-  // (0: none) over the rank's shard, and the sharded update; empty: train_step's own.
-  std::function<double(double max_norm)> clip_gradients;
-  std::function<void(double lr)> optimizer_step;
+  // ZeRO-1 (core/parallel/zero1.hpp) and tensor parallelism (core/parallel/tensor_parallel.hpp):
+  // the global gradient norm (over every rank's shard or slices), and for ZeRO-1 the sharded
+  // update with the gradients read times grad_scale (the clip factor, 1: none); empty:
+  // train_step's own.
+  std::function<double()> grad_norm;
+  std::function<void(double lr, double grad_scale)> optimizer_step;
 };
 
 // Builds the model ([model] sections, vocab_size from the tokenizer) and the [optimizer]

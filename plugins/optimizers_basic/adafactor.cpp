@@ -51,20 +51,34 @@ double sum_of_squares(const float* x, int64_t n) {
 
 double rms(const float* x, int64_t n) { return std::sqrt(sum_of_squares(x, n) / double(n)); }
 
+// Reads gradient elements, times the host's clip factor when kScaled (one f32 multiply: the
+// value an in-place scaling of the gradient would have stored).
+template <bool kScaled>
+struct GradReader {
+  const float* g;
+  float scale;
+  float operator[](int64_t k) const { return kScaled ? g[k] * scale : g[k]; }
+  GradReader offset(int64_t k) const { return {g + k, scale}; }
+};
+
 // U = g * rsqrt(row / mean(row)) * rsqrt(col) for B matrices R x C, after updating row and col.
-void factored_update(const float* grad, float* row, float* col, const AdafactorLayout& l, float b2,
-                     float eps1, float* update) {
+template <bool kScaled>
+void factored_update(GradReader<kScaled> grad, float* row, float* col, const AdafactorLayout& l,
+                     float b2, float eps1, float* update) {
   const int64_t R = l.rows, C = l.cols;
   const float keep = b2, take = 1.0f - b2;
   for (int64_t b = 0; b < l.batch; ++b) {
-    const float* g = grad + b * R * C;
+    const GradReader<kScaled> g = grad.offset(b * R * C);
     float* row_b = row + b * R;
     float* col_b = col + b * C;
     float* u = update + b * R * C;
 #pragma omp parallel for schedule(static) if (R * C >= kParallelElements)
     for (int64_t r = 0; r < R; ++r) {
       double s = 0.0;
-      for (int64_t c = 0; c < C; ++c) s += double(g[r * C + c]) * g[r * C + c] + eps1;
+      for (int64_t c = 0; c < C; ++c) {
+        const float x = g[r * C + c];
+        s += double(x) * x + eps1;
+      }
       row_b[r] = keep * row_b[r] + take * static_cast<float>(s / double(C));
     }
     // Column means: each thread owns a block of columns and walks the rows in order.
@@ -73,8 +87,12 @@ void factored_update(const float* grad, float* row, float* col, const AdafactorL
       const int64_t c1 = std::min(C, c0 + 64);
       double s[64] = {};
       for (int64_t r = 0; r < R; ++r)
-        for (int64_t c = c0; c < c1; ++c) s[c - c0] += double(g[r * C + c]) * g[r * C + c] + eps1;
-      for (int64_t c = c0; c < c1; ++c) col_b[c] = keep * col_b[c] + take * static_cast<float>(s[c - c0] / double(R));
+        for (int64_t c = c0; c < c1; ++c) {
+          const float x = g[r * C + c];
+          s[c - c0] += double(x) * x + eps1;
+        }
+      for (int64_t c = c0; c < c1; ++c)
+        col_b[c] = keep * col_b[c] + take * static_cast<float>(s[c - c0] / double(R));
     }
     double row_sum = 0.0;
     for (int64_t r = 0; r < R; ++r) row_sum += row_b[r];
@@ -102,9 +120,31 @@ AdafactorLayout adafactor_layout(const std::vector<int64_t>& shape) {
   return l;
 }
 
+namespace {
+
+// The second-moment update and the unclipped update U (see adafactor_step).
+template <bool kScaled>
+void second_moment_update(GradReader<kScaled> grad, const AdafactorBuffers& buffers,
+                          const AdafactorLayout& layout, float b2, float eps1, float* update) {
+  const int64_t n = layout.batch * layout.rows * layout.cols;
+  if (layout.factored) {
+    factored_update(grad, buffers.exp_avg_sq_row, buffers.exp_avg_sq_col, layout, b2, eps1, update);
+  } else {
+    float* v = buffers.exp_avg_sq;
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad[i];
+      v[i] = b2 * v[i] + (1.0f - b2) * (g * g + eps1);
+      update[i] = g / std::sqrt(v[i]);
+    }
+  }
+}
+
+}  // namespace
+
 void adafactor_step(float* param, const float* grad, const AdafactorBuffers& buffers,
                     const AdafactorLayout& layout, int64_t t, double lr, double lr_scale,
-                    double weight_decay_scale, const AdafactorSettings& s) {
+                    double weight_decay_scale, const AdafactorSettings& s, float grad_scale) {
   const int64_t n = layout.batch * layout.rows * layout.cols;
   double rho = lr;
   if (s.relative_step) {
@@ -116,15 +156,11 @@ void adafactor_step(float* param, const float* grad, const AdafactorBuffers& buf
   const float eps1 = static_cast<float>(s.eps1);
 
   std::vector<float> update(static_cast<size_t>(n));
-  if (layout.factored) {
-    factored_update(grad, buffers.exp_avg_sq_row, buffers.exp_avg_sq_col, layout, b2, eps1, update.data());
+  if (grad_scale != 1.0f) {
+    second_moment_update(GradReader<true>{grad, grad_scale}, buffers, layout, b2, eps1,
+                         update.data());
   } else {
-    float* v = buffers.exp_avg_sq;
-#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i) {
-      v[i] = b2 * v[i] + (1.0f - b2) * (grad[i] * grad[i] + eps1);
-      update[static_cast<size_t>(i)] = grad[i] / std::sqrt(v[i]);
-    }
+    second_moment_update(GradReader<false>{grad, 1.0f}, buffers, layout, b2, eps1, update.data());
   }
   const double clip = std::max(1.0, rms(update.data(), n) / s.clip_threshold);
   const float scale = static_cast<float>(alpha / clip);
@@ -177,6 +213,11 @@ void Adafactor::init_state(const Param& param) {
 }
 
 void Adafactor::update(const Param& param, const patchbay::Tensor& grad, double lr) {
+  update_scaled(param, grad, lr, 1.0f);
+}
+
+void Adafactor::update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
+                              float grad_scale) {
   require_dense_f32_grad(param, grad, "adafactor");
   Slot& slot = slots_[slot_of_[param.index]];
   int64_t* step = slot.step.data<int64_t>();
@@ -190,7 +231,7 @@ void Adafactor::update(const Param& param, const patchbay::Tensor& grad, double 
   }
   if (settings_.beta1 > 0.0) buffers.exp_avg = slot.exp_avg.data<float>();
   adafactor_step(param.tensor.data<float>(), grad.data<float>(), buffers, slot.layout, *step, lr,
-                 param.options.lr_scale, param.options.weight_decay_scale, settings_);
+                 param.options.lr_scale, param.options.weight_decay_scale, settings_, grad_scale);
 }
 
 }  // namespace optimizers_basic

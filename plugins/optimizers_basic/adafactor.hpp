@@ -57,17 +57,25 @@ struct AdafactorBuffers {
 
 // The update above on raw f32 arrays; t >= 1; lr = host lr * lr_scale (used when
 // relative_step is false), lr_scale separately (relative_step true).
+// Every gradient element g is read as g * grad_scale (an f32 multiply; none when grad_scale is
+// 1): the host's clip factor folded into the passes instead of a pass of its own.
 void adafactor_step(float* param, const float* grad, const AdafactorBuffers& buffers,
                     const AdafactorLayout& layout, int64_t t, double lr, double lr_scale,
-                    double weight_decay_scale, const AdafactorSettings& settings);
+                    double weight_decay_scale, const AdafactorSettings& settings,
+                    float grad_scale = 1.0f);
 
 class Adafactor : public patchbay::Optimizer {
  public:
   Adafactor(const patchbay::Host&, const patchbay::ConfigView& config);
   explicit Adafactor(const AdafactorSettings& settings);  // throws PluginError(INVALID_ARGUMENT)
 
+  // Clipping folded into the update passes (optimizer.h minor 1).
+  static constexpr bool kScalesGradients = true;
+
   void init_state(const Param& param) override;
   void update(const Param& param, const patchbay::Tensor& grad, double lr) override;
+  void update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
+                     float grad_scale) override;
 
  private:
   struct Slot {

@@ -9,7 +9,8 @@
 // "exp_avg_sq/<name>" (v), and "max_exp_avg_sq/<name>" (vmax) with amsgrad; all zeros before
 // the first step. A parameter without a gradient is
 // skipped and its t does not advance (as torch). One fused OpenMP loop per parameter over
-// contiguous f32 CPU data; other parameters are refused when registered.
+// contiguous f32 CPU data (the global-norm clip factor folded in: step_scaled); other
+// parameters are refused when registered.
 #ifndef PATCHBAY_PLUGINS_OPTIMIZERS_BASIC_ADAMW_HPP_
 #define PATCHBAY_PLUGINS_OPTIMIZERS_BASIC_ADAMW_HPP_
 
@@ -32,8 +33,13 @@ class AdamW : public patchbay::Optimizer {
   AdamW(const patchbay::Host&, const patchbay::ConfigView& config);
   explicit AdamW(const AdamWSettings& settings);  // throws PluginError(INVALID_ARGUMENT)
 
+  // Clipping folded into the update pass (optimizer.h minor 1).
+  static constexpr bool kScalesGradients = true;
+
   void init_state(const Param& param) override;
   void update(const Param& param, const patchbay::Tensor& grad, double lr) override;
+  void update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
+                     float grad_scale) override;
 
  private:
   struct Moments {  // handles sharing storage with the registered state
@@ -46,10 +52,11 @@ class AdamW : public patchbay::Optimizer {
 
 // The update above on raw f32 arrays of n elements, step t >= 1 (the reference of the fused
 // loop is the formula; tests check both against hand-computed values). max_exp_avg_sq is
-// used (and must be non-null) when settings.amsgrad.
+// used (and must be non-null) when settings.amsgrad. Every gradient element g is read as
+// g * grad_scale (an f32 multiply; none when grad_scale is 1): clipping folded into the pass.
 void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
                 int64_t t, double lr, double weight_decay, const AdamWSettings& settings,
-                float* max_exp_avg_sq = nullptr);
+                float* max_exp_avg_sq = nullptr, float grad_scale = 1.0f);
 
 inline constexpr pb_config_field kAdamWFields[] = {
     patchbay::Field::real("beta1", "0.9", "decay of the first-moment average, in [0, 1)")

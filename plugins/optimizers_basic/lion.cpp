@@ -44,13 +44,24 @@ void Lion::init_state(const Param& param) {
 }
 
 void Lion::update(const Param& param, const patchbay::Tensor& grad, double lr) {
-  require_dense_f32_grad(param, grad, "lion");
-  lion_step(param.tensor.data<float>(), grad.data<float>(), exp_avg_[slot_of_[param.index]].data<float>(),
-            param.tensor.numel(), lr, settings_.weight_decay * param.options.weight_decay_scale, settings_);
+  update_scaled(param, grad, lr, 1.0f);
 }
 
-void lion_step(float* param, const float* grad, float* exp_avg, int64_t n, double lr, double weight_decay,
-               const LionSettings& settings) {
+void Lion::update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
+                         float grad_scale) {
+  require_dense_f32_grad(param, grad, "lion");
+  lion_step(param.tensor.data<float>(), grad.data<float>(),
+            exp_avg_[slot_of_[param.index]].data<float>(), param.tensor.numel(), lr,
+            settings_.weight_decay * param.options.weight_decay_scale, settings_, grad_scale);
+}
+
+namespace {
+
+// One pass over param, grad and exp_avg; kScaled reads g * scale (see lion.hpp).
+template <bool kScaled>
+void lion_loop(float* __restrict param, const float* __restrict grad, float* __restrict exp_avg,
+               int64_t n, double lr, double weight_decay, const LionSettings& settings,
+               float scale) {
   const float decay = static_cast<float>(1.0 - lr * weight_decay);
   const float step = static_cast<float>(lr);
   const float beta1 = static_cast<float>(settings.beta1);
@@ -59,11 +70,22 @@ void lion_step(float* param, const float* grad, float* exp_avg, int64_t n, doubl
   const float one_minus_beta2 = static_cast<float>(1.0 - settings.beta2);
 #pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i];
+    const float g = kScaled ? grad[i] * scale : grad[i];
     const float c = beta1 * exp_avg[i] + one_minus_beta1 * g;
     const float sign = static_cast<float>((c > 0.0f) - (c < 0.0f));
     param[i] = param[i] * decay - step * sign;
     exp_avg[i] = beta2 * exp_avg[i] + one_minus_beta2 * g;
+  }
+}
+
+}  // namespace
+
+void lion_step(float* param, const float* grad, float* exp_avg, int64_t n, double lr,
+               double weight_decay, const LionSettings& settings, float grad_scale) {
+  if (grad_scale != 1.0f) {
+    lion_loop<true>(param, grad, exp_avg, n, lr, weight_decay, settings, grad_scale);
+  } else {
+    lion_loop<false>(param, grad, exp_avg, n, lr, weight_decay, settings, grad_scale);
   }
 }
 

@@ -27,8 +27,13 @@ class Lion : public patchbay::Optimizer {
   Lion(const patchbay::Host&, const patchbay::ConfigView& config);
   explicit Lion(const LionSettings& settings);  // throws PluginError(INVALID_ARGUMENT)
 
+  // Clipping folded into the update pass (optimizer.h minor 1).
+  static constexpr bool kScalesGradients = true;
+
   void init_state(const Param& param) override;
   void update(const Param& param, const patchbay::Tensor& grad, double lr) override;
+  void update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
+                     float grad_scale) override;
 
  private:
   LionSettings settings_;
@@ -36,9 +41,10 @@ class Lion : public patchbay::Optimizer {
   std::deque<size_t> slot_of_;            // parameter index -> position in exp_avg_
 };
 
-// The update above on raw f32 arrays of n elements.
+// The update above on raw f32 arrays of n elements. Every gradient element g is read as
+// g * grad_scale (an f32 multiply; none when grad_scale is 1): clipping folded into the pass.
 void lion_step(float* param, const float* grad, float* exp_avg, int64_t n, double lr,
-               double weight_decay, const LionSettings& settings);
+               double weight_decay, const LionSettings& settings, float grad_scale = 1.0f);
 
 inline constexpr pb_config_field kLionFields[] = {
     patchbay::Field::real("beta1", "0.9",

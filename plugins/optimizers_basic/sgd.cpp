@@ -56,22 +56,32 @@ void Sgd::init_state(const Param& param) {
 }
 
 void Sgd::update(const Param& param, const patchbay::Tensor& grad, double lr) {
+  update_scaled(param, grad, lr, 1.0f);
+}
+
+void Sgd::update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
+                        float grad_scale) {
   require_dense_f32_grad(param, grad, "sgd");
   const double weight_decay = settings_.weight_decay * param.options.weight_decay_scale;
   if (settings_.momentum == 0.0) {
     sgd_step(param.tensor.data<float>(), grad.data<float>(), nullptr, param.tensor.numel(), false,
-             lr, weight_decay, settings_);
+             lr, weight_decay, settings_, grad_scale);
     return;
   }
   Buffer& b = buffers_[buffer_of_[param.index]];
   int64_t* step = b.step.data<int64_t>();
   sgd_step(param.tensor.data<float>(), grad.data<float>(), b.momentum_buffer.data<float>(),
-           param.tensor.numel(), *step == 0, lr, weight_decay, settings_);
+           param.tensor.numel(), *step == 0, lr, weight_decay, settings_, grad_scale);
   *step += 1;
 }
 
-void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n, bool first_update,
-              double lr, double weight_decay, const SgdSettings& settings) {
+namespace {
+
+// One pass over param, grad (and the momentum buffer); kScaled reads g * scale (see sgd.hpp).
+template <bool kScaled>
+void sgd_loop(float* __restrict param, const float* __restrict grad,
+              float* __restrict momentum_buffer, int64_t n, bool first_update, double lr,
+              double weight_decay, const SgdSettings& settings, float scale) {
   const float wd = static_cast<float>(weight_decay);
   const float neg_lr = static_cast<float>(-lr);
   const float mu = static_cast<float>(settings.momentum);
@@ -80,13 +90,27 @@ void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n
   const bool nesterov = settings.nesterov;
 #pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) {
-    float d = weight_decay != 0.0 ? grad[i] + wd * param[i] : grad[i];
+    const float g = kScaled ? grad[i] * scale : grad[i];
+    float d = weight_decay != 0.0 ? g + wd * param[i] : g;
     if (use_momentum) {
       const float buf = first_update ? d : momentum_buffer[i] * mu + one_minus_dampening * d;
       momentum_buffer[i] = buf;
       d = nesterov ? d + mu * buf : buf;
     }
     param[i] = param[i] + neg_lr * d;
+  }
+}
+
+}  // namespace
+
+void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n, bool first_update,
+              double lr, double weight_decay, const SgdSettings& settings, float grad_scale) {
+  if (grad_scale != 1.0f) {
+    sgd_loop<true>(param, grad, momentum_buffer, n, first_update, lr, weight_decay, settings,
+                   grad_scale);
+  } else {
+    sgd_loop<false>(param, grad, momentum_buffer, n, first_update, lr, weight_decay, settings,
+                    grad_scale);
   }
 }
 

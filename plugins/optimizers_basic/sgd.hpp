@@ -30,8 +30,13 @@ class Sgd : public patchbay::Optimizer {
   Sgd(const patchbay::Host&, const patchbay::ConfigView& config);
   explicit Sgd(const SgdSettings& settings);  // throws PluginError(INVALID_ARGUMENT)
 
+  // Clipping folded into the update pass (optimizer.h minor 1).
+  static constexpr bool kScalesGradients = true;
+
   void init_state(const Param& param) override;
   void update(const Param& param, const patchbay::Tensor& grad, double lr) override;
+  void update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
+                     float grad_scale) override;
 
  private:
   struct Buffer {
@@ -43,9 +48,10 @@ class Sgd : public patchbay::Optimizer {
 };
 
 // The update above on raw f32 arrays of n elements. `momentum_buffer` may be NULL when
-// settings.momentum == 0; `first_update` selects buf <- d.
+// settings.momentum == 0; `first_update` selects buf <- d. Every gradient element g is read as
+// g * grad_scale (an f32 multiply; none when grad_scale is 1): clipping folded into the pass.
 void sgd_step(float* param, const float* grad, float* momentum_buffer, int64_t n, bool first_update,
-              double lr, double weight_decay, const SgdSettings& settings);
+              double lr, double weight_decay, const SgdSettings& settings, float grad_scale = 1.0f);
 
 inline constexpr pb_config_field kSgdFields[] = {
     patchbay::Field::real("momentum", "0.0", "momentum factor mu (0: plain SGD, no state)")

@@ -214,3 +214,69 @@ TEST_CASE("arange, full and fill on views") {
   CHECK(m.to_vector() == std::vector<float>{0, 7, 0, 0, 0, 7, 0, 0, 0, 7, 0, 0});
   CHECK(full({2}, 2.5, DType::kBF16).to_vector() == std::vector<float>{2.5f, 2.5f});
 }
+
+// ---- the embedding's add-into backward (AddIntoFn) ----
+
+namespace {
+
+// loss = sum(embedding(w_emb, ids) * a) + sum(matmul(x, w_head^T) * b); w_emb and w_head may be
+// the same tensor (tied, as GPT-2's wte). Returns the backward's peak of live bytes above the
+// bytes live before it.
+size_t tied_loss_backward(const Tensor& w_emb, const Tensor& w_head, const Tensor& ids,
+                          const Tensor& a, const Tensor& x, const Tensor& b) {
+  Tensor loss = sum(embedding(w_emb, ids) * a) + sum(matmul(x, w_head, false, true) * b);
+  const size_t before = memory_stats(cpu()).current_bytes;
+  reset_peak(cpu());
+  backward(loss);
+  return memory_stats(cpu()).peak_bytes - before;
+}
+
+}  // namespace
+
+TEST_CASE("a tied embedding adds its rows into the head's gradient, without a [V, D] buffer") {
+  const int64_t V = 20000, D = 64;  // the table's gradient: 5 MiB; everything else far smaller
+  const Tensor ids = Tensor::from_vector({3, 17, 3, 19999, 0, 17, 17, 512}, {2, 4}, DType::kI64);
+  const Tensor a = random_tensor({2, 4, D}, 11);
+  const Tensor x = random_tensor({4, D}, 12);
+  const Tensor b = random_tensor({4, V}, 13);
+  const Tensor init = random_tensor({V, D}, 10);
+  const size_t table_bytes = static_cast<size_t>(V * D) * sizeof(float);
+
+  // Reference: two separate leaves with the same values, their gradients added afterwards.
+  Tensor w_emb = init.clone(), w_head = init.clone();
+  w_emb.set_requires_grad(true);
+  w_head.set_requires_grad(true);
+  tied_loss_backward(w_emb, w_head, ids, a, x, b);
+  const std::vector<float> emb_grad = w_emb.grad().to_vector();
+  const std::vector<float> head_grad = w_head.grad().to_vector();
+
+  Tensor tied = init.clone();
+  tied.set_requires_grad(true);
+  const size_t peak = tied_loss_backward(tied, tied, ids, a, x, b);
+  const std::vector<float> got = tied.grad().to_vector();
+  std::vector<double> actual(got.begin(), got.end()), expected(got.size());
+  for (size_t i = 0; i < got.size(); ++i) expected[i] = double(emb_grad[i]) + head_grad[i];
+  check_close(actual, expected, 1e-6, 1e-6, "tied gradient");
+  // The head's dW (one table) is the only [V, D] buffer: a zero-filled embedding gradient
+  // next to it would put the peak at two tables.
+  CHECK(peak < table_bytes * 3 / 2);
+
+  // A second backward accumulates into the leaf's .grad: rows added in place as well, giving
+  // twice the gradient.
+  const size_t second_peak = tied_loss_backward(tied, tied, ids, a, x, b);
+  const std::vector<float> twice = tied.grad().to_vector();
+  for (size_t i = 0; i < got.size(); ++i) actual[i] = twice[i], expected[i] = 2.0 * double(got[i]);
+  check_close(actual, expected, 1e-6, 1e-6, "accumulated tied gradient");
+  CHECK(second_peak < table_bytes * 3 / 2);
+}
+
+TEST_CASE("an embedding whose table has no gradient yet builds it densely, as before") {
+  const Tensor ids = Tensor::from_vector({1, 4, 1}, {3}, DType::kI64);
+  Tensor w = random_tensor({6, 2}, 21, -1.0, 1.0, /*requires_grad=*/true);
+  backward(sum(embedding(w, ids) * Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2})));
+  // Row 1 gets tokens 0 and 2, row 4 token 1; the others nothing.
+  CHECK(w.grad().to_vector() == std::vector<float>{0, 0, 1 + 5, 2 + 6, 0, 0, 0, 0, 3, 4, 0, 0});
+  // A second pass adds into that gradient in place (the add-into form): the sum doubles.
+  backward(sum(embedding(w, ids) * Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2})));
+  CHECK(w.grad().to_vector() == std::vector<float>{0, 0, 12, 16, 0, 0, 0, 0, 6, 8, 0, 0});
+}

@@ -1,5 +1,6 @@
 // Global-norm clipping: the norm over several parameters (one without a grad), scaling only
-// above max_norm, NaN/Inf reported without touching the grads, determinism over threads.
+// above max_norm, NaN/Inf reported without touching the grads, determinism over threads, and
+// clip_factor (the factor the trainer folds into the optimizer's pass).
 #include "train/grad_clip.hpp"
 
 #include <doctest/doctest.h>
@@ -71,4 +72,18 @@ TEST_CASE("the norm of a large grad is accumulated in double and does not depend
   const double first = tr::global_grad_norm(params);
   CHECK(first == doctest::Approx(expected).epsilon(1e-12));
   CHECK(tr::global_grad_norm(params) == first);  // bit-identical on repeat
+}
+
+TEST_CASE("clip_factor is the factor clip_grad_norm scales by, and 1 where it scales nothing") {
+  CHECK(tr::clip_factor(13.0, 1.0) == 1.0 / (13.0 + tr::kClipEpsilon));
+  CHECK(tr::clip_factor(13.0, 20.0) == 1.0);  // below max_norm
+  CHECK(tr::clip_factor(13.0, 0.0) == 1.0);   // clipping off
+  CHECK(tr::clip_factor(std::numeric_limits<double>::quiet_NaN(), 1.0) == 1.0);
+  CHECK(tr::clip_factor(std::numeric_limits<double>::infinity(), 1.0) == 1.0);
+  // The same bits as the in-place scaling clip_grad_norm does.
+  const std::vector<eng::Tensor> params = {param_with_grad({3, 4}), param_with_grad({12})};
+  const std::vector<float> before = params[0].grad().to_vector();
+  const double factor = tr::clip_factor(tr::global_grad_norm(params), 1.0);
+  tr::clip_grad_norm(params, 1.0);
+  CHECK(params[0].grad().to_vector()[1] == before[1] * static_cast<float>(factor));
 }

@@ -1,6 +1,7 @@
 // The optimizer conformance kit fails broken optimizers: a wrong known answer, momentum kept
-// outside the exposed state (resume diverges), a step that ignores the shard, and an update of
-// a parameter without a gradient.
+// outside the exposed state (resume diverges), a step that ignores the shard, an update of
+// a parameter without a gradient, and a scaled step (step_scaled) that ignores the gradient
+// scale or writes the scaled gradient back.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -53,6 +54,35 @@ class IgnoresShardAndSkip : public patchbay::Optimizer {
   }
 };
 
+// Plain SGD that claims to fold the gradient scale in (kScalesGradients) but either ignores it
+// or scales the gradient in place (the host's job, not the optimizer's).
+template <bool kWritesGrad>
+class BadScaling : public patchbay::Optimizer {
+ public:
+  static constexpr bool kScalesGradients = true;
+  BadScaling(const patchbay::Host&, const patchbay::ConfigView&) {}
+  void init_state(const Param&) override {}
+  void update(const Param& p, const patchbay::Tensor& grad, double lr) override {
+    update_scaled(p, grad, lr, 1.0f);
+  }
+  void update_scaled(const Param& p, const patchbay::Tensor& grad, double lr,
+                     float grad_scale) override {
+    float* x = p.tensor.data<float>();
+    float* g = const_cast<float*>(grad.data<float>());
+    for (int64_t i = 0; i < p.tensor.numel(); ++i) {
+      if (kWritesGrad) g[i] *= grad_scale;    // right update, but the gradient is overwritten
+      x[i] -= static_cast<float>(lr) * g[i];  // !kWritesGrad: the scale is ignored
+    }
+  }
+};
+
+inline constexpr pb_component_descriptor kIgnoresScale =
+    patchbay::make_optimizer_component<BadScaling<false>>("ignores_scale", "1.0.0",
+                                                          "broken on purpose");
+inline constexpr pb_component_descriptor kWritesGrad =
+    patchbay::make_optimizer_component<BadScaling<true>>("writes_grad", "1.0.0",
+                                                         "broken on purpose");
+
 inline constexpr pb_component_descriptor kHidden =
     patchbay::make_optimizer_component<HiddenMomentum>("hidden", "1.0.0", "broken on purpose");
 inline constexpr pb_component_descriptor kIgnores =
@@ -88,4 +118,24 @@ TEST_CASE("the kit reports updates without a grad and updates of parameters anot
                                                       optimizer_tests::engine_host(), two_params());
   CHECK(mentions(report, "changed although its grad is undefined"));
   CHECK(mentions(report, "(not owned) was modified"));
+}
+
+TEST_CASE("the kit reports a scaled step that ignores the scale or writes the gradient") {
+  const auto ignores = pt::check_optimizer_conformance(
+      kIgnoresScale, nullptr, optimizer_tests::engine_host(), two_params());
+  CHECK(mentions(ignores, "scaled step 0 (grad_scale 0.300000): parameter 'a' differs"));
+  const auto writes = pt::check_optimizer_conformance(kWritesGrad, nullptr,
+                                                      optimizer_tests::engine_host(), two_params());
+  CHECK(mentions(writes, "step_scaled 0 wrote the gradient of 'a'"));
+  // An optimizer without kScalesGradients has no step_scaled: noted, not failed.
+  const auto plain = pt::check_optimizer_conformance(kHidden, nullptr,
+                                                     optimizer_tests::engine_host(), two_params());
+  const bool has_step_scaled =
+      static_cast<const pb_optimizer_vtable*>(kHidden.vtable)->step_scaled != nullptr;
+  CHECK_FALSE(has_step_scaled);
+  CHECK_FALSE(mentions(plain, "scaled step"));
+  bool noted = false;
+  for (const std::string& n : plain.notes)
+    noted = noted || n.find("step_scaled is NULL") != std::string::npos;
+  CHECK(noted);
 }

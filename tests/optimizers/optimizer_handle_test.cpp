@@ -127,6 +127,67 @@ TEST_CASE("adamw and sgd (momentum, Nesterov) minimise a tiny quadratic through 
   }
 }
 
+TEST_CASE("a clip factor folded into the step equals scaling the gradients first") {
+  Fixture f;
+  for (const std::string name : {"adamw", "sgd", "lion", "adafactor"}) {
+    CAPTURE(name);
+    Quadratic folded_q, scaled_q;
+    auto folded = f.make(name);
+    auto scaled = f.make(name);
+    CHECK(folded->supports_grad_scale());
+    folded->add_parameters(folded_q.parameters());
+    scaled->add_parameters(scaled_q.parameters());
+    for (int step = 0; step < 5; ++step) {
+      folded_q.loss_and_grad();
+      scaled_q.loss_and_grad();
+      const std::vector<float> grad_before = folded_q.w.grad().to_vector();
+      const double factor = tr::clip_factor(tr::global_grad_norm({folded_q.w, folded_q.b}), 0.5);
+      CHECK(factor < 1.0);  // the factor is applied
+      tr::optimizer_step_scaled(*folded, {folded_q.w, folded_q.b}, 0.01, factor);
+      CHECK(folded_q.w.grad().to_vector() == grad_before);  // read, not written
+      tr::clip_grad_norm({scaled_q.w, scaled_q.b}, 0.5);
+      scaled->step(0.01);
+      CHECK(folded_q.w.to_vector() == scaled_q.w.to_vector());
+      CHECK(folded_q.b.to_vector() == scaled_q.b.to_vector());
+    }
+  }
+  auto opt = f.make("adamw");
+  CHECK_THROWS_AS(opt->step_scaled(0.01, 0.0), patchbay::Error);
+  CHECK_THROWS_AS(opt->step_scaled(0.01, std::nan("")), patchbay::Error);
+}
+
+TEST_CASE("an optimizer without step_scaled gets its gradients scaled by the host first") {
+  rt::set_host_ops(eng::host_ops_table());
+  rt::Registry registry;
+  registry.scan_file(EXAMPLE_LION_SO);  // the SDK example: no kScalesGradients
+  auto make = [&] {
+    rt::ComponentConfig config(*registry.find(PB_KIND_OPTIMIZER, "lion").descriptor);
+    return std::make_unique<rt::OptimizerHandle>(
+        registry.create(PB_KIND_OPTIMIZER, "lion", config.view()), registry.host());
+  };
+  auto fallback = make();
+  auto reference = make();
+  CHECK_FALSE(fallback->supports_grad_scale());
+  CHECK_THROWS_AS(fallback->step_scaled(0.01, 0.5), patchbay::Error);
+  Quadratic fallback_q, reference_q;
+  fallback->add_parameters(fallback_q.parameters());
+  reference->add_parameters(reference_q.parameters());
+  for (int step = 0; step < 3; ++step) {
+    fallback_q.loss_and_grad();
+    reference_q.loss_and_grad();
+    const std::vector<float> grad_before = fallback_q.w.grad().to_vector();
+    const double factor = tr::clip_factor(tr::global_grad_norm({fallback_q.w, fallback_q.b}), 0.5);
+    REQUIRE(factor < 1.0);
+    tr::optimizer_step_scaled(*fallback, {fallback_q.w, fallback_q.b}, 0.01, factor);
+    // The gradients were scaled in place (f32), as clip_grad_norm does.
+    CHECK(fallback_q.w.grad().to_vector()[0] == grad_before[0] * static_cast<float>(factor));
+    tr::clip_grad_norm({reference_q.w, reference_q.b}, 0.5);
+    reference->step(0.01);
+    CHECK(fallback_q.w.to_vector() == reference_q.w.to_vector());
+    CHECK(fallback_q.b.to_vector() == reference_q.b.to_vector());
+  }
+}
+
 TEST_CASE("state enumerates by name and restore_state resumes bit-identically") {
   Fixture f;
   Quadratic q1, q2;

@@ -91,6 +91,17 @@ Tensor embedding(const Tensor& weights, const Tensor& ids) {
                   grad_out, ids_contiguous, grad_weights);
               return std::vector<Tensor>{grad_weights};
             });
+  // The gradient touches n rows of [V, D]: when the table's running gradient already exists (a
+  // tied head's, an earlier micro-batch's), backward adds the rows into it in place instead of
+  // building a zero-filled [V, D] gradient and adding that (autograd.hpp, AddIntoFn).
+  if (out.grad_fn()) {
+    out.grad_fn()->set_add_into(
+        [ids_contiguous, device](const std::vector<Tensor>& g, Tensor& grad_weights) {
+          Tensor grad_out = detail::as_f32_contiguous(g[0]);
+          find_kernel<EmbeddingBackwardKernel>("embedding_backward", device.type)(
+              grad_out, ids_contiguous, grad_weights);
+        });
+  }
   return out;
 }
 

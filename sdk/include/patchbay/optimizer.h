@@ -13,6 +13,13 @@
  * and of the learning rate applies (pb_param_options: scales, 0 = no decay for biases and
  * norm gains by default).
  *
+ * Clipping folded into the update (minor 1). A host that clips by the global gradient norm
+ * hands the clip factor to step_scaled() when the optimizer provides it, and the optimizer
+ * multiplies each gradient element by it inside its own update loop: one pass over the
+ * parameters instead of a scaling pass over every gradient first. Optimizers without
+ * step_scaled (1.0 plugins, or NULL) keep working: the host scales the gradients in place and
+ * calls step().
+ *
  * State that checkpoints: every piece of state is a tensor the optimizer exposes by a stable
  * name ("exp_avg/blocks.0.attn.qkv.weight", "step/wte.weight"); all of it exists once the
  * parameters are registered (before the first step), so the host saves them and, on resume,
@@ -34,7 +41,7 @@ extern "C" {
 #endif
 
 #define PB_OPTIMIZER_INTERFACE_MAJOR 1
-#define PB_OPTIMIZER_INTERFACE_MINOR 0
+#define PB_OPTIMIZER_INTERFACE_MINOR 1
 
 /* Per-parameter options, from the host's parameter groups (core/train/param_groups: by
  * default parameters with fewer than 2 dims, names ending in ".bias" and names containing
@@ -76,6 +83,16 @@ typedef struct pb_optimizer_vtable {
   size_t (*state_count)(const void* self);
   pb_status* (*state_tensor)(const void* self, size_t index, const char** out_name /* out */,
                              pb_tensor** out_tensor /* out, borrowed */);
+
+  /* ---- minor 1 (clipping folded into the update pass) ----
+   * Read only when PB_HAS_FIELD(vtable, pb_optimizer_vtable, step_scaled) and non-NULL; NULL
+   * means "not supported" (the host then scales the gradients itself and calls step()).
+   * As step(self, lr), with every gradient read as if it had first been multiplied by
+   * `grad_scale` (finite, > 0) in place: for an f32 gradient element g the optimizer uses
+   * g * (float)grad_scale, one f32 multiply, so the result is that of the host scaling the
+   * gradients in f32 and calling step(). The gradients themselves are not written (they stay
+   * unscaled). step_scaled(self, lr, 1.0) equals step(self, lr). */
+  pb_status* (*step_scaled)(void* self, double lr, double grad_scale);
 } pb_optimizer_vtable;
 
 #ifdef __cplusplus

@@ -21,13 +21,23 @@
 // parameter whose grad is defined, in index order, with lr * lr_scale; override step() only
 // for an optimizer that needs all gradients at once.
 //
+// Clipping folded into the update (optimizer.h minor 1, pb_optimizer_vtable::step_scaled): a
+// class that declares
+//     static constexpr bool kScalesGradients = true;
+// overrides update_scaled(param, grad, lr, grad_scale), reading every f32 gradient element g
+// as g * grad_scale (one f32 multiply, never written back), and usually implements update()
+// as update_scaled(..., 1.0f). The adapter fills step_scaled only for such classes; for any
+// other class it stays NULL and the host scales the gradients itself before step(). A class
+// that overrides step() and sets kScalesGradients overrides step_scaled() to match.
+//
 // The adapter (detail::OptimizerAdapter<T>) fills pb_optimizer_vtable and checks what
 // optimizer.h promises before calling T: set_shard at most once and before any parameter,
 // 0 <= rank < world; parameter indices 0, 1, 2, ... in order; names non-empty and unique;
 // options read within their struct_size (NULL: scales 1, group "default") with finite scales
-// >= 0; lr finite and >= 0; state names unique (checked when registered). Every exception is
-// caught at the boundary: PluginError keeps its code; anything else becomes
-// PB_STATUS_INTERNAL with what(). A host without the tensor engine is refused (UNSUPPORTED).
+// >= 0; lr finite and >= 0; grad_scale finite and > 0 (also as a float); state names unique
+// (checked when registered). Every exception is caught at the boundary: PluginError keeps its code;
+// anything else becomes PB_STATUS_INTERNAL with what(). A host without the tensor engine is refused
+// (UNSUPPORTED).
 #pragma once
 
 #include <cmath>
@@ -76,18 +86,29 @@ class Optimizer {
   // step's learning rate times the parameter's lr_scale.
   virtual void update(const Param& param, const Tensor& grad, double lr) = 0;
 
+  // As update(), with every gradient element g read as g * grad_scale (an f32 multiply; the
+  // gradient is not written). Called only for classes with kScalesGradients = true (see the
+  // top of this file), which must override it.
+  virtual void update_scaled(const Param& param, const Tensor& grad, double lr, float grad_scale) {
+    (void)grad;
+    (void)lr;
+    (void)grad_scale;
+    throw PluginError(PB_STATUS_INTERNAL, "update_scaled() is not implemented (parameter '" +
+                                              param.name +
+                                              "'); set kScalesGradients only "
+                                              "in a class that overrides it");
+  }
+
   // One optimisation step over every owned parameter with a defined grad, in index order.
   virtual void step(double lr) {
-    for (Param& p : params_) {
-      if (!p.owned) continue;
-      Tensor grad = p.tensor.grad();
-      if (!grad.defined()) continue;
-      if (grad.shape() != p.tensor.shape()) {
-        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                          "gradient of '" + p.name + "' has another shape than the parameter");
-      }
-      update(p, grad, lr * p.options.lr_scale);
-    }
+    for_each_update(
+        [&](const Param& p, const Tensor& grad) { update(p, grad, lr * p.options.lr_scale); });
+  }
+  // As step(), with the gradients read times grad_scale (update_scaled()).
+  virtual void step_scaled(double lr, float grad_scale) {
+    for_each_update([&](const Param& p, const Tensor& grad) {
+      update_scaled(p, grad, lr * p.options.lr_scale, grad_scale);
+    });
   }
 
   // ---- what the adapter and derived classes read ----
@@ -131,6 +152,21 @@ class Optimizer {
   }
 
  private:
+  // f(param, grad) for every owned parameter with a defined grad (shape checked), index order.
+  template <class F>
+  void for_each_update(F&& f) {
+    for (Param& p : params_) {
+      if (!p.owned) continue;
+      Tensor grad = p.tensor.grad();
+      if (!grad.defined()) continue;
+      if (grad.shape() != p.tensor.shape()) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "gradient of '" + p.name + "' has another shape than the parameter");
+      }
+      f(p, grad);
+    }
+  }
+
   std::deque<Param> params_;
   std::deque<State> states_;
   int64_t rank_ = 0;
@@ -261,6 +297,33 @@ struct OptimizerAdapter {
     });
   }
 
+  static pb_status* step_scaled(void* p, double lr, double grad_scale) {
+    Object* o = self(p);
+    return guarded(o->host, "optimizer step_scaled", [&] {
+      if (!std::isfinite(lr) || lr < 0) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "learning rate " + std::to_string(lr) + " must be finite and >= 0");
+      }
+      const float scale = static_cast<float>(grad_scale);
+      if (!std::isfinite(grad_scale) || !(grad_scale > 0) || !std::isfinite(scale)) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "grad_scale " + std::to_string(grad_scale) +
+                              " must be finite and > 0 (and finite as a float)");
+      }
+      o->impl.step_scaled(lr, scale);
+    });
+  }
+
+  // True when T folds the gradient scale into its update (static constexpr bool
+  // kScalesGradients = true).
+  static constexpr bool kScales = [] {
+    if constexpr (requires { T::kScalesGradients; }) {
+      return static_cast<bool>(T::kScalesGradients);
+    } else {
+      return false;
+    }
+  }();
+
   static size_t state_count(const void* p) { return self(p)->impl.states().size(); }
   static pb_status* state_tensor(const void* p, size_t index, const char** out_name,
                                  pb_tensor** out_tensor) {
@@ -279,8 +342,13 @@ struct OptimizerAdapter {
     });
   }
 
-  static constexpr pb_optimizer_vtable kVtable = {
-      sizeof(pb_optimizer_vtable), &set_shard, &add_parameter, &step, &state_count, &state_tensor};
+  static constexpr pb_optimizer_vtable kVtable = {sizeof(pb_optimizer_vtable),
+                                                  &set_shard,
+                                                  &add_parameter,
+                                                  &step,
+                                                  &state_count,
+                                                  &state_tensor,
+                                                  kScales ? &step_scaled : nullptr};
 };
 
 }  // namespace detail

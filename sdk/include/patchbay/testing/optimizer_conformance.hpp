@@ -29,6 +29,10 @@
 //              parameters holding the same values, overwrite its state in place by name, run the
 //              other half on both: parameters and state bit-identical;
 //  ordering    add_parameter with an index out of order is refused (INVALID_ARGUMENT);
+//  scaled step when step_scaled is provided (optimizer.h minor 1): steps with grad_scale
+//              s = 0.3, 1, 0.0625, 0.7, ... (cycling) through step_scaled end bit-identical,
+//              parameters and state, to a run whose gradients hold g * (float)s (f32) and
+//              step(); the gradients handed to step_scaled keep their bits (never written);
 //  sharding    when set_shard is provided: for world 2 and 3 and every rank, owned parameters
 //              (index % world == rank) end bit-identical to the unsharded run, the others keep
 //              their initial bits, state names of the ranks partition the unsharded names, and
@@ -178,13 +182,31 @@ class Run {
 
   // Sets every parameter's grad for step s, then steps with c.lrs[s].
   void step(const OptimizerCase& c, size_t s) {
-    for (size_t i = 0; i < params_.size(); ++i) {
-      params_[i].zero_grad();
-      if (c.grads[s][i].empty()) continue;
-      Tensor g = ops_.from_vector(c.grads[s][i], c.params[i].shape);
-      (params_[i] * g).sum().backward();
-    }
+    set_grads(c, s, 1.0f);
     expect_ok(host_, vt_->step(object_, c.lrs[s]), "step " + std::to_string(s));
+  }
+
+  bool can_scale() const {
+    return PB_HAS_FIELD(vt_, pb_optimizer_vtable, step_scaled) && vt_->step_scaled != nullptr;
+  }
+  // Step s with every gradient multiplied by (float)grad_scale first, in f32 (what a host
+  // without step_scaled does), then step().
+  void step_prescaled(const OptimizerCase& c, size_t s, double grad_scale) {
+    set_grads(c, s, static_cast<float>(grad_scale));
+    expect_ok(host_, vt_->step(object_, c.lrs[s]), "step " + std::to_string(s));
+  }
+  // Step s through step_scaled(lr, grad_scale) with the unscaled gradients; fails when a
+  // gradient changed.
+  void step_scaled(const OptimizerCase& c, size_t s, double grad_scale) {
+    set_grads(c, s, 1.0f);
+    expect_ok(host_, vt_->step_scaled(object_, c.lrs[s], grad_scale),
+              "step_scaled " + std::to_string(s));
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (c.grads[s][i].empty()) continue;
+      if (!same_grad_bits(params_[i].grad().to_vector(), c.grads[s][i]))
+        throw Abort{"step_scaled " + std::to_string(s) + " wrote the gradient of '" +
+                    c.params[i].name + "' (it must read g * grad_scale, not store it)"};
+    }
   }
 
   std::vector<std::pair<std::string, Tensor>> states() const {
@@ -218,6 +240,22 @@ class Run {
   }
 
  private:
+  // Every parameter's grad for step s, each element times `scale` (f32; 1: as given).
+  void set_grads(const OptimizerCase& c, size_t s, float scale) {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      params_[i].zero_grad();
+      if (c.grads[s][i].empty()) continue;
+      std::vector<float> values = c.grads[s][i];
+      if (scale != 1.0f)
+        for (float& v : values) v *= scale;
+      Tensor g = ops_.from_vector(values, c.params[i].shape);
+      (params_[i] * g).sum().backward();
+    }
+  }
+  static bool same_grad_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  }
+
   const pb_component_descriptor& d_;
   const pb_optimizer_vtable* vt_;
   const pb_host_api* host_;
@@ -366,6 +404,50 @@ inline void check_resume(const pb_component_descriptor& d, const pb_config_view*
   }
 }
 
+// The clip factor of step s in check_scaled: below 1 mostly (clipping), 1 once (no clipping).
+inline double kit_grad_scale(size_t s) {
+  constexpr double kScales[] = {0.3, 1.0, 0.0625, 0.7, 0.123456789};
+  return kScales[s % (sizeof(kScales) / sizeof(kScales[0]))];
+}
+
+inline void check_scaled(const pb_component_descriptor& d, const pb_config_view* config,
+                         const pb_host_api* host, const OptimizerCase& c,
+                         OptimizerConformanceReport& report) {
+  Run folded(d, config, host);
+  if (!folded.can_scale()) {
+    report.notes.push_back(
+        "step_scaled is NULL (interface 1.0 or not supported): the host scales the gradients "
+        "itself; the scaled step is not checked");
+    return;
+  }
+  Run prescaled(d, config, host);
+  folded.add_parameters(c, initial_values(c));
+  prescaled.add_parameters(c, initial_values(c));
+  for (size_t s = 0; s < c.lrs.size(); ++s) {
+    folded.step_scaled(c, s, kit_grad_scale(s));
+    prescaled.step_prescaled(c, s, kit_grad_scale(s));
+    const auto a = folded.values();
+    const auto b = prescaled.values();
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!same_bits(a[i], b[i])) {
+        report.failures.push_back("scaled step " + std::to_string(s) + " (grad_scale " +
+                                  std::to_string(kit_grad_scale(s)) + "): parameter '" +
+                                  c.params[i].name +
+                                  "' differs from scaling the gradients first and step()");
+        return;
+      }
+    }
+  }
+  const auto sa = folded.save_state();
+  const auto sb = prescaled.save_state();
+  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
+    if (sa[k].name != sb[k].name || sa[k].bytes != sb[k].bytes) {
+      report.failures.push_back("scaled step: state '" + sa[k].name +
+                                "' differs from scaling the gradients first and step()");
+    }
+  }
+}
+
 inline void check_order(const pb_component_descriptor& d, const pb_config_view* config,
                         const pb_host_api* host, const OptimizerCase& c,
                         std::vector<std::string>& failures) {
@@ -456,6 +538,7 @@ inline OptimizerConformanceReport check_optimizer_conformance(
             [&] { final_values = k::check_steps(descriptor, config, host, c, report.failures); });
   run_check("resume", [&] { k::check_resume(descriptor, config, host, c, report.failures); });
   run_check("ordering", [&] { k::check_order(descriptor, config, host, c, report.failures); });
+  run_check("scaled step", [&] { k::check_scaled(descriptor, config, host, c, report); });
   if (!final_values.empty()) {
     run_check("sharding",
               [&] { k::check_sharding(descriptor, config, host, c, final_values, report); });
