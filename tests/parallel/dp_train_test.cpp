@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../train/train_fixture.hpp"
+#include "mpi_test_fixture.hpp"
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
 #include "engine/ops.hpp"
@@ -31,50 +32,19 @@ namespace fs = std::filesystem;
 namespace tt = patchbay::train::testing;
 namespace eng = patchbay::engine;
 using patchbay::parallel::ParallelRun;
+namespace pt = patchbay::parallel::testing;
+using pt::quiet;
+using pt::setup;
 
 namespace {
 
-// One registry for the process: MPI starts once and ends when the plugin unloads at exit.
-tt::TinySetup& setup() {
-  static auto* s = new tt::TinySetup();
-  return *s;
-}
 
 const std::string kParallel = "[parallelism]\nkind = \"mpi_data\"\nbucket_mb = 0.002\n";
 
-// A process group for the test's own coordination (path broadcast, barriers).
-ParallelRun& world() {
-  static std::unique_ptr<ParallelRun> run = [] {
-    const patchbay::config::ResolvedConfig c =
-        setup().config(tt::tiny_config_text("/nonexistent") + kParallel);
-    return ParallelRun::from_config(c, setup().registry, patchbay::train::make_training_schema(),
-                                    setup().lookup);
-  }();
-  return *run;
-}
+ParallelRun& world() { return pt::world(kParallel); }
 
-// Rank 0's temporary folder, known to every rank (the path is broadcast as bytes).
 fs::path shared_folder(std::optional<patchbay::testing::TempDir>& owned, const std::string& name) {
-  std::vector<int32_t> bytes(512, 0);
-  if (world().writer()) {
-    owned.emplace("parallel_" + name);
-    const std::string p = owned->path().string();
-    REQUIRE(p.size() < bytes.size());
-    for (size_t i = 0; i < p.size(); ++i) bytes[i] = static_cast<unsigned char>(p[i]);
-  }
-  eng::Tensor t = eng::Tensor::from_data(bytes.data(), {512}, eng::DType::kI32);
-  world().group().broadcast(t, 0);
-  std::string p;
-  for (int64_t i = 0; i < 512 && t.data<int32_t>()[i] != 0; ++i)
-    p += static_cast<char>(t.data<int32_t>()[i]);
-  return p;
-}
-
-patchbay::train::TrainRequest quiet() {
-  patchbay::train::TrainRequest r;
-  r.show_progress = false;
-  r.print_samples = false;
-  return r;
+  return pt::shared_folder(world(), owned, name);
 }
 
 double max_abs_difference(const patchbay::train::Checkpoint& a,

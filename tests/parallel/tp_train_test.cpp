@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "../train/train_fixture.hpp"
+#include "mpi_test_fixture.hpp"
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
 #include "engine/ops.hpp"
@@ -44,48 +45,19 @@ namespace tt = patchbay::train::testing;
 namespace eng = patchbay::engine;
 namespace model = patchbay::model;
 using patchbay::parallel::ParallelRun;
+namespace pt = patchbay::parallel::testing;
+using pt::quiet;
+using pt::setup;
 
 namespace {
 
-tt::TinySetup& setup() {  // one registry for the process: MPI starts once
-  static auto* s = new tt::TinySetup();
-  return *s;
-}
 
 const std::string kTensorParallel = "[parallelism]\nkind = \"mpi_tensor\"\n";
 
-ParallelRun& world() {
-  static std::unique_ptr<ParallelRun> run = [] {
-    const patchbay::config::ResolvedConfig c =
-        setup().config(tt::tiny_config_text("/nonexistent") + kTensorParallel);
-    return ParallelRun::from_config(c, setup().registry, patchbay::train::make_training_schema(),
-                                    setup().lookup);
-  }();
-  return *run;
-}
+ParallelRun& world() { return pt::world(kTensorParallel); }
 
-// Rank 0's temporary folder, known to every rank (the path is broadcast as bytes).
 fs::path shared_folder(std::optional<patchbay::testing::TempDir>& owned, const std::string& name) {
-  std::vector<int32_t> bytes(512, 0);
-  if (world().writer()) {
-    owned.emplace("parallel_" + name);
-    const std::string p = owned->path().string();
-    REQUIRE(p.size() < bytes.size());
-    for (size_t i = 0; i < p.size(); ++i) bytes[i] = static_cast<unsigned char>(p[i]);
-  }
-  eng::Tensor t = eng::Tensor::from_data(bytes.data(), {512}, eng::DType::kI32);
-  world().group().broadcast(t, 0);
-  std::string p;
-  for (int64_t i = 0; i < 512 && t.data<int32_t>()[i] != 0; ++i)
-    p += static_cast<char>(t.data<int32_t>()[i]);
-  return p;
-}
-
-patchbay::train::TrainRequest quiet() {
-  patchbay::train::TrainRequest r;
-  r.show_progress = false;
-  r.print_samples = false;
-  return r;
+  return pt::shared_folder(world(), owned, name);
 }
 
 // max |a - b| / max(max |b|, tiny): the error relative to the reference's scale.
