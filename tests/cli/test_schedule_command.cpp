@@ -15,26 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "../command_runner.hpp"
+
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using Result = patchbay::testing::CommandResult;
 
-Result run(const std::string& arguments) {
-  const std::string command = std::string("env -u PATCHBAY_PLUGIN_PATH '") + PATCHBAY_EXECUTABLE +
-                              "' --plugin-path '" + PATCHBAY_TEST_PLUGIN_DIR + "' " + arguments + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t read = 0;
-  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+Result run(const std::string& arguments) { return patchbay::testing::run_patchbay(arguments); }
 
 struct ScratchDir {  // removed when the test ends, also when it fails
   std::filesystem::path path = std::filesystem::temp_directory_path() /

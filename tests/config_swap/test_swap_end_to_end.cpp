@@ -15,30 +15,14 @@
 
 #include "patchbay/testing/temp_dir.hpp"
 
+#include "../command_runner.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_patchbay(const std::string& arguments) {
-  const std::string command = std::string("env -u PATCHBAY_PLUGIN_PATH '") + PATCHBAY_EXECUTABLE +
-                              "' --plugin-path '" + PATCHBAY_TEST_PLUGIN_DIR + "' " + arguments +
-                              " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t read = 0;
-  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Result = patchbay::testing::CommandResult;
+using patchbay::testing::run_patchbay;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -20,6 +20,8 @@
 #include "patchbay/testing/temp_dir.hpp"
 #include "train/checkpoint.hpp"
 
+#include "../command_runner.hpp"
+
 namespace fs = std::filesystem;
 namespace gen = patchbay::generate;
 namespace pm = patchbay::model;
@@ -27,15 +29,11 @@ namespace rt = patchbay::runtime;
 
 namespace {
 
+// The command's output; it must exit 0.
 std::string run_command(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  CHECK(pclose(pipe) == 0);
-  return out;
+  const patchbay::testing::CommandResult r = patchbay::testing::run_shell(command);
+  CHECK(r.exit_code == 0);
+  return r.output;
 }
 
 constexpr const char* kConfig = R"([tokenizer]

@@ -15,27 +15,16 @@
 #include "patchbay/testing/temp_dir.hpp"
 #include "train/checkpoint.hpp"
 
+#include "../command_runner.hpp"
+
 namespace fs = std::filesystem;
 namespace pm = patchbay::model;
 namespace rt = patchbay::runtime;
 
 namespace {
 
-struct CommandResult {
-  std::string out;
-  int status;
-};
-
-CommandResult run_command(const std::string& command) {
-  CommandResult r{"", 0};
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-  r.status = pclose(pipe);
-  return r;
-}
+using patchbay::testing::CommandResult;
+using patchbay::testing::run_shell;
 
 constexpr const char* kConfig = R"([tokenizer]
 kind = "char"
@@ -87,21 +76,21 @@ TEST_CASE("patchbay generate --regex / --grammar constrain sampled and beam outp
   const std::regex oracle("[a-z]{2,4}( [0-9]{1,2}){1,3}\\.");
   for (int seed = 1; seed <= 5; ++seed) {
     const CommandResult r =
-        run_command(generate + " --prompt the -n 24 --seed " + std::to_string(seed) +
+        run_shell(generate + " --prompt the -n 24 --seed " + std::to_string(seed) +
                     " --regex '[a-z]{2,4}( [0-9]{1,2}){1,3}\\.' 2>/dev/null");
-    CHECK(r.status == 0);
-    REQUIRE(r.out.starts_with("the"));
-    const std::string text = r.out.substr(3, r.out.size() - 4);  // prompt and newline off
+    CHECK(r.exit_code == 0);
+    REQUIRE(r.output.starts_with("the"));
+    const std::string text = r.output.substr(3, r.output.size() - 4);  // prompt and newline off
     CHECK_MESSAGE(std::regex_match(text, oracle), "seed " << seed << ": \"" << text << "\"");
   }
   std::ofstream(dir / "digits.gbnf") << "# digits then a dot\nroot ::= [0-9]{1,3} \".\"\n";
-  const CommandResult beams = run_command(
+  const CommandResult beams = run_shell(
       generate + " --prompt the -n 8 --num-beams 3 --num-return-sequences 3 --grammar " +
       (dir / "digits.gbnf").string() + " 2>/dev/null");
-  CHECK(beams.status == 0);
+  CHECK(beams.exit_code == 0);
   const std::regex line_oracle("the[0-9]{1,3}\\.");
   int lines = 0;
-  std::istringstream stream(beams.out);
+  std::istringstream stream(beams.output);
   for (std::string line; std::getline(stream, line);) {
     if (line.starts_with("[")) continue;  // "[k] score ..." headers
     ++lines;
@@ -111,9 +100,9 @@ TEST_CASE("patchbay generate --regex / --grammar constrain sampled and beam outp
 
   std::ofstream(dir / "bad.gbnf") << "root ::= item\nitem ::= [a-z\n";
   const CommandResult bad =
-      run_command(generate + " --prompt the --grammar " + (dir / "bad.gbnf").string() + " 2>&1");
-  CHECK(bad.status != 0);
-  CHECK_MESSAGE(bad.out.find("bad.gbnf: line 2, column 10: unterminated character class") !=
+      run_shell(generate + " --prompt the --grammar " + (dir / "bad.gbnf").string() + " 2>&1");
+  CHECK(bad.exit_code != 0);
+  CHECK_MESSAGE(bad.output.find("bad.gbnf: line 2, column 10: unterminated character class") !=
                     std::string::npos,
-                bad.out);
+                bad.output);
 }

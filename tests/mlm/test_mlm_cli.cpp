@@ -12,27 +12,14 @@
 
 #include "../train/train_fixture.hpp"
 
+#include "../command_runner.hpp"
+
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = patchbay::testing::CommandResult;
 
 Result run_patchbay(const std::string& arguments) {
-  const std::string command = std::string("env -u PATCHBAY_PLUGIN_PATH OMP_NUM_THREADS=1 '") +
-                              PATCHBAY_EXECUTABLE + "' --plugin-path '" + PATCHBAY_TEST_PLUGIN_DIR +
-                              "' " + arguments + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t read = 0;
-  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return patchbay::testing::run_patchbay(arguments, "OMP_NUM_THREADS=1");
 }
 
 bool contains(const std::string& text, const std::string& part) {
