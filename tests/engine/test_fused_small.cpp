@@ -235,3 +235,45 @@ TEST_CASE("add_layer_norm equals add then layer_norm, forward and gradients") {
   CHECK_THROWS(
       add_layer_norm(random_tensor({2, 4}, 48), random_tensor({2, 5}, 49), Tensor(), Tensor()));
 }
+
+// add()'s row-broadcast fast path (a bias [N] or a position table [T, C] over rows, either
+// operand, and plain contiguous sums split into chunks) against element-by-element sums;
+// shapes it does not cover (a broadcast middle dim, a transposed operand) take the general
+// path and agree too.
+TEST_CASE("add fast path for contiguous and row-broadcast operands equals elementwise sums") {
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {{{4, 6, 70}, {70}},       {{70}, {4, 6, 70}},    {{2, 5, 8}, {5, 8}},
+                        {{3, 40000}, {3, 40000}}, {{2, 70000}, {70000}}, {{4, 6, 70}, {4, 1, 70}},
+                        {{1, 1, 9}, {3, 1, 9}},   {{5, 1}, {5, 7}}};
+  uint64_t seed = 60;
+  for (const Case& c : cases) {
+    Tensor a = random_tensor(c.a, seed++), b = random_tensor(c.b, seed++);
+    const Shape out_shape = broadcast_shapes(c.a, c.b);
+    Tensor out = add(a, b);
+    REQUIRE(out.shape() == out_shape);
+    // Expected: index each operand through its expanded strides.
+    std::vector<float> va = a.contiguous().to_vector(), vb = b.contiguous().to_vector();
+    Tensor ea = a.expand(out_shape), eb = b.expand(out_shape);
+    std::vector<double> expected(static_cast<size_t>(out.numel()));
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      int64_t rem = i, oa = 0, ob = 0;
+      for (size_t d = out_shape.size(); d-- > 0;) {
+        const int64_t idx = rem % out_shape[d];
+        rem /= out_shape[d];
+        oa += idx * ea.strides()[d];
+        ob += idx * eb.strides()[d];
+      }
+      expected[static_cast<size_t>(i)] = static_cast<double>(va[oa]) + vb[ob];
+    }
+    check_close(as_doubles(out.to_vector()), expected, 1e-7, 1e-7,
+                "add " + shape_str(c.a) + " + " + shape_str(c.b));
+  }
+  // A transposed (non-contiguous) operand.
+  Tensor t = random_tensor({70, 6}, 70).transpose(0, 1), u = random_tensor({6, 70}, 71);
+  std::vector<float> vt = t.contiguous().to_vector(), vu = u.to_vector();
+  std::vector<double> expected(vt.size());
+  for (size_t i = 0; i < vt.size(); ++i) expected[i] = static_cast<double>(vt[i]) + vu[i];
+  check_close(as_doubles(add(t, u).to_vector()), expected, 1e-7, 1e-7, "add transposed");
+}
