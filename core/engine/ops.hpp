@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "engine/autograd.hpp"
@@ -92,6 +93,12 @@ Tensor log_softmax(const Tensor& x);
 // y = (x - mean) / sqrt(var + eps) * gain + bias over the last dim; gain/bias [C] (bias may be
 // undefined).
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, double eps = 1e-5);
+// {h, y}: h = x + residual and y = layer_norm(h, gain, bias, eps) in one pass (a pre-norm
+// block's residual add and the norm after it). Same values as add() then layer_norm() up to
+// f32 rounding; both outputs take part in autograd (x and residual get dL/dh + the norm's
+// dL/dh). f32 runs fused; other dtypes run the two ops.
+std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual,
+                                         const Tensor& gain, const Tensor& bias, double eps = 1e-5);
 // y = x / sqrt(mean(x^2) + eps) * gain over the last dim; gain [C].
 Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps = 1e-6);
 
@@ -137,8 +144,9 @@ struct AttentionOptions {
   int64_t block_size = 0;
 };
 // The block-sparse path of scaled_dot_product_attention (ops/attention_options.cpp).
-Tensor block_sparse_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale,
-                              int64_t window, const Tensor& layout, int64_t block_size);
+Tensor block_sparse_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                              float scale, int64_t window, const Tensor& layout,
+                              int64_t block_size);
 // With options; f32 q/k/v views whose last dim is contiguous are read in place (a KV-cache
 // slice costs no copy). Differentiable in q, k, v (not in the slopes).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -154,5 +162,5 @@ Tensor bias_activation(const Tensor& x, const Tensor& bias, FusedActivation acti
 
 }  // namespace patchbay::engine
 
-#include "engine/ops_indexing.hpp"
 #include "engine/autocast.hpp"
+#include "engine/ops_indexing.hpp"

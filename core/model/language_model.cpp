@@ -60,7 +60,7 @@ eng::Tensor LanguageModel::Impl::residual_dropout(const eng::Tensor& branch, boo
 // decoding state (positions continue after what it holds).
 eng::Tensor LanguageModel::Impl::block_forward(size_t index, const eng::Tensor& x, bool training,
                                                runtime::AttentionHandle::State* state,
-                                               ForwardResult* result) {
+                                               ForwardResult* result, eng::Tensor* normed) {
   Block& block = blocks[index];
   auto attend = [&](const eng::Tensor& h) {
     return state != nullptr ? block.attn->forward_step(*state, h)
@@ -80,6 +80,19 @@ eng::Tensor LanguageModel::Impl::block_forward(size_t index, const eng::Tensor& 
     }
     return out.y;
   };
+  if (options.pre_norm && options.norm == NormKind::kLayerNorm && normed != nullptr) {
+    // x -> h = x + attn(norm1(x)) -> out = h + ffn(norm2(h)), with each residual add fused
+    // with the layer norm that reads its sum: norm2(h), then the next norm of out.
+    auto add_norm = [&](const Norm& n, const eng::Tensor& a, const eng::Tensor& b) {
+      return eng::add_layer_norm(a, b, n.gain, n.bias, options.norm_eps);
+    };
+    const eng::Tensor n1 = normed->defined() ? *normed : norm(block.norm1, x);
+    auto [h, n2] = add_norm(block.norm2, x, residual_dropout(attend(n1), training));
+    const Norm& next = index + 1 < blocks.size() ? blocks[index + 1].norm1 : norm_f;
+    auto [out, next_normed] = add_norm(next, h, residual_dropout(feed_forward(n2), training));
+    *normed = next_normed;
+    return out;
+  }
   if (options.pre_norm) {
     eng::Tensor h = x + residual_dropout(attend(norm(block.norm1, x)), training);
     return h + residual_dropout(feed_forward(norm(block.norm2, h)), training);
@@ -119,13 +132,14 @@ ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
   }
   ForwardResult result;
   eng::Tensor x = m.embed(tokens, 0, training);
+  eng::Tensor normed;  // after the blocks, norm_f(x) when the last block made it
   if (m.options.reversible) {
     x = m.reversible_stack(x, training, nullptr);
   } else {
     for (size_t i = 0; i < m.blocks.size(); ++i)
-      x = m.block_forward(i, x, training, nullptr, &result);
+      x = m.block_forward(i, x, training, nullptr, &result, &normed);
   }
-  result.logits = m.head_logits(m.norm(m.norm_f, x));
+  result.logits = m.head_logits(normed.defined() ? normed : m.norm(m.norm_f, x));
   return result;
 }
 
@@ -226,17 +240,22 @@ eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& to
 
 bool LanguageModel::reorder_decoding(DecodeState& state, std::span<const int64_t> source) {
   if (!state.impl_ || state.impl_->owner != impl_.get())
-    throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: the state was not made by this model's start_decoding");
+    throw Error(ErrorKind::kInvalidArgument,
+                "reorder_decoding: the state was not made by this model's start_decoding");
   DecodeState::Impl& s = *state.impl_;
   if (static_cast<int64_t>(source.size()) != s.batch)
     throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: " + std::to_string(source.size()) +
-                                                 " sources for a state of batch " + std::to_string(s.batch));
+                                                 " sources for a state of batch " +
+                                                 std::to_string(s.batch));
   for (int64_t index : source) {
     if (index < 0 || index >= s.batch)
       throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: source " + std::to_string(index) +
-                                                   " is not a sequence of the state (batch " + std::to_string(s.batch) + ")");
+                                                   " is not a sequence of the state (batch " +
+                                                   std::to_string(s.batch) + ")");
   }
-  if (s.broken) throw Error(ErrorKind::kInvalidArgument, "reorder_decoding: the state is broken; start a new one");
+  if (s.broken)
+    throw Error(ErrorKind::kInvalidArgument,
+                "reorder_decoding: the state is broken; start a new one");
   const Impl& m = *impl_;
   s.broken = true;  // until every layer has reordered
   for (size_t i = 0; i < m.blocks.size(); ++i) {
@@ -250,12 +269,13 @@ std::string LanguageModel::describe() const {
   const Impl& m = *impl_;
   const ModelOptions& o = m.options;
   std::ostringstream out;
-  out << (o.causal ? "GPT" : "bidirectional encoder (model.causal = false)") << ": vocab " << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers
-      << " blocks, " << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
+  out << (o.causal ? "GPT" : "bidirectional encoder (model.causal = false)") << ": vocab "
+      << o.vocab_size << ", context " << o.context_length << ", " << o.n_layers << " blocks, "
+      << o.n_heads << " heads, d_model " << o.d_model << ", d_ff " << o.d_ff << "\n";
   out << "  " << norm_kind_name(o.norm) << " (" << (o.pre_norm ? "pre" : "post")
-      << "-norm), positions " << positional_kind_name(o.positional)
-      << ", embeddings x" << resolved_embedding_scale(o) << ", head "
-      << (o.tie_embeddings ? "tied to wte" : "untied") << ", dropout " << o.dropout << "\n";
+      << "-norm), positions " << positional_kind_name(o.positional) << ", embeddings x"
+      << resolved_embedding_scale(o) << ", head " << (o.tie_embeddings ? "tied to wte" : "untied")
+      << ", dropout " << o.dropout << "\n";
   auto join = [](const std::vector<std::string>& names) {
     std::string s;
     for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;

@@ -40,7 +40,7 @@ struct LanguageModel::Impl {
   Norm norm_f;
   std::vector<NamedParameter> parameters;  // every parameter, in the documented order
   std::map<std::string, TensorParallelPartition> tp_partitions;  // tensor parallelism only
-  engine::Generator dropout_generator;     // model-level dropout masks
+  engine::Generator dropout_generator;                           // model-level dropout masks
   // The weight matrices' dtype: f32, or bf16 after convert_weights_for_inference.
   engine::DType weights_dtype = engine::DType::kF32;
 
@@ -49,8 +49,13 @@ struct LanguageModel::Impl {
   engine::Tensor embed(const engine::Tensor& tokens, int64_t position_offset, bool training);
   engine::Tensor head_logits(const engine::Tensor& x) const;  // [B, T, C] -> [B, T, V]
   engine::Tensor residual_dropout(const engine::Tensor& branch, bool training);
+  // `normed` (optional, pre-norm layer norm only): on entry, when defined, the block's first
+  // norm of x (made by the previous block); on exit, the next norm (the next block's first,
+  // or the final norm after the last block) of the returned output: each residual add and the
+  // norm after it run as one op (engine::add_layer_norm). Null: every norm runs on its own.
   engine::Tensor block_forward(size_t index, const engine::Tensor& x, bool training,
-                               runtime::AttentionHandle::State* state, ForwardResult* result);
+                               runtime::AttentionHandle::State* state, ForwardResult* result,
+                               engine::Tensor* normed = nullptr);
   void check_tokens(const engine::Tensor& tokens, const char* what) const;
   // residual = "reversible" (reversible.cpp): the whole block stack on x [B, T, C]. With grad
   // recording on it is one engine custom op whose backward rebuilds the blocks' inputs;

@@ -171,11 +171,16 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x,
   const int64_t b = shape[0], t = shape[1];
   // Tensor parallelism: f before the column-parallel projection (backward sums dL/dx).
   const Tensor input = split_ ? patchbay::tp_copy_to_region(x.to(dtype_)) : x.to(dtype_);
-  Tensor qkv = input.matmul(qkv_weight_, false, true) + qkv_bias_;  // [B, T, 3 Cl]
-  auto head = [&](int64_t which) {  // [B, T, Cl] block `which` -> [B, Hl, T, Dh]
-    Tensor part = qkv.slice(2, which * local_width_, (which + 1) * local_width_)
-                      .reshape({b, t, local_heads_, head_dim_});
-    return part.permute({0, 2, 1, 3});
+  // One GEMM per part on its rows of qkv.weight [3 Cl, C] (contiguous row slices), not one
+  // [B, T, 3 Cl] GEMM sliced afterwards: the backward of a slice of the activation zero-fills
+  // and accumulates a whole [B, T, 3 Cl] gradient per part (3 memsets and 2 adds of 3 Cl
+  // columns per token); slicing the weight moves that onto the [3 Cl, C] weight gradient
+  // instead, and the three dL/dx partials are added in place. Same products, same result.
+  auto head = [&](int64_t which) {  // part `which` [B, T, Cl] -> [B, Hl, T, Dh]
+    const int64_t lo = which * local_width_, hi = (which + 1) * local_width_;
+    Tensor part =
+        input.matmul(qkv_weight_.slice(0, lo, hi), false, true) + qkv_bias_.slice(0, lo, hi);
+    return part.reshape({b, t, local_heads_, head_dim_}).permute({0, 2, 1, 3});
   };
   Heads heads{head(0), head(1), head(2)};
   if (rotary_) {

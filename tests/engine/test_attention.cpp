@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "test_util.hpp"
 
@@ -74,4 +75,59 @@ TEST_CASE("attention in bf16 is within bf16 rounding of the f32 result") {
   ref::Array expect =
       ref::attention(to_array(qb), to_array(kb), to_array(vb), false, 1.0 / std::sqrt(8.0));
   check_close(out, expect, std::ldexp(1.0, -8), 1e-5, "attention bf16");
+}
+
+// Heads split out of [B, T, H, D] buffers by a permute (as attention plugins do with a
+// [B, T, C] projection): the output and dq/dk/dv come back token-major, so merging the heads
+// back (permute + reshape) and reaching the [B, T, H, D] leaves are views, not copies; values
+// and gradients equal those of contiguous operands. Includes grouped kv heads and T = 1.
+TEST_CASE("token-major operands give token-major output and gradients, same values") {
+  struct Case {
+    int64_t b, h, hkv, tq, tk, d;
+  };
+  const Case cases[] = {{2, 4, 4, 6, 6, 8}, {1, 4, 2, 5, 7, 4}, {2, 2, 2, 1, 3, 4}};
+  uint64_t seed = 1500;
+  for (const Case& c : cases) {
+    const std::string what = "token-major h=" + std::to_string(c.h) +
+                             " hkv=" + std::to_string(c.hkv) + " tq=" + std::to_string(c.tq);
+    // Leaves in token-major memory, and contiguous [B, H, T, D] copies of the same values.
+    Tensor aq = random_tensor({c.b, c.tq, c.h, c.d}, seed++, -1, 1, true),
+           ak = random_tensor({c.b, c.tk, c.hkv, c.d}, seed++, -1, 1, true),
+           av = random_tensor({c.b, c.tk, c.hkv, c.d}, seed++, -1, 1, true);
+    auto contiguous_leaf = [](const Tensor& a) {
+      Tensor t = a.detach().permute({0, 2, 1, 3}).contiguous();
+      t.set_requires_grad(true);
+      return t;
+    };
+    Tensor cq = contiguous_leaf(aq), ck = contiguous_leaf(ak), cv = contiguous_leaf(av);
+    Tensor out = scaled_dot_product_attention(aq.permute({0, 2, 1, 3}), ak.permute({0, 2, 1, 3}),
+                                              av.permute({0, 2, 1, 3}), true);
+    Tensor expected = scaled_dot_product_attention(cq, ck, cv, true);
+    if (c.tq > 1) CHECK_MESSAGE(!out.is_contiguous(), what);
+    Tensor merged = out.permute({0, 2, 1, 3});  // [B, Tq, H, D]
+    CHECK_MESSAGE(merged.is_contiguous(), what << ": merging heads back needs a copy");
+    check_close(out, to_array(expected), 1e-6, 1e-7, what + " forward");
+    // Upstream gradient through the merge (a strided [B, H, Tq, D] view reaches the op).
+    Tensor w = random_tensor({c.b, c.tq, c.h * c.d}, seed++);
+    backward(sum(mul(merged.reshape({c.b, c.tq, c.h * c.d}), w)));
+    backward(sum(mul(expected.permute({0, 2, 1, 3}).reshape({c.b, c.tq, c.h * c.d}), w)));
+    for (auto [token_major, contiguous, name] :
+         {std::tuple{aq, cq, "dq"}, std::tuple{ak, ck, "dk"}, std::tuple{av, cv, "dv"}}) {
+      REQUIRE(token_major.grad().defined());
+      check_close(token_major.grad().permute({0, 2, 1, 3}), to_array(contiguous.grad()), 1e-6, 1e-7,
+                  what + " " + name);
+    }
+  }
+  // Finite differences through the token-major path end to end.
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        Tensor o =
+            scaled_dot_product_attention(in[0].permute({0, 2, 1, 3}), in[1].permute({0, 2, 1, 3}),
+                                         in[2].permute({0, 2, 1, 3}), true);
+        return o.permute({0, 2, 1, 3}).reshape({1, 5, 8});
+      },
+      {random_tensor({1, 5, 2, 4}, 1600, -1, 1, true),
+       random_tensor({1, 5, 2, 4}, 1601, -1, 1, true),
+       random_tensor({1, 5, 2, 4}, 1602, -1, 1, true)},
+      "attention token-major");
 }

@@ -38,9 +38,10 @@ TEST_CASE("bias_activation kernels match the double-precision reference") {
       std::vector<float> db(static_cast<size_t>(cols)), db_ref(static_cast<size_t>(cols));
       kern::bias_activation_forward(kind, x.data(), b.data(), y.data(), rows, cols);
       kern::bias_activation_reference_forward(kind, x.data(), b.data(), y_ref.data(), rows, cols);
-      kern::bias_activation_backward(kind, x.data(), b.data(), g.data(), dx.data(), db.data(), rows, cols);
-      kern::bias_activation_reference_backward(kind, x.data(), b.data(), g.data(), dx_ref.data(), db_ref.data(),
-                                               rows, cols);
+      kern::bias_activation_backward(kind, x.data(), b.data(), g.data(), dx.data(), db.data(), rows,
+                                     cols);
+      kern::bias_activation_reference_backward(kind, x.data(), b.data(), g.data(), dx_ref.data(),
+                                               db_ref.data(), rows, cols);
       check_close(as_doubles(y), as_doubles(y_ref), 1e-6, 1e-7, "forward");
       check_close(as_doubles(dx), as_doubles(dx_ref), 1e-5, 1e-6, "backward dx");
       check_close(as_doubles(db), as_doubles(db_ref), 1e-5, 1e-5, "backward dbias");
@@ -60,11 +61,14 @@ TEST_CASE("bias_activation equals add then the activation, forward and gradients
     Tensor plain = composed(x2, b2, act);
     // The composed GELU loses digits in 1 + tanh(u) for negative inputs (absolute error up to
     // ~|x| 6e-8); the fused one does not (checked against the double reference above).
-    check_close(as_doubles(fused.to_vector()), as_doubles(plain.to_vector()), 1e-5, 1e-6, "forward");
+    check_close(as_doubles(fused.to_vector()), as_doubles(plain.to_vector()), 1e-5, 1e-6,
+                "forward");
     backward(sum(mul(fused, w)));
     backward(sum(mul(plain, w)));
-    check_close(as_doubles(x.grad().to_vector()), as_doubles(x2.grad().to_vector()), 1e-4, 1e-5, "dx");
-    check_close(as_doubles(b.grad().to_vector()), as_doubles(b2.grad().to_vector()), 1e-4, 1e-4, "dbias");
+    check_close(as_doubles(x.grad().to_vector()), as_doubles(x2.grad().to_vector()), 1e-4, 1e-5,
+                "dx");
+    check_close(as_doubles(b.grad().to_vector()), as_doubles(b2.grad().to_vector()), 1e-4, 1e-4,
+                "dbias");
   }
 }
 
@@ -72,18 +76,29 @@ TEST_CASE("bias_activation gradients by finite differences") {
   // x away from ReLU's kink: |x + b| >= 0.1 after the shift below.
   Tensor x = random_tensor({5, 9}, 21, 0.2, 2.0, true);
   Tensor b = random_tensor({9}, 22, -0.05, 0.05, true);
-  check_gradients([](const std::vector<Tensor>& in) { return bias_activation(in[0], in[1], FusedActivation::kGeluTanh); },
-                  {x, b}, "bias_activation gelu_tanh");
-  check_gradients([](const std::vector<Tensor>& in) { return bias_activation(in[0], in[1], FusedActivation::kRelu); },
-                  {x, b}, "bias_activation relu");
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        return bias_activation(in[0], in[1], FusedActivation::kGeluTanh);
+      },
+      {x, b}, "bias_activation gelu_tanh");
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        return bias_activation(in[0], in[1], FusedActivation::kRelu);
+      },
+      {x, b}, "bias_activation relu");
   Tensor xn = random_tensor({5, 9}, 23, -3, 3, true);
-  check_gradients([](const std::vector<Tensor>& in) { return bias_activation(in[0], in[1], FusedActivation::kGeluTanh); },
-                  {xn, b}, "bias_activation gelu_tanh, both signs");
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        return bias_activation(in[0], in[1], FusedActivation::kGeluTanh);
+      },
+      {xn, b}, "bias_activation gelu_tanh, both signs");
 }
 
-TEST_CASE("bias_activation refuses mismatched shapes, and through the ops table unfused activations") {
-  CHECK_THROWS_AS(bias_activation(random_tensor({2, 3}, 1), random_tensor({4}, 2), FusedActivation::kRelu),
-                  patchbay::Error);
+TEST_CASE(
+    "bias_activation refuses mismatched shapes, and through the ops table unfused activations") {
+  CHECK_THROWS_AS(
+      bias_activation(random_tensor({2, 3}, 1), random_tensor({4}, 2), FusedActivation::kRelu),
+      patchbay::Error);
   const pb_ops_table* t = host_ops_table();
   REQUIRE(t->version >= 7);
   REQUIRE((t->bias_activation != nullptr));
@@ -112,17 +127,21 @@ TEST_CASE("sum over leading dims (bias gradients) matches the reference, other d
   }
   // [rows, cols] with many rows: the column-block path with threads.
   Tensor tall = random_tensor({4000, 130}, 32);
-  check_close(sum(tall, {0}, true), ref::reduce(to_array(tall), {0}, true, "sum"), 1e-5, 1e-5, "tall sum");
+  check_close(sum(tall, {0}, true), ref::reduce(to_array(tall), {0}, true, "sum"), 1e-5, 1e-5,
+              "tall sum");
   // Keep dim 0 of [A, B], reduce dim 1: not a leading reduction.
   Tensor wide = random_tensor({6, 9}, 33);
-  check_close(sum(wide, {1}, false), ref::reduce(to_array(wide), {1}, false, "sum"), 1e-6, 1e-6, "row sum");
+  check_close(sum(wide, {1}, false), ref::reduce(to_array(wide), {1}, false, "sum"), 1e-6, 1e-6,
+              "row sum");
   // The backward of a broadcast bias add goes through it.
   Tensor a = random_tensor({4, 3, 8}, 34, -1, 1, true);
   Tensor bias = random_tensor({8}, 35, -1, 1, true);
-  check_gradients([](const std::vector<Tensor>& in) { return add(in[0], in[1]); }, {a, bias}, "add bias");
+  check_gradients([](const std::vector<Tensor>& in) { return add(in[0], in[1]); }, {a, bias},
+                  "add bias");
 }
 
-TEST_CASE("gradient accumulation (in place when private) gives the sums and leaves held grads alone") {
+TEST_CASE(
+    "gradient accumulation (in place when private) gives the sums and leaves held grads alone") {
   Tensor x = random_tensor({3, 70000}, 41, -1, 1, true);  // above the threaded size
   Tensor w = random_tensor({3, 70000}, 42, -1, 1);
   // x feeds two paths: its grad is w + 2x·w summed from two backward contributions.
@@ -137,10 +156,124 @@ TEST_CASE("gradient accumulation (in place when private) gives the sums and leav
   backward(sum(mul(x, w)));
   CHECK(held.to_vector() == before);
   for (size_t i = 0; i < xv.size(); ++i) expected[i] += wv[i];
-  check_close(as_doubles(x.grad().to_vector()), expected, 1e-5, 1e-6, "accumulated over two backward calls");
+  check_close(as_doubles(x.grad().to_vector()), expected, 1e-5, 1e-6,
+              "accumulated over two backward calls");
   // Not held: the next backward may add in place, and the sum is still right.
   held = Tensor();
   backward(sum(mul(x, w)));
   for (size_t i = 0; i < xv.size(); ++i) expected[i] += wv[i];
   check_close(as_doubles(x.grad().to_vector()), expected, 1e-5, 1e-6, "accumulated in place");
+}
+
+// add_layer_norm (residual add + layer norm in one op, used by pre-norm blocks): both outputs
+// against the double reference (h = x + r, layer_norm_last(h)) and against add() then
+// layer_norm() forward and gradients (with and without gain/bias; rows > 256 so the backward's
+// column sums span several row blocks), and by finite differences with both outputs used.
+TEST_CASE("add_layer_norm equals add then layer_norm, forward and gradients") {
+  struct Case {
+    Shape shape;
+    bool affine;
+  };
+  for (const Case& c : {Case{{4, 6, 70}, true}, Case{{3, 200, 32}, true}, Case{{5, 16}, false}}) {
+    const int64_t cols = c.shape.back();
+    const std::string what = shape_str(c.shape) + (c.affine ? " affine" : " plain");
+    Tensor x = random_tensor(c.shape, 31, -2, 2, true), r = random_tensor(c.shape, 32, -2, 2, true);
+    Tensor g = c.affine ? random_tensor({cols}, 33, 0.5, 1.5, true) : Tensor();
+    Tensor b = c.affine ? random_tensor({cols}, 34, -1, 1, true) : Tensor();
+    auto twin = [](const Tensor& t) {
+      if (!t.defined()) return Tensor();
+      Tensor u = t.detach();
+      u.set_requires_grad(true);
+      return u;
+    };
+    Tensor x2 = twin(x), r2 = twin(r), g2 = twin(g), b2 = twin(b);
+    auto [h, y] = add_layer_norm(x, r, g, b, 1e-5);
+    Tensor h2 = add(x2, r2), y2 = layer_norm(h2, g2, b2, 1e-5);
+    // Double reference.
+    ref::Array hx = to_array(x), hr = to_array(r);
+    for (size_t i = 0; i < hx.values.size(); ++i) hx.values[i] += hr.values[i];
+    ref::Values gv(cols, 1.0), bv(cols, 0.0);
+    if (c.affine) {
+      std::vector<float> gf = g.to_vector(), bf = b.to_vector();
+      gv.assign(gf.begin(), gf.end());
+      bv.assign(bf.begin(), bf.end());
+    }
+    check_close(h, hx, 1e-6, 1e-6, what + " h");
+    check_close(y, ref::layer_norm_last(hx, gv, bv, 1e-5), 1e-4, 1e-5, what + " y");
+    // Gradients with both outputs in the loss, against the composition.
+    Tensor wh = random_tensor(c.shape, 35, 0.5, 1.5), wy = random_tensor(c.shape, 36, -1.5, 1.5);
+    backward(add(sum(mul(h, wh)), sum(mul(y, wy))));
+    backward(add(sum(mul(h2, wh)), sum(mul(y2, wy))));
+    check_close(as_doubles(x.grad().to_vector()), as_doubles(x2.grad().to_vector()), 1e-4, 1e-5,
+                what + " dx");
+    check_close(as_doubles(r.grad().to_vector()), as_doubles(r2.grad().to_vector()), 1e-4, 1e-5,
+                what + " dr");
+    if (c.affine) {
+      check_close(as_doubles(g.grad().to_vector()), as_doubles(g2.grad().to_vector()), 1e-4, 1e-4,
+                  what + " dgain");
+      check_close(as_doubles(b.grad().to_vector()), as_doubles(b2.grad().to_vector()), 1e-4, 1e-4,
+                  what + " dbias");
+    }
+  }
+  // Finite differences of both outputs (their weighted sum through check_gradients' weights).
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        auto [h, y] = add_layer_norm(in[0], in[1], in[2], in[3], 1e-5);
+        return add(mul_scalar(h, 0.5), y);
+      },
+      {random_tensor({3, 7}, 41, -2, 2, true), random_tensor({3, 7}, 42, -2, 2, true),
+       random_tensor({7}, 43, 0.5, 1.5, true), random_tensor({7}, 44, -1, 1, true)},
+      "add_layer_norm");
+  // Only y used: the unused h still gets its (zero) gradient and x, r get the norm's.
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        return add_layer_norm(in[0], in[1], in[2], Tensor(), 1e-5).second;
+      },
+      {random_tensor({4, 9}, 45, -2, 2, true), random_tensor({4, 9}, 46, -2, 2, true),
+       random_tensor({9}, 47, 0.5, 1.5, true)},
+      "add_layer_norm, y only, no bias");
+  CHECK_THROWS(
+      add_layer_norm(random_tensor({2, 4}, 48), random_tensor({2, 5}, 49), Tensor(), Tensor()));
+}
+
+// add()'s row-broadcast fast path (a bias [N] or a position table [T, C] over rows, either
+// operand, and plain contiguous sums split into chunks) against element-by-element sums;
+// shapes it does not cover (a broadcast middle dim, a transposed operand) take the general
+// path and agree too.
+TEST_CASE("add fast path for contiguous and row-broadcast operands equals elementwise sums") {
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {{{4, 6, 70}, {70}},       {{70}, {4, 6, 70}},    {{2, 5, 8}, {5, 8}},
+                        {{3, 40000}, {3, 40000}}, {{2, 70000}, {70000}}, {{4, 6, 70}, {4, 1, 70}},
+                        {{1, 1, 9}, {3, 1, 9}},   {{5, 1}, {5, 7}}};
+  uint64_t seed = 60;
+  for (const Case& c : cases) {
+    Tensor a = random_tensor(c.a, seed++), b = random_tensor(c.b, seed++);
+    const Shape out_shape = broadcast_shapes(c.a, c.b);
+    Tensor out = add(a, b);
+    REQUIRE(out.shape() == out_shape);
+    // Expected: index each operand through its expanded strides.
+    std::vector<float> va = a.contiguous().to_vector(), vb = b.contiguous().to_vector();
+    Tensor ea = a.expand(out_shape), eb = b.expand(out_shape);
+    std::vector<double> expected(static_cast<size_t>(out.numel()));
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      int64_t rem = i, oa = 0, ob = 0;
+      for (size_t d = out_shape.size(); d-- > 0;) {
+        const int64_t idx = rem % out_shape[d];
+        rem /= out_shape[d];
+        oa += idx * ea.strides()[d];
+        ob += idx * eb.strides()[d];
+      }
+      expected[static_cast<size_t>(i)] = static_cast<double>(va[oa]) + vb[ob];
+    }
+    check_close(as_doubles(out.to_vector()), expected, 1e-7, 1e-7,
+                "add " + shape_str(c.a) + " + " + shape_str(c.b));
+  }
+  // A transposed (non-contiguous) operand.
+  Tensor t = random_tensor({70, 6}, 70).transpose(0, 1), u = random_tensor({6, 70}, 71);
+  std::vector<float> vt = t.contiguous().to_vector(), vu = u.to_vector();
+  std::vector<double> expected(vt.size());
+  for (size_t i = 0; i < vt.size(); ++i) expected[i] = static_cast<double>(vt[i]) + vu[i];
+  check_close(as_doubles(add(t, u).to_vector()), expected, 1e-7, 1e-7, "add transposed");
 }

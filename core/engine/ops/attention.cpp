@@ -7,6 +7,13 @@
 // buffer sliced to its filled prefix is read in place); other inputs are packed to
 // contiguous f32 and the result rounded back to q's dtype. k/v may have fewer heads than q
 // (grouped-query attention) as long as they divide H.
+// Layouts: the output and the gradients dq/dk/dv follow their operand's layout. An operand
+// that is a permuted view of a [B, T, heads, D] buffer (heads split out of a [B, T, C]
+// activation, head stride < seq stride) gets a token-major result ([B, T, heads, D] memory
+// seen as [B, heads, T, D]); so the caller merges heads back, or the gradient reaches the
+// [B, T, C] activation, through a reshape that is a view instead of a copy (5 [B, T, C]
+// copies per layer in training). A strided upstream gradient is read in place too.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -30,10 +37,12 @@ struct AttentionShape {
   OperandStrides q, k, v;     // of the (possibly strided) f32 operands
   std::vector<float> slopes;  // [H] ALiBi slopes, empty = none
 };
-// out [B,H,Tq,D], lse [B,H,Tq] (out, contiguous f32); q, k, v f32 with the shape's strides.
+// out [B,H,Tq,D] (out, f32, last dim contiguous, any layout), lse [B,H,Tq] (out, contiguous
+// f32); q, k, v f32 with the shape's strides.
 using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
                              const Tensor& v, Tensor& out, Tensor& lse);
-// dq, dk, dv (out, contiguous, overwritten) from the forward's tensors and dout (contiguous).
+// dq, dk, dv (out, f32, last dim contiguous, any layout; overwritten) from the forward's
+// tensors and dout (f32, last dim contiguous, positive seq stride).
 using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& out, const Tensor& lse,
                                      const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
@@ -55,6 +64,29 @@ kernels::AttentionStrides to_kernel(const OperandStrides& s) {
   return kernels::AttentionStrides{s.batch, s.head, s.seq};
 }
 
+// Strides of a [B, heads, T, D] f32 tensor whose last dim is contiguous (attention_buffer's,
+// or an upstream gradient accepted by kernel_operand).
+// A length-1 seq dim is never stepped over; any positive stride describes it.
+kernels::AttentionStrides strides_of(const Tensor& x) {
+  const Shape& st = x.strides();
+  return kernels::AttentionStrides{st[0], st[1],
+                                   x.size(2) == 1 ? std::max<int64_t>(st[2], 1) : st[2]};
+}
+
+// Whether an operand with these strides is token-major: heads interleaved within each
+// position (a permuted view of [B, T, heads, D]). Only meaningful with > 1 head and position.
+bool token_major(const OperandStrides& s, int64_t heads, int64_t len) {
+  return heads > 1 && len > 1 && s.head < s.seq;
+}
+
+// An uninitialised f32 [B, heads, T, D] = `shape` buffer: token-major ([B, T, heads, D] in
+// memory, returned as the permuted view) when `token_major_layout`, else contiguous.
+Tensor attention_buffer(const Shape& shape, bool token_major_layout, Device device) {
+  if (!token_major_layout) return Tensor::empty(shape, DType::kF32, device);
+  return Tensor::empty({shape[0], shape[2], shape[1], shape[3]}, DType::kF32, device)
+      .permute({0, 2, 1, 3});
+}
+
 kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& out, const Tensor& lse) {
   kernels::AttentionParams p;
@@ -64,8 +96,6 @@ kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, c
   p.q_len = s.q_len;
   p.kv_len = s.kv_len;
   p.head_dim = s.head_dim;
-  auto q_strides = kernels::contiguous_attention_strides(s.heads, s.q_len, s.head_dim);
-  auto kv_strides = kernels::contiguous_attention_strides(s.kv_heads, s.kv_len, s.head_dim);
   p.q = q.data<float>();
   p.q_strides = to_kernel(s.q);
   p.k = k.data<float>();
@@ -73,16 +103,12 @@ kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, c
   p.v = v.data<float>();
   p.v_strides = to_kernel(s.v);
   p.out = out.data<float>();
-  p.out_strides = q_strides;
+  p.out_strides = strides_of(out);
   p.lse = lse.data<float>();
   p.scale = s.scale;
   p.causal = s.causal;
   p.window = s.window;
   p.alibi_slopes = s.slopes.empty() ? nullptr : s.slopes.data();
-  p.dout_strides = q_strides;
-  p.dq_strides = q_strides;
-  p.dk_strides = kv_strides;
-  p.dv_strides = kv_strides;
   return p;
 }
 
@@ -98,9 +124,13 @@ void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tens
                             const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
   kernels::AttentionParams p = make_params(s, q, k, v, out, lse);
   p.dout = dout.data<float>();
+  p.dout_strides = strides_of(dout);
   p.dq = dq.data<float>();
+  p.dq_strides = strides_of(dq);
   p.dk = dk.data<float>();
+  p.dk_strides = strides_of(dk);
   p.dv = dv.data<float>();
+  p.dv_strides = strides_of(dv);
   std::string err = kernels::attention_flash_backward(p);
   if (!err.empty())
     throw Error(ErrorKind::kInvalidArgument, "scaled_dot_product_attention backward: " + err);
@@ -131,11 +161,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (options.block_layout.defined()) {
     if (options.alibi_slopes.defined())
       throw Error(ErrorKind::kInvalidArgument,
-                  std::string(op) + ": a block layout with ALiBi slopes is not implemented (the "
-                                    "block-sparse kernel has no bias); use one or the other");
-    const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(q.size(3), 1))));
-    return block_sparse_attention(q, k, v, options.causal, static_cast<float>(scale), options.window,
-                                  options.block_layout, options.block_size);
+                  std::string(op) +
+                      ": a block layout with ALiBi slopes is not implemented (the "
+                      "block-sparse kernel has no bias); use one or the other");
+    const double scale = options.scale.value_or(
+        1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(q.size(3), 1))));
+    return block_sparse_attention(q, k, v, options.causal, static_cast<float>(scale),
+                                  options.window, options.block_layout, options.block_size);
   }
   AttentionShape s;
   s.batch = q.size(0);
@@ -163,7 +195,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                         "] must be finite, found " + std::to_string(s.slopes[h]));
   }
   Tensor q32 = kernel_operand(q, s.q), k32 = kernel_operand(k, s.k), v32 = kernel_operand(v, s.v);
-  Tensor out = Tensor::empty(q.shape(), DType::kF32, q.device());
+  Tensor out = attention_buffer(q.shape(), token_major(s.q, s.heads, s.q_len), q.device());
   Tensor lse = Tensor::empty({s.batch, s.heads, s.q_len}, DType::kF32, q.device());
   if (out.numel() > 0) {
     if (s.kv_len == 0) {
@@ -176,11 +208,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   record_op(op, {q, k, v}, {&result},
             [s, q32, k32, v32, out_saved = out.detach(), lse,
              dt = q.dtype()](const std::vector<Tensor>& g) {
-              Tensor dout = detail::as_f32_contiguous(g[0]);
-              Tensor dq = zeros(q32.shape(), DType::kF32, q32.device());
-              Tensor dk = zeros(k32.shape(), DType::kF32, q32.device());
-              Tensor dv = zeros(v32.shape(), DType::kF32, q32.device());
-              if (out_saved.numel() > 0 && s.kv_len > 0)
+              OperandStrides dout_strides;  // read in place when f32 with usable strides
+              Tensor dout = kernel_operand(g[0], dout_strides);
+              // The kernel overwrites every element of dq, dk and dv (dq from zeroed per-thread
+              // accumulators, dk/dv row by row from zeroed tile scratch), so they start empty;
+              // only the no-work case needs the zeros.
+              const bool run = out_saved.numel() > 0 && s.kv_len > 0;
+              auto grad = [&](const Tensor& like, const OperandStrides& st) {
+                if (!run) return zeros(like.shape(), DType::kF32, like.device());
+                return attention_buffer(like.shape(), token_major(st, like.size(1), like.size(2)),
+                                        like.device());
+              };
+              Tensor dq = grad(q32, s.q), dk = grad(k32, s.k), dv = grad(v32, s.v);
+              if (run)
                 find_kernel<AttentionBackwardKernel>("attention_backward", q32.device().type)(
                     s, q32, k32, v32, out_saved, lse, dout, dq, dk, dv);
               return std::vector<Tensor>{detail::from_f32(dq, dt), detail::from_f32(dk, dt),

@@ -4,7 +4,16 @@
 // has no RMS norm):
 //   y = x * r * g,  r = 1/sqrt(mean(x^2) + eps)
 //   dx = r * (g*dy) - x * r^3 / C * sum_j(g*dy*x),   dg = sum_rows(dy * x * r)
+// add_layer_norm fuses a pre-norm block's residual add with the layer norm after it:
+//   h = x + residual,  y = layer_norm(h) * gain + bias        (one pass per row)
+//   dh = dL/dh + r * (g*dy - mean_j(g*dy) - xhat * mean_j(g*dy*xhat)),  xhat = (h - mu) * r
+// (dh is the gradient of both x and residual), dgain = sum_rows(dy*xhat), dbias = sum_rows(dy).
+// Its rows are short (C = d_model), so the loops are compiled for AVX-512/AVX2/baseline
+// (target_clones) and run per row; column sums go through fixed 256-row blocks whose partial
+// sums are added in block order, so results do not depend on the thread count.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
@@ -175,6 +184,127 @@ void rms_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& dy
 PATCHBAY_REGISTER_KERNEL(RmsNormBackwardKernel, "rms_norm_backward", DeviceType::kCpu,
                          rms_norm_backward_cpu);
 
+// ---- add_layer_norm ----
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PATCHBAY_NORM_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PATCHBAY_NORM_CLONES
+#endif
+
+constexpr int64_t kRowBlock = 256;  // rows per column-sum partial (and per thread task)
+
+// One row: h = x + res, y = (h - mu) * rs * g + b (g, b may be null); returns {mu, rs}.
+PATCHBAY_NORM_CLONES
+void add_layer_norm_row(const float* x, const float* res, const float* g, const float* b, float* h,
+                        float* y, int64_t n, float eps, float* mu_out, float* rs_out) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) {
+    h[j] = x[j] + res[j];
+    sum += h[j];
+  }
+  const float mu = sum / static_cast<float>(n);
+  float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t j = 0; j < n; ++j) ss += (h[j] - mu) * (h[j] - mu);
+  const float rs = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);
+  if (g != nullptr && b != nullptr) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] = (h[j] - mu) * rs * g[j] + b[j];
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = (h[j] - mu) * rs * (g != nullptr ? g[j] : 1.f) + (b != nullptr ? b[j] : 0.f);
+  }
+  *mu_out = mu;
+  *rs_out = rs;
+}
+
+// One row of the backward: dh = gh + rs * (g*dy - a - xhat * c); adds dy*xhat and dy into
+// the column partials pg, pb (double).
+PATCHBAY_NORM_CLONES
+void add_layer_norm_backward_row(const float* h, const float* dy, const float* gh, const float* g,
+                                 float mu, float rs, float* dh, double* pg, double* pb, int64_t n) {
+  float sum_gdy = 0.f, sum_gdy_xhat = 0.f;
+#pragma omp simd reduction(+ : sum_gdy, sum_gdy_xhat)
+  for (int64_t j = 0; j < n; ++j) {
+    const float gdy = dy[j] * (g != nullptr ? g[j] : 1.f);
+    sum_gdy += gdy;
+    sum_gdy_xhat += gdy * (h[j] - mu) * rs;
+  }
+  const float a = sum_gdy / static_cast<float>(n), c = sum_gdy_xhat / static_cast<float>(n);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const float xhat = (h[j] - mu) * rs;
+    const float gdy = dy[j] * (g != nullptr ? g[j] : 1.f);
+    dh[j] = gh[j] + rs * (gdy - a - xhat * c);
+    pg[j] += static_cast<double>(dy[j] * xhat);
+    pb[j] += static_cast<double>(dy[j]);
+  }
+}
+
+// x, residual, h, y: contiguous f32 [rows, cols]; gain/bias [cols] or undefined; mean, rstd
+// [rows] (out).
+using AddLayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& residual,
+                                const Tensor& gain, const Tensor& bias, Tensor& h, Tensor& y,
+                                Tensor& mean, Tensor& rstd);
+// dh (out) from h, dy = dL/dy, gh = dL/dh (contiguous f32 [rows, cols]); dgain/dbias [cols]
+// (out) or undefined when not wanted.
+using AddLayerNormBackwardKernel = void(const NormShape& s, const Tensor& h, const Tensor& dy,
+                                        const Tensor& gh, const Tensor& mean, const Tensor& rstd,
+                                        const Tensor& gain, Tensor& dh, Tensor& dgain,
+                                        Tensor& dbias);
+
+void add_layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& residual,
+                        const Tensor& gain, const Tensor& bias, Tensor& h, Tensor& y, Tensor& mean,
+                        Tensor& rstd) {
+  const float *px = x.data<float>(), *pr = residual.data<float>();
+  const float *g = ptr_or_null(gain), *b = ptr_or_null(bias);
+  float *ph = h.data<float>(), *py = y.data<float>();
+  float *pm = mean.data<float>(), *ps = rstd.data<float>();
+  const int64_t c = s.cols;
+#pragma omp parallel for schedule(static) if (s.rows * s.cols >= (1 << 15))
+  for (int64_t r = 0; r < s.rows; ++r)
+    add_layer_norm_row(px + r * c, pr + r * c, g, b, ph + r * c, py + r * c, c, s.eps, pm + r,
+                       ps + r);
+}
+PATCHBAY_REGISTER_KERNEL(AddLayerNormKernel, "add_layer_norm", DeviceType::kCpu,
+                         add_layer_norm_cpu);
+
+void add_layer_norm_backward_cpu(const NormShape& s, const Tensor& h, const Tensor& dy,
+                                 const Tensor& gh, const Tensor& mean, const Tensor& rstd,
+                                 const Tensor& gain, Tensor& dh, Tensor& dgain, Tensor& dbias) {
+  const int64_t c = s.cols, blocks = (s.rows + kRowBlock - 1) / kRowBlock;
+  const float *ph = h.data<float>(), *pdy = dy.data<float>(), *pgh = gh.data<float>();
+  const float *pm = mean.data<float>(), *ps = rstd.data<float>(), *g = ptr_or_null(gain);
+  float* pdh = dh.data<float>();
+  // Partial column sums per row block: [blocks][2][cols] (dgain then dbias).
+  std::vector<double> partial(static_cast<size_t>(blocks * 2 * c), 0.0);
+#pragma omp parallel for schedule(static) if (s.rows * s.cols >= (1 << 15) && blocks > 1)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    double* pg = partial.data() + blk * 2 * c;
+    double* pb = pg + c;
+    const int64_t end = std::min(s.rows, (blk + 1) * kRowBlock);
+    for (int64_t r = blk * kRowBlock; r < end; ++r)
+      add_layer_norm_backward_row(ph + r * c, pdy + r * c, pgh + r * c, g, pm[r], ps[r],
+                                  pdh + r * c, pg, pb, c);
+  }
+  for (Tensor* out : {&dgain, &dbias}) {
+    if (!out->defined()) continue;
+    const int64_t which = out == &dgain ? 0 : 1;
+    float* po = out->data<float>();
+    for (int64_t j = 0; j < c; ++j) {
+      double acc = 0.0;
+      for (int64_t blk = 0; blk < blocks; ++blk) acc += partial[(blk * 2 + which) * c + j];
+      po[j] = static_cast<float>(acc);
+    }
+  }
+}
+PATCHBAY_REGISTER_KERNEL(AddLayerNormBackwardKernel, "add_layer_norm_backward", DeviceType::kCpu,
+                         add_layer_norm_backward_cpu);
+
 NormShape check_norm(const char* op, const Tensor& x, const Tensor& gain, const Tensor& bias,
                      double eps) {
   detail::check_float(x, op);
@@ -221,6 +351,42 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, doubl
                                          want_b ? detail::from_f32(db, dt) : Tensor()};
             });
   return out;
+}
+
+std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual,
+                                         const Tensor& gain, const Tensor& bias, double eps) {
+  NormShape s = check_norm("add_layer_norm", x, gain, bias, eps);
+  if (!residual.defined() || residual.shape() != x.shape() || residual.dtype() != x.dtype() ||
+      residual.device() != x.device())
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        detail::shape_message("add_layer_norm",
+                              "a residual of x's shape, dtype and device " + x.str(), residual));
+  if (x.dtype() != DType::kF32 || s.rows * s.cols == 0) {  // the unfused composition
+    Tensor h = add(x, residual);
+    return {h, layer_norm(h, gain, bias, eps)};
+  }
+  Tensor x32 = x.detach().contiguous(), r32 = residual.detach().contiguous(),
+         g32 = f32_or_undefined(gain), b32 = f32_or_undefined(bias);
+  Tensor h = Tensor::empty(x.shape(), DType::kF32, x.device());
+  Tensor y = Tensor::empty(x.shape(), DType::kF32, x.device());
+  Tensor mu = Tensor::empty({s.rows}, DType::kF32, x.device()),
+         rstd = Tensor::empty({s.rows}, DType::kF32, x.device());
+  find_kernel<AddLayerNormKernel>("add_layer_norm", x.device().type)(s, x32, r32, g32, b32, h, y,
+                                                                     mu, rstd);
+  record_op(
+      "add_layer_norm", {x, residual, gain, bias}, {&h, &y},
+      [s, h_saved = h.detach(), g32, mu, rstd, want_g = gain.defined(),
+       want_b = bias.defined()](const std::vector<Tensor>& g) {
+        Tensor gh = detail::as_f32_contiguous(g[0]), dy = detail::as_f32_contiguous(g[1]);
+        Tensor dh = Tensor::empty(h_saved.shape(), DType::kF32, h_saved.device());
+        Tensor dg = want_g ? Tensor::empty({s.cols}, DType::kF32, h_saved.device()) : Tensor();
+        Tensor db = want_b ? Tensor::empty({s.cols}, DType::kF32, h_saved.device()) : Tensor();
+        find_kernel<AddLayerNormBackwardKernel>("add_layer_norm_backward", h_saved.device().type)(
+            s, h_saved, dy, gh, mu, rstd, g32, dh, dg, db);
+        return std::vector<Tensor>{dh, dh, dg, db};
+      });
+  return {h, y};
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps) {
