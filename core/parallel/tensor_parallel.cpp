@@ -6,6 +6,7 @@
 // 0, 3, 4) -> full; slice: narrow the W axis of the full view to this rank.
 #include "parallel/tensor_parallel.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.hpp"
@@ -132,6 +133,12 @@ std::map<std::string, engine::Tensor> TensorParallel::local_state(
     full_shape[static_cast<size_t>(partitioned_.at(owner).dim)] *= world_size();
     out[s.name] = slice(owner, it->second.reshape(full_shape)).reshape(s.tensor.shape());
   }
+  // Saved state this optimizer does not hold (another optimizer's, or AMSGrad's maximum) goes
+  // through unchanged, so that restore_state refuses it by name as in one process.
+  for (const auto& [name, tensor] : saved)
+    if (out.count(name) == 0 &&
+        std::none_of(current.begin(), current.end(), [&](const auto& s) { return s.name == name; }))
+      out[name] = tensor;
   return out;
 }
 

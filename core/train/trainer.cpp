@@ -238,26 +238,30 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     return model.parameter_count(exclude_embeddings) + (model.options().tp_size - 1) * sliced;
   };
   summary.parameter_count = full_parameter_count(false);
+  // The whole model's training FLOPs: the layer's count covers this rank's slices, so the
+  // other ranks' slices (the same matmuls, 6 FLOPs per parameter and token) are added back.
+  const double flops_per_token =
+      model.flops_per_token(o.seq_len) +
+      6.0 * static_cast<double>(full_parameter_count(true) - model.parameter_count(true));
   // Model size for reports (`patchbay compare`, `patchbay scaling fit`).
   if (par.writer())
     run::write_text_atomically(
         o.run_dir / "model_size.json",
         nlohmann::json{{"parameters", full_parameter_count(false)},
                        {"non_embedding_parameters", full_parameter_count(true)},
-                       {"flops_per_token", model.flops_per_token(o.seq_len)},
+                       {"flops_per_token", flops_per_token},
                        {"seq_len", o.seq_len},
                        {"tokens_per_step", o.batch_size * o.seq_len * o.grad_accum_steps}}
                 .dump() +
             "\n");
   spdlog::info(
       "model: {} parameters ({} without embeddings), {:.3g} training FLOPs per token at T={}",
-      full_parameter_count(false), full_parameter_count(true), model.flops_per_token(o.seq_len),
-      o.seq_len);
+      full_parameter_count(false), full_parameter_count(true), flops_per_token, o.seq_len);
   if (tensor_parallel)
     spdlog::info(
         "tensor parallel: {} ranks, {} parameters split (heads and hidden units), the rest "
         "replicated; "
-        "FLOPs per token above are one rank's",
+        "the parameter and FLOP counts above are the whole model's",
         par.world_size(), model.tensor_parallel_partitions().size());
   spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
                data.val.size(), val_tokens_per_byte, data.tokenizer.vocab_size());

@@ -143,15 +143,17 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
                                                   " positions exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
   if (training) {
-    // The count lives in a tensor that a checkpoint restore overwrites in place (omega_ then
-    // holds that count's draw). Draws are a function of (seed, index), so a current_draw_ that
-    // the restore left stale costs one redundant redraw of the same features, never others.
+    // The count lives in a tensor that a checkpoint restore overwrites in place (together with
+    // omega_). A count other than the one this layer last wrote means such a restore: the draw
+    // omega_ holds is then unknown here, so the features are drawn again for this count (draws
+    // are a function of (seed, index): the same index gives the same features).
     float* halves = training_forwards_.data<float>();  // {count / 2^24, count mod 2^24}
     const int64_t forwards =
         static_cast<int64_t>(halves[0]) * kCountHalf + static_cast<int64_t>(halves[1]);
     const uint64_t draw =
         redraw_interval_ > 0 ? static_cast<uint64_t>(forwards / redraw_interval_) : 0;
-    if (draw != current_draw_) draw_features(draw);
+    if (draw != current_draw_ || forwards != next_forward_) draw_features(draw);
+    next_forward_ = forwards + 1;
     halves[0] = static_cast<float>((forwards + 1) / kCountHalf);  // exact: both < 2^24
     halves[1] = static_cast<float>((forwards + 1) % kCountHalf);
   }

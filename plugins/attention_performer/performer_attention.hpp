@@ -55,7 +55,8 @@ class PerformerAttention : public patchbay::Attention {
   int64_t redraw_interval_;      // 0: never redraw
   int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0, features_ = 0;
   uint64_t feature_seed_ = 0;
-  uint64_t current_draw_ = 0;
+  uint64_t current_draw_ = 0;  // the draw index omega_ holds, as far as this layer knows
+  int64_t next_forward_ = 0;   // the count this layer wrote last (a restore changes it)
   pb_dtype dtype_ = PB_DTYPE_F32;
   patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_, omega_;
   // [2] f32, the training forwards so far as {count / 2^24, count mod 2^24}: non-trainable

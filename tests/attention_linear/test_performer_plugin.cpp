@@ -166,6 +166,28 @@ TEST_CASE("performer redraws its features only in training, every redraw_interva
   CHECK(omega.to_vector() != second);
 }
 
+TEST_CASE("performer: a restore that rewinds the count redraws even when the draw index repeats") {
+  // Layer a ran 6 training forwards (last draw 2); b ran 4 (its features are draw 1). Restoring
+  // b's count and features into a (as a resume whose replay ran further than the checkpoint
+  // does) must leave a on draw 2 at its next forward, as a layer that ran 5 forwards is —
+  // although a's own last draw index is 2 as well.
+  rt::AttentionHandle a = performer_handle(true, 20, 2), b = performer_handle(true, 20, 2),
+                      straight = performer_handle(true, 20, 2);
+  for (rt::AttentionHandle* layer : {&a, &b, &straight}) layer->init(layer_context(16, 2, 8, true));
+  eng::Tensor x = random_input({1, 8, 16}, 5);
+  eng::NoGradGuard no_grad;
+  for (int i = 0; i < 6; ++i) a.forward(x, true);
+  for (int i = 0; i < 4; ++i) b.forward(x, true);
+  for (int i = 0; i < 5; ++i) straight.forward(x, true);
+  eng::Tensor a_count = parameter(a, "features.training_forwards");
+  eng::Tensor a_omega = parameter(a, "features.omega");
+  eng::copy_(a_count, parameter(b, "features.training_forwards"));
+  eng::copy_(a_omega, parameter(b, "features.omega"));
+  a.forward(x, true);  // forward index 4: draw 2
+  CHECK(a_omega.to_vector() == parameter(straight, "features.omega").to_vector());
+  CHECK(a_count.to_vector() == std::vector<float>{0.f, 5.f});
+}
+
 TEST_CASE("performer: perturbing the future never changes the past (causal-leak test, T = 64)") {
   // Large inputs make the keys' feature magnitudes differ widely, where a whole-sequence key
   // stabiliser (lucidrains #82) would let later keys change earlier outputs.

@@ -57,6 +57,13 @@ grep -q "tensor parallel: 2 ranks" "$tmp/out.txt" || fail "rank 0 did not report
 "$patchbay" train "$tmp/tiny.toml" --set train.max_steps=6 --set train.out_dir=\""$tmp/resumed"\" \
   --resume "$tmp/run/checkpoints/step_2.safetensors" > "$tmp/out.txt" 2>&1 ||
   fail "one process cannot resume the 2-rank checkpoint"
+# model_size.json counts the whole model on 2 ranks too (parameters and training FLOPs per token)
+python3 - "$tmp/run/model_size.json" "$tmp/resumed/model_size.json" <<'PY' || fail "model_size.json of the 2-rank run differs from one process's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for key in ("parameters", "non_embedding_parameters", "flops_per_token"):
+    assert a[key] == b[key], (key, a[key], b[key])
+PY
 
 # ---- 2. a layer that cannot split ----
 set +e
@@ -77,4 +84,14 @@ status=$?
 set -e
 [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "n_heads = 1 on 2 ranks did not stop with an error"
 grep -q "n_heads 1 is not divisible by the 2 ranks" "$tmp/out.txt" || fail "no message about n_heads"
+
+# ---- 4. resuming with another optimizer: the checkpoint's AdamW state is refused by name ----
+set +e
+timeout 60 "${mpirun[@]}" -np 2 "$patchbay" train "$tmp/tiny.toml" "${tp[@]}" --set optimizer.kind=sgd \
+  --set train.out_dir=\""$tmp/other_optimizer"\" --resume "$tmp/run/checkpoints/step_2.safetensors" \
+  > "$tmp/out.txt" 2>&1
+status=$?
+set -e
+[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "AdamW state was silently dropped on a resume with sgd"
+grep -q "unexpected: exp_avg" "$tmp/out.txt" || fail "the refusal does not name the unexpected state"
 echo "PASS"

@@ -47,7 +47,7 @@ typedef struct pb_layer_context {
 
   /* ---- 1.1 (tensor parallelism; attention interface 1.2, feed-forward 1.1) ----
    * Read with PB_HAS_FIELD(ctx, pb_layer_context, tp_host): an older host's context lacks
-   * these fields, which means no tensor parallelism. patchbay::tensor_parallel_of(ctx)
+   * these fields, which means no tensor parallelism. patchbay::tensor_parallel_of(ctx, ops)
    * (tensor_parallel.hpp) does that for C++ layers. */
   int64_t tp_rank; /* this process's place in the tensor-parallel group, [0, tp_size) */
   int64_t tp_size; /* W, the ranks the layer's heads / hidden units are split over; 1 (or 0 in

@@ -1,7 +1,7 @@
 // Patchbay SDK, header-only C++ layer for Megatron-style tensor parallelism inside a layer
 // (pb_layer_context 1.1 and ops table version 9; contract in model_layer.h and ops.h):
 //
-//   const patchbay::TensorParallel tp = patchbay::tensor_parallel_of(ctx);   // in init()
+//   const patchbay::TensorParallel tp = patchbay::tensor_parallel_of(ctx, ops);  // in init()
 //   if (tp.size > 1 && n_heads % tp.size != 0) throw ...;                     // refuse clearly
 //   weight = add_parameter("fc.weight", tp.shard(full_weight, /*dim=*/0));
 //   tp.mark_partitioned("fc.weight", /*dim=*/0);                               // checkpoints
