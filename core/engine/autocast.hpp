@@ -9,7 +9,8 @@
 //
 // Weight cache: inside one policy scope, the bf16 copy of a leaf that requires grad (a
 // parameter) is made once and reused by every matmul that reads it (forward and backward,
-// every micro-batch of a step). The trainer opens one scope per optimizer update and closes
+// every micro-batch of a step); a view of such a leaf (a matmul on rows of a fused weight)
+// reads the same view of the leaf's cached copy. The trainer opens one scope per update and closes
 // it before the optimizer writes the weights, so a cached copy never goes stale. Whoever
 // writes a parameter in place inside a scope must call autocast_clear_cache().
 // Non-leaf operands (activations) are rounded to bf16 at each matmul and saved in bf16 for
@@ -43,7 +44,7 @@ class AutocastGuard {
 };
 
 // x (f32) as a detached bf16 tensor under the current policy: the cached copy for a leaf
-// that requires grad, a fresh rounding otherwise. Used by matmul; never records autograd.
+// that requires grad (or the same view of it for a view of one), a fresh rounding otherwise. Used by matmul; never records autograd.
 Tensor autocast_bf16_operand(const Tensor& x);
 
 }  // namespace patchbay::engine

@@ -154,6 +154,36 @@ TEST_CASE("autocast bf16: gradients match central finite differences of the f32 
   }
 }
 
+TEST_CASE("autocast bf16: a view of a parameter reads the same view of its cached copy") {
+  // As attention_dense's q/k/v matmuls on row slices of qkv.weight: the slices use the one
+  // cached bf16 copy (an in-place write inside the scope is not seen: the copy was reused),
+  // with the values of rounding the slice itself, and gradients reach the parameter.
+  Tensor w = random_tensor({24, 16}, 11, -1, 1, true);
+  Tensor x = random_tensor({4, 16}, 12);
+  Tensor first, stale, reference;
+  {
+    AutocastGuard bf16(DType::kBF16);
+    first = matmul(x, w.slice(0, 8, 16), false, true);  // [4, 8]: rows 8..15 of w
+    copy_(w, mul_scalar(w.detach(), 2.0));
+    stale = matmul(x, w.slice(0, 8, 16), false, true);
+  }
+  CHECK(max(abs(sub(stale, first))).item() == 0.0);
+  {
+    AutocastGuard bf16(DType::kBF16);  // a new scope: the write is seen, through the view
+    reference = matmul(x, w.detach().slice(0, 8, 16).contiguous(), false, true);
+    Tensor viewed = matmul(x, w.slice(0, 8, 16), false, true);
+    CHECK(max(abs(sub(viewed, reference))).item() == 0.0);
+    backward(sum(viewed));
+  }
+  REQUIRE(w.grad().defined());
+  const std::vector<float> g = w.grad().to_vector();
+  for (int64_t r = 0; r < 24; ++r) {
+    bool zero = true;
+    for (int64_t c = 0; c < 16; ++c) zero = zero && g[static_cast<size_t>(r * 16 + c)] == 0.f;
+    CHECK_MESSAGE(zero == (r < 8 || r >= 16), "row " << r);
+  }
+}
+
 TEST_CASE("autocast bf16: a parameter's bf16 copy is made once per scope and dropped with it") {
   Tensor w = random_tensor({16, 16}, 9, -1, 1, true);
   Tensor x = random_tensor({4, 16}, 10);

@@ -3,9 +3,11 @@
 // the key cannot be reused by another tensor while the entry lives.
 #include "engine/autocast.hpp"
 
+#include <memory>
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "engine/autograd.hpp"
 #include "engine/ops.hpp"
 
 namespace patchbay::engine {
@@ -31,6 +33,40 @@ Tensor round_to_bf16(const Tensor& x) {
   return x.detach().to(DType::kBF16);
 }
 
+// The parameter x is a view of, or null: x was made by a view op (same storage) from a
+// contiguous leaf that requires grad — a layer's matmul on rows of its fused weight
+// (attention_dense's q, k, v slices of qkv.weight). Its grad_fn's one input is that leaf.
+const Tensor* viewed_parameter(const Tensor& x) {
+  const std::shared_ptr<Node>& fn = x.impl()->grad_fn;
+  if (fn == nullptr || fn->released() || fn->inputs().size() != 1) return nullptr;
+  const Tensor& base = fn->inputs()[0];
+  if (!base.defined() || !base.is_leaf() || !base.requires_grad()) return nullptr;
+  if (base.impl()->storage != x.impl()->storage || !base.is_contiguous()) return nullptr;
+  return &base;
+}
+
+// The cached bf16 copy of the parameter `p` (a leaf that requires grad), made on first use.
+Tensor cached_copy(const Tensor& p) {
+  AutocastState& s = state();
+  auto it = s.weights.find(p.impl());
+  if (it != s.weights.end()) return it->second.bf16;
+  Tensor copy = round_to_bf16(p);
+  s.weights.emplace(p.impl(), CachedCopy{p, copy});
+  return copy;
+}
+
+// The view `x` takes of `base`, taken of base's bf16 copy instead (both contiguous with the
+// same shape, so the same element offsets and strides address the same elements).
+Tensor same_view_of(const Tensor& copy, const Tensor& base, const Tensor& x) {
+  auto view = std::make_shared<TensorImpl>();
+  view->storage = copy.impl()->storage;
+  view->shape = x.shape();
+  view->strides = x.impl()->strides;
+  view->offset = copy.impl()->offset + (x.impl()->offset - base.impl()->offset);
+  view->dtype = DType::kBF16;
+  return Tensor(std::move(view));
+}
+
 }  // namespace
 
 DType autocast_dtype() { return state().dtype; }
@@ -51,13 +87,9 @@ void autocast_clear_cache() { state().weights.clear(); }
 
 Tensor autocast_bf16_operand(const Tensor& x) {
   if (x.dtype() == DType::kBF16) return x.detach();
-  if (!(x.is_leaf() && x.requires_grad())) return round_to_bf16(x);
-  AutocastState& s = state();
-  auto it = s.weights.find(x.impl());
-  if (it != s.weights.end()) return it->second.bf16;
-  Tensor copy = round_to_bf16(x);
-  s.weights.emplace(x.impl(), CachedCopy{x, copy});
-  return copy;
+  if (x.is_leaf() && x.requires_grad()) return cached_copy(x);
+  if (const Tensor* base = viewed_parameter(x)) return same_view_of(cached_copy(*base), *base, x);
+  return round_to_bf16(x);
 }
 
 }  // namespace patchbay::engine
