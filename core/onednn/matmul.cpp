@@ -148,6 +148,40 @@ MatmulArgs transposed_problem(const MatmulArgs& args) {
   return t;
 }
 
+// Very tall or very deep single products run as slices, each a oneDNN matmul of its own:
+// oneDNN 2.6 blocks such shapes badly. Measured at GPT-2's tied LM head, 2 threads, Zen 4
+// (docs/BENCHMARKS.md, "The LM head's GEMMs in slices"): dW = dlogits^T [50257 x 256] @ X
+// [256 x 768] 403 -> 476 GFLOP/s f32 and 613 -> 848 bf16 in 8 row slices; dX = dlogits
+// [256 x 50257] @ W [50257 x 768] 318 -> 487 f32 and 784 -> 846 bf16 in 8 slices of K summed
+// into C. Row slices compute the same sums; K slices add partial sums into an f32 C (never
+// into a bf16 C, which would round each partial sum).
+constexpr std::int64_t kSliceLength = 8192;
+constexpr std::int64_t kSliceAbove = 2 * kSliceLength;
+
+const char* element_at(const void* base, DType dtype, std::int64_t offset) {
+  return static_cast<const char*>(base) + offset * (dtype == DType::kBF16 ? 2 : 4);
+}
+
+bool slice_rows(const MatmulArgs& args) { return args.batch == 1 && args.m >= kSliceAbove; }
+
+bool slice_depth(const MatmulArgs& args) {
+  return args.batch == 1 && args.c.dtype == DType::kF32 && args.k >= kSliceAbove &&
+         args.k >= 4 * std::max(args.m, args.n);
+}
+
+// Calls run(slice) for consecutive slices of [0, length) of near-equal size (at most two
+// distinct sizes, so at most two cached primitives).
+template <class Run>
+void for_each_slice(std::int64_t length, Run&& run) {
+  const std::int64_t count = (length + kSliceLength - 1) / kSliceLength;
+  const std::int64_t size = (length + count - 1) / count;
+  for (std::int64_t start = 0; start < length; start += size) {
+    run(start, std::min(size, length - start));
+  }
+}
+
+void matmul_whole(const MatmulArgs& args);
+
 }  // namespace
 
 void matmul(const MatmulArgs& given) {
@@ -159,6 +193,35 @@ void matmul(const MatmulArgs& given) {
     scale_output_for_empty_k(args);
     return;
   }
+  if (slice_rows(args)) {
+    for_each_slice(args.m, [&](std::int64_t start, std::int64_t rows) {
+      MatmulArgs slice = args;
+      slice.m = rows;
+      slice.a.data = element_at(args.a.data, args.a.dtype, start * args.a.row_stride);
+      slice.c.data = const_cast<char*>(
+          element_at(args.c.data, args.c.dtype, start * args.c.row_stride));
+      matmul_whole(slice);
+    });
+    return;
+  }
+  if (slice_depth(args)) {
+    for_each_slice(args.k, [&](std::int64_t start, std::int64_t depth) {
+      MatmulArgs slice = args;
+      slice.k = depth;
+      slice.a.data = element_at(args.a.data, args.a.dtype, start * args.a.col_stride);
+      slice.b.data = element_at(args.b.data, args.b.dtype, start * args.b.row_stride);
+      if (start > 0) slice.beta = 1.0f;  // C = alpha * (sum of slices) + beta * C
+      matmul_whole(slice);
+    });
+    return;
+  }
+  matmul_whole(args);
+}
+
+namespace {
+
+// One oneDNN matmul over the whole (normalised, non-empty) problem.
+void matmul_whole(const MatmulArgs& args) {
 
   const bool fold = fold_batch_into_rows(args);
   const bool batched = args.batch > 1 && !fold;
@@ -230,6 +293,8 @@ void matmul(const MatmulArgs& given) {
                               {DNNL_ARG_DST, detail::wrap(cached->descs[2], args.c.data)}});
   });
 }
+
+}  // namespace
 
 void matmul_2d_f32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
                    std::int64_t k, bool transpose_a, bool transpose_b) {

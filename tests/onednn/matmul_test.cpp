@@ -8,6 +8,7 @@
 // rounding of the result (2^-8 relative; oneDNN rounds to nearest, allow 1 ulp = 2^-7).
 #include <doctest/doctest.h>
 
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -219,6 +220,44 @@ TEST_CASE("matmul bf16 inputs with f32 and bf16 outputs") {
       CAPTURE(transposes);
       CAPTURE(static_cast<int>(output));
       run_case(cs);
+    }
+  }
+}
+
+// Products with >= 16384 rows, or a depth >= 16384 and 4x the output's sides, run as
+// slices of at most 8192 (core/onednn/matmul.cpp): every slice boundary, alpha/beta, padded
+// and column-major C, transposes, and bf16 inputs (a bf16 C is never sliced in depth).
+TEST_CASE("very tall and very deep products run in slices and stay correct") {
+  Case tall;
+  tall.m = 2 * 8192 + 37;  // 3 row slices
+  tall.n = 5;
+  tall.k = 7;
+  tall.a.transposed = true;  // dW = dY^T X, as at a language-model head
+  tall.c.pad = 2;
+  tall.alpha = 0.5f;
+  tall.beta = -1.25f;
+  run_case(tall);
+  tall.c.transposed = true;  // column-major C: solved as C^T, sliced along its rows
+  tall.c.pad = 0;
+  std::swap(tall.m, tall.n);
+  run_case(tall);
+
+  for (DType input : {DType::kF32, DType::kBF16}) {
+    for (DType output : {DType::kF32, DType::kBF16}) {
+      if (input == DType::kF32 && output == DType::kBF16) continue;
+      Case deep;
+      deep.m = 3;
+      deep.n = 4;
+      deep.k = 2 * 8192 + 101;  // 3 depth slices summed into C
+      deep.b.transposed = true;
+      deep.a.pad = 3;
+      deep.input = input;
+      deep.output = output;
+      deep.alpha = 0.5f;
+      deep.beta = -1.25f;
+      CAPTURE(static_cast<int>(input));
+      CAPTURE(static_cast<int>(output));
+      run_case(deep);
     }
   }
 }
