@@ -220,6 +220,18 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
                   100 * t_clip / total, 100 * t_optimizer / total,
                   static_cast<double>(peak_bytes[i]) / (1024.0 * 1024.0));
     std::cout << line;
+    // What MFU this batch allows at best: every FLOP at the reference GEMM rate, nothing else
+    // costing time but the clip and optimizer phases as measured. Those passes stream every
+    // parameter, its gradient and the optimizer state (AdamW: 32 bytes per parameter) once per
+    // update whatever the batch, so at few tokens per update they cap MFU below 100%.
+    const double ideal_compute = flops_per_token * tokens / (gemm.median_gflops * 1e9);
+    const double ceiling = ideal_compute / (ideal_compute + t_clip + t_optimizer);
+    std::snprintf(line, sizeof line,
+                  "ceiling at %lld tokens per update: GEMM rate for every FLOP + the measured clip "
+                  "and optimizer phases = %.1f tokens/s, MFU %.1f%%\n",
+                  static_cast<long long>(o.grad_accum_steps * o.batch_size * o.seq_len),
+                  tokens / (ideal_compute + t_clip + t_optimizer), 100.0 * ceiling);
+    std::cout << line;
   }
   if (precisions.size() == 2 && precisions[0] != precisions[1]) {
     // The two GEMM rates again, back to back, so their ratio is taken under one load.
