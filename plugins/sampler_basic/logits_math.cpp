@@ -11,7 +11,9 @@ namespace sampler_basic {
 void check_logits(std::span<const float> logits, const char* who) {
   if (logits.empty())
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": vocab is 0");
-  for (size_t i = 0; i < logits.size(); ++i) {
+  size_t bad = 0;  // one vectorised pass; the offending id is looked for only when there is one
+  for (const float z : logits) bad += static_cast<size_t>((z != z) | (z == INFINITY));
+  for (size_t i = 0; bad > 0 && i < logits.size(); ++i) {
     const float z = logits[i];
     if (std::isnan(z) || z == INFINITY) {
       throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,

@@ -11,18 +11,18 @@ namespace sampler_basic {
 int32_t Sample::select(std::span<const float> logits) {
   check_logits(logits, "sample");
   float max_logit = -INFINITY;
-  for (float z : logits) max_logit = std::fmax(max_logit, z);
+  for (const float z : logits) max_logit = z > max_logit ? z : max_logit;  // no NaN (checked)
   if (!std::isfinite(max_logit)) {
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
                                 "sample: no finite logit; every token was removed");
   }
-  std::vector<double> weights(logits.size());
+  weights_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
-    weights[i] = std::isfinite(logits[i])
+    weights_[i] = std::isfinite(logits[i])
                      ? std::exp(static_cast<double>(logits[i]) - static_cast<double>(max_logit))
                      : 0.0;
   }
-  return static_cast<int32_t>(draw_index(weights, rng_));
+  return static_cast<int32_t>(draw_index(weights_, rng_));
 }
 
 }  // namespace sampler_basic

@@ -3,6 +3,8 @@
 #ifndef PATCHBAY_PLUGINS_SAMPLER_BASIC_SAMPLE_HPP_
 #define PATCHBAY_PLUGINS_SAMPLER_BASIC_SAMPLE_HPP_
 
+#include <vector>
+
 #include "logits_math.hpp"
 #include "patchbay/sampler.hpp"
 
@@ -20,6 +22,8 @@ class Sample : public patchbay::Sampler {
  private:
   uint64_t seed_;
   SplitMix64 rng_;
+  std::vector<double> weights_;  // select()'s weights, kept between calls (no 400 KB allocation
+                                 // and page faults per token at a 50K vocabulary)
 };
 
 inline constexpr pb_config_field kSampleFields[] = {

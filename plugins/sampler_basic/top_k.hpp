@@ -3,6 +3,8 @@
 #ifndef PATCHBAY_PLUGINS_SAMPLER_BASIC_TOP_K_HPP_
 #define PATCHBAY_PLUGINS_SAMPLER_BASIC_TOP_K_HPP_
 
+#include <vector>
+
 #include "patchbay/sampler.hpp"
 
 namespace sampler_basic {
@@ -16,7 +18,10 @@ class TopK : public patchbay::Sampler {
   void apply(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) override;
 
  private:
+  float kth_largest(std::span<const float> logits);  // 1 <= k_ < logits.size()
+
   size_t k_;
+  std::vector<float> scratch_;  // kth_largest's heap or copy, kept between calls
 };
 
 inline constexpr pb_config_field kTopKFields[] = {
