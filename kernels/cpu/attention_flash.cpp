@@ -284,9 +284,16 @@ std::string attention_flash_backward(const AttentionParams& p) {
     std::memset(dq_acc, 0, sizeof(float) * std::size_t(dq_acc_floats(p)));
     flash_tiles::fill_backward_shared(p, shared);  // ends with a barrier
 
-#pragma omp for schedule(dynamic, 1)
+    // A fixed assignment of key tiles to threads (static, round robin), so that every
+    // thread's dq accumulator — and so dq, summed over threads in reduce_dq — holds the same
+    // sums run after run: training is bit-reproducible at a given thread count (a dynamic
+    // schedule made dq depend on timing). Tiles run heaviest first (tile 0, under causal) for
+    // even (batch, head) pairs and lightest first for odd ones, so round robin deals heavy
+    // and light tiles to every thread alike.
+#pragma omp for schedule(static, 1)
     for (std::int64_t task = 0; task < tasks; ++task) {
-      const std::int64_t bhk = task / key_tiles, tile = task % key_tiles;  // tile 0 is heaviest
+      const std::int64_t bhk = task / key_tiles, step = task % key_tiles;
+      const std::int64_t tile = bhk % 2 == 0 ? step : key_tiles - 1 - step;
       const std::int64_t k0 = tile * kKeyTile;
       const std::int64_t keys = std::min<std::int64_t>(kKeyTile, p.kv_len - k0);
       kernels.backward_key_tile(p, bhk / p.kv_heads, bhk % p.kv_heads, k0, keys, shared, dq_acc,

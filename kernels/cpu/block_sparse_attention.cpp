@@ -215,9 +215,13 @@ std::string block_sparse_attention_backward(const BlockSparseParams& p) {
     std::vector<Span> spans(static_cast<std::size_t>(group * blocks));
     std::vector<std::int64_t> head_begin(static_cast<std::size_t>(group + 1), 0);
     std::int64_t spans_of = -1;  // kv head * blocks + key block
-#pragma omp for schedule(dynamic, 1)
+    // Static round robin, as the flash backward (attention_flash.cpp): a fixed assignment of
+    // tasks to threads keeps dq bit-reproducible; odd (batch, kv head) pairs run their key
+    // blocks lightest first so that every thread gets heavy and light ones.
+#pragma omp for schedule(static, 1)
     for (std::int64_t task = 0; task < tasks; ++task) {
-      const std::int64_t bhk = task / (blocks * pieces), within = task % (blocks * pieces);
+      const std::int64_t bhk = task / (blocks * pieces), step = task % (blocks * pieces);
+      const std::int64_t within = bhk % 2 == 0 ? step : blocks * pieces - 1 - step;
       const std::int64_t c = within / pieces;  // block 0 first: under causal the heaviest
       const std::int64_t k0 = c * bs + within % pieces * kKeyTile;
       const std::int64_t block_end = std::min((c + 1) * bs, p.kv_len);
