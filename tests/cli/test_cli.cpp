@@ -146,3 +146,22 @@ TEST_CASE("component keys are checked against the plugin's own schema") {
   CHECK(contains(demo_bad.output, "tokenizer.vocab_size: value out of range"));
   CHECK(contains(demo_bad.output, "<command line --set tokenizer.vocab_size=10>"));
 }
+
+TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's batch") {
+  const Result r = run_patchbay(
+      std::string("bench train '") + PATCHBAY_CONFIGS +
+      "/quickstart.toml' --batch-size 2 --seq-len 16 --random-tokens --vocab-size 330 --steps 1 "
+      "--precision f32 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "tokens/s: "));
+  CHECK(contains(r.output, "MFU vs that GEMM rate: "));
+  const std::string ceiling = "ceiling at 32 tokens per update: ";
+  const size_t at = r.output.find(ceiling);
+  REQUIRE(at != std::string::npos);
+  const size_t mfu = r.output.find(", MFU ", at);
+  REQUIRE(mfu != std::string::npos);
+  const double percent = std::stod(r.output.substr(mfu + 6));
+  CHECK(percent > 0.0);
+  CHECK(percent <= 100.0);
+}
