@@ -170,7 +170,7 @@ bool slice_depth(const MatmulArgs& args) {
 }
 
 // Calls run(slice) for consecutive slices of [0, length) of near-equal size (at most two
-// distinct sizes, so at most two cached primitives).
+// distinct sizes; with a first depth slice's own beta, at most four cached primitives).
 template <class Run>
 void for_each_slice(std::int64_t length, Run&& run) {
   const std::int64_t count = (length + kSliceLength - 1) / kSliceLength;

@@ -19,9 +19,9 @@ Temperature::Temperature(double temperature) : temperature_(static_cast<float>(t
 
 void Temperature::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
   check_logits(logits, "temperature");
-  // -inf / t = -inf for the finite t > 0 the constructor admits, so every element divides
-  // (no branch: the loop vectorises).
-  for (float& z : logits) z /= temperature_;
+  // A select, not a branch, so the loop vectorises; -inf stays -inf even where T overflows to
+  // +inf in f32 (-inf / inf would be NaN).
+  for (float& z : logits) z = z == -INFINITY ? z : z / temperature_;
 }
 
 }  // namespace sampler_basic

@@ -241,6 +241,17 @@ TEST_CASE("very tall and very deep products run in slices and stay correct") {
   tall.c.pad = 0;
   std::swap(tall.m, tall.n);
   run_case(tall);
+  Case tall_bf16;  // bf16 inputs, f32 and bf16 outputs, A as stored, B transposed
+  tall_bf16.m = 2 * 8192 + 5;
+  tall_bf16.n = 3;
+  tall_bf16.k = 9;
+  tall_bf16.b.transposed = true;
+  tall_bf16.input = DType::kBF16;
+  for (DType output : {DType::kF32, DType::kBF16}) {
+    tall_bf16.output = output;
+    CAPTURE(static_cast<int>(output));
+    run_case(tall_bf16);
+  }
 
   for (DType input : {DType::kF32, DType::kBF16}) {
     for (DType output : {DType::kF32, DType::kBF16}) {
@@ -260,6 +271,13 @@ TEST_CASE("very tall and very deep products run in slices and stay correct") {
       run_case(deep);
     }
   }
+  Case deep_t;  // A transposed, B as stored, beta 0 (the first slice overwrites C)
+  deep_t.m = 5;
+  deep_t.n = 2;
+  deep_t.k = 2 * 8192 + 3;
+  deep_t.a.transposed = true;
+  deep_t.b.pad = 1;
+  run_case(deep_t);
 }
 
 TEST_CASE("matmul with k == 0 writes beta * C") {

@@ -37,6 +37,33 @@ TEST_CASE("temperature divides finite logits, keeps -inf, refuses T <= 0 naming 
   CHECK(thrown_code([] { Temperature negative(-0.5); }) == PB_STATUS_INVALID_ARGUMENT);
 }
 
+TEST_CASE("temperature keeps -inf where T overflows to +inf in f32") {
+  Temperature huge(1e39);  // finite as a double, +inf as the f32 the plugin divides by
+  const std::vector<float> out = applied(huge, {2.0f, -INFINITY, -3.0f});
+  CHECK(out[0] == 0.0f);
+  CHECK(out[1] == -INFINITY);
+  CHECK(out[2] == 0.0f);
+}
+
+// k <= V / 16 takes the heap selection, larger k nth_element: both against sorting a copy, on
+// a vocabulary with many ties (values drawn from 40 levels) and some -inf.
+TEST_CASE("top_k's heap and nth_element paths agree with a sorted reference") {
+  std::vector<float> z(1000);
+  for (size_t i = 0; i < z.size(); ++i)
+    z[i] = i % 97 == 0 ? -INFINITY : static_cast<float>((i * 7919) % 40) * 0.25f;
+  for (int64_t k : {1, 10, 40, 62, 63, 64, 200, 999}) {
+    CAPTURE(k);
+    std::vector<float> sorted = z;
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    const float kth = sorted[static_cast<size_t>(k - 1)];
+    Ids expected;
+    for (size_t i = 0; i < z.size(); ++i)
+      if (std::isfinite(z[i]) && z[i] >= kth) expected.push_back(static_cast<int32_t>(i));
+    TopK top(k, 1);
+    CHECK(kept(applied(top, z)) == expected);
+  }
+}
+
 TEST_CASE("top_k keeps every token tied with the k-th value (HF)") {
   const std::vector<float> z = {1.0f, 3.0f, 3.0f, 2.0f, 0.0f};
   TopK k1(1, 1);
