@@ -139,7 +139,15 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
     for (int64_t step = first; step < first + count; ++step) {
       // bf16: matmul autocast over the update's forwards and backwards, as train_step does.
       std::optional<engine::AutocastGuard> autocast;
-      if (precision == "bf16") autocast.emplace(engine::DType::kBF16);
+      // The weights' bf16 copies are written by the optimizer's pass in a bf16 run; as the
+      // precisions alternate here, f32 updates pause them and the next bf16 update rounds them
+      // again before its timer starts (a bf16 run never does: the steady state is timed).
+      if (precision == "bf16") {
+        autocast.emplace(engine::DType::kBF16);
+        train::use_bf16_weight_copies(t);
+      } else {
+        train::pause_bf16_weight_copies(t);
+      }
       for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
         const train::Batch batch =
             random_tokens ? train::random_batch(vocab_size, o.seed, step * o.grad_accum_steps + micro, o.batch_size, o.seq_len)

@@ -216,6 +216,12 @@ void describe_declarations(std::ostream& out, const pb_component_descriptor& d) 
           << (scaled ? "folded into the update (step_scaled, 1.1)"
                      : "host scales the gradients first")
           << "\n";
+      const bool copies =
+          PB_HAS_FIELD(v, pb_optimizer_vtable, set_bf16_copy) && v->set_bf16_copy != nullptr;
+      out << "  bf16 weights: "
+          << (copies ? "written by the update pass (set_bf16_copy, 1.2)"
+                     : "host rounds the weights under bf16 precision")
+          << "\n";
       break;
     }
     case PB_KIND_PARALLELISM: {

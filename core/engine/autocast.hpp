@@ -43,6 +43,13 @@ class AutocastGuard {
   DType previous_;
 };
 
+// Hands the open bf16 scope a ready bf16 copy of the parameter `param` (an f32 contiguous leaf
+// that requires grad): matmuls in this scope read `copy` (bf16, param's shape, contiguous)
+// instead of rounding param themselves. The caller promises copy == param rounded to bf16 (the
+// trainer's copies are written by the optimizer's update pass, optimizer.h minor 2). Throws
+// kInvalidArgument outside a bf16 policy or for tensors that do not fit.
+void autocast_use_copy(const Tensor& param, const Tensor& copy);
+
 // x (f32) as a detached bf16 tensor under the current policy: the cached copy for a leaf
 // that requires grad (or the same view of it for a view of one), a fresh rounding otherwise. Used by matmul; never records autograd.
 Tensor autocast_bf16_operand(const Tensor& x);

@@ -107,6 +107,28 @@ void OptimizerHandle::step_scaled(double lr, double grad_scale) {
                  context("step_scaled failed"));
 }
 
+bool OptimizerHandle::supports_bf16_copies() const {
+  return PB_HAS_FIELD(vtable_, pb_optimizer_vtable, set_bf16_copy) &&
+         vtable_->set_bf16_copy != nullptr;
+}
+
+bool OptimizerHandle::set_bf16_copy(size_t index, const engine::Tensor& copy) {
+  if (!supports_bf16_copies()) {
+    throw Error(ErrorKind::kInternal,
+                context("set_bf16_copy: the optimizer has no set_bf16_copy (interface < 1.2); "
+                        "round the weights on the host"));
+  }
+  pb_tensor* handle = copy.defined() ? engine::ops_table_wrap(copy) : nullptr;  // NULL: remove
+  pb_status* status = vtable_->set_bf16_copy(instance_.get(), index, handle);
+  if (handle != nullptr) engine::host_ops_table()->release(handle);  // the optimizer retains its own
+  if (status != nullptr && host_->status_code(status) == PB_STATUS_UNSUPPORTED) {
+    host_->status_free(status);
+    return false;
+  }
+  throw_if_error(status, context("set_bf16_copy " + std::to_string(index) + " failed"));
+  return true;
+}
+
 std::vector<OptimizerHandle::StateTensor> OptimizerHandle::state() const {
   std::vector<StateTensor> out;
   std::set<std::string> seen;

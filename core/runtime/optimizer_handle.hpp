@@ -7,6 +7,7 @@
 //   ... backward, clip ...
 //   opt.step(lr);                                 // lr from train/lr_schedule
 //   opt.step_scaled(lr, clip_factor);             // clipping folded in (supports_grad_scale())
+//   opt.set_bf16_copy(i, copy);                   // bf16 weights written by the update pass
 //   for (const auto& s : opt.state()) save(s.name, s.tensor);     // checkpoint
 //   opt.restore_state(loaded);                    // resume: overwrite in place, by name
 //
@@ -72,6 +73,16 @@ class OptimizerHandle {
   // are; only when supports_grad_scale() (Error(kInternal) otherwise: the caller scales the
   // gradients itself, train::optimizer_step_scaled does both).
   void step_scaled(double lr, double grad_scale);
+
+  // True when the optimizer writes bf16 copies of the weights in its update pass (optimizer.h
+  // minor 2: pb_optimizer_vtable::set_bf16_copy present and non-NULL).
+  bool supports_bf16_copies() const;
+  // Registers `copy` (contiguous bf16, parameter `index`'s shape) for parameter `index`: every
+  // later step that updates the parameter stores its new values rounded to bf16 there; an
+  // undefined `copy` removes the registration. Returns
+  // false when the optimizer cannot write this parameter's copy (PB_STATUS_UNSUPPORTED: the
+  // caller rounds it itself); throws Error for anything else, or without supports_bf16_copies().
+  bool set_bf16_copy(size_t index, const engine::Tensor& copy);
 
   // Every state tensor of this rank, in the optimizer's order.
   std::vector<StateTensor> state() const;

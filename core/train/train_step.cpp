@@ -44,15 +44,33 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
   return t;
 }
 
+void use_bf16_weight_copies(TrainableModel& trainable) {
+  if (!trainable.use_bf16_copies || trainable.optimizer_step || !trainable.optimizer) return;
+  if (!trainable.bf16_copies) {
+    trainable.bf16_copies =
+        std::make_shared<Bf16WeightCopies>(*trainable.optimizer, trainable.parameter_tensors);
+  }
+  trainable.bf16_copies->use_in_scope();
+}
+
+void pause_bf16_weight_copies(TrainableModel& trainable) {
+  if (trainable.bf16_copies) trainable.bf16_copies->pause();
+}
+
 StepResult train_step(TrainableModel& trainable, const TrainOptions& options, int64_t step,
                       const std::function<Batch(int64_t micro_step)>& micro_batch) {
   StepResult result;
   const int64_t accum = options.grad_accum_steps;
-  // bf16 mixed precision: matmuls in bf16 for this update's forwards and backwards (one cached
-  // bf16 copy per weight); the scope closes before clipping and the optimizer touch the f32
+  // bf16 mixed precision: matmuls in bf16 for this update's forwards and backwards (one bf16
+  // copy per weight, written by the optimizer's previous update pass where it can); the scope closes before clipping and the optimizer touch the f32
   // master weights.
   std::optional<engine::AutocastGuard> autocast;
-  if (options.precision == "bf16") autocast.emplace(engine::DType::kBF16);
+  if (options.precision == "bf16") {
+    autocast.emplace(engine::DType::kBF16);
+    use_bf16_weight_copies(trainable);  // copies the optimizer wrote in the previous update
+  } else {
+    pause_bf16_weight_copies(trainable);
+  }
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
     const model::ForwardResult out = trainable.model->forward(batch.inputs, /*training=*/true);

@@ -43,6 +43,7 @@
 #include "runtime/optimizer_handle.hpp"
 #include "runtime/registry.hpp"
 #include "train/batches.hpp"
+#include "train/bf16_weight_copies.hpp"
 #include "train/evaluator.hpp"
 #include "train/layer_stats.hpp"
 #include "train/train_config.hpp"
@@ -69,6 +70,12 @@ struct TrainableModel {
   // train_step's own.
   std::function<double()> grad_norm;
   std::function<void(double lr, double grad_scale)> optimizer_step;
+  // bf16 precision: the weights' bf16 copies, written by the optimizer's update pass
+  // (train/bf16_weight_copies.hpp); made at the first bf16 step (after any restore), never with
+  // optimizer_step set (ZeRO-1 writes parameters by all-gather). false: every bf16 scope
+  // rounds the weights itself (the comparison the tests make).
+  std::shared_ptr<Bf16WeightCopies> bf16_copies;
+  bool use_bf16_copies = true;
 };
 
 // Builds the model ([model] sections, vocab_size from the tokenizer) and the [optimizer]
@@ -79,6 +86,14 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
                                      runtime::Registry& registry,
                                      const config::ComponentSchemaLookup& lookup,
                                      int64_t vocab_size, int64_t tp_rank = 0, int64_t tp_size = 1);
+
+// Right after opening an update's bf16 autocast scope: hands the scope the weights' bf16
+// copies that the optimizer keeps (creating and registering them on first use), unless
+// use_bf16_copies is false or a custom optimizer_step writes the parameters.
+void use_bf16_weight_copies(TrainableModel& trainable);
+// Before an f32 update of a model that also takes bf16 updates (bench train alternates them):
+// the optimizer stops writing the copies (Bf16WeightCopies::pause).
+void pause_bf16_weight_copies(TrainableModel& trainable);
 
 struct StepResult {
   double loss = 0;       // mean over the micro-batches (without the aux loss)

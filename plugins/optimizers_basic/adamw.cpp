@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "adamw_loop.hpp"
 #include "dense_f32.hpp"
 
 namespace optimizers_basic {
@@ -70,69 +71,34 @@ void AdamW::update_scaled(const Param& param, const patchbay::Tensor& grad, doub
   adamw_step(param.tensor.data<float>(), grad.data<float>(), m.exp_avg.data<float>(),
              m.exp_avg_sq.data<float>(), param.tensor.numel(), *step, lr,
              settings_.weight_decay * param.options.weight_decay_scale, settings_,
-             settings_.amsgrad ? m.max_exp_avg_sq.data<float>() : nullptr, grad_scale);
+             settings_.amsgrad ? m.max_exp_avg_sq.data<float>() : nullptr, grad_scale,
+             param.bf16_copy.defined() ? param.bf16_copy.data<uint16_t>() : nullptr);
 }
-
-namespace {
-
-struct AdamWScalars {
-  float decay, step_size, bias_correction2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps,
-      grad_scale;
-};
-
-// One pass: reads param, grad, exp_avg, exp_avg_sq (and max_exp_avg_sq) once, writes param and
-// the moments once. kScaled multiplies the gradient by grad_scale first (the f32 product the
-// host's in-place scaling would have stored), so scaled and pre-scaled runs agree bit for bit.
-template <bool kScaled, bool kAmsgrad>
-void adamw_loop(float* __restrict param, const float* __restrict grad, float* __restrict exp_avg,
-                float* __restrict exp_avg_sq, float* __restrict max_exp_avg_sq, int64_t n,
-                const AdamWScalars& c) {
-  const float decay = c.decay, step_size = c.step_size, bc2_sqrt = c.bias_correction2_sqrt;
-  const float one_minus_beta1 = c.one_minus_beta1, beta2 = c.beta2,
-              one_minus_beta2 = c.one_minus_beta2, eps = c.eps, scale = c.grad_scale;
-#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = kScaled ? grad[i] * scale : grad[i];
-    const float p = param[i] * decay;
-    const float m = exp_avg[i] + one_minus_beta1 * (g - exp_avg[i]);
-    const float v = exp_avg_sq[i] * beta2 + one_minus_beta2 * (g * g);
-    float v_used = v;
-    if constexpr (kAmsgrad) {
-      v_used = max_exp_avg_sq[i] < v ? v : max_exp_avg_sq[i];  // std::max, in a vectorisable form
-      max_exp_avg_sq[i] = v_used;
-    }
-    const float denom = std::sqrt(v_used) / bc2_sqrt + eps;
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    param[i] = p - step_size * (m / denom);
-  }
-}
-
-}  // namespace
 
 void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
                 int64_t t, double lr, double weight_decay, const AdamWSettings& settings,
-                float* max_exp_avg_sq, float grad_scale) {
+                float* max_exp_avg_sq, float grad_scale, uint16_t* bf16_copy) {
   // Scalars in double, rounded once to f32 as torch does with Python-float scalars.
   const double bias_correction1 = 1.0 - std::pow(settings.beta1, static_cast<double>(t));
   const double bias_correction2 = 1.0 - std::pow(settings.beta2, static_cast<double>(t));
-  AdamWScalars c;
-  c.decay = static_cast<float>(1.0 - lr * weight_decay);
-  c.step_size = static_cast<float>(lr / bias_correction1);
-  c.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  c.one_minus_beta1 = static_cast<float>(1.0 - settings.beta1);
-  c.beta2 = static_cast<float>(settings.beta2);
-  c.one_minus_beta2 = static_cast<float>(1.0 - settings.beta2);
-  c.eps = static_cast<float>(settings.eps);
-  c.grad_scale = grad_scale;
-  const bool scaled = grad_scale != 1.0f;
-  if (settings.amsgrad) {
-    scaled ? adamw_loop<true, true>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, c)
-           : adamw_loop<false, true>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, c);
-  } else {
-    scaled ? adamw_loop<true, false>(param, grad, exp_avg, exp_avg_sq, nullptr, n, c)
-           : adamw_loop<false, false>(param, grad, exp_avg, exp_avg_sq, nullptr, n, c);
-  }
+  AdamWLoop loop;
+  loop.param = param;
+  loop.grad = grad;
+  loop.exp_avg = exp_avg;
+  loop.exp_avg_sq = exp_avg_sq;
+  loop.max_exp_avg_sq = settings.amsgrad ? max_exp_avg_sq : nullptr;
+  loop.bf16_copy = bf16_copy;
+  loop.n = n;
+  loop.amsgrad = settings.amsgrad;
+  loop.decay = static_cast<float>(1.0 - lr * weight_decay);
+  loop.step_size = static_cast<float>(lr / bias_correction1);
+  loop.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+  loop.one_minus_beta1 = static_cast<float>(1.0 - settings.beta1);
+  loop.beta2 = static_cast<float>(settings.beta2);
+  loop.one_minus_beta2 = static_cast<float>(1.0 - settings.beta2);
+  loop.eps = static_cast<float>(settings.eps);
+  loop.grad_scale = grad_scale;
+  adamw_update(loop);
 }
 
 }  // namespace optimizers_basic

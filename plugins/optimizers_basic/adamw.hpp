@@ -35,6 +35,7 @@ class AdamW : public patchbay::Optimizer {
 
   // Clipping folded into the update pass (optimizer.h minor 1).
   static constexpr bool kScalesGradients = true;
+  static constexpr bool kWritesBf16Copies = true;  // the fused loop stores the rounded update
 
   void init_state(const Param& param) override;
   void update(const Param& param, const patchbay::Tensor& grad, double lr) override;
@@ -54,9 +55,11 @@ class AdamW : public patchbay::Optimizer {
 // loop is the formula; tests check both against hand-computed values). max_exp_avg_sq is
 // used (and must be non-null) when settings.amsgrad. Every gradient element g is read as
 // g * grad_scale (an f32 multiply; none when grad_scale is 1): clipping folded into the pass.
+// A non-null bf16_copy [n] receives every new value rounded to bf16 in the same pass.
 void adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
                 int64_t t, double lr, double weight_decay, const AdamWSettings& settings,
-                float* max_exp_avg_sq = nullptr, float grad_scale = 1.0f);
+                float* max_exp_avg_sq = nullptr, float grad_scale = 1.0f,
+                uint16_t* bf16_copy = nullptr);
 
 inline constexpr pb_config_field kAdamWFields[] = {
     patchbay::Field::real("beta1", "0.9", "decay of the first-moment average, in [0, 1)")

@@ -97,7 +97,7 @@ FROZEN_OFFSET(pb_param_options, weight_decay_scale, 8);
 FROZEN_OFFSET(pb_param_options, lr_scale, 16);
 FROZEN_OFFSET(pb_param_options, group, 24);
 
-FROZEN_SIZE(pb_optimizer_vtable, 56);  // 1.1 appended step_scaled
+FROZEN_SIZE(pb_optimizer_vtable, 64);  // 1.1 appended step_scaled, 1.2 set_bf16_copy
 FROZEN_OFFSET(pb_optimizer_vtable, struct_size, 0);
 FROZEN_OFFSET(pb_optimizer_vtable, set_shard, 8);
 FROZEN_OFFSET(pb_optimizer_vtable, add_parameter, 16);
@@ -105,6 +105,7 @@ FROZEN_OFFSET(pb_optimizer_vtable, step, 24);
 FROZEN_OFFSET(pb_optimizer_vtable, state_count, 32);
 FROZEN_OFFSET(pb_optimizer_vtable, state_tensor, 40);
 FROZEN_OFFSET(pb_optimizer_vtable, step_scaled, 48);
+FROZEN_OFFSET(pb_optimizer_vtable, set_bf16_copy, 56);
 
 // ---- parallelism.h ----
 FROZEN_SIZE(pb_parallelism_vtable, 96);  // 1.1 appended all_reduce_start, wait, abort_job

@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <vector>
 
+#include "adamw_loop.hpp"
 #include "optimizer_test_host.hpp"
 #include "patchbay/testing/optimizer_conformance.hpp"
 #include "runtime/component_config.hpp"
@@ -149,4 +151,51 @@ TEST_CASE("adamw with amsgrad steps with the running maximum of v") {
   c.expected = {{{0.9}}, {{0.841663469}}};
   const auto report = pt::check_optimizer_conformance(ob::kAdamW, &config.view(), optimizer_tests::engine_host(), c);
   CHECK_MESSAGE(report.ok(), report.message());
+}
+
+// The loop is compiled for the baseline target and for AVX-512 (adamw_loop.hpp); without FMA
+// contraction and with IEEE sqrt and division both give the same bits, for every variant of the
+// loop (scaled gradient, amsgrad, bf16 copy), including the copy's rounding.
+TEST_CASE("adamw's baseline and AVX-512 loops give the same bits") {
+  if (!ob::adamw_update_avx512_available()) {
+    MESSAGE("no AVX-512 on this CPU: one loop only");
+    return;
+  }
+  const int64_t n = 70001;  // odd: vector bodies and remainders, more than one thread's share
+  for (int variant = 0; variant < 8; ++variant) {
+    CAPTURE(variant);
+    std::vector<float> state[2][5];  // param, grad, m, v, vmax per run
+    std::vector<uint16_t> copy[2];
+    for (int run = 0; run < 2; ++run) {
+      for (int k = 0; k < 5; ++k) {
+        state[run][k].resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i)
+          state[run][k][static_cast<size_t>(i)] =
+              k >= 2 ? static_cast<float>((i * 37 + k) % 101) * 1e-4f
+                     : std::sin(static_cast<float>(i * (k + 3))) * 3.0f;
+      }
+      copy[run].assign(static_cast<size_t>(n), 0);
+      ob::AdamWLoop loop;
+      loop.param = state[run][0].data();
+      loop.grad = state[run][1].data();
+      loop.exp_avg = state[run][2].data();
+      loop.exp_avg_sq = state[run][3].data();
+      loop.amsgrad = (variant & 2) != 0;
+      loop.max_exp_avg_sq = loop.amsgrad ? state[run][4].data() : nullptr;
+      loop.bf16_copy = (variant & 4) != 0 ? copy[run].data() : nullptr;
+      loop.n = n;
+      loop.decay = 0.999f;
+      loop.step_size = 1.3e-3f;
+      loop.bias_correction2_sqrt = 0.0447f;
+      loop.one_minus_beta1 = 0.1f;
+      loop.beta2 = 0.999f;
+      loop.one_minus_beta2 = 0.001f;
+      loop.eps = 1e-8f;
+      loop.grad_scale = (variant & 1) != 0 ? 0.37f : 1.0f;
+      run == 0 ? ob::adamw_update_generic(loop) : ob::adamw_update_avx512(loop);
+    }
+    for (int k = 0; k < 5; ++k) CHECK(state[0][k] == state[1][k]);
+    CHECK(copy[0] == copy[1]);
+    if ((variant & 4) != 0) CHECK(copy[0][12345] == patchbay::bf16_bits_nearest_even(state[0][0][12345]));
+  }
 }

@@ -1,9 +1,11 @@
 // The optimizer conformance kit fails broken optimizers: a wrong known answer, momentum kept
 // outside the exposed state (resume diverges), a step that ignores the shard, an update of
 // a parameter without a gradient, and a scaled step (step_scaled) that ignores the gradient
-// scale or writes the scaled gradient back.
+// scale or writes the scaled gradient back, and bf16 copies (set_bf16_copy) that are truncated
+// instead of rounded or that change when their parameter is skipped.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -83,6 +85,46 @@ inline constexpr pb_component_descriptor kWritesGrad =
     patchbay::make_optimizer_component<BadScaling<true>>("writes_grad", "1.0.0",
                                                          "broken on purpose");
 
+// Plain SGD that claims to write bf16 copies (kWritesBf16Copies) but truncates instead of
+// rounding to nearest even, or also changes the copy of a parameter the step skipped.
+template <bool kTruncates>
+class BadCopies : public patchbay::Optimizer {
+ public:
+  static constexpr bool kWritesBf16Copies = true;
+  BadCopies(const patchbay::Host&, const patchbay::ConfigView&) {}
+  void init_state(const Param&) override {}
+  void update(const Param& p, const patchbay::Tensor& grad, double lr) override {
+    float* x = p.tensor.data<float>();
+    const float* g = grad.data<float>();
+    for (int64_t i = 0; i < p.tensor.numel(); ++i) x[i] -= static_cast<float>(lr) * g[i];
+  }
+  void step(double lr) override {
+    patchbay::Optimizer::step(lr);
+    for (const Param& p : params()) {
+      if (!p.bf16_copy.defined()) continue;
+      const bool skipped = !p.tensor.grad().defined();
+      const float* x = p.tensor.data<float>();
+      uint16_t* c = p.bf16_copy.data<uint16_t>();
+      for (int64_t i = 0; i < p.tensor.numel(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &x[i], sizeof bits);
+        if (kTruncates) {
+          if (!skipped) c[i] = static_cast<uint16_t>(bits >> 16);  // truncation
+        } else {
+          c[i] = skipped ? static_cast<uint16_t>(c[i] + 1) : patchbay::bf16_bits_nearest_even(x[i]);
+        }
+      }
+    }
+  }
+};
+
+inline constexpr pb_component_descriptor kTruncatesCopy =
+    patchbay::make_optimizer_component<BadCopies<true>>("truncates_copy", "1.0.0",
+                                                        "broken on purpose");
+inline constexpr pb_component_descriptor kTouchesSkippedCopy =
+    patchbay::make_optimizer_component<BadCopies<false>>("touches_skipped_copy", "1.0.0",
+                                                         "broken on purpose");
+
 inline constexpr pb_component_descriptor kHidden =
     patchbay::make_optimizer_component<HiddenMomentum>("hidden", "1.0.0", "broken on purpose");
 inline constexpr pb_component_descriptor kIgnores =
@@ -138,4 +180,15 @@ TEST_CASE("the kit reports a scaled step that ignores the scale or writes the gr
   for (const std::string& n : plain.notes)
     noted = noted || n.find("step_scaled is NULL") != std::string::npos;
   CHECK(noted);
+}
+
+TEST_CASE("the kit reports bf16 copies that are truncated or touched when the step skips them") {
+  pt::OptimizerCase c = two_params();
+  c.params[0].values = {1.00390625f + 0.001953125f, -3.3f};  // bits that round up, not down
+  const auto truncates = pt::check_optimizer_conformance(kTruncatesCopy, nullptr,
+                                                         optimizer_tests::engine_host(), c);
+  CHECK(mentions(truncates, "the copy is not the parameter rounded to bf16"));
+  const auto touches = pt::check_optimizer_conformance(kTouchesSkippedCopy, nullptr,
+                                                       optimizer_tests::engine_host(), two_params());
+  CHECK(mentions(touches, "the copy changed although the step skipped the parameter"));
 }

@@ -85,6 +85,23 @@ DType set_autocast_dtype(DType dtype) {
 
 void autocast_clear_cache() { state().weights.clear(); }
 
+void autocast_use_copy(const Tensor& param, const Tensor& copy) {
+  AutocastState& s = state();
+  if (s.dtype != DType::kBF16)
+    throw Error(ErrorKind::kInvalidArgument,
+                "autocast_use_copy: no bf16 autocast scope is open (open one first)");
+  if (!param.is_leaf() || !param.requires_grad() || param.dtype() != DType::kF32 ||
+      !param.is_contiguous())
+    throw Error(ErrorKind::kInvalidArgument,
+                "autocast_use_copy: expected a contiguous f32 parameter (a leaf that requires "
+                "grad), found " + param.str());
+  if (copy.dtype() != DType::kBF16 || copy.shape() != param.shape() || !copy.is_contiguous())
+    throw Error(ErrorKind::kInvalidArgument,
+                "autocast_use_copy: expected a contiguous bf16 copy shaped like " + param.str() +
+                    ", found " + copy.str());
+  s.weights.insert_or_assign(param.impl(), CachedCopy{param, copy.detach()});
+}
+
 Tensor autocast_bf16_operand(const Tensor& x) {
   if (x.dtype() == DType::kBF16) return x.detach();
   if (x.is_leaf() && x.requires_grad()) return cached_copy(x);

@@ -20,6 +20,13 @@
  * step_scaled (1.0 plugins, or NULL) keep working: the host scales the gradients in place and
  * calls step().
  *
+ * bf16 weight copies written by the update pass (minor 2). Under bf16 mixed precision the host
+ * multiplies bf16 copies of the f32 master weights; rounding them is a pass of its own over
+ * every weight (read 4 bytes, write 2) after each update. A host may instead hand the optimizer
+ * one bf16 tensor per parameter (set_bf16_copy); the optimizer then writes each updated element,
+ * rounded, in the same pass that updates it (apex's FusedAdam does the same for fp16 model
+ * copies). Optimizers without it (1.0, 1.1 plugins, or NULL) keep working: the host rounds.
+ *
  * State that checkpoints: every piece of state is a tensor the optimizer exposes by a stable
  * name ("exp_avg/blocks.0.attn.qkv.weight", "step/wte.weight"); all of it exists once the
  * parameters are registered (before the first step), so the host saves them and, on resume,
@@ -41,7 +48,7 @@ extern "C" {
 #endif
 
 #define PB_OPTIMIZER_INTERFACE_MAJOR 1
-#define PB_OPTIMIZER_INTERFACE_MINOR 1
+#define PB_OPTIMIZER_INTERFACE_MINOR 2
 
 /* Per-parameter options, from the host's parameter groups (core/train/param_groups: by
  * default parameters with fewer than 2 dims, names ending in ".bias" and names containing
@@ -93,6 +100,23 @@ typedef struct pb_optimizer_vtable {
    * gradients in f32 and calling step(). The gradients themselves are not written (they stay
    * unscaled). step_scaled(self, lr, 1.0) equals step(self, lr). */
   pb_status* (*step_scaled)(void* self, double lr, double grad_scale);
+
+  /* ---- minor 2 (bf16 weight copies written by the update pass) ----
+   * Read only when PB_HAS_FIELD(vtable, pb_optimizer_vtable, set_bf16_copy) and non-NULL; NULL
+   * means "not supported" (the host rounds the weights itself).
+   * Registers `copy` for registered parameter `index`: a contiguous bf16 tensor with the
+   * parameter's shape, on its device, which the optimizer retains (until replaced, removed or
+   * the optimizer is destroyed); NULL removes the registration. From then on every step() and
+   * step_scaled() that updates the parameter also stores into the copy each updated element
+   * rounded to the nearest bf16, ties to even, NaN kept a NaN (the ops table's
+   * to_dtype(param, PB_DTYPE_BF16) of the new value), in the same pass. A step that does not
+   * update the parameter (grad undefined, not owned under set_shard) leaves the copy as it is;
+   * the copy is never read. The copy's contents before the first such step are the host's
+   * business (it rounds the parameter itself once). An index not registered, or a copy of
+   * another dtype, shape or layout, is refused with PB_STATUS_INVALID_ARGUMENT; a parameter
+   * whose copy this optimizer cannot write, with PB_STATUS_UNSUPPORTED (the host then rounds that
+   * one itself). */
+  pb_status* (*set_bf16_copy)(void* self, size_t index, pb_tensor* copy);
 } pb_optimizer_vtable;
 
 #ifdef __cplusplus

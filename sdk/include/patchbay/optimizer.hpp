@@ -30,6 +30,15 @@
 // other class it stays NULL and the host scales the gradients itself before step(). A class
 // that overrides step() and sets kScalesGradients overrides step_scaled() to match.
 //
+// bf16 weight copies written by the update pass (optimizer.h minor 2, set_bf16_copy): a class
+// that declares
+//     static constexpr bool kWritesBf16Copies = true;
+// stores, whenever it updates a parameter whose Param::bf16_copy is defined, every updated
+// element rounded by patchbay::bf16_bits_nearest_even() into bf16_copy.data<uint16_t>(), in
+// the same loop (the point: no second pass over the weights). The adapter fills set_bf16_copy
+// only for such classes, after checking the copy (bf16, the parameter's shape, contiguous);
+// for any other class it stays NULL and the host rounds the weights itself.
+//
 // The adapter (detail::OptimizerAdapter<T>) fills pb_optimizer_vtable and checks what
 // optimizer.h promises before calling T: set_shard at most once and before any parameter,
 // 0 <= rank < world; parameter indices 0, 1, 2, ... in order; names non-empty and unique;
@@ -43,6 +52,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <span>
 #include <string>
@@ -54,6 +64,16 @@
 #include "patchbay/tensor.hpp"
 
 namespace patchbay {
+
+// The bf16 bits of `f` rounded to nearest, ties to even; a NaN stays a (quiet) NaN. Equal to the
+// engine's f32 -> bf16 conversion (to_dtype). Branch-free, so update loops stay vectorised.
+inline uint16_t bf16_bits_nearest_even(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const uint32_t quiet_nan = (u >> 16) | 0x0040u;
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
 
 // Base class of C++ optimizers. Methods may throw (PluginError for a chosen code). One object
 // is used by one thread at a time.
@@ -70,6 +90,9 @@ class Optimizer {
     Tensor tensor;     // the host's parameter (own reference; updated in place)
     Options options;
     bool owned = true;  // index % world == rank
+    // Where the update also writes the new values rounded to bf16 (set_bf16_copy, minor 2);
+    // undefined unless the host registered one (only for kWritesBf16Copies classes).
+    Tensor bf16_copy;
   };
   struct State {
     std::string name;  // "exp_avg/<param name>"
@@ -126,6 +149,8 @@ class Optimizer {
     rank_ = rank;
     world_ = world;
   }
+  // Registers (or, undefined, removes) the bf16 copy of parameter `index` (checked by the adapter).
+  void set_bf16_copy(size_t index, Tensor copy) { params_.at(index).bf16_copy = std::move(copy); }
   // A parameter refused by init_state() leaves no trace (neither it nor its partial state).
   void add_param(Param param) {
     param.owned = owns(param.index);
@@ -324,6 +349,41 @@ struct OptimizerAdapter {
     }
   }();
 
+  static pb_status* set_bf16_copy(void* p, size_t index, pb_tensor* copy) {
+    Object* o = self(p);
+    return guarded(o->host, "optimizer set_bf16_copy", [&] {
+      const auto& params = o->impl.params();
+      if (index >= params.size()) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "set_bf16_copy: parameter index " + std::to_string(index) +
+                              " is not registered (" + std::to_string(params.size()) +
+                              " parameters)");
+      }
+      if (copy == nullptr) {
+        o->impl.set_bf16_copy(index, Tensor());
+        return;
+      }
+      o->host->ops->retain(copy);  // the Param's Tensor owns this reference
+      Tensor t(o->host->ops, copy);
+      const Optimizer::Param& param = params[index];
+      if (t.dtype() != PB_DTYPE_BF16 || t.shape() != param.tensor.shape() || !t.is_contiguous()) {
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "set_bf16_copy: the copy of '" + param.name +
+                              "' must be a contiguous bf16 tensor with the parameter's shape");
+      }
+      o->impl.set_bf16_copy(index, std::move(t));
+    });
+  }
+
+  // True when T writes bf16 copies in its update (static constexpr bool kWritesBf16Copies).
+  static constexpr bool kCopies = [] {
+    if constexpr (requires { T::kWritesBf16Copies; }) {
+      return static_cast<bool>(T::kWritesBf16Copies);
+    } else {
+      return false;
+    }
+  }();
+
   static size_t state_count(const void* p) { return self(p)->impl.states().size(); }
   static pb_status* state_tensor(const void* p, size_t index, const char** out_name,
                                  pb_tensor** out_tensor) {
@@ -348,7 +408,8 @@ struct OptimizerAdapter {
                                                   &step,
                                                   &state_count,
                                                   &state_tensor,
-                                                  kScales ? &step_scaled : nullptr};
+                                                  kScales ? &step_scaled : nullptr,
+                                                  kCopies ? &set_bf16_copy : nullptr};
 };
 
 }  // namespace detail

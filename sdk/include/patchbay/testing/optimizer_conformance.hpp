@@ -33,6 +33,10 @@
 //              s = 0.3, 1, 0.0625, 0.7, ... (cycling) through step_scaled end bit-identical,
 //              parameters and state, to a run whose gradients hold g * (float)s (f32) and
 //              step(); the gradients handed to step_scaled keep their bits (never written);
+//  bf16 copies when set_bf16_copy is provided (optimizer.h minor 2): after every step each
+//              registered copy holds its parameter rounded to bf16 (to_dtype), bit for bit; a
+//              parameter the step skips keeps its copy; parameters and state end bit-identical
+//              to a run without copies; an f32 "copy" is refused (INVALID_ARGUMENT);
 //  sharding    when set_shard is provided: for world 2 and 3 and every rank, owned parameters
 //              (index % world == rank) end bit-identical to the unsharded run, the others keep
 //              their initial bits, state names of the ranks partition the unsharded names, and
@@ -207,6 +211,13 @@ class Run {
         throw Abort{"step_scaled " + std::to_string(s) + " wrote the gradient of '" +
                     c.params[i].name + "' (it must read g * grad_scale, not store it)"};
     }
+  }
+
+  bool can_copy() const {
+    return PB_HAS_FIELD(vt_, pb_optimizer_vtable, set_bf16_copy) && vt_->set_bf16_copy != nullptr;
+  }
+  pb_status* set_bf16_copy(size_t index, const Tensor& copy) {
+    return vt_->set_bf16_copy(object_, index, copy.defined() ? copy.handle() : nullptr);
   }
 
   std::vector<std::pair<std::string, Tensor>> states() const {
@@ -448,6 +459,73 @@ inline void check_scaled(const pb_component_descriptor& d, const pb_config_view*
   }
 }
 
+inline void check_bf16_copies(const pb_component_descriptor& d, const pb_config_view* config,
+                              const pb_host_api* host, const OptimizerCase& c,
+                              OptimizerConformanceReport& report) {
+  Run with(d, config, host);
+  if (!with.can_copy()) {
+    report.notes.push_back(
+        "set_bf16_copy is NULL (interface < 1.2 or not supported): the host rounds the weights "
+        "itself; bf16 copies not checked");
+    return;
+  }
+  Run without(d, config, host);
+  with.add_parameters(c, initial_values(c));
+  without.add_parameters(c, initial_values(c));
+  const Ops ops(host->ops);
+  {
+    auto [code, message] =
+        take_status(host, with.set_bf16_copy(0, ops.zeros(c.params[0].shape, PB_DTYPE_F32)));
+    if (code != PB_STATUS_INVALID_ARGUMENT)
+      report.failures.push_back("set_bf16_copy with an f32 tensor returned status " +
+                                std::to_string(code) + " (expected PB_STATUS_INVALID_ARGUMENT)");
+  }
+  std::vector<Tensor> copies(c.params.size());
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    Tensor copy = ops.zeros(c.params[i].shape, PB_DTYPE_BF16);
+    auto [code, message] = take_status(host, with.set_bf16_copy(i, copy));
+    if (code == PB_STATUS_UNSUPPORTED) continue;  // allowed: the host rounds this one
+    if (code != PB_STATUS_OK)
+      throw Abort{"set_bf16_copy('" + c.params[i].name + "') failed: " + message};
+    copies[i] = copy;
+  }
+  std::vector<std::vector<unsigned char>> before(c.params.size());
+  for (size_t i = 0; i < c.params.size(); ++i)
+    if (copies[i].defined()) before[i] = bytes_of(copies[i]);
+  for (size_t s = 0; s < c.lrs.size(); ++s) {
+    with.step(c, s);
+    without.step(c, s);
+    const auto a = with.values();
+    const auto b = without.values();
+    for (size_t i = 0; i < c.params.size(); ++i) {
+      const std::string where = "step " + std::to_string(s) + ", parameter '" + c.params[i].name + "'";
+      if (!same_bits(a[i], b[i])) {
+        report.failures.push_back("bf16 copies: " + where + " differs from a run without copies");
+        return;
+      }
+      if (!copies[i].defined()) continue;
+      const std::vector<unsigned char> now = bytes_of(copies[i]);
+      const std::vector<unsigned char> want =
+          c.grads[s][i].empty() ? before[i] : bytes_of(with.params()[i].detach().to(PB_DTYPE_BF16));
+      if (now != want) {
+        report.failures.push_back(
+            "bf16 copies: " + where +
+            (c.grads[s][i].empty() ? ": the copy changed although the step skipped the parameter"
+                                   : ": the copy is not the parameter rounded to bf16"));
+        return;
+      }
+      before[i] = now;
+    }
+  }
+  const auto sa = with.save_state();
+  const auto sb = without.save_state();
+  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
+    if (sa[k].name != sb[k].name || sa[k].bytes != sb[k].bytes)
+      report.failures.push_back("bf16 copies: state '" + sa[k].name +
+                                "' differs from a run without copies");
+  }
+}
+
 inline void check_order(const pb_component_descriptor& d, const pb_config_view* config,
                         const pb_host_api* host, const OptimizerCase& c,
                         std::vector<std::string>& failures) {
@@ -539,6 +617,7 @@ inline OptimizerConformanceReport check_optimizer_conformance(
   run_check("resume", [&] { k::check_resume(descriptor, config, host, c, report.failures); });
   run_check("ordering", [&] { k::check_order(descriptor, config, host, c, report.failures); });
   run_check("scaled step", [&] { k::check_scaled(descriptor, config, host, c, report); });
+  run_check("bf16 copies", [&] { k::check_bf16_copies(descriptor, config, host, c, report); });
   if (!final_values.empty()) {
     run_check("sharding",
               [&] { k::check_sharding(descriptor, config, host, c, final_values, report); });
