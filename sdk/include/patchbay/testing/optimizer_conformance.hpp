@@ -291,6 +291,18 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// Every state tensor of `a` against `b` (same names in the same order, same bytes); a
+// mismatch reads "<check>: state '<name>' differs from <reference>".
+inline void check_same_state(const Run& a, const Run& b, const std::string& check,
+                             const std::string& reference, std::vector<std::string>& failures) {
+  const auto sa = a.save_state();
+  const auto sb = b.save_state();
+  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
+    if (sa[k].name != sb[k].name || sa[k].bytes != sb[k].bytes)
+      failures.push_back(check + ": state '" + sa[k].name + "' differs from " + reference);
+  }
+}
+
 inline void check_case_shape(const OptimizerCase& c) {
   if (c.params.empty() || c.lrs.empty())
     throw Abort{"the case needs parameters and at least one step"};
@@ -406,13 +418,7 @@ inline void check_resume(const pb_component_descriptor& d, const pb_config_view*
           "' differs from the uninterrupted run (state not fully exposed or not read back)");
     }
   }
-  const auto sa = original.save_state();
-  const auto sb = resumed.save_state();
-  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
-    if (sa[k].name != sb[k].name || sa[k].bytes != sb[k].bytes) {
-      failures.push_back("resume: state '" + sa[k].name + "' differs from the uninterrupted run");
-    }
-  }
+  check_same_state(original, resumed, "resume", "the uninterrupted run", failures);
 }
 
 // The clip factor of step s in check_scaled: below 1 mostly (clipping), 1 once (no clipping).
@@ -449,14 +455,8 @@ inline void check_scaled(const pb_component_descriptor& d, const pb_config_view*
       }
     }
   }
-  const auto sa = folded.save_state();
-  const auto sb = prescaled.save_state();
-  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
-    if (sa[k].name != sb[k].name || sa[k].bytes != sb[k].bytes) {
-      report.failures.push_back("scaled step: state '" + sa[k].name +
-                                "' differs from scaling the gradients first and step()");
-    }
-  }
+  check_same_state(folded, prescaled, "scaled step",
+                   "scaling the gradients first and step()", report.failures);
 }
 
 inline void check_bf16_copies(const pb_component_descriptor& d, const pb_config_view* config,
@@ -517,13 +517,7 @@ inline void check_bf16_copies(const pb_component_descriptor& d, const pb_config_
       before[i] = now;
     }
   }
-  const auto sa = with.save_state();
-  const auto sb = without.save_state();
-  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
-    if (sa[k].name != sb[k].name || sa[k].bytes != sb[k].bytes)
-      report.failures.push_back("bf16 copies: state '" + sa[k].name +
-                                "' differs from a run without copies");
-  }
+  check_same_state(with, without, "bf16 copies", "a run without copies", report.failures);
 }
 
 inline void check_order(const pb_component_descriptor& d, const pb_config_view* config,
