@@ -120,7 +120,8 @@ bool OptimizerHandle::set_bf16_copy(size_t index, const engine::Tensor& copy) {
   }
   pb_tensor* handle = copy.defined() ? engine::ops_table_wrap(copy) : nullptr;  // NULL: remove
   pb_status* status = vtable_->set_bf16_copy(instance_.get(), index, handle);
-  if (handle != nullptr) engine::host_ops_table()->release(handle);  // the optimizer retains its own
+  // The optimizer retains its own reference.
+  if (handle != nullptr) engine::host_ops_table()->release(handle);
   if (status != nullptr && host_->status_code(status) == PB_STATUS_UNSUPPORTED) {
     host_->status_free(status);
     return false;

@@ -8,7 +8,7 @@
 //
 // Invariant: while current, copy[i] == round_to_bf16(parameter[i]) for every registered pair.
 // The optimizer's steps keep it (a parameter a step skips keeps both). Anything else that
-// writes parameters must call invalidate(); the next use_in_scope() then rounds them afresh.
+// writes parameters must pause() the copies first; the next use_in_scope() rounds them afresh.
 #pragma once
 
 #include <vector>
@@ -26,7 +26,6 @@ class Bf16WeightCopies {
                    const std::vector<engine::Tensor>& parameters);
 
   size_t size() const { return copies_.size(); }  // parameters with a registered copy
-  void invalidate() { current_ = false; }
   // Inside an open bf16 autocast scope: registers the copies again if pause() unregistered
   // them, rounds them if they are not current, then hands every copy to the scope
   // (engine::autocast_use_copy).

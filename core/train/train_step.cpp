@@ -62,8 +62,8 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   StepResult result;
   const int64_t accum = options.grad_accum_steps;
   // bf16 mixed precision: matmuls in bf16 for this update's forwards and backwards (one bf16
-  // copy per weight, written by the optimizer's previous update pass where it can); the scope closes before clipping and the optimizer touch the f32
-  // master weights.
+  // copy per weight, written by the optimizer's previous update pass where it can); the scope
+  // closes before clipping and the optimizer touch the f32 master weights.
   std::optional<engine::AutocastGuard> autocast;
   if (options.precision == "bf16") {
     autocast.emplace(engine::DType::kBF16);

@@ -196,6 +196,7 @@ TEST_CASE("adamw's baseline and AVX-512 loops give the same bits") {
     }
     for (int k = 0; k < 5; ++k) CHECK(state[0][k] == state[1][k]);
     CHECK(copy[0] == copy[1]);
-    if ((variant & 4) != 0) CHECK(copy[0][12345] == patchbay::bf16_bits_nearest_even(state[0][0][12345]));
+    if ((variant & 4) != 0)
+      CHECK(copy[0][12345] == patchbay::bf16_bits_nearest_even(state[0][0][12345]));
   }
 }

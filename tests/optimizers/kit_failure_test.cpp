@@ -188,7 +188,7 @@ TEST_CASE("the kit reports bf16 copies that are truncated or touched when the st
   const auto truncates = pt::check_optimizer_conformance(kTruncatesCopy, nullptr,
                                                          optimizer_tests::engine_host(), c);
   CHECK(mentions(truncates, "the copy is not the parameter rounded to bf16"));
-  const auto touches = pt::check_optimizer_conformance(kTouchesSkippedCopy, nullptr,
-                                                       optimizer_tests::engine_host(), two_params());
+  const auto touches = pt::check_optimizer_conformance(
+      kTouchesSkippedCopy, nullptr, optimizer_tests::engine_host(), two_params());
   CHECK(mentions(touches, "the copy changed although the step skipped the parameter"));
 }

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "engine/autocast.hpp"
@@ -21,34 +20,55 @@ using train::testing::TinySetup;
 
 namespace {
 
-struct Losses {
-  double first = 0, last = 0;
+// A fresh tiny model (seeded the same whatever the precision) after one update per entry of
+// `precisions` on the training batches of `c`: each update's loss, the trained parameters'
+// values, and how many bf16 weight copies the optimizer was given. `copies`: the optimizer
+// writes the copies (optimizer.h minor 2), or every bf16 scope rounds the weights itself.
+struct TinyRun {
+  std::vector<double> losses;
+  std::vector<float> values;
+  size_t copies_registered = 0;
 };
 
-// `steps` updates of a fresh tiny model (seeded the same whatever the precision) on the
-// training batches of `c`.
-Losses train_tiny(TinySetup& setup, const config::ResolvedConfig& c, const std::string& precision,
-                  int steps) {
+TinyRun run_tiny(TinySetup& setup, const config::ResolvedConfig& c,
+                 const std::vector<std::string>& precisions, bool copies = true) {
   train::TrainOptions o = train::train_options_from_config(c);
-  o.precision = precision;
   train::TrainingData data = train::prepare_training_data(c, setup.registry, setup.lookup);
   train::TrainableModel t =
       train::build_trainable_model(c, setup.registry, setup.lookup, data.tokenizer.vocab_size());
-  Losses losses;
-  for (int64_t step = 0; step < steps; ++step) {
+  t.use_bf16_copies = copies;
+  TinyRun run;
+  for (int64_t step = 0; step < static_cast<int64_t>(precisions.size()); ++step) {
+    o.precision = precisions[static_cast<size_t>(step)];
     const train::StepResult r = train::train_step(t, o, step, [&](int64_t micro) {
       return train::training_batch(data.train, o.seed, step, micro, o.batch_size, o.seq_len);
     });
     REQUIRE(r.finite);
     CHECK(engine::autocast_dtype() == engine::DType::kF32);  // the step's scope is closed
-    if (step == 0) losses.first = r.loss;
-    losses.last = r.loss;
+    run.losses.push_back(r.loss);
   }
   for (const model::NamedParameter& p : t.parameters) {
     INFO(p.name);
     CHECK(p.tensor.dtype() == engine::DType::kF32);
   }
-  return losses;
+  run.copies_registered = t.bf16_copies ? t.bf16_copies->size() : 0;
+  for (const engine::Tensor& p : t.parameter_tensors) {
+    const std::vector<float> v = p.detach().contiguous().to_vector();
+    run.values.insert(run.values.end(), v.begin(), v.end());
+  }
+  return run;
+}
+
+struct Losses {
+  double first = 0, last = 0;
+};
+
+// `steps` updates in one precision.
+Losses train_tiny(TinySetup& setup, const config::ResolvedConfig& c, const std::string& precision,
+                  int steps) {
+  const std::vector<std::string> precisions(static_cast<size_t>(steps), precision);
+  const TinyRun run = run_tiny(setup, c, precisions);
+  return Losses{run.losses.front(), run.losses.back()};
 }
 
 }  // namespace
@@ -98,39 +118,6 @@ TEST_CASE("a bf16 run's checkpoint holds f32 parameters and optimizer state") {
   CHECK(ck.config_text().find("precision = \"bf16\"") != std::string::npos);
 }
 
-namespace {
-
-// Losses of `precisions.size()` updates of a fresh tiny model, one precision per update, and
-// its parameters' bytes at the end; `copies`: the optimizer writes the bf16 weight copies
-// (optimizer.h minor 2) or every bf16 scope rounds the weights itself.
-std::pair<std::vector<double>, std::vector<float>> run_precisions(
-    TinySetup& setup, const config::ResolvedConfig& c, const std::vector<std::string>& precisions,
-    bool copies, size_t* copies_registered) {
-  train::TrainOptions o = train::train_options_from_config(c);
-  train::TrainingData data = train::prepare_training_data(c, setup.registry, setup.lookup);
-  train::TrainableModel t =
-      train::build_trainable_model(c, setup.registry, setup.lookup, data.tokenizer.vocab_size());
-  t.use_bf16_copies = copies;
-  std::vector<double> losses;
-  for (int64_t step = 0; step < static_cast<int64_t>(precisions.size()); ++step) {
-    o.precision = precisions[static_cast<size_t>(step)];
-    const train::StepResult r = train::train_step(t, o, step, [&](int64_t micro) {
-      return train::training_batch(data.train, o.seed, step, micro, o.batch_size, o.seq_len);
-    });
-    REQUIRE(r.finite);
-    losses.push_back(r.loss);
-  }
-  *copies_registered = t.bf16_copies ? t.bf16_copies->size() : 0;
-  std::vector<float> values;
-  for (const engine::Tensor& p : t.parameter_tensors) {
-    const std::vector<float> v = p.detach().contiguous().to_vector();
-    values.insert(values.end(), v.begin(), v.end());
-  }
-  return {losses, values};
-}
-
-}  // namespace
-
 // The optimizer's pass writes the rounded weights the next update's matmuls read; they are the
 // same numbers a bf16 scope would round itself, so the runs are bit-identical — also when f32
 // updates come in between (the copies pause, go stale and are rounded again on the next bf16
@@ -143,11 +130,10 @@ TEST_CASE("bf16 weight copies written by the optimizer give the run rounding giv
       setup.config(train::testing::tiny_config_text(folder), {"train.max_steps=8"});
   const std::vector<std::string> precisions = {"bf16", "bf16", "bf16", "f32",
                                                "bf16", "f32",  "f32",  "bf16"};
-  size_t with_count = 0, without_count = 0;
-  const auto with = run_precisions(setup, c, precisions, true, &with_count);
-  const auto without = run_precisions(setup, c, precisions, false, &without_count);
-  CHECK(with_count > 0);  // adamw writes them: every trained parameter has one
-  CHECK(without_count == 0);
-  CHECK(with.first == without.first);
-  CHECK(with.second == without.second);
+  const TinyRun with = run_tiny(setup, c, precisions, true);
+  const TinyRun without = run_tiny(setup, c, precisions, false);
+  CHECK(with.copies_registered > 0);  // adamw writes them: every trained parameter has one
+  CHECK(without.copies_registered == 0);
+  CHECK(with.losses == without.losses);
+  CHECK(with.values == without.values);
 }

@@ -498,7 +498,8 @@ inline void check_bf16_copies(const pb_component_descriptor& d, const pb_config_
     const auto a = with.values();
     const auto b = without.values();
     for (size_t i = 0; i < c.params.size(); ++i) {
-      const std::string where = "step " + std::to_string(s) + ", parameter '" + c.params[i].name + "'";
+      const std::string where =
+          "step " + std::to_string(s) + ", parameter '" + c.params[i].name + "'";
       if (!same_bits(a[i], b[i])) {
         report.failures.push_back("bf16 copies: " + where + " differs from a run without copies");
         return;
