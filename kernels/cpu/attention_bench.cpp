@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <functional>
 
@@ -86,6 +87,46 @@ Timing best_time(const std::function<std::string()>& run, double min_seconds) {
   return best;
 }
 
+// Round-to-nearest-even bf16 bits of every value (the inputs are finite).
+std::vector<std::uint16_t> bf16_bits(const std::vector<float>& values) {
+  std::vector<std::uint16_t> bits(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint32_t x;
+    std::memcpy(&x, &values[i], sizeof x);
+    bits[i] = std::uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  }
+  return bits;
+}
+
+// The bf16 kernel on the same tensors rounded to bf16, charged the same nominal FLOP (so GF/s
+// ratios to the flash row are speed ratios); max|diff| is against the f32 flash output.
+AttentionBenchRow bf16_row(const AttentionBenchConfig& c, const BenchTensors& s, double fwd_flop) {
+  AttentionBenchRow row;
+  row.seq_len = s.params.q_len;
+  row.kernel = "bf16";
+  const std::vector<std::uint16_t> q = bf16_bits(s.q), k = bf16_bits(s.k), v = bf16_bits(s.v),
+                                   dout = bf16_bits(s.dout);
+  std::vector<float> out(s.out.size()), lse(s.lse.size()), dq(s.dq.size()), dk(s.dk.size()),
+      dv(s.dv.size());
+  AttentionParams p = s.params;
+  p.q = p.k = p.v = p.dout = nullptr;
+  p.q_bf16 = q.data(), p.k_bf16 = k.data(), p.v_bf16 = v.data(), p.dout_bf16 = dout.data();
+  p.out = out.data(), p.lse = lse.data(), p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data();
+  row.forward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::forward);
+  row.backward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::backward);
+  const Timing fwd = best_time([&] { return attention_flash_forward(p); }, c.min_seconds_per_measure);
+  const Timing bwd = best_time([&] { return attention_flash_backward(p); }, c.min_seconds_per_measure);
+  row.forward_ms = fwd.wall_ms, row.forward_cpu_ms = fwd.cpu_ms;
+  row.backward_ms = bwd.wall_ms, row.backward_cpu_ms = bwd.cpu_ms;
+  row.forward_gflops = fwd_flop / (row.forward_ms * 1e6);
+  row.backward_gflops = 2.5 * fwd_flop / (row.backward_ms * 1e6);
+  double diff = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    diff = std::max(diff, double(std::fabs(out[i] - s.out[i])));
+  row.max_abs_diff_vs_flash = diff;
+  return row;
+}
+
 }  // namespace
 
 double attention_forward_flop(std::int64_t batch, std::int64_t heads, std::int64_t q_len,
@@ -114,6 +155,11 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
     flash.forward_gflops = fwd_flop / (flash.forward_ms * 1e6);
     flash.backward_gflops = 2.5 * fwd_flop / (flash.backward_ms * 1e6);
     rows.push_back(flash);
+
+    if (c.bf16 && attention_flash_bf16_supported() && c.head_dim % 2 == 0 &&
+        (c.isa == KernelIsa::automatic || c.isa == KernelIsa::avx512)) {
+      rows.push_back(bf16_row(c, s, fwd_flop));
+    }
 
     if (c.window > 0 || c.alibi) {
       AttentionParams with_options = p;

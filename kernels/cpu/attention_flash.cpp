@@ -25,6 +25,7 @@
 #include <cstring>
 #include <new>
 
+#include "attention_flash_bf16.hpp"
 #include "attention_flash_tiles.hpp"
 
 namespace patchbay::kernels::flash_tiles {
@@ -226,13 +227,21 @@ struct AlignedFloats {
 
 }  // namespace
 
+// Validated params with bf16 operands run the bf16 kernel (compiled only for x86-64, the
+// only build where validation accepts them).
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass) {
+#if PATCHBAY_KERNELS_X86_VARIANTS
+  if (p.q_bf16 != nullptr) return flash_bf16::workspace_bytes(p, pass);
+#endif
   const std::int64_t floats = shared_floats(p, pass) + thread_count(p) * per_thread_floats(p, pass);
   return static_cast<std::size_t>(floats) * sizeof(float);
 }
 
 std::string attention_flash_forward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::forward); !e.empty()) return e;
+#if PATCHBAY_KERNELS_X86_VARIANTS
+  if (p.q_bf16 != nullptr) return flash_bf16::forward(p), std::string();
+#endif
   const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::forward);
@@ -259,6 +268,9 @@ std::string attention_flash_forward(const AttentionParams& p) {
 
 std::string attention_flash_backward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::backward); !e.empty()) return e;
+#if PATCHBAY_KERNELS_X86_VARIANTS
+  if (p.q_bf16 != nullptr) return flash_bf16::backward(p), std::string();
+#endif
   const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const int threads = thread_count(p);
   const std::int64_t d = p.head_dim, tq_pad = round_up(p.q_len, 16);

@@ -42,6 +42,29 @@ std::string operand_error(const char* name, const void* data, const AttentionStr
   return {};
 }
 
+// The bf16 operands' own rules (q_bf16 is set): the rest of the bf16 pointers, no f32
+// operand pointers (one call reads one kind), an even head_dim (products read bf16 pairs along
+// D), a CPU with AVX512-BF16 and no forced narrower ISA.
+std::string bf16_operands_error(const AttentionParams& p, AttentionPass pass) {
+  if (p.q != nullptr || p.k != nullptr || p.v != nullptr || p.dout != nullptr)
+    return "q_bf16 is set, so the f32 operand pointers q, k, v, dout must be null (a call "
+           "reads either f32 or bf16 operands)";
+  if (p.k_bf16 == nullptr || p.v_bf16 == nullptr)
+    return "q_bf16 is set but k_bf16 or v_bf16 is null: bf16 calls read all three as bf16";
+  if (pass == AttentionPass::backward && p.dout_bf16 == nullptr)
+    return "dout_bf16 must not be null for the bf16 backward";
+  if (p.head_dim % 2 != 0)
+    return "the bf16 kernel needs an even head_dim (it multiplies bf16 pairs along D); found " +
+           num(p.head_dim) + " (use f32 operands)";
+  if (p.isa != KernelIsa::automatic && p.isa != KernelIsa::avx512)
+    return std::string("the bf16 kernel runs on the avx512 path only; isa '") +
+           kernel_isa_name(p.isa) + "' was forced";
+  if (!attention_flash_bf16_supported())
+    return "bf16 operands need a CPU with AVX512-BF16 (and an x86-64 build); this one has "
+           "none: use f32 operands";
+  return {};
+}
+
 }  // namespace
 
 AttentionStrides contiguous_attention_strides(std::int64_t heads, std::int64_t seq_len,
@@ -57,6 +80,16 @@ const char* kernel_isa_name(KernelIsa isa) {
     case KernelIsa::avx512: return "avx512";
   }
   return "unknown";
+}
+
+bool attention_flash_bf16_supported() {
+#if PATCHBAY_KERNELS_X86_VARIANTS
+  static const bool supported =
+      cpu_supports(KernelIsa::avx512) && __builtin_cpu_supports("avx512bf16");
+  return supported;
+#else
+  return false;
+#endif
 }
 
 KernelIsa attention_flash_resolved_isa() {
@@ -95,20 +128,31 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
     return std::string("isa '") + kernel_isa_name(p.isa) +
            "' was forced but this CPU does not support it; use KernelIsa::automatic";
   }
+  const bool bf16 = p.q_bf16 != nullptr;
+  if (bf16) {
+    if (std::string e = bf16_operands_error(p, pass); !e.empty()) return e;
+  } else if (p.k_bf16 != nullptr || p.v_bf16 != nullptr || p.dout_bf16 != nullptr) {
+    return "k_bf16 / v_bf16 / dout_bf16 are set but q_bf16 is null: set all of q_bf16, k_bf16, "
+           "v_bf16 (and dout_bf16 for the backward) for bf16 operands, or none";
+  }
   struct Operand {
     const char* name;
     const void* data;
     const AttentionStrides& strides;
   };
   const Operand forward_operands[] = {
-      {"q", p.q, p.q_strides}, {"k", p.k, p.k_strides}, {"v", p.v, p.v_strides},
+      {bf16 ? "q_bf16" : "q", bf16 ? static_cast<const void*>(p.q_bf16) : p.q, p.q_strides},
+      {bf16 ? "k_bf16" : "k", bf16 ? static_cast<const void*>(p.k_bf16) : p.k, p.k_strides},
+      {bf16 ? "v_bf16" : "v", bf16 ? static_cast<const void*>(p.v_bf16) : p.v, p.v_strides},
       {"out", p.out, p.out_strides}};
   for (const Operand& o : forward_operands) {
     if (std::string e = operand_error(o.name, o.data, o.strides); !e.empty()) return e;
   }
   if (p.lse == nullptr) return "lse must not be null (forward writes it, backward reads it)";
   if (pass == AttentionPass::backward) {
-    const Operand backward_operands[] = {{"dout", p.dout, p.dout_strides},
+    const Operand backward_operands[] = {
+        {bf16 ? "dout_bf16" : "dout",
+         bf16 ? static_cast<const void*>(p.dout_bf16) : p.dout, p.dout_strides},
                                          {"dq", p.dq, p.dq_strides},
                                          {"dk", p.dk, p.dk_strides},
                                          {"dv", p.dv, p.dv_strides}};

@@ -92,8 +92,13 @@ std::size_t attention_reference_workspace_bytes(const AttentionParams& p, Attent
   return threads * per_thread * sizeof(double);
 }
 
+constexpr const char* kNoBf16Operands =
+    "the reference reads f32 operands only: widen the bf16 values to f32 (exactly) and pass "
+    "them as q, k, v, dout";
+
 std::string attention_reference_forward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::forward); !e.empty()) return e;
+  if (p.q_bf16 != nullptr) return kNoBf16Operands;
   const std::int64_t group = p.heads / p.kv_heads;
   const std::int64_t tq = p.q_len, tk = p.kv_len, d = p.head_dim;
 #pragma omp parallel num_threads(thread_count(p))
@@ -122,6 +127,7 @@ std::string attention_reference_forward(const AttentionParams& p) {
 
 std::string attention_reference_backward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::backward); !e.empty()) return e;
+  if (p.q_bf16 != nullptr) return kNoBf16Operands;
   const std::int64_t group = p.heads / p.kv_heads;
   const std::int64_t tq = p.q_len, tk = p.kv_len, d = p.head_dim;
   const double scale = p.scale;

@@ -3,9 +3,11 @@
 // differences.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
+#include "patchbay/kernels/attention_flash.hpp"
 #include "test_util.hpp"
 
 using namespace patchbay::engine;
@@ -130,4 +132,56 @@ TEST_CASE("token-major operands give token-major output and gradients, same valu
        random_tensor({1, 5, 2, 4}, 1601, -1, 1, true),
        random_tensor({1, 5, 2, 4}, 1602, -1, 1, true)},
       "attention token-major");
+}
+
+// Under a bf16 autocast policy (on a CPU with AVX512-BF16) the op runs the bf16 kernel on
+// token-major operands in place: f32 output and gradients, token-major, within bf16 rounding
+// of f32 attention on the same bf16-rounded inputs and upstream gradient — and measurably not
+// the f32 kernel (P and dS are rounded). With the policy off the op is the f32 one, bit for bit.
+TEST_CASE("attention under a bf16 autocast policy runs the bf16 kernel") {
+  if (!patchbay::kernels::attention_flash_bf16_supported()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const int64_t b = 2, t = 70, h = 4, d = 16;
+  auto rounded = [](const Tensor& x) {  // bf16 values held in f32
+    Tensor r = x.detach().to(DType::kBF16).to(DType::kF32);
+    r.set_requires_grad(true);
+    return r;
+  };
+  // Inputs and upstream gradient hold bf16 values, so rounding them loses nothing and only
+  // the kernel's own rounding (P, dS) separates the two paths.
+  Tensor aq = rounded(random_tensor({b, t, h, d}, 1700, -2, 2)),
+         ak = rounded(random_tensor({b, t, h, d}, 1701, -2, 2)),
+         av = rounded(random_tensor({b, t, h, d}, 1702, -1, 1));
+  Tensor rq = rounded(aq), rk = rounded(ak), rv = rounded(av);
+  Tensor w = random_tensor({b, h, t, d}, 1703).to(DType::kBF16).to(DType::kF32);
+  auto heads = [](const Tensor& x) { return x.permute({0, 2, 1, 3}); };
+
+  Tensor out;
+  {
+    AutocastGuard bf16(DType::kBF16);
+    out = scaled_dot_product_attention(heads(aq), heads(ak), heads(av), true);
+    backward(sum(mul(out, w)));
+  }
+  Tensor expected = scaled_dot_product_attention(heads(rq), heads(rk), heads(rv), true);
+  backward(sum(mul(expected, w)));
+  CHECK(out.dtype() == DType::kF32);
+  CHECK(!out.is_contiguous());  // token-major, as with f32 operands
+  check_close(out, to_array(expected), 1e-2, 1e-2, "bf16 attention forward");
+  const std::vector<float> got = out.to_vector(), want = expected.to_vector();
+  double max_diff = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    max_diff = std::max(max_diff, double(std::fabs(got[i] - want[i])));
+  CHECK(max_diff > 1e-4);  // the f32 kernel on the same values agrees to ~1e-7
+  for (auto [leaf, reference, name] :
+       {std::tuple{aq, rq, "dq"}, std::tuple{ak, rk, "dk"}, std::tuple{av, rv, "dv"}}) {
+    REQUIRE(leaf.grad().defined());
+    CHECK(leaf.grad().dtype() == DType::kF32);
+    check_close(leaf.grad(), to_array(reference.grad()), 2e-2, 2e-2,
+                std::string("bf16 attention ") + name);
+  }
+  // Policy off: the f32 kernel, identical to the call on the f32 inputs.
+  Tensor plain = scaled_dot_product_attention(heads(rq), heads(rk), heads(rv), true);
+  CHECK(plain.to_vector() == expected.to_vector());
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -102,6 +103,24 @@ float& AttentionTensors::input_at(const std::string& tensor, std::int64_t b, std
   const Buffer& buf = buffer(tensor);
   return const_cast<float&>(
       buf.data[std::size_t(b * buf.strides.batch + h * buf.strides.head + t * buf.strides.seq + x)]);
+}
+
+std::vector<std::uint16_t> AttentionTensors::round_input_to_bf16(const std::string& tensor) {
+  Buffer& buf = const_cast<Buffer&>(buffer(tensor));
+  std::vector<std::uint16_t> bits(buf.data.size());
+  for (std::size_t i = 0; i < buf.data.size(); ++i) {
+    std::uint32_t x;
+    std::memcpy(&x, &buf.data[i], sizeof x);
+    if (std::isnan(buf.data[i])) {
+      bits[i] = 0x7fc0;
+      continue;
+    }
+    x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even (finite inputs only)
+    bits[i] = std::uint16_t(x >> 16);
+    const std::uint32_t rounded = std::uint32_t(bits[i]) << 16;
+    std::memcpy(&buf.data[i], &rounded, sizeof rounded);
+  }
+  return bits;
 }
 
 float AttentionTensors::lse_at(std::int64_t b, std::int64_t h, std::int64_t t) const {

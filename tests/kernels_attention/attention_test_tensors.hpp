@@ -35,6 +35,10 @@ class AttentionTensors {
   float lse_at(std::int64_t b, std::int64_t h, std::int64_t t) const;
   float& input_at(const std::string& tensor, std::int64_t b, std::int64_t h, std::int64_t t,
                   std::int64_t x);
+  // Rounds the input `tensor` ("q", "k", "v", "dout") to bf16 in place (round to nearest
+  // even, so the f32 values are then exactly bf16 values) and returns its bf16 bit patterns,
+  // laid out like the f32 buffer (same strides; the NaN sentinels stay NaN).
+  std::vector<std::uint16_t> round_input_to_bf16(const std::string& tensor);
   // True when every element outside the views of out/dq/dk/dv still holds the sentinel.
   bool output_padding_untouched() const;
 

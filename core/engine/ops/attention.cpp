@@ -7,6 +7,13 @@
 // buffer sliced to its filled prefix is read in place); other inputs are packed to
 // contiguous f32 and the result rounded back to q's dtype. k/v may have fewer heads than q
 // (grouped-query attention) as long as they divide H.
+// Under a bf16 autocast policy (engine/autocast.hpp) on a CPU with AVX512-BF16, with an even
+// head dim, the op runs the kernel's bf16 variant instead: q, k, v are rounded to bf16 (or read
+// in place when they are bf16 already), saved in bf16 for the backward (half the memory), and
+// the upstream gradient is rounded to bf16 there; every product takes bf16 inputs with f32
+// accumulation, while the softmax, lse, the output and the gradients stay f32 (the output and
+// gradients are then returned in the inputs' dtype as before). Elsewhere bf16 autocast leaves
+// attention in f32, as before.
 // Layouts: the output and the gradients dq/dk/dv follow their operand's layout. An operand
 // that is a permuted view of a [B, T, heads, D] buffer (heads split out of a [B, T, C]
 // activation, head stride < seq stride) gets a token-major result ([B, T, heads, D] memory
@@ -38,11 +45,11 @@ struct AttentionShape {
   std::vector<float> slopes;  // [H] ALiBi slopes, empty = none
 };
 // out [B,H,Tq,D] (out, f32, last dim contiguous, any layout), lse [B,H,Tq] (out, contiguous
-// f32); q, k, v f32 with the shape's strides.
+// f32); q, k, v all f32 or all bf16 (the bf16 kernel) with the shape's strides.
 using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
                              const Tensor& v, Tensor& out, Tensor& lse);
 // dq, dk, dv (out, f32, last dim contiguous, any layout; overwritten) from the forward's
-// tensors and dout (f32, last dim contiguous, positive seq stride).
+// tensors and dout (last dim contiguous, positive seq stride; f32, or bf16 with bf16 q, k, v).
 using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& out, const Tensor& lse,
                                      const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
@@ -58,6 +65,13 @@ Tensor kernel_operand(const Tensor& x, OperandStrides& strides) {
   // A length-1 seq dim is never stepped over; any positive stride describes it.
   strides = OperandStrides{os[0], os[1], x.size(2) == 1 ? std::max<int64_t>(os[2], 1) : os[2]};
   return operand;
+}
+
+// Whether this call runs the bf16 kernel: a bf16 autocast policy, a CPU tensor, an even head
+// dim and a CPU with AVX512-BF16 (see the top of the file).
+bool use_bf16_kernel(const Tensor& q) {
+  return autocast_dtype() == DType::kBF16 && q.device().type == DeviceType::kCpu &&
+         q.size(3) % 2 == 0 && kernels::attention_flash_bf16_supported();
 }
 
 kernels::AttentionStrides to_kernel(const OperandStrides& s) {
@@ -79,12 +93,33 @@ bool token_major(const OperandStrides& s, int64_t heads, int64_t len) {
   return heads > 1 && len > 1 && s.head < s.seq;
 }
 
-// An uninitialised f32 [B, heads, T, D] = `shape` buffer: token-major ([B, T, heads, D] in
+// An uninitialised [B, heads, T, D] = `shape` buffer: token-major ([B, T, heads, D] in
 // memory, returned as the permuted view) when `token_major_layout`, else contiguous.
-Tensor attention_buffer(const Shape& shape, bool token_major_layout, Device device) {
-  if (!token_major_layout) return Tensor::empty(shape, DType::kF32, device);
-  return Tensor::empty({shape[0], shape[2], shape[1], shape[3]}, DType::kF32, device)
+Tensor attention_buffer(const Shape& shape, bool token_major_layout, Device device,
+                        DType dtype = DType::kF32) {
+  if (!token_major_layout) return Tensor::empty(shape, dtype, device);
+  return Tensor::empty({shape[0], shape[2], shape[1], shape[3]}, dtype, device)
       .permute({0, 2, 1, 3});
+}
+
+// x as a bf16 operand of the bf16 kernel: x itself when it is bf16 with a contiguous last
+// dim, else x rounded to bf16 (round to nearest even) into a buffer of x's layout, token-major
+// or contiguous, so the rounding streams x's rows. Never records autograd.
+Tensor bf16_kernel_operand(const Tensor& x, OperandStrides& strides) {
+  const Shape& st = x.strides();
+  const bool usable = (st[3] == 1 || x.size(3) == 1) && st[0] >= 0 && st[1] >= 0 &&
+                      (st[2] > 0 || x.size(2) == 1);
+  Tensor operand = x.detach();
+  if (x.dtype() != DType::kBF16 || !usable) {
+    OperandStrides layout{st[0], st[1], st[2]};
+    operand = attention_buffer(x.shape(), usable && token_major(layout, x.size(1), x.size(2)),
+                               x.device(), DType::kBF16);
+    NoGradGuard no_grad;
+    copy_(operand, x.detach());
+  }
+  const Shape& os = operand.strides();
+  strides = OperandStrides{os[0], os[1], x.size(2) == 1 ? std::max<int64_t>(os[2], 1) : os[2]};
+  return operand;
 }
 
 kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, const Tensor& k,
@@ -96,11 +131,17 @@ kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, c
   p.q_len = s.q_len;
   p.kv_len = s.kv_len;
   p.head_dim = s.head_dim;
-  p.q = q.data<float>();
+  if (q.dtype() == DType::kBF16) {
+    p.q_bf16 = q.data<std::uint16_t>();
+    p.k_bf16 = k.data<std::uint16_t>();
+    p.v_bf16 = v.data<std::uint16_t>();
+  } else {
+    p.q = q.data<float>();
+    p.k = k.data<float>();
+    p.v = v.data<float>();
+  }
   p.q_strides = to_kernel(s.q);
-  p.k = k.data<float>();
   p.k_strides = to_kernel(s.k);
-  p.v = v.data<float>();
   p.v_strides = to_kernel(s.v);
   p.out = out.data<float>();
   p.out_strides = strides_of(out);
@@ -123,7 +164,11 @@ void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tens
                             const Tensor& v, const Tensor& out, const Tensor& lse,
                             const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
   kernels::AttentionParams p = make_params(s, q, k, v, out, lse);
-  p.dout = dout.data<float>();
+  if (dout.dtype() == DType::kBF16) {
+    p.dout_bf16 = dout.data<std::uint16_t>();
+  } else {
+    p.dout = dout.data<float>();
+  }
   p.dout_strides = strides_of(dout);
   p.dq = dq.data<float>();
   p.dq_strides = strides_of(dq);
@@ -194,7 +239,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     std::string(op) + ": alibi_slopes[" + std::to_string(h) +
                         "] must be finite, found " + std::to_string(s.slopes[h]));
   }
-  Tensor q32 = kernel_operand(q, s.q), k32 = kernel_operand(k, s.k), v32 = kernel_operand(v, s.v);
+  const bool bf16 = use_bf16_kernel(q);
+  auto operand = [bf16](const Tensor& x, OperandStrides& strides) {
+    return bf16 ? bf16_kernel_operand(x, strides) : kernel_operand(x, strides);
+  };
+  // f32 operands, or bf16 ones for the bf16 kernel (the names say f32 for brevity).
+  Tensor q32 = operand(q, s.q), k32 = operand(k, s.k), v32 = operand(v, s.v);
   Tensor out = attention_buffer(q.shape(), token_major(s.q, s.heads, s.q_len), q.device());
   Tensor lse = Tensor::empty({s.batch, s.heads, s.q_len}, DType::kF32, q.device());
   if (out.numel() > 0) {
@@ -206,15 +256,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   }
   Tensor result = detail::from_f32(out, q.dtype());
   record_op(op, {q, k, v}, {&result},
-            [s, q32, k32, v32, out_saved = out.detach(), lse,
-             dt = q.dtype()](const std::vector<Tensor>& g) {
-              OperandStrides dout_strides;  // read in place when f32 with usable strides
-              Tensor dout = kernel_operand(g[0], dout_strides);
+            [s, q32, k32, v32, out_saved = out.detach(), lse, dt = q.dtype(),
+             bf16](const std::vector<Tensor>& g) {
+              OperandStrides dout_strides;  // read in place when of the kernel's dtype
+              Tensor dout = bf16 ? bf16_kernel_operand(g[0], dout_strides)
+                                 : kernel_operand(g[0], dout_strides);
               // The kernel overwrites every element of dq, dk and dv (dq from zeroed per-thread
               // accumulators, dk/dv row by row from zeroed tile scratch), so they start empty;
               // only the no-work case needs the zeros.
               const bool run = out_saved.numel() > 0 && s.kv_len > 0;
-              auto grad = [&](const Tensor& like, const OperandStrides& st) {
+              auto grad = [&](const Tensor& like, const OperandStrides& st) {  // f32
                 if (!run) return zeros(like.shape(), DType::kF32, like.device());
                 return attention_buffer(like.shape(), token_major(st, like.size(1), like.size(2)),
                                         like.device());

@@ -34,11 +34,15 @@ struct AttentionBenchConfig {
   // (same tensors, same run), so their cost or saving reads as a ratio to the plain kernel.
   std::int64_t window = 0;
   bool alibi = false;
+  // A "bf16" row after each flash row: the bf16 kernel (q_bf16 ...) on the same inputs
+  // rounded to bf16, where the CPU has AVX512-BF16 (and D is even, the ISA not forced below
+  // avx512); its max|diff| is against the f32 flash output.
+  bool bf16 = true;
 };
 
 struct AttentionBenchRow {
   std::int64_t seq_len = 0;
-  std::string kernel;       // "flash", "flash*" (with the options) or "naive"
+  std::string kernel;       // "flash", "bf16", "flash*" (with the options) or "naive"
   std::string skip_reason;  // non-empty: not run, the figures below are 0
   double forward_ms = 0, backward_ms = 0;  // wall clock, best of the repeats
   // Process CPU time (all threads) of the same best runs: on a shared, loaded machine

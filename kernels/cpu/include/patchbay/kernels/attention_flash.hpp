@@ -99,6 +99,19 @@ struct AttentionParams {
   float* dv = nullptr;  // [B, Hkv, Tk, D]  // out
   AttentionStrides dv_strides;
 
+  // bf16 operands (optional). When q_bf16 is set the call runs the bf16 kernel: q, k, v (and
+  // dout in the backward) are read as bf16 bit patterns (uint16, round-to-nearest-even of the
+  // f32 value) through these pointers with the strides above, and the f32 pointers q, k, v,
+  // dout must be null; out, lse, dq, dk, dv stay f32. Every product (S = QK^T, PV, dP = dO V^T,
+  // dV, dK, dQ) takes bf16 inputs with f32 accumulation (AVX512-BF16 vdpbf16ps): P and dS are
+  // rounded to bf16 for the products that read them, while the softmax statistics, lse, delta
+  // and every accumulator stay f32 (FlashAttention's bf16 recipe). Needs head_dim even and a
+  // CPU with AVX512-BF16 (attention_flash_bf16_supported()); isa must be automatic or avx512.
+  const std::uint16_t* q_bf16 = nullptr;     // [B, H,   Tq, D]
+  const std::uint16_t* k_bf16 = nullptr;     // [B, Hkv, Tk, D]
+  const std::uint16_t* v_bf16 = nullptr;     // [B, Hkv, Tk, D]
+  const std::uint16_t* dout_bf16 = nullptr;  // [B, H,   Tq, D], backward only
+
   // Execution. num_threads == 0 means the OpenMP default (omp_get_max_threads()). Calls with
   // fewer than 2^20 multiply-adds (B*H*Tq*Tk*D) run on the calling thread only.
   int num_threads = 0;
@@ -124,6 +137,9 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
 // scale*Q and dO (2*B*H*Tq*D floats) and delta (B*H*Tq); i.e. linear in Tq. Uses the thread
 // count the call would use (num_threads, or the OpenMP default).
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass);
+
+// Whether this build and CPU can run the bf16 kernel (x86-64 with AVX-512 and AVX512-BF16).
+bool attention_flash_bf16_supported();
 
 // The ISA `automatic` resolves to on this CPU, and a printable name for any value.
 KernelIsa attention_flash_resolved_isa();
