@@ -86,18 +86,18 @@ PB_INLINE std::uint32_t pair_at(const std::uint16_t* p) {
 
 // ---- bf16 micro GEMM ---------------------------------------------------------------------
 
-// C[R][16*NV] (+)= A[R][2*pairs] * B[2*pairs][16*NV]. A(i, pair p) is the two bf16 at
-// a + i*a_rs + p*a_cs (uint16 units); B row p is 16*NV pair words at b + p*ldb (words).
+// C[R][16*NV] = alpha * A[R][2*pairs] * B[2*pairs][16*NV] (+ C when accumulate). A(i, pair
+// p) is the two bf16 at a + i*a_rs + p*a_cs (uint16 units); B row p is 16*NV pair words at
+// b + p*ldb (words).
 template <int R, int NV>
 PB_INLINE void gemm_block(std::int64_t pairs, const std::uint16_t* a, std::int64_t a_rs,
                           std::int64_t a_cs, const std::uint32_t* b, std::int64_t ldb, float* c,
-                          std::int64_t ldc, bool accumulate) {
+                          std::int64_t ldc, float alpha, bool accumulate) {
   __m512 acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j)
-      acc[i][j] = accumulate ? _mm512_loadu_ps(c + i * ldc + 16 * j) : _mm512_setzero_ps();
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   for (std::int64_t p = 0; p < pairs; ++p) {
     __m512bh bv[NV];
@@ -111,10 +111,15 @@ PB_INLINE void gemm_block(std::int64_t pairs, const std::uint16_t* a, std::int64
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
     }
   }
+  const __m512 scale = _mm512_set1_ps(alpha);
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(c + i * ldc + 16 * j, acc[i][j]);
+    for (int j = 0; j < NV; ++j) {
+      float* cij = c + i * ldc + 16 * j;
+      _mm512_storeu_ps(cij, accumulate ? _mm512_fmadd_ps(acc[i][j], scale, _mm512_loadu_ps(cij))
+                                       : _mm512_mul_ps(acc[i][j], scale));
+    }
   }
 }
 
@@ -124,12 +129,13 @@ constexpr int rows_per_block(int nv) { return 24 / nv > 8 ? 8 : 24 / nv; }
 template <int R, int NV>
 PB_INLINE void gemm_row_tail(std::int64_t rem, std::int64_t pairs, const std::uint16_t* a,
                              std::int64_t a_rs, std::int64_t a_cs, const std::uint32_t* b,
-                             std::int64_t ldb, float* c, std::int64_t ldc, bool accumulate) {
+                             std::int64_t ldb, float* c, std::int64_t ldc, float alpha,
+                             bool accumulate) {
   if constexpr (R > 0) {
     if (rem == R) {
-      gemm_block<R, NV>(pairs, a, a_rs, a_cs, b, ldb, c, ldc, accumulate);
+      gemm_block<R, NV>(pairs, a, a_rs, a_cs, b, ldb, c, ldc, alpha, accumulate);
     } else {
-      gemm_row_tail<R - 1, NV>(rem, pairs, a, a_rs, a_cs, b, ldb, c, ldc, accumulate);
+      gemm_row_tail<R - 1, NV>(rem, pairs, a, a_rs, a_cs, b, ldb, c, ldc, alpha, accumulate);
     }
   }
 }
@@ -137,29 +143,31 @@ PB_INLINE void gemm_row_tail(std::int64_t rem, std::int64_t pairs, const std::ui
 template <int NV>
 void gemm_columns(std::int64_t m, std::int64_t pairs, const std::uint16_t* a, std::int64_t a_rs,
                   std::int64_t a_cs, const std::uint32_t* b, std::int64_t ldb, float* c,
-                  std::int64_t ldc, bool accumulate) {
+                  std::int64_t ldc, float alpha, bool accumulate) {
   constexpr int R = rows_per_block(NV);
   std::int64_t i = 0;
   for (; i + R <= m; i += R)
-    gemm_block<R, NV>(pairs, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate);
+    gemm_block<R, NV>(pairs, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, alpha,
+                      accumulate);
   gemm_row_tail<R - 1, NV>(m - i, pairs, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc,
-                           accumulate);
+                           alpha, accumulate);
 }
 
-// C[m][n] (+)= A[m][2*pairs] * B[2*pairs][n] as above; n % 16 == 0. accumulate == false
-// overwrites C.
+// C[m][n] = alpha * A[m][2*pairs] * B[2*pairs][n] (+ C when accumulate), as above;
+// n % 16 == 0.
 void bf16_gemm(std::int64_t m, std::int64_t n, std::int64_t pairs, const std::uint16_t* a,
                std::int64_t a_rs, std::int64_t a_cs, const std::uint32_t* b, std::int64_t ldb,
-               float* c, std::int64_t ldc, bool accumulate) {
+               float* c, std::int64_t ldc, float alpha, bool accumulate) {
   std::int64_t n0 = 0;
   for (; n0 + 64 <= n; n0 += 64)
-    gemm_columns<4>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, accumulate);
-  switch ((n - n0) / 16) {
-    case 3: gemm_columns<3>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, accumulate); break;
-    case 2: gemm_columns<2>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, accumulate); break;
-    case 1: gemm_columns<1>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, accumulate); break;
-    default: break;
-  }
+    gemm_columns<4>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, alpha, accumulate);
+  const std::int64_t left = (n - n0) / 16;
+  if (left == 3)
+    gemm_columns<3>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, alpha, accumulate);
+  if (left == 2)
+    gemm_columns<2>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, alpha, accumulate);
+  if (left == 1)
+    gemm_columns<1>(m, pairs, a, a_rs, a_cs, b + n0, ldb, c + n0, ldc, alpha, accumulate);
 }
 
 // ---- packing -----------------------------------------------------------------------------
@@ -178,12 +186,18 @@ void interleave_f32_rows(const float* even, const float* odd, std::int64_t n, st
 }
 
 // dst[i] = (even[i], odd[i]) words for i < n, zeros on to n_padded; odd == nullptr pairs
-// with zeros.
+// with zeros (both nullptr: all zeros). Never reads past n nor writes past n_padded.
 void interleave_bf16_rows(const std::uint16_t* even, const std::uint16_t* odd, std::int64_t n,
                           std::int64_t n_padded, std::uint32_t* dst) {
-  for (std::int64_t i = 0; i < n; ++i)
-    dst[i] = std::uint32_t(even[i]) | (odd == nullptr ? 0u : std::uint32_t(odd[i]) << 16);
-  for (std::int64_t i = n; i < n_padded; ++i) dst[i] = 0;
+  for (std::int64_t i = 0; i < n_padded; i += 16) {
+    const std::int64_t live = min64(max64(n - i, 0), 16), room = min64(n_padded - i, 16);
+    const __mmask16 load = __mmask16((1u << live) - 1u), store = __mmask16((1u << room) - 1u);
+    const __m512i lo = even == nullptr ? _mm512_setzero_si512()
+                                       : _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(load, even + i));
+    const __m512i hi = odd == nullptr ? _mm512_setzero_si512()
+                                      : _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(load, odd + i));
+    _mm512_mask_storeu_epi32(dst + i, store, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
 }
 
 // dst[i] = bf16(src[i]) for i < n (n % 16 == 0).
@@ -198,13 +212,6 @@ PB_INLINE float bf16_to_f32(std::uint16_t x) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
-}
-
-// s[c][r] *= scale for c < keys, r < cols (cols % 16 == 0; row stride kQueryTile).
-void scale_scores(float* s, std::int64_t keys, std::int64_t cols, float scale) {
-  for (std::int64_t c = 0; c < keys; ++c)
-    for (std::int64_t r = 0; r < cols; r += kLanes)
-      storev(s + c * kQueryTile + r, loadv(s + c * kQueryTile + r) * scale);
 }
 
 // Key-major tile [keys][kQueryTile] f32 to pair words [ceil(keys/2)][kQueryTile] (pairs of
@@ -239,7 +246,6 @@ struct ForwardScratch {
   std::uint32_t* q_words;  // [D/2][kQueryTile]  Q tile, pairs along D, transposed; pad 0
   float* s_t;              // [kKeyTile][kQueryTile]  scores, then P (f32)
   std::uint32_t* p_words;  // [kKeyTile/2][kQueryTile]  P^T, pairs of keys
-  std::uint32_t* v_words;  // [kKeyTile/2][D]  V tile, pairs of keys
   float* o_t;              // [D][kQueryTile]  unnormalised O^T
   float* row_max;          // [kQueryTile]
   float* row_sum;          // [kQueryTile]
@@ -251,7 +257,6 @@ ForwardScratch carve_forward(Carver& carver, std::int64_t d) {
   s.q_words = carver.take<std::uint32_t>(d / 2 * kQueryTile);
   s.s_t = carver.take<float>(kKeyTile * kQueryTile);
   s.p_words = carver.take<std::uint32_t>(kKeyTile / 2 * kQueryTile);
-  s.v_words = carver.take<std::uint32_t>(kKeyTile / 2 * d);
   s.o_t = carver.take<float>(d * kQueryTile);
   s.row_max = carver.take<float>(kQueryTile);
   s.row_sum = carver.take<float>(kQueryTile);
@@ -286,6 +291,13 @@ BackwardScratch carve_backward(Carver& carver, std::int64_t d) {
   s.row_lse = carver.take<float>(kQueryTile);
   s.row_delta = carver.take<float>(kQueryTile);
   return s;
+}
+
+// V of every kv head as pairs of keys, [B][Hkv][ceil(Tk/2)][D] words (the last pair of an
+// odd Tk padded with zeros): the forward's A operand of O^T += V^T P^T, packed once per call
+// rather than once per query tile.
+std::uint32_t* carve_v_pairs(Carver& carver, const AttentionParams& p) {
+  return carver.take<std::uint32_t>(p.batch * p.kv_heads * ((p.kv_len + 1) / 2) * p.head_dim);
 }
 
 // Per-call buffers of the backward shared by all threads ([B][H] blocks; tq_pad = Tq rounded
@@ -328,9 +340,12 @@ std::int64_t per_thread_bytes(const AttentionParams& p, AttentionPass pass) {
 }
 
 std::int64_t shared_bytes(const AttentionParams& p, AttentionPass pass) {
-  if (pass == AttentionPass::forward) return 0;
   Carver counter(nullptr);
-  carve_shared(counter, p);
+  if (pass == AttentionPass::forward) {
+    carve_v_pairs(counter, p);
+  } else {
+    carve_shared(counter, p);
+  }
   return counter.used();
 }
 
@@ -357,15 +372,29 @@ struct AlignedBytes {
 
 // ---- forward -----------------------------------------------------------------------------
 
+// Inside the parallel region (an `omp for` with its barrier): fills v_pairs.
+void fill_v_pairs(const AttentionParams& p, std::uint32_t* v_pairs) {
+  const std::int64_t pairs = (p.kv_len + 1) / 2, d = p.head_dim;
+#pragma omp for schedule(static)
+  for (std::int64_t row = 0; row < p.batch * p.kv_heads * pairs; ++row) {
+    const std::int64_t bhk = row / pairs, t = row % pairs * 2;
+    const std::int64_t b = bhk / p.kv_heads, hk = bhk % p.kv_heads;
+    interleave_bf16_rows(row_of(p.v_bf16, p.v_strides, b, hk, t),
+                         t + 1 < p.kv_len ? row_of(p.v_bf16, p.v_strides, b, hk, t + 1) : nullptr,
+                         d, d, v_pairs + row * d);
+  }  // implicit barrier
+}
+
 void forward_query_tile(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t q0,
-                        std::int64_t rows, const ForwardScratch& s) {
+                        std::int64_t rows, const std::uint32_t* v_pairs, const ForwardScratch& s) {
   const std::int64_t d = p.head_dim, d_pairs = d / 2, cols = round_up16(rows);
   const std::int64_t hk = h / (p.heads / p.kv_heads);
   const std::int64_t offset = p.kv_len - p.q_len;  // bottom-right alignment
   std::int64_t key_begin = 0, key_end = p.kv_len;
   if (p.causal) key_end = min64(key_end, q0 + rows + offset);
   if (p.window > 0) {
-    key_begin = max64(0, q0 + offset - p.window + 1);
+    key_begin = max64(0, q0 + offset - p.window + 1) / 2 * 2;  // even: whole V pairs (the key
+                                                                // added is outside the window)
     if (two_sided_window(p, WindowSides::flash))
       key_end = min64(key_end, q0 + rows - 1 + offset + p.window);
   }
@@ -386,10 +415,9 @@ void forward_query_tile(const AttentionParams& p, std::int64_t b, std::int64_t h
 
   for (std::int64_t k0 = key_begin; k0 < key_end; k0 += kKeyTile) {
     const std::int64_t keys = min64(kKeyTile, key_end - k0);
-    // S^T[keys][cols] = K_tile Q^T, then the scale in f32.
+    // S^T[keys][cols] = scale * K_tile Q^T (the scale applied to the f32 sums).
     bf16_gemm(keys, cols, d_pairs, row_of(p.k_bf16, p.k_strides, b, hk, k0), p.k_strides.seq, 2,
-              s.q_words, kQueryTile, s.s_t, kQueryTile, false);
-    scale_scores(s.s_t, keys, cols, p.scale);
+              s.q_words, kQueryTile, s.s_t, kQueryTile, p.scale, false);
     if (p.alibi_slopes != nullptr ||
         tile_has_hidden(p, WindowSides::flash, keys, k0, q0, offset, cols)) {
       bias_and_mask(p, WindowSides::flash, h, s.s_t, keys, k0, q0, offset, cols);
@@ -421,17 +449,14 @@ void forward_query_tile(const AttentionParams& p, std::int64_t b, std::int64_t h
           storev(s.o_t + x * kQueryTile + r,
                  loadv(s.o_t + x * kQueryTile + r) * loadv(s.alpha + r));
     }
-    // O^T[D][cols] += V_tile^T P^T: A = V pairs of keys [keys/2][D], B = P^T pairs of keys.
+    // O^T[D][cols] += V_tile^T P^T: A = V pairs of keys [keys/2][D] (k0 is even), B = P^T
+    // pairs of keys (a key past `keys` in the last pair gets P = 0).
     const std::int64_t key_pairs = (keys + 1) / 2;
     interleave_key_pairs(s.s_t, keys, cols, s.p_words);
-    for (std::int64_t c = 0; c < keys; c += 2) {
-      interleave_bf16_rows(row_of(p.v_bf16, p.v_strides, b, hk, k0 + c),
-                           c + 1 < keys ? row_of(p.v_bf16, p.v_strides, b, hk, k0 + c + 1)
-                                        : nullptr,
-                           d, d, s.v_words + c / 2 * d);
-    }
-    bf16_gemm(d, cols, key_pairs, reinterpret_cast<const std::uint16_t*>(s.v_words), 2, 2 * d,
-              s.p_words, kQueryTile, s.o_t, kQueryTile, true);
+    const std::uint32_t* v_tile =
+        v_pairs + ((b * p.kv_heads + hk) * ((p.kv_len + 1) / 2) + k0 / 2) * d;
+    bf16_gemm(d, cols, key_pairs, reinterpret_cast<const std::uint16_t*>(v_tile), 2, 2 * d,
+              s.p_words, kQueryTile, s.o_t, kQueryTile, 1.0f, true);
   }
 
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -458,21 +483,27 @@ void fill_shared(const AttentionParams& p, const Shared& shared) {
   for (std::int64_t block = 0; block < p.batch * p.heads * row_blocks; ++block) {
     const std::int64_t bh = block / row_blocks, b = bh / p.heads, h = bh % p.heads;
     const std::int64_t t0 = block % row_blocks * 16;
-    std::uint32_t* q_words = shared.q_words + bh * d_pairs * tq_pad;
-    std::uint32_t* do_words = shared.do_words + bh * d_pairs * tq_pad;
-    for (std::int64_t t = t0; t < t0 + 16; ++t) {
-      const bool live = t < p.q_len;
-      const std::uint16_t* q = live ? row_of(p.q_bf16, p.q_strides, b, h, t) : nullptr;
-      const std::uint16_t* dout = live ? row_of(p.dout_bf16, p.dout_strides, b, h, t) : nullptr;
-      for (std::int64_t x = 0; x < d_pairs; ++x) {
-        q_words[x * tq_pad + t] = live ? pair_at(q + 2 * x) : 0u;
-        do_words[x * tq_pad + t] = live ? pair_at(dout + 2 * x) : 0u;
-      }
-      if (!live) continue;
+    std::uint32_t* q_words = shared.q_words + bh * d_pairs * tq_pad + t0;
+    std::uint32_t* do_words = shared.do_words + bh * d_pairs * tq_pad + t0;
+    const std::uint16_t* q_rows[16];
+    const std::uint16_t* do_rows[16];
+    const std::int64_t live = min64(max64(p.q_len - t0, 0), 16);
+    for (std::int64_t r = 0; r < live; ++r) {
+      const std::int64_t t = t0 + r;
+      q_rows[r] = row_of(p.q_bf16, p.q_strides, b, h, t);
+      do_rows[r] = row_of(p.dout_bf16, p.dout_strides, b, h, t);
       const float* o = row_of(p.out, p.out_strides, b, h, t);
       float sum = 0.0f;
-      for (std::int64_t x = 0; x < d; ++x) sum += o[x] * bf16_to_f32(dout[x]);
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t x = 0; x < d; ++x) sum += o[x] * bf16_to_f32(do_rows[r][x]);
       shared.delta[bh * p.q_len + t] = sum;
+    }
+    // One 64-byte line of each transposed row per pair x; rows past Tq are zero.
+    for (std::int64_t x = 0; x < d_pairs; ++x) {
+      for (std::int64_t r = 0; r < 16; ++r) {
+        q_words[x * tq_pad + r] = r < live ? pair_at(q_rows[r] + 2 * x) : 0u;
+        do_words[x * tq_pad + r] = r < live ? pair_at(do_rows[r] + 2 * x) : 0u;
+      }
     }
     for (std::int64_t t = t0; t < t0 + 16; t += 2) {
       const std::int64_t pair_row = bh * (tq_pad / 2) + t / 2;
@@ -533,16 +564,15 @@ void backward_key_tile(const AttentionParams& p, std::int64_t b, std::int64_t hk
         s.row_lse[r] = live ? lse_head[q0 + r] : kInf;
         s.row_delta[r] = live ? delta_head[q0 + r] : 0.0f;
       }
-      // S^T = K Q^T (scaled in f32, masked); dP^T = V dO^T.
+      // S^T = scale * K Q^T (scaled in f32, masked); dP^T = V dO^T.
       bf16_gemm(keys, cols, d_pairs, k_tile, p.k_strides.seq, 2, q_words + q0, tq_pad, s.p_t,
-                kQueryTile, false);
-      scale_scores(s.p_t, keys, cols, p.scale);
+                kQueryTile, p.scale, false);
       if (p.alibi_slopes != nullptr ||
           tile_has_hidden(p, WindowSides::flash, keys, k0, q0, offset, cols)) {
         bias_and_mask(p, WindowSides::flash, h, s.p_t, keys, k0, q0, offset, cols);
       }
       bf16_gemm(keys, cols, d_pairs, v_tile, p.v_strides.seq, 2, do_words + q0, tq_pad, s.ds_t,
-                kQueryTile, false);
+                kQueryTile, 1.0f, false);
       for (std::int64_t r = 0; r < cols; r += kLanes) {
         const vf lse_r = loadv(s.row_lse + r), delta_r = loadv(s.row_delta + r);
         for (std::int64_t c = 0; c < keys; ++c) {
@@ -560,13 +590,13 @@ void backward_key_tile(const AttentionParams& p, std::int64_t b, std::int64_t hk
       // dV += P^T dO; dK += dS^T Q (scale at the end): depth = query pairs from q0 (even).
       const std::int64_t query_pairs = (rows + 1) / 2;
       bf16_gemm(keys, dp, query_pairs, s.p_bf16, kQueryTile, 2, do_rows + q0 / 2 * dp, dp, s.dv,
-                dp, true);
+                dp, 1.0f, true);
       bf16_gemm(keys, dp, query_pairs, s.ds_bf16, kQueryTile, 2, q_rows + q0 / 2 * dp, dp, s.dk,
-                dp, true);
+                dp, 1.0f, true);
       // dQ_acc[rows][dp] += dS K: A = dS^T pairs of keys, B = K pairs of keys.
       interleave_key_pairs(s.ds_t, keys, cols, s.ds_words);
       bf16_gemm(rows, dp, key_pairs, reinterpret_cast<const std::uint16_t*>(s.ds_words), 2,
-                2 * kQueryTile, s.k_words, dp, dq_head + q0 * dp, dp, true);
+                2 * kQueryTile, s.k_words, dp, dq_head + q0 * dp, dp, 1.0f, true);
     }
   }
   for (std::int64_t c = 0; c < keys; ++c) {
@@ -590,20 +620,24 @@ std::size_t workspace_bytes(const AttentionParams& p, AttentionPass pass) {
 void forward(const AttentionParams& p) {
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_bytes(p, AttentionPass::forward);
+  const std::int64_t shared_size = shared_bytes(p, AttentionPass::forward);
   AlignedBytes workspace(std::int64_t(workspace_bytes(p, AttentionPass::forward)));
+  Carver shared_carver(workspace.data);
+  std::uint32_t* v_pairs = carve_v_pairs(shared_carver, p);
   const std::int64_t query_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
   const std::int64_t tasks = p.batch * p.heads * query_tiles;
 #pragma omp parallel num_threads(threads) if (worth_threads(p))
   {
-    Carver carver(workspace.data + omp_get_thread_num() * per_thread);
+    Carver carver(workspace.data + shared_size + omp_get_thread_num() * per_thread);
     const ForwardScratch scratch = carve_forward(carver, p.head_dim);
+    fill_v_pairs(p, v_pairs);  // ends with a barrier
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < tasks; ++task) {
       const std::int64_t bh = task / query_tiles;
       const std::int64_t tile = query_tiles - 1 - task % query_tiles;  // heaviest first
       const std::int64_t q0 = tile * kQueryTile;
       const std::int64_t rows = min64(kQueryTile, p.q_len - q0);
-      forward_query_tile(p, bh / p.heads, bh % p.heads, q0, rows, scratch);
+      forward_query_tile(p, bh / p.heads, bh % p.heads, q0, rows, v_pairs, scratch);
     }
   }
 }

@@ -135,7 +135,9 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
 // per thread, independent of the lengths (~64 KiB at D = 64). Backward: per thread the tile
 // scratch plus a private dq accumulator of B*H*Tq*D floats, and shared: transposed copies of
 // scale*Q and dO (2*B*H*Tq*D floats) and delta (B*H*Tq); i.e. linear in Tq. Uses the thread
-// count the call would use (num_threads, or the OpenMP default).
+// count the call would use (num_threads, or the OpenMP default). The bf16 kernel (q_bf16 set)
+// needs about half as much, plus in the forward a copy of V in key pairs (2 bytes per element
+// of V, so the forward workspace is linear in Tk there).
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass);
 
 // Whether this build and CPU can run the bf16 kernel (x86-64 with AVX-512 and AVX512-BF16).
