@@ -15,6 +15,9 @@
 // writes a parameter in place inside a scope must call autocast_clear_cache().
 // Non-leaf operands (activations) are rounded to bf16 at each matmul and saved in bf16 for
 // the backward (half the memory of the f32 activations they replace).
+// scaled_dot_product_attention follows the policy too where the CPU has AVX512-BF16: its
+// bf16 flash kernel takes bf16 q, k, v (and dout), accumulates in f32 and returns f32
+// (engine/ops/attention.cpp).
 #pragma once
 
 #include "engine/tensor.hpp"

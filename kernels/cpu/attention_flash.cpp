@@ -180,9 +180,6 @@ using flash_tiles::kQueryTile;
 
 std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
 
-int thread_count(const AttentionParams& p) {
-  return p.num_threads > 0 ? p.num_threads : omp_get_max_threads();
-}
 
 // Below this many multiply-adds (~20 us of work) a call runs on the calling thread only:
 // waking the team costs microseconds on an idle machine and milliseconds on a loaded one
@@ -194,6 +191,12 @@ bool worth_threads(const AttentionParams& p) {
   return double(p.batch) * double(p.heads) * double(p.q_len) * double(p.kv_len) *
              double(p.head_dim) >=
          kMinMacsForThreads;
+}
+
+// Threads a call runs on (and sizes its scratch for): one below the threshold above.
+int thread_count(const AttentionParams& p) {
+  if (!worth_threads(p)) return 1;
+  return p.num_threads > 0 ? p.num_threads : omp_get_max_threads();
 }
 
 std::int64_t dq_acc_floats(const AttentionParams& p) {
@@ -216,12 +219,20 @@ std::int64_t shared_floats(const AttentionParams& p, AttentionPass pass) {
   return round_up(p.batch * p.heads * p.q_len, 16) + 2 * transposed_floats(p);
 }
 
+// The call's scratch: the caller's workspace when given (AttentionParams::workspace), else
+// an allocation freed on return.
 struct AlignedFloats {
-  explicit AlignedFloats(std::size_t count)
-      : data(static_cast<float*>(::operator new (count * sizeof(float), std::align_val_t{64}))) {}
-  ~AlignedFloats() { ::operator delete (data, std::align_val_t{64}); }
+  AlignedFloats(std::size_t count, void* caller)
+      : owned(caller == nullptr),
+        data(owned ? static_cast<float*>(::operator new (count * sizeof(float),
+                                                          std::align_val_t{64}))
+                   : static_cast<float*>(caller)) {}
+  ~AlignedFloats() {
+    if (owned) ::operator delete (data, std::align_val_t{64});
+  }
   AlignedFloats(const AlignedFloats&) = delete;
   AlignedFloats& operator=(const AlignedFloats&) = delete;
+  bool owned;
   float* data;
 };
 
@@ -246,7 +257,8 @@ std::string attention_flash_forward(const AttentionParams& p) {
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::forward);
   AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::forward) /
-                          sizeof(float));
+                              sizeof(float),
+                          p.workspace);
   const std::int64_t query_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
   const std::int64_t tasks = p.batch * p.heads * query_tiles;
 
@@ -277,7 +289,8 @@ std::string attention_flash_backward(const AttentionParams& p) {
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::backward);
   const std::int64_t shared_size = shared_floats(p, AttentionPass::backward);
   AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::backward) /
-                          sizeof(float));
+                              sizeof(float),
+                          p.workspace);
   float* delta = workspace.data;
   float* q_t = delta + round_up(p.batch * p.heads * p.q_len, 16);
   float* do_t = q_t + transposed_floats(p);

@@ -349,9 +349,6 @@ std::int64_t shared_bytes(const AttentionParams& p, AttentionPass pass) {
   return counter.used();
 }
 
-int thread_count(const AttentionParams& p) {
-  return p.num_threads > 0 ? p.num_threads : omp_get_max_threads();
-}
 
 // As the f32 kernel: below ~2^20 multiply-adds a call stays on the calling thread.
 bool worth_threads(const AttentionParams& p) {
@@ -360,13 +357,25 @@ bool worth_threads(const AttentionParams& p) {
          double(1 << 20);
 }
 
+// Threads a call runs on (and sizes its scratch for): one below the threshold above.
+int thread_count(const AttentionParams& p) {
+  if (!worth_threads(p)) return 1;
+  return p.num_threads > 0 ? p.num_threads : omp_get_max_threads();
+}
+
+// The call's scratch: the caller's workspace when given, else an allocation freed on return.
 struct AlignedBytes {
-  explicit AlignedBytes(std::int64_t count)
-      : data(static_cast<unsigned char*>(
-            ::operator new (std::size_t(count > 0 ? count : 64), std::align_val_t{64}))) {}
-  ~AlignedBytes() { ::operator delete (data, std::align_val_t{64}); }
+  AlignedBytes(std::int64_t count, void* caller)
+      : owned(caller == nullptr),
+        data(owned ? static_cast<unsigned char*>(::operator new (
+                         std::size_t(count > 0 ? count : 64), std::align_val_t{64}))
+                   : static_cast<unsigned char*>(caller)) {}
+  ~AlignedBytes() {
+    if (owned) ::operator delete (data, std::align_val_t{64});
+  }
   AlignedBytes(const AlignedBytes&) = delete;
   AlignedBytes& operator=(const AlignedBytes&) = delete;
+  bool owned;
   unsigned char* data;
 };
 
@@ -621,7 +630,7 @@ void forward(const AttentionParams& p) {
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_bytes(p, AttentionPass::forward);
   const std::int64_t shared_size = shared_bytes(p, AttentionPass::forward);
-  AlignedBytes workspace(std::int64_t(workspace_bytes(p, AttentionPass::forward)));
+  AlignedBytes workspace(std::int64_t(workspace_bytes(p, AttentionPass::forward)), p.workspace);
   Carver shared_carver(workspace.data);
   std::uint32_t* v_pairs = carve_v_pairs(shared_carver, p);
   const std::int64_t query_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
@@ -646,7 +655,7 @@ void backward(const AttentionParams& p) {
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_bytes(p, AttentionPass::backward);
   const std::int64_t shared_size = shared_bytes(p, AttentionPass::backward);
-  AlignedBytes workspace(std::int64_t(workspace_bytes(p, AttentionPass::backward)));
+  AlignedBytes workspace(std::int64_t(workspace_bytes(p, AttentionPass::backward)), p.workspace);
   Carver shared_carver(workspace.data);
   const Shared shared = carve_shared(shared_carver, p);
   const std::int64_t key_tiles = (p.kv_len + kKeyTile - 1) / kKeyTile;

@@ -2,6 +2,7 @@
 // run-time ISA detection). Shared by the flash kernel and the naive reference so both accept
 // and refuse exactly the same inputs with the same messages.
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "patchbay/kernels/attention_flash.hpp"
@@ -123,6 +124,8 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
       }
     }
   }
+  if (p.workspace != nullptr && reinterpret_cast<std::uintptr_t>(p.workspace) % 64 != 0)
+    return "workspace must be 64-byte aligned (or null: the kernel allocates its own)";
   if (p.num_threads < 0) return "num_threads must be >= 0 (0 = OpenMP default); found " + num(p.num_threads);
   if (!cpu_supports(p.isa)) {
     return std::string("isa '") + kernel_isa_name(p.isa) +

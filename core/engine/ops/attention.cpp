@@ -112,10 +112,17 @@ Tensor bf16_kernel_operand(const Tensor& x, OperandStrides& strides) {
   Tensor operand = x.detach();
   if (x.dtype() != DType::kBF16 || !usable) {
     OperandStrides layout{st[0], st[1], st[2]};
-    operand = attention_buffer(x.shape(), usable && token_major(layout, x.size(1), x.size(2)),
-                               x.device(), DType::kBF16);
+    const bool by_token = usable && token_major(layout, x.size(1), x.size(2));
+    operand = attention_buffer(x.shape(), by_token, x.device(), DType::kBF16);
     NoGradGuard no_grad;
-    copy_(operand, x.detach());
+    if (by_token) {
+      // Copy in memory order ([B, T, heads, D]): heads and D merge into one row per token
+      // (rows of heads*D elements instead of D; the copy's per-row cost dominated at D = 64).
+      Tensor dst = operand.permute({0, 2, 1, 3});
+      copy_(dst, x.detach().permute({0, 2, 1, 3}));
+    } else {
+      copy_(operand, x.detach());
+    }
   }
   const Shape& os = operand.strides();
   strides = OperandStrides{os[0], os[1], x.size(2) == 1 ? std::max<int64_t>(os[2], 1) : os[2]};
@@ -153,9 +160,21 @@ kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, c
   return p;
 }
 
+// The kernel's scratch from the engine's caching allocator (a block reused call after call,
+// instead of the kernel's own allocation, which touched fresh pages every call). Held by the
+// caller until the kernel returns.
+Tensor workspace_for(kernels::AttentionParams& p, kernels::AttentionPass pass, Device device) {
+  const size_t bytes = kernels::attention_flash_workspace_bytes(p, pass);
+  Tensor block = Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)}, DType::kF32, device);
+  p.workspace = block.data_ptr();
+  return block;
+}
+
 void attention_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
                    Tensor& out, Tensor& lse) {
-  std::string err = kernels::attention_flash_forward(make_params(s, q, k, v, out, lse));
+  kernels::AttentionParams p = make_params(s, q, k, v, out, lse);
+  const Tensor workspace = workspace_for(p, kernels::AttentionPass::forward, q.device());
+  std::string err = kernels::attention_flash_forward(p);
   if (!err.empty())
     throw Error(ErrorKind::kInvalidArgument, "scaled_dot_product_attention: " + err);
 }
@@ -176,6 +195,7 @@ void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tens
   p.dk_strides = strides_of(dk);
   p.dv = dv.data<float>();
   p.dv_strides = strides_of(dv);
+  const Tensor workspace = workspace_for(p, kernels::AttentionPass::backward, q.device());
   std::string err = kernels::attention_flash_backward(p);
   if (!err.empty())
     throw Error(ErrorKind::kInvalidArgument, "scaled_dot_product_attention backward: " + err);

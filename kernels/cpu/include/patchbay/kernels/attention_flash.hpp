@@ -112,6 +112,12 @@ struct AttentionParams {
   const std::uint16_t* v_bf16 = nullptr;     // [B, Hkv, Tk, D]
   const std::uint16_t* dout_bf16 = nullptr;  // [B, H,   Tq, D], backward only
 
+  // Scratch (optional; attention_flash_forward / _backward): a caller-owned, 64-byte aligned
+  // buffer of at least attention_flash_workspace_bytes(p, pass) bytes, e.g. a block of the
+  // caller's caching allocator, so a call neither allocates nor touches fresh pages. Null: the
+  // call allocates its own and frees it before returning.
+  void* workspace = nullptr;
+
   // Execution. num_threads == 0 means the OpenMP default (omp_get_max_threads()). Calls with
   // fewer than 2^20 multiply-adds (B*H*Tq*Tk*D) run on the calling thread only.
   int num_threads = 0;
@@ -135,9 +141,9 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
 // per thread, independent of the lengths (~64 KiB at D = 64). Backward: per thread the tile
 // scratch plus a private dq accumulator of B*H*Tq*D floats, and shared: transposed copies of
 // scale*Q and dO (2*B*H*Tq*D floats) and delta (B*H*Tq); i.e. linear in Tq. Uses the thread
-// count the call would use (num_threads, or the OpenMP default). The bf16 kernel (q_bf16 set)
-// needs about half as much, plus in the forward a copy of V in key pairs (2 bytes per element
-// of V, so the forward workspace is linear in Tk there).
+// count the call would use (num_threads, or the OpenMP default; 1 below 2^20 multiply-adds).
+// The bf16 kernel (q_bf16 set) needs about half as much, plus in the forward a copy of V in
+// key pairs (2 bytes per element of V, so the forward workspace is linear in Tk there).
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass);
 
 // Whether this build and CPU can run the bf16 kernel (x86-64 with AVX-512 and AVX512-BF16).
