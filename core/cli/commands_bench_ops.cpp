@@ -131,54 +131,71 @@ kernels::AttentionParams shape_params(int64_t heads, int64_t t, int64_t d, bool 
   return p;
 }
 
+// One engine attention forward+backward on fresh [1, H, T, D] inputs under `precision`
+// (f32, or a bf16 autocast policy: the bf16 kernel): best of two runs (the first warms the
+// allocator cache and the OpenMP team) and the allocator's peak above the start, which
+// includes the kernel's scratch (the engine hands the kernel a block of its allocator).
+struct EngineAttentionTiming {
+  double forward_ms = 0, backward_ms = 0, peak_mib = 0;
+};
+
+EngineAttentionTiming time_engine_attention(const AttentionOptions& o, int64_t t,
+                                            eng::DType precision) {
+  eng::Generator gen(3);
+  eng::Shape shape{1, o.heads, t, o.head_dim};
+  eng::Tensor q = eng::randn(shape, gen).set_requires_grad(true);
+  eng::Tensor k = eng::randn(shape, gen).set_requires_grad(true);
+  eng::Tensor v = eng::randn(shape, gen).set_requires_grad(true);
+  eng::Tensor seed = eng::ones(shape);
+  const size_t base = eng::memory_stats(eng::cpu()).current_bytes;
+  eng::reset_peak(eng::cpu());
+  double fwd = 1e30, bwd = 1e30;
+  for (int run = 0; run < 2; ++run) {
+    q.zero_grad();
+    k.zero_grad();
+    v.zero_grad();
+    eng::AutocastGuard policy(precision);
+    auto t0 = Clock::now();
+    eng::Tensor out = eng::scaled_dot_product_attention(q, k, v, o.causal);
+    fwd = std::min(fwd, seconds_since(t0));
+    t0 = Clock::now();
+    eng::backward(out, seed);
+    bwd = std::min(bwd, seconds_since(t0));
+  }
+  const double peak = static_cast<double>(eng::memory_stats(eng::cpu()).peak_bytes - base);
+  return {fwd * 1e3, bwd * 1e3, peak / (1 << 20)};
+}
+
 void bench_attention(const AttentionOptions& o) {
-  std::printf("\n(c) attention forward+backward, B=1 H=%ld D=%ld %s, f32\n",
+  const bool bf16 = kernels::attention_flash_bf16_supported() && o.head_dim % 2 == 0;
+  std::printf("\n(c) attention forward+backward, B=1 H=%ld D=%ld %s, f32%s\n",
               static_cast<long>(o.heads), static_cast<long>(o.head_dim),
-              o.causal ? "causal" : "full");
+              o.causal ? "causal" : "full", bf16 ? " and bf16" : "");
   std::printf(
-      "  engine = scaled_dot_product_attention (flash kernel) incl. autograd; peak = engine "
-      "tensors\n"
-      "  (allocator peak above the start) + the kernel's own scratch; naive = double-precision\n"
-      "  reference kernel (materialises T x T), memory = its workspace + inputs/outputs\n");
-  std::printf("  %6s | %10s %10s %12s | %10s %10s %12s\n", "T", "fwd ms", "bwd ms", "peak MiB",
-              "naive fwd", "naive bwd", "naive MiB");
+      "  engine = scaled_dot_product_attention (flash kernel) incl. autograd; peak = engine\n"
+      "  tensors and the kernel's scratch (allocator peak above the start); bf16 = the same\n"
+      "  under a bf16 autocast policy (the bf16 flash kernel: bf16 products, f32 sums)%s;\n"
+      "  naive = double-precision reference kernel (materialises T x T), memory = its\n"
+      "  workspace + inputs/outputs\n",
+      bf16 ? "" : " - not on this CPU (no AVX512-BF16) or odd D");
+  std::printf("  %6s | %10s %10s %10s | %10s %10s %10s | %10s %10s %10s\n", "T", "fwd ms",
+              "bwd ms", "peak MiB", "bf16 fwd", "bf16 bwd", "bf16 MiB", "naive fwd", "naive bwd",
+              "naive MiB");
   for (int64_t t : o.seq_lens) {
-    eng::Generator gen(3);
-    eng::Shape shape{1, o.heads, t, o.head_dim};
-    eng::Tensor q = eng::randn(shape, gen).set_requires_grad(true);
-    eng::Tensor k = eng::randn(shape, gen).set_requires_grad(true);
-    eng::Tensor v = eng::randn(shape, gen).set_requires_grad(true);
-    eng::Tensor seed = eng::ones(shape);
-    // Two runs (the first warms the allocator cache and OpenMP team); the best times are kept
-    // and the peak is taken over both.
-    const size_t base = eng::memory_stats(eng::cpu()).current_bytes;
-    eng::reset_peak(eng::cpu());
-    double fwd = 1e30, bwd = 1e30;
-    eng::Tensor out;
-    for (int run = 0; run < 2; ++run) {
-      q.zero_grad();
-      k.zero_grad();
-      v.zero_grad();
-      auto t0 = Clock::now();
-      out = eng::scaled_dot_product_attention(q, k, v, o.causal);
-      fwd = std::min(fwd, seconds_since(t0));
-      t0 = Clock::now();
-      eng::backward(out, seed);
-      bwd = std::min(bwd, seconds_since(t0));
+    const EngineAttentionTiming f32 = time_engine_attention(o, t, eng::DType::kF32);
+    std::printf("  %6ld | %10.1f %10.1f %10.1f |", static_cast<long>(t), f32.forward_ms,
+                f32.backward_ms, f32.peak_mib);
+    if (bf16) {
+      const EngineAttentionTiming b = time_engine_attention(o, t, eng::DType::kBF16);
+      std::printf(" %10.1f %10.1f %10.1f |", b.forward_ms, b.backward_ms, b.peak_mib);
+    } else {
+      std::printf(" %10s %10s %10s |", "-", "-", "-");
     }
-    out = eng::Tensor();
     kernels::AttentionParams p = shape_params(o.heads, t, o.head_dim, o.causal);
-    size_t scratch =
-        std::max(kernels::attention_flash_workspace_bytes(p, kernels::AttentionPass::forward),
-                 kernels::attention_flash_workspace_bytes(p, kernels::AttentionPass::backward));
-    double peak_mib =
-        static_cast<double>(eng::memory_stats(eng::cpu()).peak_bytes - base + scratch) / (1 << 20);
-    std::printf("  %6ld | %10.1f %10.1f %12.1f |", static_cast<long>(t), fwd * 1e3, bwd * 1e3,
-                peak_mib);
     size_t naive_ws =
         std::max(kernels::attention_reference_workspace_bytes(p, kernels::AttentionPass::forward),
                  kernels::attention_reference_workspace_bytes(p, kernels::AttentionPass::backward));
-    size_t io_bytes = static_cast<size_t>(8 * shape[1] * t * o.head_dim) * sizeof(float);
+    size_t io_bytes = static_cast<size_t>(8 * o.heads * t * o.head_dim) * sizeof(float);
     if (naive_ws + io_bytes > (size_t{4} << 30)) {
       std::printf(" skipped: naive needs %.1f GiB (> 4 GiB)\n",
                   static_cast<double>(naive_ws + io_bytes) / (1 << 30));
@@ -191,9 +208,12 @@ void bench_attention(const AttentionOptions& o) {
       continue;
     }
     const size_t n = static_cast<size_t>(o.heads * t * o.head_dim);
-    std::vector<float> qv(q.data<float>(), q.data<float>() + n),
-        kv(k.data<float>(), k.data<float>() + n), vv(v.data<float>(), v.data<float>() + n), ov(n),
-        dout(n, 1.f), dq(n), dk(n), dv(n), lse(static_cast<size_t>(o.heads * t));
+    eng::Generator gen(3);  // the engine runs' inputs
+    const eng::Shape shape{1, o.heads, t, o.head_dim};
+    std::vector<float> qv = eng::randn(shape, gen).to_vector(),
+                       kv = eng::randn(shape, gen).to_vector(),
+                       vv = eng::randn(shape, gen).to_vector(), ov(n), dout(n, 1.f), dq(n), dk(n),
+                       dv(n), lse(static_cast<size_t>(o.heads * t));
     p.q = qv.data();
     p.k = kv.data();
     p.v = vv.data();

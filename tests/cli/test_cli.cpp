@@ -165,3 +165,18 @@ TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's 
   CHECK(percent > 0.0);
   CHECK(percent <= 100.0);
 }
+
+TEST_CASE("bench ops attention prints f32 (and, with AVX512-BF16, bf16) engine rows and naive") {
+  const Result r = run_patchbay("bench ops --parts attention --seq-len 128 --heads 2 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "bf16 fwd"));
+  const size_t row = r.output.find("\n     128 |");
+  REQUIRE(row != std::string::npos);
+  const std::string line = r.output.substr(row + 1, r.output.find('\n', row + 1) - row - 1);
+  // T | f32 fwd bwd MiB | bf16 fwd bwd MiB (or "-" without AVX512-BF16) | naive fwd bwd MiB
+  int bars = 0;
+  for (const char c : line) bars += c == '|';
+  CHECK(bars == 3);
+  CHECK(line.find("skipped") == std::string::npos);
+}
