@@ -242,7 +242,10 @@ struct AlignedFloats {
 // only build where validation accepts them).
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass) {
 #if PATCHBAY_KERNELS_X86_VARIANTS
-  if (p.q_bf16 != nullptr) return flash_bf16::workspace_bytes(p, pass);
+  // The bf16 sizes come from the AVX512-BF16 translation unit: only entered where it can run
+  // (elsewhere bf16 params are refused by validation and need no workspace).
+  if (p.q_bf16 != nullptr)
+    return attention_flash_bf16_supported() ? flash_bf16::workspace_bytes(p, pass) : 0;
 #endif
   const std::int64_t floats = shared_floats(p, pass) + thread_count(p) * per_thread_floats(p, pass);
   return static_cast<std::size_t>(floats) * sizeof(float);

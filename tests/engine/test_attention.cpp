@@ -138,12 +138,11 @@ TEST_CASE("token-major operands give token-major output and gradients, same valu
 // token-major operands in place: f32 output and gradients, token-major, within bf16 rounding
 // of f32 attention on the same bf16-rounded inputs and upstream gradient — and measurably not
 // the f32 kernel (P and dS are rounded). With the policy off the op is the f32 one, bit for bit.
-TEST_CASE("attention under a bf16 autocast policy runs the bf16 kernel") {
-  if (!patchbay::kernels::attention_flash_bf16_supported()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
-  const int64_t b = 2, t = 70, h = 4, d = 16;
+namespace {
+
+// Under a bf16 policy, attention on token-major [B, T, heads, D] leaves against f32 attention
+// on the same values (see the test below).
+void check_bf16_policy_attention(int64_t b, int64_t t, int64_t h, int64_t hkv, int64_t d) {
   auto rounded = [](const Tensor& x) {  // bf16 values held in f32
     Tensor r = x.detach().to(DType::kBF16).to(DType::kF32);
     r.set_requires_grad(true);
@@ -152,8 +151,8 @@ TEST_CASE("attention under a bf16 autocast policy runs the bf16 kernel") {
   // Inputs and upstream gradient hold bf16 values, so rounding them loses nothing and only
   // the kernel's own rounding (P, dS) separates the two paths.
   Tensor aq = rounded(random_tensor({b, t, h, d}, 1700, -2, 2)),
-         ak = rounded(random_tensor({b, t, h, d}, 1701, -2, 2)),
-         av = rounded(random_tensor({b, t, h, d}, 1702, -1, 1));
+         ak = rounded(random_tensor({b, t, hkv, d}, 1701, -2, 2)),
+         av = rounded(random_tensor({b, t, hkv, d}, 1702, -1, 1));
   Tensor rq = rounded(aq), rk = rounded(ak), rv = rounded(av);
   Tensor w = random_tensor({b, h, t, d}, 1703).to(DType::kBF16).to(DType::kF32);
   auto heads = [](const Tensor& x) { return x.permute({0, 2, 1, 3}); };
@@ -185,3 +184,22 @@ TEST_CASE("attention under a bf16 autocast policy runs the bf16 kernel") {
   Tensor plain = scaled_dot_product_attention(heads(rq), heads(rk), heads(rv), true);
   CHECK(plain.to_vector() == expected.to_vector());
 }
+
+}  // namespace
+
+TEST_CASE("attention under a bf16 autocast policy runs the bf16 kernel") {
+  if (!patchbay::kernels::attention_flash_bf16_supported()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  struct Case {
+    int64_t b, t, h, hkv, d;
+  };
+  // One call on the calling thread; one above the threading threshold with grouped kv heads
+  // and a head dim that is not a multiple of 16.
+  for (const Case c : {Case{2, 70, 4, 4, 16}, Case{2, 131, 4, 2, 40}}) {
+    CAPTURE(c.t);
+    check_bf16_policy_attention(c.b, c.t, c.h, c.hkv, c.d);
+  }
+}
+

@@ -203,8 +203,9 @@ TEST_CASE("a caller's workspace gives the same results as the kernel's own") {
       p.v_bf16 = keep[base + 2].data(), p.dout_bf16 = keep[base + 3].data();
     }
     for (const pk::AttentionPass pass : {pk::AttentionPass::forward, pk::AttentionPass::backward}) {
+      // All-ones bytes: NaN as f32 and as bf16 everywhere; 256 guard bytes after the block.
       const std::size_t bytes = pk::attention_flash_workspace_bytes(given.params, pass);
-      std::vector<double> block(bytes / sizeof(double) + 16, std::nan(""));
+      std::vector<unsigned char> block(bytes + 64 + 256, 0xFF);
       auto* aligned = reinterpret_cast<unsigned char*>(
           (reinterpret_cast<std::uintptr_t>(block.data()) + 63) / 64 * 64);
       given.params.workspace = aligned + 4;
@@ -218,9 +219,12 @@ TEST_CASE("a caller's workspace gives the same results as the kernel's own") {
         REQUIRE(pk::attention_flash_backward(own.params) == "");
         REQUIRE(pk::attention_flash_backward(given.params) == "");
       }
-      std::size_t written = 0;  // the call really used the given block
-      for (const double x : block) written += std::isnan(x) ? 0 : 1;
+      std::size_t written = 0;  // the call really used the given block, and only it
+      for (std::size_t i = 0; i < bytes; ++i) written += aligned[i] != 0xFF ? 1 : 0;
       CHECK(written > 0);
+      bool guard_intact = true;
+      for (std::size_t i = bytes; i < bytes + 256; ++i) guard_intact &= aligned[i] == 0xFF;
+      CHECK(guard_intact);
     }
     for (const char* name : {"out", "dq", "dk", "dv"}) {
       CAPTURE(name);

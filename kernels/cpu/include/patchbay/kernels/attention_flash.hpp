@@ -143,7 +143,8 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
 // scale*Q and dO (2*B*H*Tq*D floats) and delta (B*H*Tq); i.e. linear in Tq. Uses the thread
 // count the call would use (num_threads, or the OpenMP default; 1 below 2^20 multiply-adds).
 // The bf16 kernel (q_bf16 set) needs about half as much, plus in the forward a copy of V in
-// key pairs (2 bytes per element of V, so the forward workspace is linear in Tk there).
+// key pairs (2 bytes per element of V, so the forward workspace is linear in Tk there); on a
+// CPU without AVX512-BF16, where such a call is refused, its size is reported as 0.
 std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionPass pass);
 
 // Whether this build and CPU can run the bf16 kernel (x86-64 with AVX-512 and AVX512-BF16).
