@@ -87,6 +87,18 @@ Timing best_time(const std::function<std::string()>& run, double min_seconds) {
   return best;
 }
 
+// Times forward then backward of `p` into `row` (wall and CPU ms of the best runs, GF/s at the
+// nominal FLOP of the file's convention).
+void time_into(AttentionBenchRow& row, const AttentionParams& p, double fwd_flop,
+               double min_seconds) {
+  const Timing fwd = best_time([&] { return attention_flash_forward(p); }, min_seconds);
+  const Timing bwd = best_time([&] { return attention_flash_backward(p); }, min_seconds);
+  row.forward_ms = fwd.wall_ms, row.forward_cpu_ms = fwd.cpu_ms;
+  row.backward_ms = bwd.wall_ms, row.backward_cpu_ms = bwd.cpu_ms;
+  row.forward_gflops = fwd_flop / (row.forward_ms * 1e6);
+  row.backward_gflops = 2.5 * fwd_flop / (row.backward_ms * 1e6);
+}
+
 // Round-to-nearest-even bf16 bits of every value (the inputs are finite).
 std::vector<std::uint16_t> bf16_bits(const std::vector<float>& values) {
   std::vector<std::uint16_t> bits(values.size());
@@ -114,12 +126,7 @@ AttentionBenchRow bf16_row(const AttentionBenchConfig& c, const BenchTensors& s,
   p.out = out.data(), p.lse = lse.data(), p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data();
   row.forward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::forward);
   row.backward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::backward);
-  const Timing fwd = best_time([&] { return attention_flash_forward(p); }, c.min_seconds_per_measure);
-  const Timing bwd = best_time([&] { return attention_flash_backward(p); }, c.min_seconds_per_measure);
-  row.forward_ms = fwd.wall_ms, row.forward_cpu_ms = fwd.cpu_ms;
-  row.backward_ms = bwd.wall_ms, row.backward_cpu_ms = bwd.cpu_ms;
-  row.forward_gflops = fwd_flop / (row.forward_ms * 1e6);
-  row.backward_gflops = 2.5 * fwd_flop / (row.backward_ms * 1e6);
+  time_into(row, p, fwd_flop, c.min_seconds_per_measure);
   double diff = 0;
   for (std::size_t i = 0; i < out.size(); ++i)
     diff = std::max(diff, double(std::fabs(out[i] - s.out[i])));
@@ -148,12 +155,7 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
     flash.kernel = "flash";
     flash.forward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::forward);
     flash.backward_workspace_bytes = attention_flash_workspace_bytes(p, AttentionPass::backward);
-    const Timing flash_fwd = best_time([&] { return attention_flash_forward(p); }, c.min_seconds_per_measure);
-    const Timing flash_bwd = best_time([&] { return attention_flash_backward(p); }, c.min_seconds_per_measure);
-    flash.forward_ms = flash_fwd.wall_ms, flash.forward_cpu_ms = flash_fwd.cpu_ms;
-    flash.backward_ms = flash_bwd.wall_ms, flash.backward_cpu_ms = flash_bwd.cpu_ms;
-    flash.forward_gflops = fwd_flop / (flash.forward_ms * 1e6);
-    flash.backward_gflops = 2.5 * fwd_flop / (flash.backward_ms * 1e6);
+    time_into(flash, p, fwd_flop, c.min_seconds_per_measure);
     rows.push_back(flash);
 
     if (c.bf16 && attention_flash_bf16_supported() && c.head_dim % 2 == 0 &&
@@ -169,13 +171,8 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
       with_options.alibi_slopes = c.alibi ? slopes.data() : nullptr;
       AttentionBenchRow optioned = flash;
       optioned.kernel = "flash*";
-      const Timing fwd = best_time([&] { return attention_flash_forward(with_options); }, c.min_seconds_per_measure);
-      const Timing bwd = best_time([&] { return attention_flash_backward(with_options); }, c.min_seconds_per_measure);
-      optioned.forward_ms = fwd.wall_ms, optioned.forward_cpu_ms = fwd.cpu_ms;
-      optioned.backward_ms = bwd.wall_ms, optioned.backward_cpu_ms = bwd.cpu_ms;
       // Charged the same nominal FLOP as the plain row: GF/s ratios are speed ratios.
-      optioned.forward_gflops = fwd_flop / (optioned.forward_ms * 1e6);
-      optioned.backward_gflops = 2.5 * fwd_flop / (optioned.backward_ms * 1e6);
+      time_into(optioned, with_options, fwd_flop, c.min_seconds_per_measure);
       rows.push_back(optioned);
       // Restore the plain output, which the naive row is compared with.
       if (std::string error = attention_flash_forward(p); !error.empty())
