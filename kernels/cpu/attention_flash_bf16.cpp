@@ -172,17 +172,16 @@ void bf16_gemm(std::int64_t m, std::int64_t n, std::int64_t pairs, const std::ui
 
 // ---- packing -----------------------------------------------------------------------------
 
-// dst[i] = (bf16(even[i]), bf16(odd[i])) words for i < n (n % 16 == 0); odd == nullptr
-// pairs with zeros. Round to nearest even (vcvtneps2bf16).
-void interleave_f32_rows(const float* even, const float* odd, std::int64_t n, std::uint32_t* dst) {
-  for (std::int64_t i = 0; i < n; i += 16) {
-    const __m512i lo =
-        _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(even + i)));
-    const __m512i hi = odd == nullptr ? _mm512_setzero_si512()
-                                      : _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(
-                                            _mm512_loadu_ps(odd + i)));
-    _mm512_storeu_si512(dst + i, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-  }
+// dst[0..16) = (bf16(even[i]), bf16(odd[i])) words, rounded to nearest even (vcvtneps2bf16).
+PB_INLINE void store_pair_words(std::uint32_t* dst, vf even, vf odd) {
+  const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh((__m512)even));
+  const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh((__m512)odd));
+  _mm512_storeu_si512(dst, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+}
+
+// dst[0..16) = bf16(x[i]), rounded to nearest even.
+PB_INLINE void store_bf16(std::uint16_t* dst, vf x) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), (__m256i)_mm512_cvtneps_pbh((__m512)x));
 }
 
 // dst[i] = (even[i], odd[i]) words for i < n, zeros on to n_padded; odd == nullptr pairs
@@ -200,27 +199,11 @@ void interleave_bf16_rows(const std::uint16_t* even, const std::uint16_t* odd, s
   }
 }
 
-// dst[i] = bf16(src[i]) for i < n (n % 16 == 0).
-void round_f32_row(const float* src, std::int64_t n, std::uint16_t* dst) {
-  for (std::int64_t i = 0; i < n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
-                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
-}
-
 PB_INLINE float bf16_to_f32(std::uint16_t x) {
   const std::uint32_t bits = std::uint32_t(x) << 16;
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
-}
-
-// Key-major tile [keys][kQueryTile] f32 to pair words [ceil(keys/2)][kQueryTile] (pairs of
-// neighbouring keys), the B operand of O^T += V^T P^T and the A operand of dQ += dS K.
-void interleave_key_pairs(const float* s_t, std::int64_t keys, std::int64_t cols,
-                          std::uint32_t* dst) {
-  for (std::int64_t c = 0; c < keys; c += 2)
-    interleave_f32_rows(s_t + c * kQueryTile, c + 1 < keys ? s_t + (c + 1) * kQueryTile : nullptr,
-                        cols, dst + c / 2 * kQueryTile);
 }
 
 // ---- scratch -----------------------------------------------------------------------------
@@ -244,7 +227,7 @@ class Carver {
 
 struct ForwardScratch {
   std::uint32_t* q_words;  // [D/2][kQueryTile]  Q tile, pairs along D, transposed; pad 0
-  float* s_t;              // [kKeyTile][kQueryTile]  scores, then P (f32)
+  float* s_t;              // [kKeyTile][kQueryTile]  scores (f32)
   std::uint32_t* p_words;  // [kKeyTile/2][kQueryTile]  P^T, pairs of keys
   float* o_t;              // [D][kQueryTile]  unnormalised O^T
   float* row_max;          // [kQueryTile]
@@ -266,8 +249,8 @@ ForwardScratch carve_forward(Carver& carver, std::int64_t d) {
 
 struct BackwardScratch {
   std::uint32_t* k_words;   // [kKeyTile/2][dp]  K tile, pairs of keys, zero padded
-  float* p_t;               // [kKeyTile][kQueryTile]  scores, then P^T (f32)
-  float* ds_t;              // [kKeyTile][kQueryTile]  dP^T, then dS^T (f32)
+  float* p_t;               // [kKeyTile][kQueryTile]  scores S^T (f32)
+  float* ds_t;              // [kKeyTile][kQueryTile]  dP^T (f32)
   std::uint16_t* p_bf16;    // [kKeyTile][kQueryTile]  P^T rounded
   std::uint16_t* ds_bf16;   // [kKeyTile][kQueryTile]  dS^T rounded
   std::uint32_t* ds_words;  // [kKeyTile/2][kQueryTile]  dS^T, pairs of keys
@@ -442,10 +425,17 @@ void forward_query_tile(const AttentionParams& p, std::int64_t b, std::int64_t h
       const vf safe_max = new_max == splat(-kInf) ? vf{} : new_max;
       const vf a = expv(old_max - safe_max);
       vf sum = loadv(s.row_sum + r) * a;
-      for (std::int64_t c = 0; c < keys; ++c) {
-        const vf prob = expv(loadv(s.s_t + c * kQueryTile + r) - safe_max);
-        storev(s.s_t + c * kQueryTile + r, prob);
-        sum += prob;
+      // P straight into pairs of keys (the B operand of O^T += V^T P^T); the sum takes the f32
+      // values. A key past `keys` in the last pair gets P = 0.
+      for (std::int64_t c = 0; c < keys; c += 2) {
+        const vf even = expv(loadv(s.s_t + c * kQueryTile + r) - safe_max);
+        sum += even;
+        vf odd{};
+        if (c + 1 < keys) {
+          odd = expv(loadv(s.s_t + (c + 1) * kQueryTile + r) - safe_max);
+          sum += odd;
+        }
+        store_pair_words(s.p_words + c / 2 * kQueryTile + r, even, odd);
       }
       storev(s.row_sum + r, sum);
       storev(s.row_max + r, new_max);
@@ -459,9 +449,8 @@ void forward_query_tile(const AttentionParams& p, std::int64_t b, std::int64_t h
                  loadv(s.o_t + x * kQueryTile + r) * loadv(s.alpha + r));
     }
     // O^T[D][cols] += V_tile^T P^T: A = V pairs of keys [keys/2][D] (k0 is even), B = P^T
-    // pairs of keys (a key past `keys` in the last pair gets P = 0).
+    // pairs of keys (written by the softmax above).
     const std::int64_t key_pairs = (keys + 1) / 2;
-    interleave_key_pairs(s.s_t, keys, cols, s.p_words);
     const std::uint32_t* v_tile =
         v_pairs + ((b * p.kv_heads + hk) * ((p.kv_len + 1) / 2) + k0 / 2) * d;
     bf16_gemm(d, cols, key_pairs, reinterpret_cast<const std::uint16_t*>(v_tile), 2, 2 * d,
@@ -582,19 +571,21 @@ void backward_key_tile(const AttentionParams& p, std::int64_t b, std::int64_t hk
       }
       bf16_gemm(keys, cols, d_pairs, v_tile, p.v_strides.seq, 2, do_words + q0, tq_pad, s.ds_t,
                 kQueryTile, 1.0f, false);
+      // P = exp(S - lse), dS = P (dP - delta) in f32, written only as the bf16 operands of
+      // the three products below: P^T and dS^T rows, and dS^T as pairs of keys.
       for (std::int64_t r = 0; r < cols; r += kLanes) {
         const vf lse_r = loadv(s.row_lse + r), delta_r = loadv(s.row_delta + r);
-        for (std::int64_t c = 0; c < keys; ++c) {
-          float* pc = s.p_t + c * kQueryTile + r;
-          float* dsc = s.ds_t + c * kQueryTile + r;
-          const vf prob = expv(loadv(pc) - lse_r);
-          storev(pc, prob);
-          storev(dsc, prob * (loadv(dsc) - delta_r));  // dS = P (dP - delta)
+        for (std::int64_t c = 0; c < keys; c += 2) {
+          vf ds_pair[2] = {vf{}, vf{}};
+          for (std::int64_t e = c; e < c + 2 && e < keys; ++e) {
+            const vf prob = expv(loadv(s.p_t + e * kQueryTile + r) - lse_r);
+            const vf ds = prob * (loadv(s.ds_t + e * kQueryTile + r) - delta_r);
+            store_bf16(s.p_bf16 + e * kQueryTile + r, prob);
+            store_bf16(s.ds_bf16 + e * kQueryTile + r, ds);
+            ds_pair[e - c] = ds;
+          }
+          store_pair_words(s.ds_words + c / 2 * kQueryTile + r, ds_pair[0], ds_pair[1]);
         }
-      }
-      for (std::int64_t c = 0; c < keys; ++c) {
-        round_f32_row(s.p_t + c * kQueryTile, cols, s.p_bf16 + c * kQueryTile);
-        round_f32_row(s.ds_t + c * kQueryTile, cols, s.ds_bf16 + c * kQueryTile);
       }
       // dV += P^T dO; dK += dS^T Q (scale at the end): depth = query pairs from q0 (even).
       const std::int64_t query_pairs = (rows + 1) / 2;
@@ -603,7 +594,6 @@ void backward_key_tile(const AttentionParams& p, std::int64_t b, std::int64_t hk
       bf16_gemm(keys, dp, query_pairs, s.ds_bf16, kQueryTile, 2, q_rows + q0 / 2 * dp, dp, s.dk,
                 dp, 1.0f, true);
       // dQ_acc[rows][dp] += dS K: A = dS^T pairs of keys, B = K pairs of keys.
-      interleave_key_pairs(s.ds_t, keys, cols, s.ds_words);
       bf16_gemm(rows, dp, key_pairs, reinterpret_cast<const std::uint16_t*>(s.ds_words), 2,
                 2 * kQueryTile, s.k_words, dp, dq_head + q0 * dp, dp, 1.0f, true);
     }
