@@ -54,16 +54,27 @@ using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, c
                                      const Tensor& v, const Tensor& out, const Tensor& lse,
                                      const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
 
-// x as an f32 operand the kernel can read: x itself (no copy) when it is f32 with a
-// contiguous last dim and usable strides, else a packed f32 copy. Never records autograd.
-Tensor kernel_operand(const Tensor& x, OperandStrides& strides) {
+// Whether the kernel can read x's layout in place: a contiguous last dim, non-negative batch
+// and head strides, a positive seq stride (any, for a length-1 seq dim).
+bool kernel_readable_layout(const Tensor& x) {
   const Shape& st = x.strides();
-  const bool in_place = x.dtype() == DType::kF32 && (st[3] == 1 || x.size(3) == 1) && st[0] >= 0 &&
-                        st[1] >= 0 && (st[2] > 0 || x.size(2) == 1);
-  Tensor operand = in_place ? x.detach() : detail::as_f32_contiguous(x);
+  return (st[3] == 1 || x.size(3) == 1) && st[0] >= 0 && st[1] >= 0 &&
+         (st[2] > 0 || x.size(2) == 1);
+}
+
+// The {batch, head, seq} strides of a kernel operand. A length-1 seq dim is never stepped
+// over; any positive stride describes it.
+OperandStrides operand_strides(const Tensor& operand) {
   const Shape& os = operand.strides();
-  // A length-1 seq dim is never stepped over; any positive stride describes it.
-  strides = OperandStrides{os[0], os[1], x.size(2) == 1 ? std::max<int64_t>(os[2], 1) : os[2]};
+  return OperandStrides{os[0], os[1], operand.size(2) == 1 ? std::max<int64_t>(os[2], 1) : os[2]};
+}
+
+// x as an f32 operand the kernel can read: x itself (no copy) when it is f32 with a
+// readable layout, else a packed f32 copy. Never records autograd.
+Tensor kernel_operand(const Tensor& x, OperandStrides& strides) {
+  const bool in_place = x.dtype() == DType::kF32 && kernel_readable_layout(x);
+  Tensor operand = in_place ? x.detach() : detail::as_f32_contiguous(x);
+  strides = operand_strides(operand);
   return operand;
 }
 
@@ -81,11 +92,7 @@ kernels::AttentionStrides to_kernel(const OperandStrides& s) {
 // Strides of a [B, heads, T, D] f32 tensor whose last dim is contiguous (attention_buffer's,
 // or an upstream gradient accepted by kernel_operand).
 // A length-1 seq dim is never stepped over; any positive stride describes it.
-kernels::AttentionStrides strides_of(const Tensor& x) {
-  const Shape& st = x.strides();
-  return kernels::AttentionStrides{st[0], st[1],
-                                   x.size(2) == 1 ? std::max<int64_t>(st[2], 1) : st[2]};
-}
+kernels::AttentionStrides strides_of(const Tensor& x) { return to_kernel(operand_strides(x)); }
 
 // Whether an operand with these strides is token-major: heads interleaved within each
 // position (a permuted view of [B, T, heads, D]). Only meaningful with > 1 head and position.
@@ -107,8 +114,7 @@ Tensor attention_buffer(const Shape& shape, bool token_major_layout, Device devi
 // or contiguous, so the rounding streams x's rows. Never records autograd.
 Tensor bf16_kernel_operand(const Tensor& x, OperandStrides& strides) {
   const Shape& st = x.strides();
-  const bool usable = (st[3] == 1 || x.size(3) == 1) && st[0] >= 0 && st[1] >= 0 &&
-                      (st[2] > 0 || x.size(2) == 1);
+  const bool usable = kernel_readable_layout(x);
   Tensor operand = x.detach();
   if (x.dtype() != DType::kBF16 || !usable) {
     OperandStrides layout{st[0], st[1], st[2]};
@@ -124,8 +130,7 @@ Tensor bf16_kernel_operand(const Tensor& x, OperandStrides& strides) {
       copy_(operand, x.detach());
     }
   }
-  const Shape& os = operand.strides();
-  strides = OperandStrides{os[0], os[1], x.size(2) == 1 ? std::max<int64_t>(os[2], 1) : os[2]};
+  strides = operand_strides(operand);
   return operand;
 }
 
