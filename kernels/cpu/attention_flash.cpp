@@ -236,6 +236,22 @@ struct AlignedFloats {
   float* data;
 };
 
+#if PATCHBAY_KERNELS_X86_VARIANTS
+// The bf16 kernel with its workspace: the caller's, or one allocated here (so the
+// AVX512-BF16 translation unit never allocates).
+std::string run_bf16(const AttentionParams& p, AttentionPass pass) {
+  AlignedFloats workspace(flash_bf16::workspace_bytes(p, pass) / sizeof(float), p.workspace);
+  AttentionParams with_workspace = p;
+  with_workspace.workspace = workspace.data;
+  if (pass == AttentionPass::forward) {
+    flash_bf16::forward(with_workspace);
+  } else {
+    flash_bf16::backward(with_workspace);
+  }
+  return {};
+}
+#endif
+
 }  // namespace
 
 // Validated params with bf16 operands run the bf16 kernel (compiled only for x86-64, the
@@ -254,7 +270,7 @@ std::size_t attention_flash_workspace_bytes(const AttentionParams& p, AttentionP
 std::string attention_flash_forward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::forward); !e.empty()) return e;
 #if PATCHBAY_KERNELS_X86_VARIANTS
-  if (p.q_bf16 != nullptr) return flash_bf16::forward(p), std::string();
+  if (p.q_bf16 != nullptr) return run_bf16(p, AttentionPass::forward);
 #endif
   const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const int threads = thread_count(p);
@@ -284,7 +300,7 @@ std::string attention_flash_forward(const AttentionParams& p) {
 std::string attention_flash_backward(const AttentionParams& p) {
   if (std::string e = attention_params_error(p, AttentionPass::backward); !e.empty()) return e;
 #if PATCHBAY_KERNELS_X86_VARIANTS
-  if (p.q_bf16 != nullptr) return flash_bf16::backward(p), std::string();
+  if (p.q_bf16 != nullptr) return run_bf16(p, AttentionPass::backward);
 #endif
   const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const int threads = thread_count(p);

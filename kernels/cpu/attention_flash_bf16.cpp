@@ -35,7 +35,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <new>
 
 #include "attention_flash_bf16.hpp"
 #include "attention_flash_tiles.hpp"
@@ -346,21 +345,6 @@ int thread_count(const AttentionParams& p) {
   return p.num_threads > 0 ? p.num_threads : omp_get_max_threads();
 }
 
-// The call's scratch: the caller's workspace when given, else an allocation freed on return.
-struct AlignedBytes {
-  AlignedBytes(std::int64_t count, void* caller)
-      : owned(caller == nullptr),
-        data(owned ? static_cast<unsigned char*>(::operator new (
-                         std::size_t(count > 0 ? count : 64), std::align_val_t{64}))
-                   : static_cast<unsigned char*>(caller)) {}
-  ~AlignedBytes() {
-    if (owned) ::operator delete (data, std::align_val_t{64});
-  }
-  AlignedBytes(const AlignedBytes&) = delete;
-  AlignedBytes& operator=(const AlignedBytes&) = delete;
-  bool owned;
-  unsigned char* data;
-};
 
 // ---- forward -----------------------------------------------------------------------------
 
@@ -620,14 +604,14 @@ void forward(const AttentionParams& p) {
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_bytes(p, AttentionPass::forward);
   const std::int64_t shared_size = shared_bytes(p, AttentionPass::forward);
-  AlignedBytes workspace(std::int64_t(workspace_bytes(p, AttentionPass::forward)), p.workspace);
-  Carver shared_carver(workspace.data);
+  unsigned char* workspace = static_cast<unsigned char*>(p.workspace);
+  Carver shared_carver(workspace);
   std::uint32_t* v_pairs = carve_v_pairs(shared_carver, p);
   const std::int64_t query_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
   const std::int64_t tasks = p.batch * p.heads * query_tiles;
 #pragma omp parallel num_threads(threads) if (worth_threads(p))
   {
-    Carver carver(workspace.data + shared_size + omp_get_thread_num() * per_thread);
+    Carver carver(workspace + shared_size + omp_get_thread_num() * per_thread);
     const ForwardScratch scratch = carve_forward(carver, p.head_dim);
     fill_v_pairs(p, v_pairs);  // ends with a barrier
 #pragma omp for schedule(dynamic, 1)
@@ -645,15 +629,15 @@ void backward(const AttentionParams& p) {
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_bytes(p, AttentionPass::backward);
   const std::int64_t shared_size = shared_bytes(p, AttentionPass::backward);
-  AlignedBytes workspace(std::int64_t(workspace_bytes(p, AttentionPass::backward)), p.workspace);
-  Carver shared_carver(workspace.data);
+  unsigned char* workspace = static_cast<unsigned char*>(p.workspace);
+  Carver shared_carver(workspace);
   const Shared shared = carve_shared(shared_carver, p);
   const std::int64_t key_tiles = (p.kv_len + kKeyTile - 1) / kKeyTile;
   const std::int64_t tasks = p.batch * p.kv_heads * key_tiles;
   const std::int64_t dq_offset = per_thread - (dq_acc_floats(p) * 4 + 63) / 64 * 64;
 #pragma omp parallel num_threads(threads) if (worth_threads(p))
   {
-    unsigned char* mine = workspace.data + shared_size + omp_get_thread_num() * per_thread;
+    unsigned char* mine = workspace + shared_size + omp_get_thread_num() * per_thread;
     Carver carver(mine);
     const BackwardScratch scratch = carve_backward(carver, p.head_dim);
     float* dq_acc = reinterpret_cast<float*>(mine + dq_offset);
@@ -669,7 +653,7 @@ void backward(const AttentionParams& p) {
       const std::int64_t keys = min64(kKeyTile, p.kv_len - k0);
       backward_key_tile(p, bhk / p.kv_heads, bhk % p.kv_heads, k0, keys, shared, dq_acc, scratch);
     }  // implicit barrier: every accumulator complete
-    flash_tiles::reduce_dq(p, reinterpret_cast<const float*>(workspace.data + shared_size + dq_offset),
+    flash_tiles::reduce_dq(p, reinterpret_cast<const float*>(workspace + shared_size + dq_offset),
                            per_thread / 4, team);
   }
 }

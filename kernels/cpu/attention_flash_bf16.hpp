@@ -1,6 +1,7 @@
 // Private entry points of the bf16 flash kernel (attention_flash_bf16.cpp, built with
 // -mavx512bf16). The public functions in attention_flash.cpp call them after
-// attention_params_error has accepted the params (so the CPU has AVX512-BF16).
+// attention_params_error has accepted the params (so the CPU has AVX512-BF16), with
+// p.workspace set to a block of workspace_bytes(p, pass) bytes (64-byte aligned).
 #pragma once
 
 #include <cstddef>
