@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "common/host_memory.hpp"
 #include "engine/allocator.hpp"
 #include "engine/device.hpp"
 #include "engine/dispatch.hpp"
@@ -23,7 +24,8 @@ class CpuStream final : public Stream {
   void synchronize() override {}
 };
 
-void* cpu_raw_alloc(size_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
+// Huge-page-backed from 2 MiB up (common/host_memory.hpp).
+void* cpu_raw_alloc(size_t bytes) { return host_allocate(bytes); }
 void cpu_raw_free(void* p) { std::free(p); }
 
 class CpuBackend final : public Backend {

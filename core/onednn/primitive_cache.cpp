@@ -5,10 +5,15 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+
+#include "common/error.hpp"
+#include "common/host_memory.hpp"
 
 namespace patchbay::onednn {
 namespace detail {
@@ -135,13 +140,24 @@ dnnl::primitive_attr base_attr() {
 }
 
 void* thread_buffer(ThreadBuffer slot, std::size_t bytes) {
-  thread_local std::vector<std::max_align_t> words_by_slot[2];
-  std::vector<std::max_align_t>& words = words_by_slot[static_cast<int>(slot)];
-  const std::size_t needed = (bytes + 64) / sizeof(std::max_align_t) + 1;
-  if (words.size() < needed) words.resize(needed);
-  auto address = reinterpret_cast<std::uintptr_t>(words.data());
-  address = (address + 63) & ~static_cast<std::uintptr_t>(63);
-  return reinterpret_cast<void*>(address);
+  // Grown, never shrunk; huge-page-backed from 2 MiB up (packed GEMM weights are megabytes).
+  struct Buffer {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffers[2];
+  Buffer& buffer = buffers[static_cast<int>(slot)];
+  if (buffer.bytes < bytes || buffer.data == nullptr) {
+    void* grown = host_allocate(bytes);
+    if (grown == nullptr)
+      throw Error(ErrorKind::kInternal, "onednn: out of memory for a " + std::to_string(bytes) +
+                                            "-byte scratch buffer");
+    std::free(buffer.data);
+    buffer.data = grown;
+    buffer.bytes = bytes;
+  }
+  return buffer.data;
 }
 
 void execute(const CachedPrimitive& cached, std::unordered_map<int, dnnl::memory> args) {
