@@ -382,5 +382,56 @@ TEST_CASE("fill_ rounds its double once into each dtype") {
   CHECK(bf16_value(wide.data<uint16_t>()[0]) == 0);
 }
 
+
+// The dense f32 -> bf16 path (both contiguous: the rounding of every operand in a bf16
+// autocast scope, vectorised and split over threads) gives the bits of the strided path and
+// of round-to-nearest-even written out here, on every special case, across chunk borders and
+// in a tail that fills no vector.
+TEST_CASE("f32 -> bf16 of contiguous tensors: nearest-even bits, NaN quieted, same as strided") {
+  const std::vector<uint32_t> specials = {
+      0x00000000u, 0x80000000u, 0x3f800000u, 0x3f808000u /* tie, even: down */,
+      0x3f818000u /* tie, odd: up */, 0x3f808001u /* above the tie: up */,
+      0x7f7fffffu /* max float: rounds to inf */, 0x7f800000u, 0xff800000u,
+      0x7f800001u /* signalling NaN: quieted */, 0xffc00001u, 0x00000001u /* denormals kept */,
+      0x807fffffu, 0x00400000u};
+  const int64_t rows = 3 * 32768 / 64 + 1, cols = 64;  // 98368 = 3 chunks of 2^15 + 64
+  const int64_t n = rows * cols;
+  std::vector<float> values(static_cast<size_t>(n));
+  uint32_t state = 12345u;
+  for (int64_t i = 0; i < n; ++i) {
+    state = state * 1664525u + 1013904223u;
+    uint32_t bits = i % 97 < static_cast<int64_t>(specials.size()) ? specials[size_t(i % 97)] : state;
+    std::memcpy(&values[size_t(i)], &bits, 4);
+  }
+  const Tensor x = Tensor::from_vector(values, {rows, cols});
+  const Tensor dense = x.to(DType::kBF16);                       // contiguous -> contiguous
+  const Tensor strided = x.transpose(0, 1).to(DType::kBF16);     // strided source
+  const auto* d = static_cast<const uint16_t*>(dense.data_ptr());
+  const Tensor strided_c = strided.transpose(0, 1).contiguous();
+  const auto* s = static_cast<const uint16_t*>(strided_c.data_ptr());
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u = 0;
+    std::memcpy(&u, &values[size_t(i)], 4);
+    uint16_t expected;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      expected = static_cast<uint16_t>((u >> 16) | 0x0040u);  // NaN: quiet, sign and payload top kept
+    } else {
+      const uint32_t lower = u & 0xffffu, upper = u >> 16;
+      const bool up = lower > 0x8000u || (lower == 0x8000u && (upper & 1u) != 0);
+      expected = static_cast<uint16_t>(upper + (up ? 1u : 0u));
+    }
+    mismatches += d[i] != expected || s[i] != expected;
+  }
+  CHECK(mismatches == 0);
+  // A tail shorter than any vector, on its own.
+  const Tensor small = Tensor::from_vector({1.0f, 1.00390625f /* 1 + 2^-8: tie, down */, -3.0f}, {3});
+  const Tensor small_bf16 = small.to(DType::kBF16);
+  const auto* b = static_cast<const uint16_t*>(small_bf16.data_ptr());
+  CHECK(b[0] == 0x3f80u);
+  CHECK(b[1] == 0x3f80u);
+  CHECK(b[2] == 0xc040u);
+}
+
 }  // namespace
 }  // namespace patchbay::engine
