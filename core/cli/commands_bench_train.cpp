@@ -30,6 +30,7 @@
 #include "engine/ops.hpp"
 #include "onednn/gemm_reference_rate.hpp"
 #include "train/grad_clip.hpp"
+#include "train/grad_norm_in_backward.hpp"
 #include "train/trainer.hpp"
 #include "train/training_data.hpp"
 
@@ -148,6 +149,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       } else {
         train::pause_bf16_weight_copies(t);
       }
+      std::optional<train::GradNormInBackward> backward_norm;  // as train_step
       for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
         const train::Batch batch =
             random_tokens ? train::random_batch(vocab_size, o.seed, step * o.grad_accum_steps + micro, o.batch_size, o.seq_len)
@@ -159,17 +161,17 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
         (void)loss.item();
         if (timed) t_forward += since(t0);
         t0 = Clock::now();
+        if (o.grad_clip > 0 && micro == o.grad_accum_steps - 1) backward_norm.emplace(t.parameter_tensors);
         engine::backward(o.grad_accum_steps == 1 ? loss : loss * (1.0 / static_cast<double>(o.grad_accum_steps)));
         if (timed) t_backward += since(t0);
       }
       autocast.reset();
-      // As train_step: the clip phase takes the norm; the optimizer applies the factor inside
-      // its update pass (step_scaled; an optimizer without it gets its gradients scaled first).
+      // As train_step: the norm is summed during the last backward (timed with it) and
+      // finished in the clip phase; the optimizer applies the factor inside its update pass
+      // (step_scaled; an optimizer without it gets its gradients scaled first).
       auto t0 = Clock::now();
       const double grad_scale =
-          o.grad_clip > 0
-              ? train::clip_factor(train::global_grad_norm(t.parameter_tensors), o.grad_clip)
-              : 1.0;
+          o.grad_clip > 0 ? train::clip_factor(backward_norm->finish(), o.grad_clip) : 1.0;
       if (timed) t_clip += since(t0);
       t0 = Clock::now();
       train::optimizer_step_scaled(*t.optimizer, t.parameter_tensors, o.schedule.lr, grad_scale);

@@ -26,8 +26,12 @@ namespace patchbay::train {
 inline constexpr int64_t kNormBlock = 1 << 16;
 inline constexpr double kClipEpsilon = 1e-6;
 
-// Sum of squared gradient elements over `params` (their .grad(); undefined grads are skipped).
+// Sum of squared gradient elements over `params` (their .grad(); undefined grads are skipped):
+// param_grad_square_sum of each, added in the order given.
 double grad_square_sum(const std::vector<engine::Tensor>& params);
+// Sum of squared elements of one parameter's .grad() (0 when undefined), in the fixed blocks
+// described above.
+double param_grad_square_sum(const engine::Tensor& param);
 // sqrt(grad_square_sum(params)).
 double global_grad_norm(const std::vector<engine::Tensor>& params);
 // Multiplies every defined grad by `factor` in place.

@@ -7,6 +7,7 @@
 #include "config/component_view.hpp"
 #include "engine/ops.hpp"
 #include "train/grad_clip.hpp"
+#include "train/grad_norm_in_backward.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/param_groups.hpp"
 #include "train/trainer.hpp"
@@ -71,6 +72,10 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   } else {
     pause_bf16_weight_copies(trainable);
   }
+  // The norm is summed during the last backward (grad_norm_in_backward.hpp), unless the
+  // trainer's own hooks reduce or rewrite the gradients after backward (data parallelism).
+  const bool norm_in_backward = !trainable.grad_norm && !trainable.after_backward;
+  std::optional<GradNormInBackward> backward_norm;
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
     const model::ForwardResult out = trainable.model->forward(batch.inputs, /*training=*/true);
@@ -84,14 +89,17 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     result.loss += loss.item() / static_cast<double>(accum);
     result.layer_stats.add(out.stats);
     if (trainable.before_backward) trainable.before_backward(m, accum);
+    if (norm_in_backward && m == accum - 1) backward_norm.emplace(trainable.parameter_tensors);
     engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
   }
   autocast.reset();  // bf16 scope ends before gradients are reduced, clipped and applied
   if (trainable.after_backward) trainable.after_backward(result);
-  // Clipping: one pass for the norm here; the factor is applied inside the optimizer's update
-  // pass (optimizer_step_scaled), not by a pass of its own over the gradients.
-  result.grad_norm =
-      trainable.grad_norm ? trainable.grad_norm() : global_grad_norm(trainable.parameter_tensors);
+  // Clipping: the norm was summed during backward (or is taken now); the factor is applied
+  // inside the optimizer's update pass (optimizer_step_scaled), not by a pass of its own over
+  // the gradients.
+  result.grad_norm = trainable.grad_norm ? trainable.grad_norm()
+                     : backward_norm     ? backward_norm->finish()
+                                         : global_grad_norm(trainable.parameter_tensors);
   const double grad_scale = clip_factor(result.grad_norm, options.grad_clip);
   result.lr = learning_rate(options.schedule, step);
   result.finite = std::isfinite(result.loss) && std::isfinite(result.aux_loss) &&

@@ -1,0 +1,52 @@
+// Clipping's norm summed during backward (see grad_norm_in_backward.hpp).
+#include "train/grad_norm_in_backward.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "train/grad_clip.hpp"
+
+namespace patchbay::train {
+
+GradNormInBackward::GradNormInBackward(const std::vector<engine::Tensor>& params)
+    : params_(&params), sums_(params.size(), 0.0), summed_(params.size(), 0) {
+  index_of_.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) index_of_.emplace(params[i].impl(), i);
+  previous_ = engine::set_leaf_grad_ready_hook(
+      [this](const engine::Tensor& leaf) { on_ready(leaf); });
+  installed_ = true;
+}
+
+GradNormInBackward::~GradNormInBackward() { restore_hook(); }
+
+void GradNormInBackward::restore_hook() {
+  if (!installed_) return;
+  engine::set_leaf_grad_ready_hook(std::move(previous_));
+  installed_ = false;
+}
+
+void GradNormInBackward::on_ready(const engine::Tensor& leaf) {
+  if (previous_) previous_(leaf);
+  const auto found = index_of_.find(leaf.impl());
+  if (found == index_of_.end()) return;  // a leaf that is not a trained parameter
+  const engine::Tensor g = leaf.grad();
+  // Anything but a contiguous f32 CPU gradient is left to finish(), which checks it as
+  // global_grad_norm does (and refuses what that refuses).
+  if (!g.defined() || g.device().type != engine::DeviceType::kCpu ||
+      g.dtype() != engine::DType::kF32 || !g.is_contiguous())
+    return;
+  const size_t i = found->second;
+  sums_[i] = param_grad_square_sum(leaf);
+  summed_[i] = 1;
+  ++summed_in_backward_;
+}
+
+double GradNormInBackward::finish() {
+  restore_hook();
+  double total = 0.0;
+  for (size_t i = 0; i < sums_.size(); ++i)
+    total += summed_[i] ? sums_[i] : param_grad_square_sum((*params_)[i]);
+  return std::sqrt(total);
+}
+
+}  // namespace patchbay::train
