@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/host_memory.hpp"
 #include "engine/ops.hpp"
 
 namespace patchbay::generate {
@@ -68,8 +69,9 @@ ReadBandwidth measure_read_bandwidth(std::int64_t buffer_bytes, int passes) {
   }
   const std::int64_t count = buffer_bytes / 4;
   const std::size_t bytes = static_cast<std::size_t>(count) * 4;
-  std::unique_ptr<float, FreeDeleter> buffer(
-      static_cast<float*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
+  // The same kind of memory as the model's weights (huge pages where the engine's tensors get
+  // them), so the bound is not lowered by TLB misses the weights do not pay.
+  std::unique_ptr<float, FreeDeleter> buffer(static_cast<float*>(host_allocate(bytes)));
   if (!buffer) throw Error(ErrorKind::kInternal, "measure_read_bandwidth: out of memory");
   float* data = buffer.get();
   const int threads = omp_get_max_threads();
