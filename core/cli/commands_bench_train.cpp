@@ -6,7 +6,9 @@
 // forward + backward = 3 × forward, attention at full T). Achieved FLOP/s = that × tokens/s;
 // MFU = achieved / oneDNN f32 GEMM rate on [B·T, C] x [C, d_ff] (the MLP's first matmul).
 // Each step is timed by phase (forward+loss, backward, clip, optimizer) so the report says
-// where the time goes.
+// where the time goes. As in train_step, clipping's norm is summed during the last backward
+// (train/grad_norm_in_backward.hpp), so its cost is in the backward phase and the clip phase
+// only adds the sums up.
 //
 // --precision f32,bf16 times the same model in both precisions, timed updates alternating ([train]
 // precision: bf16 = matmul autocast, engine/autocast.hpp) and then oneDNN's f32 and bf16 GEMM
@@ -231,9 +233,10 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
                   static_cast<double>(peak_bytes[i]) / (1024.0 * 1024.0));
     std::cout << line;
     // What MFU this batch allows at best: every FLOP at the reference GEMM rate, nothing else
-    // costing time but the clip and optimizer phases as measured. Those passes stream every
-    // parameter, its gradient and the optimizer state (AdamW: 32 bytes per parameter) once per
-    // update whatever the batch, so at few tokens per update they cap MFU below 100%.
+    // costing time but the clip and optimizer phases as measured. The optimizer's pass streams
+    // every parameter, its gradient and the optimizer state (AdamW: 28 bytes per parameter, 30
+    // with the bf16 copies) once per update whatever the batch, so at few tokens per update it
+    // caps MFU below 100%. (Clipping's norm is read during backward and counted there.)
     const double ideal_compute = flops_per_token * tokens / (gemm.median_gflops * 1e9);
     const double ceiling = ideal_compute / (ideal_compute + t_clip + t_optimizer);
     std::snprintf(line, sizeof line,
