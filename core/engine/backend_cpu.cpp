@@ -26,7 +26,7 @@ class CpuStream final : public Stream {
 
 // Huge-page-backed from 2 MiB up (common/host_memory.hpp).
 void* cpu_raw_alloc(size_t bytes) { return host_allocate(bytes); }
-void cpu_raw_free(void* p) { std::free(p); }
+void cpu_raw_free(void* p) { host_free(p); }
 
 class CpuBackend final : public Backend {
  public:

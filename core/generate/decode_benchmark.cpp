@@ -54,8 +54,8 @@ PB_READ_LOOP_CLONES float sum_floats(const float* data, std::int64_t count) {
   return total;
 }
 
-struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
+struct HostDeleter {
+  void operator()(float* p) const { host_free(p); }
 };
 
 }  // namespace
@@ -71,7 +71,7 @@ ReadBandwidth measure_read_bandwidth(std::int64_t buffer_bytes, int passes) {
   const std::size_t bytes = static_cast<std::size_t>(count) * 4;
   // The same kind of memory as the model's weights (huge pages where the engine's tensors get
   // them), so the bound is not lowered by TLB misses the weights do not pay.
-  std::unique_ptr<float, FreeDeleter> buffer(static_cast<float*>(host_allocate(bytes)));
+  std::unique_ptr<float, HostDeleter> buffer(static_cast<float*>(host_allocate(bytes)));
   if (!buffer) throw Error(ErrorKind::kInternal, "measure_read_bandwidth: out of memory");
   float* data = buffer.get();
   const int threads = omp_get_max_threads();

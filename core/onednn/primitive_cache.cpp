@@ -144,7 +144,7 @@ void* thread_buffer(ThreadBuffer slot, std::size_t bytes) {
   struct Buffer {
     void* data = nullptr;
     std::size_t bytes = 0;
-    ~Buffer() { std::free(data); }
+    ~Buffer() { host_free(data); }
   };
   thread_local Buffer buffers[2];
   Buffer& buffer = buffers[static_cast<int>(slot)];
@@ -153,7 +153,7 @@ void* thread_buffer(ThreadBuffer slot, std::size_t bytes) {
     if (grown == nullptr)
       throw Error(ErrorKind::kInternal, "onednn: out of memory for a " + std::to_string(bytes) +
                                             "-byte scratch buffer");
-    std::free(buffer.data);
+    host_free(buffer.data);
     buffer.data = grown;
     buffer.bytes = bytes;
   }

@@ -26,11 +26,12 @@ engine::Tensor checked_grad(const engine::Tensor& param) {
 
 // Sum of squares of x[0, n) in double, in kLanes independent partial sums (element i goes to
 // sum i % kLanes, the tail to sum 0) added in a fixed order at the end: the same bits for any
-// thread count and on either clone below (the same multiplies and adds per lane, not contracted
-// into FMAs under ISO C++). One vector sum was bound by the add latency (51 GB/s on Zen 4 with
-// the gradient in cache, 2-wide SSE2 in the baseline build); the AVX-512 clone keeps four
+// thread count and on either clone below. (The compiler may fuse a lane's multiply and add into
+// an FMA in one clone and not the other; that changes nothing, because the product of two
+// floats is exact in double.) One vector sum was bound by the add latency (51 GB/s on Zen 4
+// with the gradient in cache, 2-wide SSE2 in the baseline build); the AVX-512 clone keeps four
 // 8-wide chains of independent adds (ifunc dispatch, picked once at load).
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
 double f32_square_sum(const float* x, int64_t n) {

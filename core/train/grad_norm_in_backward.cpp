@@ -38,7 +38,12 @@ void GradNormInBackward::on_ready(const engine::Tensor& leaf) {
   const size_t i = found->second;
   sums_[i] = param_grad_square_sum(leaf);
   summed_[i] = 1;
-  ++summed_in_backward_;
+}
+
+size_t GradNormInBackward::summed_in_backward() const {
+  size_t count = 0;
+  for (char summed : summed_) count += summed != 0;
+  return count;
 }
 
 double GradNormInBackward::finish() {

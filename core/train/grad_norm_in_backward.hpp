@@ -11,8 +11,10 @@
 //
 // Use: construct right before the update's last backward (gradients must not change after
 // it: callers that reduce or rewrite gradients after backward take the norm afterwards), call
-// finish() after it. The destructor puts back the hook that was set before (which the
-// installed hook also calls, first).
+// finish() after it. The destructor (or finish()) puts back the hook that was set before,
+// which the installed hook also calls, first: hooks nest, and one installed in between must be
+// removed before this one is. A leaf reported twice (nested backward calls, as the reversible
+// stack makes) keeps its last report, which is its final gradient.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +28,9 @@ namespace patchbay::train {
 
 class GradNormInBackward {
  public:
+  // Keeps a pointer to `params`: it must outlive this object (hence no temporaries).
   explicit GradNormInBackward(const std::vector<engine::Tensor>& params);
+  explicit GradNormInBackward(std::vector<engine::Tensor>&&) = delete;
   ~GradNormInBackward();
   GradNormInBackward(const GradNormInBackward&) = delete;
   GradNormInBackward& operator=(const GradNormInBackward&) = delete;
@@ -35,7 +39,7 @@ class GradNormInBackward {
   // the hook. Call once, after the backward.
   double finish();
   // Parameters whose sum the hook took during backward (for tests).
-  size_t summed_in_backward() const { return summed_in_backward_; }
+  size_t summed_in_backward() const;
 
  private:
   void on_ready(const engine::Tensor& leaf);
@@ -45,7 +49,6 @@ class GradNormInBackward {
   std::unordered_map<const engine::TensorImpl*, size_t> index_of_;
   std::vector<double> sums_;
   std::vector<char> summed_;
-  size_t summed_in_backward_ = 0;
   engine::LeafGradReadyHook previous_;
   bool installed_ = false;
 };

@@ -424,6 +424,14 @@ TEST_CASE("f32 -> bf16 of contiguous tensors: nearest-even bits, NaN quieted, sa
     mismatches += d[i] != expected || s[i] != expected;
   }
   CHECK(mismatches == 0);
+  // Contiguous with a storage offset (rows 1.. of x): the dense path starts at the offset.
+  const Tensor rest = x.narrow(0, 1, rows - 1);
+  REQUIRE(rest.is_contiguous());
+  const Tensor rest_bf16 = rest.to(DType::kBF16);
+  const auto* r = static_cast<const uint16_t*>(rest_bf16.data_ptr());
+  int64_t offset_mismatches = 0;
+  for (int64_t i = 0; i < (rows - 1) * cols; ++i) offset_mismatches += r[i] != d[cols + i];
+  CHECK(offset_mismatches == 0);
   // A tail shorter than any vector, on its own.
   const Tensor small = Tensor::from_vector({1.0f, 1.00390625f /* 1 + 2^-8: tie, down */, -3.0f}, {3});
   const Tensor small_bf16 = small.to(DType::kBF16);

@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -58,14 +57,14 @@ TEST_CASE("host buffers: 64-byte aligned, 2 MiB aligned from 2 MiB up, and writa
     REQUIRE(p != nullptr);
     CHECK(address(p) % 64 == 0);
     std::memset(p, 0x5a, bytes);
-    std::free(p);
+    patchbay::host_free(p);
   }
   const std::size_t large = 3 * patchbay::kHostHugePageBytes + 4096;
   void* p = patchbay::host_allocate(large);
   REQUIRE(p != nullptr);
   CHECK(address(p) % (patchbay::host_huge_pages_enabled() ? patchbay::kHostHugePageBytes : 64) == 0);
   std::memset(p, 0x5a, large);
-  std::free(p);
+  patchbay::host_free(p);
 }
 
 TEST_CASE("whole 2 MiB pages of a large buffer carry the huge-page advice, the partial tail not") {
@@ -82,10 +81,32 @@ TEST_CASE("whole 2 MiB pages of a large buffer carry the huge-page advice, the p
   CHECK(has_flag(vm_flags_of(p), "hg"));
   CHECK(has_flag(vm_flags_of(p + huge + 100), "hg"));
   CHECK_FALSE(has_flag(vm_flags_of(p + 2 * huge + 100), "hg"));  // the partial last page
-  std::free(p);
+  patchbay::host_free(p);
 
   // The engine's CPU tensors take their memory here: a 3 MiB tensor starts on a huge page.
   const patchbay::engine::Tensor t = patchbay::engine::zeros({3 << 18});
   CHECK(address(t.data_ptr()) % huge == 0);
   CHECK(has_flag(vm_flags_of(t.data_ptr()), "hg"));
+}
+
+TEST_CASE("memory given back is unmapped: the next buffers carry no stale advice") {
+  const int probe = 0;
+  if (!patchbay::host_huge_pages_enabled() || !transparent_huge_pages_offered() ||
+      vm_flags_of(&probe).empty()) {
+    MESSAGE("no transparent huge pages offered here (or PATCHBAY_HUGE_PAGES=0): nothing to check");
+    return;
+  }
+  // A large block freed, then small heap blocks: none of them lands in advised memory.
+  void* large = patchbay::host_allocate(9 * patchbay::kHostHugePageBytes);
+  REQUIRE(large != nullptr);
+  std::memset(large, 1, 9 * patchbay::kHostHugePageBytes);
+  patchbay::host_free(large);
+  CHECK_FALSE(has_flag(vm_flags_of(large), "hg"));  // unmapped (or someone else's now)
+  for (int i = 0; i < 64; ++i) {
+    void* small = patchbay::host_allocate(4096);
+    REQUIRE(small != nullptr);
+    CHECK_FALSE(has_flag(vm_flags_of(small), "hg"));
+    patchbay::host_free(small);
+  }
+  patchbay::host_free(nullptr);  // allowed
 }

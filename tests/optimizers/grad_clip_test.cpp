@@ -152,6 +152,9 @@ TEST_CASE("a grad left by an earlier backward only is summed by finish(), and ho
   eng::backward(graph.loss_all());  // first micro-batch: every used parameter gets a grad
   int outer_calls = 0;
   eng::set_leaf_grad_ready_hook([&](const eng::Tensor&) { ++outer_calls; });
+  struct ClearHook {  // the hook captures locals: removed however the test ends
+    ~ClearHook() { eng::set_leaf_grad_ready_hook(nullptr); }
+  } clear_hook;
   double in_backward = 0;
   {
     tr::GradNormInBackward norm(graph.params);
@@ -164,5 +167,4 @@ TEST_CASE("a grad left by an earlier backward only is summed by finish(), and ho
   // The previous hook is back in place once the norm is finished.
   eng::backward(graph.loss_tied_only());
   CHECK(outer_calls == 2);
-  eng::set_leaf_grad_ready_hook(nullptr);
 }
