@@ -2,7 +2,9 @@
 // of a call, picks the tile kernels of the ISA, and distributes tiles over OpenMP threads.
 //
 // Forward: independent tasks (batch, head, query tile), dynamic schedule, heaviest causal
-// tiles (the last query tiles, which see the most keys) first.
+// tiles (the last query tiles, which see the most keys) first. Decode (Tq = 1) runs one task
+// per (batch, head) instead: the row alone against its keys (forward_decode_row), since a
+// query tile would compute kVector query columns for the one live row.
 //
 // Backward: threads take tasks (batch, kv head, key tile), dynamic schedule. A key tile owns
 // its rows of dk and dv outright (summed over the query heads of its group inside the task),
@@ -187,10 +189,14 @@ std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / t
 // the 2 cores oversubscribed ~6x by other processes).
 constexpr double kMinMacsForThreads = 1 << 20;
 
+// Decode (Tq = 1) streams its keys and values from memory once, a few multiply-adds per byte:
+// threads pay off from about a quarter of that work (GPT-2's 12 heads from ~340 keys).
+constexpr double kMinDecodeMacsForThreads = 1 << 18;
+
 bool worth_threads(const AttentionParams& p) {
   return double(p.batch) * double(p.heads) * double(p.q_len) * double(p.kv_len) *
              double(p.head_dim) >=
-         kMinMacsForThreads;
+         (p.q_len == 1 ? kMinDecodeMacsForThreads : kMinMacsForThreads);  // q_len 1: decode
 }
 
 // Threads a call runs on (and sizes its scratch for): one below the threshold above.
@@ -204,8 +210,22 @@ std::int64_t dq_acc_floats(const AttentionParams& p) {
 }
 
 // Floats of one thread's region: tile scratch, plus the dq accumulator for the backward.
+// Decode (Tq = 1) needs of the forward scratch only kKeyTile scores and one output row.
+bool is_decode(const AttentionParams& p) { return p.q_len == 1; }
+std::int64_t decode_scratch_floats(std::int64_t head_dim) {
+  return round_up(kKeyTile, 16) + round_up(head_dim, 16);
+}
+flash_tiles::ForwardScratch carve_decode(float* base) {
+  flash_tiles::ForwardScratch s{};
+  s.s_t = base;
+  s.o = base + round_up(kKeyTile, 16);
+  return s;
+}
+
 std::int64_t per_thread_floats(const AttentionParams& p, AttentionPass pass) {
-  if (pass == AttentionPass::forward) return flash_tiles::forward_scratch_floats(p.head_dim);
+  if (pass == AttentionPass::forward)
+    return is_decode(p) ? decode_scratch_floats(p.head_dim)
+                        : flash_tiles::forward_scratch_floats(p.head_dim);
   return flash_tiles::backward_scratch_floats(p.head_dim) + dq_acc_floats(p);
 }
 
@@ -280,18 +300,27 @@ std::string attention_flash_forward(const AttentionParams& p) {
                           p.workspace);
   const std::int64_t query_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
   const std::int64_t tasks = p.batch * p.heads * query_tiles;
+  // Decode (one query per head): a row on its own, no query tile padded to kVector columns.
+  const bool decode = is_decode(p);
 
 #pragma omp parallel num_threads(threads) if (worth_threads(p))
   {
+    float* mine = workspace.data + omp_get_thread_num() * per_thread;
     const flash_tiles::ForwardScratch scratch =
-        flash_tiles::carve_forward(workspace.data + omp_get_thread_num() * per_thread, p.head_dim);
+        decode ? carve_decode(mine) : flash_tiles::carve_forward(mine, p.head_dim);
+    if (decode) {
+#pragma omp for schedule(static)
+      for (std::int64_t bh = 0; bh < p.batch * p.heads; ++bh)
+        kernels.forward_decode_row(p, bh / p.heads, bh % p.heads, 0, scratch);
+    } else {
 #pragma omp for schedule(dynamic, 1)
-    for (std::int64_t task = 0; task < tasks; ++task) {
-      const std::int64_t bh = task / query_tiles;
-      const std::int64_t tile = query_tiles - 1 - task % query_tiles;  // heaviest first
-      const std::int64_t q0 = tile * kQueryTile;
-      const std::int64_t rows = std::min<std::int64_t>(kQueryTile, p.q_len - q0);
-      kernels.forward_query_tile(p, bh / p.heads, bh % p.heads, q0, rows, scratch);
+      for (std::int64_t task = 0; task < tasks; ++task) {
+        const std::int64_t bh = task / query_tiles;
+        const std::int64_t tile = query_tiles - 1 - task % query_tiles;  // heaviest first
+        const std::int64_t q0 = tile * kQueryTile;
+        const std::int64_t rows = std::min<std::int64_t>(kQueryTile, p.q_len - q0);
+        kernels.forward_query_tile(p, bh / p.heads, bh % p.heads, q0, rows, scratch);
+      }
     }
   }
   return {};

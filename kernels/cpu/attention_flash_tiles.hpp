@@ -88,6 +88,10 @@ struct TileKernels {
                                    const std::int64_t* head_span_begin,
                                    const BackwardShared& shared, float* dq_acc,
                                    const BackwardScratch& s);
+  // Decode (the driver uses it for Tq = 1): query row i of head h in batch b on its own,
+  // against its visible keys, writing out and lse; s.s_t holds kKeyTile scores, s.o one row.
+  void (*forward_decode_row)(const AttentionParams& p, std::int64_t b, std::int64_t h,
+                             std::int64_t i, const ForwardScratch& s);
 };
 
 // The tile kernels of a code path (automatic: attention_flash_resolved_isa()).

@@ -44,6 +44,12 @@ std::vector<AttentionShape> edge_shapes() {
   add(1, 2, 2, 129, 129, 128, true);    // one row past two tiles
   add(1, 2, 2, 150, 150, 64, true);     // backward: several key tiles and query tiles
   add(1, 4, 1, 300, 300, 64, true);     // longest: 5 tiles each way, MQA, threads really split
+  // Decode (Tq = 1) runs its own row kernel (forward_decode_row): off-vector head dims,
+  // non-causal, several key tiles, batches, GQA, one key.
+  add(1, 2, 1, 1, 77, 40, true, true);  // D % 16 != 0, strided cache
+  add(2, 3, 3, 1, 130, 64, false);      // non-causal, three key tiles, B = 2
+  add(3, 6, 2, 1, 700, 24, true);       // GQA, long cache (11 key tiles), D = 24
+  add(1, 4, 4, 1, 1, 128, true);        // one key
   return shapes;
 }
 

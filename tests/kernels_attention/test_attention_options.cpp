@@ -44,6 +44,9 @@ std::vector<OptionCase> option_cases() {
       {shape(1, 4, 2, 100, 100, 64, true, false), 33, true},   // GQA: slopes per query head
       {shape(1, 2, 1, 80, 20, 16, true, false), 5, true},      // Tq > Tk: rows see nothing
       {shape(1, 2, 1, 33, 77, 40, true, true), 12, true},      // D % 16 != 0, strided
+      {shape(2, 4, 2, 1, 300, 40, false, false), 100, true},   // non-causal decode: two-sided
+                                                               // window, ALiBi, GQA, D = 40
+      {shape(1, 2, 2, 1, 150, 64, true, false), 0, true},      // decode, ALiBi alone
   };
 }
 
