@@ -48,6 +48,16 @@ bool transparent_huge_pages_offered() {
   return modes.find("[madvise]") != std::string::npos || modes.find("[always]") != std::string::npos;
 }
 
+// The advice is given and can be read back here; otherwise says why nothing is checked.
+bool advice_checkable() {
+  const int probe = 0;
+  if (patchbay::host_huge_pages_enabled() && transparent_huge_pages_offered() &&
+      !vm_flags_of(&probe).empty())
+    return true;
+  MESSAGE("no transparent huge pages offered here (or PATCHBAY_HUGE_PAGES=0): nothing to check");
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("host buffers: 64-byte aligned, 2 MiB aligned from 2 MiB up, and writable") {
@@ -68,12 +78,7 @@ TEST_CASE("host buffers: 64-byte aligned, 2 MiB aligned from 2 MiB up, and writa
 }
 
 TEST_CASE("whole 2 MiB pages of a large buffer carry the huge-page advice, the partial tail not") {
-  const int probe = 0;
-  if (!patchbay::host_huge_pages_enabled() || !transparent_huge_pages_offered() ||
-      vm_flags_of(&probe).empty()) {
-    MESSAGE("no transparent huge pages offered here (or PATCHBAY_HUGE_PAGES=0): nothing to check");
-    return;
-  }
+  if (!advice_checkable()) return;
   const std::size_t huge = patchbay::kHostHugePageBytes;
   auto* p = static_cast<unsigned char*>(patchbay::host_allocate(2 * huge + huge / 2));
   REQUIRE(p != nullptr);
@@ -90,12 +95,7 @@ TEST_CASE("whole 2 MiB pages of a large buffer carry the huge-page advice, the p
 }
 
 TEST_CASE("memory given back is unmapped: the next buffers carry no stale advice") {
-  const int probe = 0;
-  if (!patchbay::host_huge_pages_enabled() || !transparent_huge_pages_offered() ||
-      vm_flags_of(&probe).empty()) {
-    MESSAGE("no transparent huge pages offered here (or PATCHBAY_HUGE_PAGES=0): nothing to check");
-    return;
-  }
+  if (!advice_checkable()) return;
   // A large block freed, then small heap blocks: none of them lands in advised memory.
   void* large = patchbay::host_allocate(9 * patchbay::kHostHugePageBytes);
   REQUIRE(large != nullptr);
