@@ -401,9 +401,7 @@ void forward_query_tile(const AttentionParams& p, std::int64_t b, std::int64_t h
     // Online softmax, 16 queries per vector (as the f32 kernel).
     bool rescale = false;
     for (std::int64_t r = 0; r < cols; r += kLanes) {
-      vf tile_max = splat(-kInf);
-      for (std::int64_t c = 0; c < keys; ++c)
-        tile_max = vmax(tile_max, loadv(s.s_t + c * kQueryTile + r));
+      const vf tile_max = key_max(s.s_t, keys, r);
       const vf old_max = loadv(s.row_max + r);
       const vf new_max = vmax(old_max, tile_max);
       const vf safe_max = new_max == splat(-kInf) ? vf{} : new_max;
