@@ -191,7 +191,6 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   onednn::GemmRateOptions gemm_options;
   gemm_options.packed_weights = true;
   std::vector<double> rates;  // tokens/s per precision
-  onednn::GemmRate gemm;
   // Warm-up updates in every precision, then the timed updates alternate between the
   // precisions, so a change of load on a shared machine hits all of them alike.
   std::vector<PhaseTimes> phase_times(precisions.size());
@@ -206,19 +205,15 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       peak_bytes[i] = std::max(peak_bytes[i], engine::memory_stats(engine::cpu()).peak_bytes);
     }
   // The reference GEMM rates, after the timed updates: kGemmRounds rounds, each measuring every
-  // dtype needed once (f32 then bf16), and per dtype the median of its rounds. On a machine
+  // precision once, and per precision the median of its rounds. On a machine
   // whose load drifts over seconds, one measurement per dtype let the ratio swing by 10% or more
   // between runs; interleaved rounds see the same drift on both sides.
   constexpr int kGemmRounds = 3;
   std::vector<onednn::GemmRate> reference(precisions.size());
   {
     std::vector<std::vector<onednn::GemmRate>> rounds(precisions.size());
-    std::vector<size_t> order(precisions.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return (precisions[a] == "f32") > (precisions[b] == "f32"); });
     for (int r = 0; r < kGemmRounds; ++r)
-      for (size_t i : order)
+      for (size_t i = 0; i < precisions.size(); ++i)
         rounds[i].push_back(onednn::measure_onednn_matmul_rate(
             o.batch_size * o.seq_len, d_ff, m.d_model,
             precisions[i] == "bf16" ? onednn::DType::kBF16 : onednn::DType::kF32, gemm_options));
@@ -239,7 +234,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
     const double tokens_per_second = tokens / total;
     rates.push_back(tokens_per_second);
     const double achieved = flops_per_token * tokens_per_second;
-    gemm = reference[i];
+    const onednn::GemmRate& gemm = reference[i];
     char line[640];
     std::snprintf(line, sizeof line,
                   "-- precision %s\n"
