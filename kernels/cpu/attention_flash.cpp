@@ -193,10 +193,13 @@ constexpr double kMinMacsForThreads = 1 << 20;
 // threads pay off from about a quarter of that work (GPT-2's 12 heads from ~340 keys).
 constexpr double kMinDecodeMacsForThreads = 1 << 18;
 
+// One query row per head: the forward runs forward_decode_row instead of query tiles.
+bool is_decode(const AttentionParams& p) { return p.q_len == 1; }
+
 bool worth_threads(const AttentionParams& p) {
   return double(p.batch) * double(p.heads) * double(p.q_len) * double(p.kv_len) *
              double(p.head_dim) >=
-         (p.q_len == 1 ? kMinDecodeMacsForThreads : kMinMacsForThreads);  // q_len 1: decode
+         (is_decode(p) ? kMinDecodeMacsForThreads : kMinMacsForThreads);
 }
 
 // Threads a call runs on (and sizes its scratch for): one below the threshold above.
@@ -211,7 +214,6 @@ std::int64_t dq_acc_floats(const AttentionParams& p) {
 
 // Floats of one thread's region: tile scratch, plus the dq accumulator for the backward.
 // Decode (Tq = 1) needs of the forward scratch only kKeyTile scores and one output row.
-bool is_decode(const AttentionParams& p) { return p.q_len == 1; }
 std::int64_t decode_scratch_floats(std::int64_t head_dim) {
   return round_up(kKeyTile, 16) + round_up(head_dim, 16);
 }
