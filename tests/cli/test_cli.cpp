@@ -166,6 +166,37 @@ TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's 
   CHECK(percent <= 100.0);
 }
 
+TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved rounds") {
+  const Result r = run_patchbay(
+      std::string("bench train '") + PATCHBAY_CONFIGS +
+      "/quickstart.toml' --batch-size 2 --seq-len 16 --random-tokens --vocab-size 330 --steps 1 "
+      "--precision f32,bf16 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "oneDNN f32 GEMM"));
+  CHECK(contains(r.output, "oneDNN bf16 GEMM"));
+  CHECK(contains(r.output, "median of 3 rounds"));
+  CHECK(contains(r.output, "medians of 3 interleaved f32/bf16 rounds"));
+  CHECK(contains(r.output, "% of the target)"));
+}
+
+TEST_CASE("bench generate prints each row's interleaved read-then-decode rounds") {
+  const Result r = run_patchbay(std::string("bench generate '") + PATCHBAY_CONFIGS +
+                                "/quickstart.toml' --vocab-size 330 --new-tokens 4 "
+                                "--warmup-tokens 1 --bandwidth-mib 1 --weights-dtype f32,bf16 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  size_t rows = 0;
+  for (size_t at = r.output.find("5 rounds of read then decode: "); at != std::string::npos;
+       at = r.output.find("5 rounds of read then decode: ", at + 1)) {
+    const double percent = std::stod(r.output.substr(at + 30));
+    CHECK(percent > 0.0);
+    ++rows;
+  }
+  CHECK(rows == 2);  // f32 and bf16 weights
+  CHECK(contains(r.output, "interleaved rounds (each decode against the read measured just before it)"));
+}
+
 TEST_CASE("bench ops attention prints f32 (and, with AVX512-BF16, bf16) engine rows and naive") {
   const Result r = run_patchbay("bench ops --parts attention --seq-len 128 --heads 2 2>&1");
   INFO(r.output);
