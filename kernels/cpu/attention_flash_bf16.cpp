@@ -88,10 +88,16 @@ PB_INLINE std::uint32_t pair_at(const std::uint16_t* p) {
 // C[R][16*NV] = alpha * A[R][2*pairs] * B[2*pairs][16*NV] (+ C when accumulate). A(i, pair
 // p) is the two bf16 at a + i*a_rs + p*a_cs (uint16 units); B row p is 16*NV pair words at
 // b + p*ldb (words).
+// Not inlined: inlined into gemm_columns, GCC hoisted the epilogue's broadcast of alpha out of
+// the row loop, and with that vector (and alpha) live across the pairs loop the 6 x 4 block
+// spilled two of its four B vectors to the stack every step (10 reloads per 24 vdpbf16ps);
+// as a function of its own the loop holds 24 accumulators, 4 B vectors and the broadcast A in
+// registers. One call per block of up to 8 rows x 64 columns costs nothing measurable.
 template <int R, int NV>
-PB_INLINE void gemm_block(std::int64_t pairs, const std::uint16_t* a, std::int64_t a_rs,
-                          std::int64_t a_cs, const std::uint32_t* b, std::int64_t ldb, float* c,
-                          std::int64_t ldc, float alpha, bool accumulate) {
+__attribute__((noinline)) void gemm_block(std::int64_t pairs, const std::uint16_t* a,
+                                          std::int64_t a_rs, std::int64_t a_cs,
+                                          const std::uint32_t* b, std::int64_t ldb, float* c,
+                                          std::int64_t ldc, float alpha, bool accumulate) {
   __m512 acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
