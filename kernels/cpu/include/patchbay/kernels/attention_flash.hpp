@@ -119,7 +119,7 @@ struct AttentionParams {
   void* workspace = nullptr;
 
   // Execution. num_threads == 0 means the OpenMP default (omp_get_max_threads()). Calls with
-  // fewer than 2^20 multiply-adds (B*H*Tq*Tk*D; 2^18 for decode, Tq = 1) run on the calling
+  // fewer than 2^20 multiply-adds (B*H*Tq*Tk*D; 2^16 for decode, Tq = 1) run on the calling
   // thread only.
   int num_threads = 0;
   KernelIsa isa = KernelIsa::automatic;
@@ -143,7 +143,7 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
 // scratch plus a private dq accumulator of B*H*Tq*D floats, and shared: transposed copies of
 // scale*Q and dO (2*B*H*Tq*D floats) and delta (B*H*Tq); i.e. linear in Tq. Uses the thread
 // count the call would use (num_threads, or the OpenMP default; 1 below 2^20 multiply-adds,
-// 2^18 for decode).
+// 2^16 for decode).
 // The bf16 kernel (q_bf16 set) needs about half as much, plus in the forward a copy of V in
 // key pairs (2 bytes per element of V, so the forward workspace is linear in Tk there); on a
 // CPU without AVX512-BF16, where such a call is refused, its size is reported as 0.
