@@ -8,11 +8,49 @@
 
 namespace sampler_basic {
 
+namespace {
+
+// How many logits are NaN or +inf, in one vectorised pass: 32-bit lane counters (64-bit ones
+// held the baseline build to two lanes and a widening shuffle per step), summed per block of
+// 2^30 so they cannot wrap.
+SAMPLER_BASIC_ISA_CLONES size_t count_nan_or_inf(const float* z, size_t n) {
+  constexpr size_t kBlock = size_t{1} << 30;
+  size_t total = 0;
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const size_t end = std::min(n, begin + kBlock);
+    uint32_t bad = 0;
+    for (size_t i = begin; i < end; ++i)
+      bad += static_cast<uint32_t>((z[i] != z[i]) | (z[i] == INFINITY));
+    total += bad;
+  }
+  return total;
+}
+
+// 16 running maxima, one per lane, folded at the end: GCC does not vectorise one running
+// float maximum (the order could change which of -0 and +0 comes out). Here it may, and
+// nothing depends on the sign of a zero maximum (z - max is the same number either way).
+SAMPLER_BASIC_ISA_CLONES float max_of(const float* z, size_t n) {
+  constexpr size_t kLanes = 16;
+  float lane[kLanes];
+  for (float& m : lane) m = -INFINITY;
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) lane[j] = z[i + j] > lane[j] ? z[i + j] : lane[j];
+  float m = -INFINITY;
+  for (; i < n; ++i) m = z[i] > m ? z[i] : m;
+  for (const float x : lane) m = x > m ? x : m;
+  return m;
+}
+
+}  // namespace
+
+float max_logit(std::span<const float> logits) { return max_of(logits.data(), logits.size()); }
+
 void check_logits(std::span<const float> logits, const char* who) {
   if (logits.empty())
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, std::string(who) + ": vocab is 0");
-  size_t bad = 0;  // one vectorised pass; the offending id is looked for only when there is one
-  for (const float z : logits) bad += static_cast<size_t>((z != z) | (z == INFINITY));
+  // The offending id is looked for only when there is one.
+  const size_t bad = count_nan_or_inf(logits.data(), logits.size());
   for (size_t i = 0; bad > 0 && i < logits.size(); ++i) {
     const float z = logits[i];
     if (std::isnan(z) || z == INFINITY) {

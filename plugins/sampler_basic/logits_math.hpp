@@ -13,10 +13,24 @@
 
 #include "patchbay/component.hpp"
 
+// The loops over the whole vocabulary run once per token per component. On x86-64 with GCC
+// they are built for AVX-512, AVX2 and the baseline, and the loader picks the one this CPU
+// runs (target_clones); every clone gives the same bits (compares, counts, maxima and IEEE
+// divisions, nothing reassociated).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define SAMPLER_BASIC_ISA_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SAMPLER_BASIC_ISA_CLONES
+#endif
+
 namespace sampler_basic {
 
 // Throws patchbay::PluginError (PB_STATUS_INVALID_ARGUMENT) naming `who` if a logit is NaN or +inf.
 void check_logits(std::span<const float> logits, const char* who);
+
+// The largest logit (-inf when every logit is -inf). Precondition: no NaN (check_logits).
+float max_logit(std::span<const float> logits);
 
 // Throws patchbay::PluginError (PB_STATUS_INVALID_ARGUMENT) naming `who` if a history id lies
 // outside [0, vocab) or prompt_len > history.size().

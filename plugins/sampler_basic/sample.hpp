@@ -22,8 +22,9 @@ class Sample : public patchbay::Sampler {
  private:
   uint64_t seed_;
   SplitMix64 rng_;
-  std::vector<double> weights_;  // select()'s weights, kept between calls (no 400 KB allocation
-                                 // and page faults per token at a 50K vocabulary)
+  // select()'s finite ids and their weights, kept between calls (no allocation per token)
+  std::vector<int32_t> ids_;
+  std::vector<double> weights_;
 };
 
 inline constexpr pb_config_field kSampleFields[] = {

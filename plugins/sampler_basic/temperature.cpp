@@ -17,11 +17,19 @@ Temperature::Temperature(double temperature) : temperature_(static_cast<float>(t
   }
 }
 
+namespace {
+
+// A select, not a branch, so the loop vectorises; -inf stays -inf even where T overflows to
+// +inf in f32 (-inf / inf would be NaN).
+SAMPLER_BASIC_ISA_CLONES void divide_finite(float* z, size_t n, float temperature) {
+  for (size_t i = 0; i < n; ++i) z[i] = z[i] == -INFINITY ? z[i] : z[i] / temperature;
+}
+
+}  // namespace
+
 void Temperature::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
   check_logits(logits, "temperature");
-  // A select, not a branch, so the loop vectorises; -inf stays -inf even where T overflows to
-  // +inf in f32 (-inf / inf would be NaN).
-  for (float& z : logits) z = z == -INFINITY ? z : z / temperature_;
+  divide_finite(logits.data(), logits.size(), temperature_);
 }
 
 }  // namespace sampler_basic

@@ -45,13 +45,18 @@ float TopK::kth_largest(std::span<const float> logits) {
   return scratch_.front();
 }
 
+namespace {
+
+SAMPLER_BASIC_ISA_CLONES void remove_below(float* z, size_t n, float threshold) {
+  for (size_t i = 0; i < n; ++i) z[i] = z[i] < threshold ? -INFINITY : z[i];
+}
+
+}  // namespace
+
 void TopK::apply(std::span<float> logits, std::span<const int32_t>, size_t) {
   check_logits(logits, "top_k");
   if (k_ >= logits.size()) return;
-  const float kth_value = kth_largest(logits);
-  for (float& z : logits) {
-    if (z < kth_value) z = -INFINITY;
-  }
+  remove_below(logits.data(), logits.size(), kth_largest(logits));
 }
 
 }  // namespace sampler_basic

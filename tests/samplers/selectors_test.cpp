@@ -69,6 +69,48 @@ TEST_CASE("sample is reproducible under a seed and reset() repeats it") {
   for (int i = 0; i < 64; ++i) REQUIRE(a.select(z) == first[static_cast<size_t>(i)]);
 }
 
+// The draw as select() made it before it skipped the -inf entries: a weight for every id (0
+// for -inf) in double, then draw_index over the whole vector.
+int32_t draw_over_whole_vocabulary(const std::vector<float>& z, SplitMix64& rng) {
+  float max_z = -INFINITY;
+  for (const float x : z) max_z = std::max(max_z, x);
+  std::vector<double> w(z.size());
+  for (size_t i = 0; i < z.size(); ++i)
+    w[i] = std::isfinite(z[i]) ? std::exp(double(z[i]) - double(max_z)) : 0.0;
+  return static_cast<int32_t>(draw_index(w, rng));
+}
+
+TEST_CASE("sample draws the same ids as a draw over the whole vocabulary, finite ids anywhere") {
+  // Finite logits scattered over 16-wide blocks (first, middle, last of a block, two in one,
+  // the tail past the last whole block) among -inf, as top_k leaves them; and a dense case.
+  std::vector<float> sparse(103, -INFINITY);
+  for (const int id : {0, 15, 16, 40, 41, 77, 96, 102})
+    sparse[static_cast<size_t>(id)] = 0.1f * float(id % 7) - 0.2f;
+  std::vector<float> dense(37);
+  for (size_t i = 0; i < dense.size(); ++i) dense[i] = std::sin(float(i));
+  for (const std::vector<float>* z : {&sparse, &dense}) {
+    Sample sample(5);
+    SplitMix64 reference(5);
+    for (int i = 0; i < 2000; ++i) {
+      const int32_t id = sample.select(*z);
+      REQUIRE(id == draw_over_whole_vocabulary(*z, reference));
+      REQUIRE(std::isfinite((*z)[static_cast<size_t>(id)]));
+    }
+  }
+}
+
+TEST_CASE("max_logit is the largest logit at any length and position") {
+  for (const size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{50}}) {
+    for (size_t at = 0; at < n; ++at) {
+      std::vector<float> z(n, -3.0f);
+      z[at] = 2.5f;
+      REQUIRE(max_logit(z) == 2.5f);
+    }
+  }
+  CHECK(max_logit(std::vector<float>(20, -INFINITY)) == -INFINITY);
+  CHECK(max_logit(std::vector<float>{-INFINITY, -7.0f, -INFINITY}) == -7.0f);
+}
+
 TEST_CASE("mirostat_v1 fits the Zipf exponent and computes k as llama.cpp does") {
   // p_i ∝ (i+1)^-1.2 over N = 1000: b_i = 1.2 t_i exactly, so s = 1.2, eps = 0.2 and
   // k = (0.2 * 2^mu / (1 - 1000^-0.2))^(1/1.2): 107.35 (mu 10), 10.65 (6), 3.35 (4), 1.06 (2).
