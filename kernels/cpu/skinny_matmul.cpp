@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "skinny_matmul_rows.hpp"
@@ -97,15 +98,28 @@ std::string skinny_matmul(const SkinnyMatmulParams& p) {
     rows(p, 0, p.n);
     return {};
   }
-  // Contiguous ranges of rows, multiples of 16 (whole 64-byte lines of each y row, so no two
-  // threads write one cache line), one per thread.
+  // Rows go in blocks of 16 (whole 64-byte lines of each y row, so no two threads write one
+  // cache line). Each thread first takes a contiguous share of 7/8 of the blocks, then the
+  // rest in small chunks, whichever thread is free first: with an even static split of all
+  // rows, the thread that finished first waited at the barrier for the other, whose memory
+  // stream had run slower (GPT-2 f32 decoding: the calling thread waited 6.7-8.6% of its time,
+  // 2.7-4.0% with the chunked tail). A row is always computed by one thread alone, so the
+  // result does not depend on which one.
   const std::int64_t blocks = (p.n + 15) / 16;
+  const std::int64_t shared_from = blocks * 7 / 8;
+  const std::int64_t chunk = std::max<std::int64_t>(1, (blocks - shared_from) / 16);
+  std::atomic<std::int64_t> next_block{shared_from};
 #pragma omp parallel num_threads(threads)
   {
     const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-    const std::int64_t begin = std::min(p.n, blocks * t / count * 16);
-    const std::int64_t end = std::min(p.n, blocks * (t + 1) / count * 16);
+    const std::int64_t begin = std::min(p.n, shared_from * t / count * 16);
+    const std::int64_t end = std::min(p.n, shared_from * (t + 1) / count * 16);
     if (begin < end) rows(p, begin, end);
+    for (;;) {
+      const std::int64_t b = next_block.fetch_add(chunk, std::memory_order_relaxed);
+      if (b >= blocks) break;
+      rows(p, b * 16, std::min(p.n, std::min(blocks, b + chunk) * 16));
+    }
   }
   return {};
 }
