@@ -125,6 +125,21 @@ TEST_CASE("cross-entropy is stable for huge logits and honours a custom ignore_i
   CHECK(row_loss[3] == 0.0f);
 }
 
+TEST_CASE("cross-entropy finds the row maximum wherever it lies (vector lanes and the tail)") {
+  // One logit 200 above the rest: a maximum that missed it would leave exp(z - max) past the
+  // exp's range (clamped at 88), and the loss would be wrong by ~100 nats.
+  for (const int64_t classes : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{37}}) {
+    for (int64_t at = 0; at < classes; ++at) {
+      std::vector<float> logits(size_t(classes), -1.0f);
+      logits[size_t(at)] = 199.0f;
+      const std::vector<int32_t> hit = {int32_t(at)}, miss = {int32_t((at + 1) % classes)};
+      CHECK(mean_loss(logits, hit, classes, {}) ==
+            doctest::Approx(std::log1p(double(classes - 1) * std::exp(-200.0))));
+      if (classes > 1) CHECK(mean_loss(logits, miss, classes, {}) == doctest::Approx(200.0));
+    }
+  }
+}
+
 TEST_CASE("cross-entropy with every row ignored has count 0, so its mean is NaN") {
   const std::vector<float> logits(6, 1.0f);
   const std::vector<int32_t> targets = {-100, -100};
