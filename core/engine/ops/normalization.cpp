@@ -63,23 +63,27 @@ void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, con
     onednn::layer_norm_forward(a);
     return;
   }
+  // Pointers taken once: Tensor::data() checks the dtype and the extent on every call, which
+  // per element was most of this loop's time (a decoding step runs 25 of these on 768 floats).
   const float* px = x.data<float>();
   const float* g = ptr_or_null(gain);
   const float* b = ptr_or_null(bias);
-#pragma omp parallel for schedule(static) if (s.rows * s.cols >= kOnednnMinElements)
-  for (int64_t r = 0; r < s.rows; ++r) {
+  float* py = y.data<float>();
+  float* pmean = mean.data<float>();
+  float* pvar = var.data<float>();
+  for (int64_t r = 0; r < s.rows; ++r) {  // below kOnednnMinElements: one thread
     const float* xr = px + r * s.cols;
     double mu = 0, v = 0;
     for (int64_t j = 0; j < s.cols; ++j) mu += xr[j];
     mu /= static_cast<double>(s.cols);
     for (int64_t j = 0; j < s.cols; ++j) v += (xr[j] - mu) * (xr[j] - mu);
     v /= static_cast<double>(s.cols);
-    mean.data<float>()[r] = static_cast<float>(mu);
-    var.data<float>()[r] = static_cast<float>(v);
+    pmean[r] = static_cast<float>(mu);
+    pvar[r] = static_cast<float>(v);
     auto rs = static_cast<float>(1.0 / std::sqrt(v + s.eps));
+    float* yr = py + r * s.cols;
     for (int64_t j = 0; j < s.cols; ++j)
-      y.data<float>()[r * s.cols + j] =
-          (xr[j] - static_cast<float>(mu)) * rs * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
+      yr[j] = (xr[j] - static_cast<float>(mu)) * rs * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
   }
 }
 PATCHBAY_REGISTER_KERNEL(LayerNormKernel, "layer_norm", DeviceType::kCpu, layer_norm_cpu);
@@ -110,17 +114,21 @@ void layer_norm_backward_cpu(const NormShape& s, const Tensor& x, const Tensor& 
   const float* pg = dy.data<float>();
   const float* g = ptr_or_null(gain);
   float* pdx = dx.data<float>();
+  const float* pmean = mean.data<float>();
+  const float* pvar = var.data<float>();
+  float* pdgain = mut_ptr_or_null(dgain);  // pointers taken once (see layer_norm_cpu)
+  float* pdbias = mut_ptr_or_null(dbias);
   for (int64_t r = 0; r < s.rows; ++r) {
-    const float mu = mean.data<float>()[r];
-    const auto rs = static_cast<float>(1.0 / std::sqrt(var.data<float>()[r] + s.eps));
+    const float mu = pmean[r];
+    const auto rs = static_cast<float>(1.0 / std::sqrt(pvar[r] + s.eps));
     double sum_gdy = 0, sum_gdy_xhat = 0;
     for (int64_t j = 0; j < s.cols; ++j) {
       float xhat = (px[r * s.cols + j] - mu) * rs;
       float gdy = pg[r * s.cols + j] * (g ? g[j] : 1.f);
       sum_gdy += gdy;
       sum_gdy_xhat += gdy * xhat;
-      if (dgain.defined()) dgain.data<float>()[j] += pg[r * s.cols + j] * xhat;
-      if (dbias.defined()) dbias.data<float>()[j] += pg[r * s.cols + j];
+      if (pdgain != nullptr) pdgain[j] += pg[r * s.cols + j] * xhat;
+      if (pdbias != nullptr) pdbias[j] += pg[r * s.cols + j];
     }
     const auto c = static_cast<double>(s.cols);
     for (int64_t j = 0; j < s.cols; ++j) {
