@@ -34,7 +34,8 @@ def main():
                     help="reuse the Patchbay run already in runs/RUN_NAME (same config and --set)")
     ap.add_argument("--torch-vocab", choices=["full", "used"], default="full",
                     help="full: the tokenizer's vocabulary, as Patchbay; used: only the ids the data uses")
-    ap.add_argument("--out", default="pytorch_reference", help="prefix of the CSV and PNG written")
+    ap.add_argument("--out", default="runs/pytorch_reference",
+                    help="prefix of the CSV and PNG written (default under runs/, which git ignores)")
     args = ap.parse_args()
 
     if args.nice and os.nice(0) < args.nice:
@@ -91,6 +92,8 @@ def write_curves(out, p_train, p_val, r):
     for step, loss in r["val"]:
         rows.setdefault(step, {})["torch_val"] = loss
     cols = ["patchbay_train", "torch_train", "patchbay_val", "torch_val"]
+    if os.path.dirname(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out + ".csv", "w") as f:
         f.write("step," + ",".join(cols) + "\n")
         for step in sorted(rows):
