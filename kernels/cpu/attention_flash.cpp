@@ -182,7 +182,6 @@ using flash_tiles::kQueryTile;
 
 std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
 
-
 // Below this many multiply-adds (~20 us of work) a call runs on the calling thread only:
 // waking the team costs microseconds on an idle machine and milliseconds on a loaded one
 // (measured: decode Tq=1, Tk=512, H=12 took 0.23 ms on 1 thread and 13 ms on 2 threads with
