@@ -147,11 +147,18 @@ TEST_CASE("component keys are checked against the plugin's own schema") {
   CHECK(contains(demo_bad.output, "<command line --set tokenizer.vocab_size=10>"));
 }
 
-TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's batch") {
-  const Result r = run_patchbay(
+namespace {
+// One timed update of the quickstart shape at 2 x 16 random tokens, in `precision`.
+Result bench_train_quickstart(const std::string& precision) {
+  return run_patchbay(
       std::string("bench train '") + PATCHBAY_CONFIGS +
       "/quickstart.toml' --batch-size 2 --seq-len 16 --random-tokens --vocab-size 330 --steps 1 "
-      "--precision f32 2>&1");
+      "--precision " + precision + " 2>&1");
+}
+}  // namespace
+
+TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's batch") {
+  const Result r = bench_train_quickstart("f32");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.output, "tokens/s: "));
@@ -167,10 +174,7 @@ TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's 
 }
 
 TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved rounds") {
-  const Result r = run_patchbay(
-      std::string("bench train '") + PATCHBAY_CONFIGS +
-      "/quickstart.toml' --batch-size 2 --seq-len 16 --random-tokens --vocab-size 330 --steps 1 "
-      "--precision f32,bf16 2>&1");
+  const Result r = bench_train_quickstart("f32,bf16");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.output, "oneDNN f32 GEMM"));
