@@ -3,7 +3,8 @@
 // adamw_update(). Both compile without FMA contraction (-ffp-contract=off) and use IEEE sqrt
 // and division, so they give the same bits (tests/optimizers/adamw_test.cpp checks). The loop
 // is memory-bound either way; the AVX-512 build matters when it also writes the bf16 copy
-// (optimizer.h minor 2), whose rounding costs a dozen SSE2 instructions per 4 elements.
+// (optimizer.h minor 2), whose rounding costs a dozen SSE2 instructions per 4 elements, and
+// which it writes with non-temporal stores (adamw_loop_body.inc says why).
 #ifndef PATCHBAY_PLUGINS_OPTIMIZERS_BASIC_ADAMW_LOOP_HPP_
 #define PATCHBAY_PLUGINS_OPTIMIZERS_BASIC_ADAMW_LOOP_HPP_
 
