@@ -124,9 +124,17 @@ std::vector<float> Tensor::to_vector() const {
     throw Error(ErrorKind::kInvalidArgument,
                 "Tensor::to_vector: tensor is on " + device().str() + ", expected cpu");
   Tensor c = contiguous();
-  std::vector<float> out(static_cast<size_t>(c.numel()));
-  for (int64_t i = 0; i < c.numel(); ++i)
-    out[static_cast<size_t>(i)] = load_as_f32(c.data_ptr(), i, c.dtype());
+  const int64_t n = c.numel();
+  std::vector<float> out(static_cast<size_t>(n));
+  const void* data = c.data_ptr();
+  // Checks and dtype dispatch once, not per element: decoding copies 50K logits per token, and
+  // the per-element numel()/data_ptr() calls cost ~0.1 ms of GPT-2's 5 ms bf16 step.
+  if (c.dtype() == DType::kF32) {
+    if (n > 0) std::memcpy(out.data(), data, static_cast<size_t>(n) * sizeof(float));
+    return out;
+  }
+  const DType dtype = c.dtype();
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = load_as_f32(data, i, dtype);
   return out;
 }
 

@@ -160,8 +160,8 @@ void DenseAttention::init(const pb_layer_context& ctx) {
       std::make_unique<patchbay::Generator>(ops_.table(), ctx.seed ^ 0x9e3779b97f4a7c15ull);
 }
 
-DenseAttention::Heads DenseAttention::project_heads(const Tensor& x,
-                                                    int64_t position_offset) const {
+DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t position_offset,
+                                                    bool fused) const {
   const std::vector<int64_t> shape = x.shape();
   if (shape.size() != 3 || shape[2] != d_model_)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -176,10 +176,17 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x,
   // and accumulates a whole [B, T, 3 Cl] gradient per part (3 memsets and 2 adds of 3 Cl
   // columns per token); slicing the weight moves that onto the [3 Cl, C] weight gradient
   // instead, and the three dL/dx partials are added in place. Same products, same result.
+  // Decoding has no backward, so there one GEMM on the whole weight does: a decoding step's
+  // three matrix-vector products become one, each output element the same dot product
+  // (the same bits; the per-call cost of a bandwidth-bound product is paid once, not three
+  // times).
+  const Tensor qkv =
+      fused ? input.matmul(qkv_weight_, false, true) + qkv_bias_ : Tensor();  // [B, T, 3 Cl]
   auto head = [&](int64_t which) {  // part `which` [B, T, Cl] -> [B, Hl, T, Dh]
     const int64_t lo = which * local_width_, hi = (which + 1) * local_width_;
     Tensor part =
-        input.matmul(qkv_weight_.slice(0, lo, hi), false, true) + qkv_bias_.slice(0, lo, hi);
+        fused ? qkv.slice(2, lo, hi)
+              : input.matmul(qkv_weight_.slice(0, lo, hi), false, true) + qkv_bias_.slice(0, lo, hi);
     return part.reshape({b, t, local_heads_, head_dim_}).permute({0, 2, 1, 3});
   };
   Heads heads{head(0), head(1), head(2)};
@@ -203,7 +210,7 @@ Tensor DenseAttention::forward(const Tensor& x, bool training) {
     throw PluginError(PB_STATUS_OUT_OF_RANGE, "sequence of " + std::to_string(x.size(1)) +
                                                   " positions exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
-  Heads h = project_heads(x, 0);
+  Heads h = project_heads(x, 0, /*fused=*/false);
   Tensor y = project_out(attend(h.q, h.k, h.v));
   if (training && dropout_ > 0.0) y = y.dropout(dropout_, *dropout_generator_, true);
   return y;
@@ -227,7 +234,7 @@ std::unique_ptr<patchbay::AttentionState> DenseAttention::create_state(int64_t b
 Tensor DenseAttention::forward_step(patchbay::AttentionState& state, const Tensor& x) {
   auto& cache = static_cast<KvCache&>(state);
   const int64_t start = cache.length(), steps = x.size(1), end = start + steps;
-  Heads h = project_heads(x, start);
+  Heads h = project_heads(x, start, /*fused=*/true);
   Tensor k_slot = cache.k.slice(2, start, end), v_slot = cache.v.slice(2, start, end);
   copy_into(k_slot, h.k);
   copy_into(v_slot, h.v);

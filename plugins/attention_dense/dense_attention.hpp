@@ -55,7 +55,9 @@ class DenseAttention : public patchbay::Attention {
     patchbay::Tensor q, k, v;  // [B, H, T, Dh]
   };
   // Projects x [B, T, C] and splits heads; rotary at positions offset + t when enabled.
-  Heads project_heads(const patchbay::Tensor& x, int64_t position_offset) const;
+  // fused: one GEMM on the whole qkv.weight and views of its [B, T, 3 Cl] output (incremental
+  // decoding, which has no backward); else one GEMM per part (training; see the .cpp).
+  Heads project_heads(const patchbay::Tensor& x, int64_t position_offset, bool fused) const;
   // o [B, H, T, Dh] -> merged [B, T, C] -> output projection.
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
   // The fused attention of q [B, H, Tq, Dh] over k, v [B, H, Tk, Dh] (queries at the last Tq
