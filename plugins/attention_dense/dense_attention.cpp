@@ -177,9 +177,10 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
   // columns per token); slicing the weight moves that onto the [3 Cl, C] weight gradient
   // instead, and the three dL/dx partials are added in place. Same products, same result.
   // Decoding has no backward, so there one GEMM on the whole weight does: a decoding step's
-  // three matrix-vector products become one, each output element the same dot product
-  // (the same bits; the per-call cost of a bandwidth-bound product is paid once, not three
-  // times).
+  // three matrix-vector products become one, paying the per-call cost of a bandwidth-bound
+  // product once instead of three times. The engine's matrix-vector kernel computes each
+  // output element on its own, so a one-token step gives the same bits either way; a longer
+  // prefill goes through oneDNN, whose blocking may round differently for the wider product.
   const Tensor qkv =
       fused ? input.matmul(qkv_weight_, false, true) + qkv_bias_ : Tensor();  // [B, T, 3 Cl]
   auto head = [&](int64_t which) {  // part `which` [B, T, Cl] -> [B, Hl, T, Dh]
