@@ -280,3 +280,66 @@ TEST_CASE("an embedding whose table has no gradient yet builds it densely, as be
   backward(sum(embedding(w, ids) * Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2})));
   CHECK(w.grad().to_vector() == std::vector<float>{0, 0, 12, 16, 0, 0, 0, 0, 6, 8, 0, 0});
 }
+
+// Slices of one tensor (q, k, v on rows of a fused weight): after the first slice's backward
+// has made the input's gradient, the others add into their windows in place (slice's add-into
+// form) instead of each making a zero-filled gradient of the whole input.
+TEST_CASE("slices add their gradients into the input's running gradient in place") {
+  // Leaf [4, 3] with windows that overlap and step: rows 0-1, rows 1-3 by 2, column 2.
+  Tensor w = Tensor::from_vector({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {4, 3});
+  w.set_requires_grad(true);
+  const Tensor ga = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor gb = Tensor::from_vector({10, 20, 30, 40, 50, 60}, {3, 2}).transpose(0, 1);  // strided
+  const Tensor gc = Tensor::from_vector({100, 200, 300, 400}, {4, 1});
+  auto loss = [&] {
+    return sum(w.slice(0, 0, 2) * ga) + sum(w.slice(0, 1, 4, 2) * gb) + sum(w.slice(1, 2, 3) * gc);
+  };
+  // Row r, column c of the gradient: ga where r < 2, gb's row (r - 1) / 2 for r = 1, 3, gc[r]
+  // in column 2.
+  const std::vector<float> once = {1,  2,  3 + 100,  4 + 10, 5 + 30, 6 + 50 + 200,
+                                   0,  0,  300,      20,     40,     60 + 400};
+  backward(loss());
+  CHECK(w.grad().to_vector() == once);
+  backward(loss());  // into the leaf's .grad from the start: every slice adds in place
+  std::vector<float> twice(once);
+  for (float& v : twice) v *= 2;
+  CHECK(w.grad().to_vector() == twice);
+
+  // A non-leaf input (the pending-gradient path): x = 2 w', sliced three ways.
+  Tensor w2 = Tensor::from_vector({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {4, 3});
+  w2.set_requires_grad(true);
+  const Tensor x = w2 * 2.0;
+  backward(sum(x.slice(0, 0, 2) * ga) + sum(x.slice(0, 1, 4, 2) * gb) +
+           sum(x.slice(1, 2, 3) * gc));
+  std::vector<float> doubled(once);
+  for (float& v : doubled) v *= 2;
+  CHECK(w2.grad().to_vector() == doubled);
+}
+
+TEST_CASE("three row slices of a large leaf make one gradient of its size, not three") {
+  const int64_t rows = 3 * 2048, cols = 256;  // the gradient: 6 MiB
+  const size_t grad_bytes = static_cast<size_t>(rows * cols) * sizeof(float);
+  Tensor w = random_tensor({rows, cols}, 31, -1.0, 1.0, /*requires_grad=*/true);
+  const Tensor x = random_tensor({4, cols}, 32);
+  Tensor loss;
+  for (int64_t part = 0; part < 3; ++part) {
+    const Tensor y = matmul(x, w.slice(0, part * rows / 3, (part + 1) * rows / 3), false, true);
+    loss = loss.defined() ? loss + sum(y) : sum(y);
+  }
+  const size_t before = memory_stats(cpu()).current_bytes;
+  reset_peak(cpu());
+  backward(loss);
+  const size_t peak = memory_stats(cpu()).peak_bytes - before;
+  // Column j of x summed, in every row of w.
+  const std::vector<float> xv = x.to_vector();
+  std::vector<double> col_sum(static_cast<size_t>(cols), 0.0);
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t j = 0; j < cols; ++j) col_sum[static_cast<size_t>(j)] += xv[static_cast<size_t>(r * cols + j)];
+  const std::vector<float> got = w.grad().to_vector();
+  std::vector<double> actual(got.begin(), got.end()), expected(got.size());
+  for (size_t i = 0; i < got.size(); ++i) expected[i] = col_sum[i % static_cast<size_t>(cols)];
+  check_close(actual, expected, 1e-5, 1e-5, "sliced leaf gradient");
+  // Before: each slice's backward made a zero-filled [rows, cols] gradient (3 of them, two
+  // alive while being added). Now one, plus the slices' own [rows / 3, cols] gradients.
+  CHECK(peak < grad_bytes * 7 / 4);
+}

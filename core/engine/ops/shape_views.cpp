@@ -4,10 +4,30 @@
 #include <numeric>
 #include <optional>
 
+#include "engine/cpu/strided_loop.hpp"
 #include "engine/ops/op_helpers.hpp"
 
 namespace patchbay::engine {
 namespace {
+
+// AddIntoFn of slice: grad_input (f32, contiguous: the input's running gradient) gets
+// grad_outputs[0] added into the window [start, end) by `step` along dim d.
+AddIntoFn slice_add_into(int64_t d, int64_t start, int64_t end, int64_t step) {
+  return [d, start, end, step](const std::vector<Tensor>& g, Tensor& grad_input) {
+    const Tensor window = slice(grad_input.detach(), d, start, end, step);
+    const Tensor add = detail::as_f32_contiguous(g[0]);
+    float* const base = static_cast<float*>(grad_input.data_ptr()) +
+                        (window.storage_offset() - grad_input.storage_offset());
+    const float* const from = add.data<float>();
+    loops::for_each_row<2>(
+        window.shape(), {window.strides(), add.strides()},
+        [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+          float* o = base + off[0];
+          const float* a = from + off[1];
+          for (int64_t i = 0; i < n; ++i) o[i * st[0]] += a[i * st[1]];
+        });
+  };
+}
 
 Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
@@ -160,6 +180,11 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
         copy_(window, g[0]);
         return std::vector<Tensor>{grad};
       });
+  // Several slices of one tensor (q, k and v on rows of a fused weight): once the input's
+  // running gradient exists, each later slice adds into its window in place instead of making
+  // a zero-filled gradient of the whole input and adding that (autograd.hpp, AddIntoFn).
+  // Same sums: the window's elements get the same additions; the others would get + 0.
+  if (out.grad_fn()) out.grad_fn()->set_add_into(slice_add_into(d, start, end, step));
   return out;
 }
 
