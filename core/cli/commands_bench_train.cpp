@@ -11,6 +11,9 @@
 // (train/grad_norm_in_backward.hpp), so its cost is in the backward phase and the clip phase
 // only adds the sums up.
 //
+// --gemm-breakdown also times every oneDNN GEMM of the timed updates by shape
+// (onednn/gemm_profile.hpp) and prints, per precision, which run below the reference rate.
+//
 // --precision f32,bf16 times the same model in both precisions, timed updates alternating ([train]
 // precision: bf16 = matmul autocast, engine/autocast.hpp) and then oneDNN's f32 and bf16 GEMM
 // rates on the same shape back to back; the bf16 target printed is
@@ -31,6 +34,7 @@
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
 #include "engine/ops.hpp"
+#include "onednn/gemm_profile.hpp"
 #include "onednn/gemm_reference_rate.hpp"
 #include "train/grad_clip.hpp"
 #include "train/grad_norm_in_backward.hpp"
@@ -71,7 +75,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   std::string config_file;
   std::vector<std::string> overrides;
   int64_t steps = 5, warmup = 1, batch_size = 0, seq_len = 0, vocab_size = 0, grad_accum = 1;
-  bool random_tokens = false;
+  bool random_tokens = false, gemm_breakdown = false;
   std::string precision_option;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
@@ -84,7 +88,10 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       "random-tokens", po::bool_switch(&random_tokens), "random ids instead of the prepared corpus (no tokenizer)")(
       "vocab-size", po::value(&vocab_size), "vocabulary with --random-tokens (default tokenizer.vocab_size)")(
       "precision", po::value(&precision_option),
-      "f32, bf16 or f32,bf16 (both, timed updates alternating, with the bf16 target; default train.precision)");
+      "f32, bf16 or f32,bf16 (both, timed updates alternating, with the bf16 target; default train.precision)")(
+      "gemm-breakdown", po::bool_switch(&gemm_breakdown),
+      "also time every oneDNN GEMM of the timed updates by shape: ms per step, GFLOP/s and share of the "
+      "reference rate (which GEMMs run below it)");
   po::positional_options_description positional;
   positional.add("config", 1);
   po::variables_map values;
@@ -198,12 +205,15 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   int64_t update = 0;
   for (size_t i = 0; i < precisions.size(); ++i, update += warmup)
     time_steps(precisions[i], update, warmup, false, phase_times[i]);
+  onednn::set_gemm_profiling(gemm_breakdown);  // the timed updates only
   for (int64_t s = 0; s < steps; ++s)
     for (size_t i = 0; i < precisions.size(); ++i) {
       engine::reset_peak(engine::cpu());
       time_steps(precisions[i], update++, 1, true, phase_times[i]);
       peak_bytes[i] = std::max(peak_bytes[i], engine::memory_stats(engine::cpu()).peak_bytes);
     }
+  onednn::set_gemm_profiling(false);
+  const std::vector<onednn::GemmShapeStat> gemm_profile = onednn::take_gemm_profile();
   // The reference GEMM rates, after the timed updates: kGemmRounds rounds, each measuring every
   // precision once, and per precision the median of its rounds. On a machine
   // whose load drifts over seconds, one measurement per dtype let the ratio swing by 10% or more
@@ -264,6 +274,13 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
                   static_cast<long long>(o.grad_accum_steps * o.batch_size * o.seq_len),
                   tokens / (ideal_compute + t_clip + t_optimizer), 100.0 * ceiling);
     std::cout << line;
+    if (gemm_breakdown) {
+      // bf16 updates run their matmuls as bf16 GEMMs (autocast), f32 updates as f32 ones.
+      std::cout << "GEMMs of the timed updates, by shape (rates against the reference above):\n"
+                << onednn::format_gemm_profile(gemm_profile, precision, steps,
+                                               total / static_cast<double>(steps),
+                                               gemm.median_gflops);
+    }
   }
   if (precisions.size() == 2 && precisions[0] != precisions[1]) {
     // The two reference rates above, measured in interleaved rounds under one load.

@@ -10,9 +10,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
+#include "onednn/gemm_profile.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "onednn/primitive_cache.hpp"
 
@@ -182,9 +184,38 @@ void for_each_slice(std::int64_t length, Run&& run) {
 
 void matmul_whole(const MatmulArgs& args);
 
+// The profile's name of a call (gemm_profile.hpp): dtype, the logical product, which operands
+// are stored transposed (col_stride != 1), the batch when > 1.
+std::string profile_shape(const MatmulArgs& args) {
+  std::string s = std::string(dtype_name(args.a.dtype)) + " [" + std::to_string(args.m) + " x " +
+                  std::to_string(args.k) + "]" + (args.a.col_stride != 1 && args.k > 1 ? "^T" : "") +
+                  " x [" + std::to_string(args.k) + " x " + std::to_string(args.n) + "]" +
+                  (args.b.col_stride != 1 && args.n > 1 ? "^T" : "");
+  if (args.batch > 1) s += " batch " + std::to_string(args.batch);
+  return s;
+}
+
+void matmul_unprofiled(const MatmulArgs& given);
+
 }  // namespace
 
 void matmul(const MatmulArgs& given) {
+  if (!gemm_profiling()) {
+    matmul_unprofiled(given);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  matmul_unprofiled(given);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  detail::record_gemm(profile_shape(given), seconds,
+                      2.0 * double(given.batch) * double(given.m) * double(given.n) *
+                          double(given.k));
+}
+
+namespace {
+
+void matmul_unprofiled(const MatmulArgs& given) {
   validate(given);
   const bool column_major_c = given.c.col_stride != 1 && given.c.row_stride == 1;
   const MatmulArgs args = column_major_c ? transposed_problem(given) : given;
@@ -217,8 +248,6 @@ void matmul(const MatmulArgs& given) {
   }
   matmul_whole(args);
 }
-
-namespace {
 
 // One oneDNN matmul over the whole (normalised, non-empty) problem.
 void matmul_whole(const MatmulArgs& args) {

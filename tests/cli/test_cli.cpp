@@ -184,6 +184,19 @@ TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved round
   CHECK(contains(r.output, "% of the target)"));
 }
 
+TEST_CASE("bench train --gemm-breakdown lists the timed updates' GEMMs by shape") {
+  const Result r = run_patchbay(
+      std::string("bench train '") + PATCHBAY_CONFIGS +
+      "/quickstart.toml' --batch-size 2 --seq-len 16 --random-tokens --vocab-size 330 --steps 1 "
+      "--precision f32 --gemm-breakdown 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "GEMMs of the timed updates, by shape"));
+  CHECK(contains(r.output, "f32 [32 x 128] x [128 x 330]^T"));  // the tied LM head
+  CHECK(contains(r.output, "all f32 GEMMs"));
+  CHECK(contains(r.output, "of the step's time"));
+}
+
 TEST_CASE("bench generate prints each row's interleaved read-then-decode rounds") {
   const Result r = run_patchbay(std::string("bench generate '") + PATCHBAY_CONFIGS +
                                 "/quickstart.toml' --vocab-size 330 --new-tokens 4 "
