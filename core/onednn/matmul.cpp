@@ -16,6 +16,7 @@
 
 #include "onednn/gemm_profile.hpp"
 #include "onednn/onednn_ops.hpp"
+#include "onednn/packed_weights.hpp"
 #include "onednn/primitive_cache.hpp"
 
 namespace patchbay::onednn {
@@ -305,6 +306,10 @@ void matmul_whole(const MatmulArgs& args) {
             detail::CachedPrimitive{dnnl::reorder(reorder_pd), {b_desc, packed},
                                     reorder_pd.scratchpad_desc()});
         entry.descs.push_back(packed);
+        entry.packs_ba16a64b =
+            !batched && args.b.dtype == DType::kF32 &&
+            packed == dnnl::memory::desc(b.shape, dnnl::memory::data_type::f32,
+                                         dnnl::memory::format_tag::BA16a64b);
       }
       return entry;
     });
@@ -313,8 +318,13 @@ void matmul_whole(const MatmulArgs& args) {
       const dnnl::memory::desc& packed = cached->descs[3];
       dnnl::memory packed_weights = detail::wrap(
           packed, detail::thread_buffer(detail::ThreadBuffer::kPackedWeights, packed.get_size()));
-      detail::execute(*cached->weights_reorder,
-                      {{DNNL_ARG_FROM, weights}, {DNNL_ARG_TO, packed_weights}});
+      if (cached->packs_ba16a64b) {
+        detail::pack_f32_ba16a64b(static_cast<const float*>(args.b.data), args.b.row_stride,
+                                  args.k, args.n, static_cast<float*>(packed_weights.get_data_handle()));
+      } else {
+        detail::execute(*cached->weights_reorder,
+                        {{DNNL_ARG_FROM, weights}, {DNNL_ARG_TO, packed_weights}});
+      }
       weights = packed_weights;
     }
     detail::execute(*cached, {{DNNL_ARG_SRC, detail::wrap(cached->descs[0], args.a.data)},

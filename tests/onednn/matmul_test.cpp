@@ -8,11 +8,14 @@
 // rounding of the result (2^-8 relative; oneDNN rounds to nearest, allow 1 ulp = 2^-7).
 #include <doctest/doctest.h>
 
+#include <array>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <utility>
 #include <vector>
 
 #include "common/error.hpp"
 #include "onednn/onednn_ops.hpp"
+#include "onednn/packed_weights.hpp"
 #include "reference_math.hpp"
 
 namespace patchbay::onednn {
@@ -329,3 +332,33 @@ TEST_CASE("matmul_2d_f32 computes op(A) @ op(B) with transposes") {
 
 }  // namespace
 }  // namespace patchbay::onednn
+
+// The direct BA16a64b copy (packed_weights.hpp) against oneDNN's own reorder into that layout,
+// element for element, with padding in both dims and a row pitch wider than n.
+TEST_CASE("pack_f32_ba16a64b writes what oneDNN's reorder writes") {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  for (auto [k, n, ldb] : {std::array<std::int64_t, 3>{67, 1000, 1024},
+                           std::array<std::int64_t, 3>{768, 3072, 3072},
+                           std::array<std::int64_t, 3>{16, 64, 64}}) {
+    CAPTURE(k);
+    CAPTURE(n);
+    std::vector<float> src(static_cast<size_t>(k * ldb));
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i % 1009) - 500.0f;
+    const dnnl::memory::desc plain({k, n}, dnnl::memory::data_type::f32, {ldb, 1});
+    const dnnl::memory::desc packed({k, n}, dnnl::memory::data_type::f32,
+                                    dnnl::memory::format_tag::BA16a64b);
+    dnnl::memory from(plain, engine, src.data());
+    dnnl::memory to(packed, engine);
+    dnnl::reorder(from, to).execute(stream, from, to);
+    stream.wait();
+    const size_t floats = packed.get_size() / sizeof(float);
+    CHECK(floats == static_cast<size_t>((k + 15) / 16 * 16 * ((n + 63) / 64 * 64)));
+    std::vector<float> ours(floats, 1234.0f);
+    patchbay::onednn::detail::pack_f32_ba16a64b(src.data(), ldb, k, n, ours.data());
+    const float* theirs = static_cast<const float*>(to.get_data_handle());
+    size_t differ = 0;
+    for (size_t i = 0; i < floats; ++i) differ += ours[i] != theirs[i];
+    CHECK(differ == 0);
+  }
+}
