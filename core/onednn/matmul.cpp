@@ -133,10 +133,17 @@ void scale_output_for_empty_k(const MatmulArgs& args) {
 // and 262-301 with B reordered to oneDNN's packed layout. For such B, when there are
 // enough rows of A to amortise one pass over B, we reorder B into the packed layout (a
 // per-thread buffer) before the GEMM. bf16 B is always repacked inside oneDNN's AMX kernel.
+// A pitch that is a multiple of 1 KiB (GPT-2's 768 floats, 3 KiB) costs 20-25% once B is
+// deep: Zen 5, 2 threads, [m x k] @ [k x 768], plain against packed (packing excluded):
+// k = 1536 386 / 472 GFLOP/s at m = 256, 409 / 472 at 1024; k = 3072 380 / 495 and 400 /
+// 491; k = 768 465 / 462 (no gain). Packing 9.4 MB takes ~0.3 ms (packed_weights.hpp), so
+// such B is packed from k = 1536 and m = 128: GPT-2's fc dX 36-37 -> 34.8 ms a step at
+// 4 x 64, 142 -> 126 ms at 1 x 1024 (its tied head's dX, 7 depth slices, is no slower).
 bool should_pack_weights(const MatmulArgs& args, bool batched, std::int64_t m) {
   if (batched || args.b.dtype != DType::kF32 || args.b.col_stride != 1) return false;
   const std::int64_t pitch_bytes = args.b.row_stride * 4;
-  return pitch_bytes % 4096 == 0 && m >= 32 && args.k >= 64 && args.n >= 64;
+  if (m < 32 || args.k < 64 || args.n < 64) return false;
+  return pitch_bytes % 4096 == 0 || (pitch_bytes % 1024 == 0 && args.k >= 1536 && m >= 128);
 }
 
 // A column-major C (row_stride 1) sends oneDNN 2.6 to its reference kernel; compute

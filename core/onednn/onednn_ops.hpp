@@ -42,8 +42,9 @@ std::size_t dtype_size(DType dtype);
 // C must be a dense-in-one-dimension matrix: col_stride == 1 or row_stride == 1; C's
 // batch_stride must be nonzero when batch > 1.
 // Accumulation is always f32. bf16 inputs run on AMX / AVX512-BF16 when present.
-// An f32 B whose row pitch is a multiple of 4 KiB (e.g. n = 3072) is reordered into
-// oneDNN's packed layout before the GEMM (per-thread buffer; see matmul.cpp for why).
+// An f32 B whose row pitch is a multiple of 4 KiB (e.g. n = 3072), or of 1 KiB with k >= 1536
+// and m >= 128, is reordered into oneDNN's packed layout before the GEMM (per-thread buffer;
+// see matmul.cpp for why).
 // Supported dtypes: A and B both f32, or both bf16; C f32 or bf16 (C f32 only with f32
 // inputs or bf16 inputs; C bf16 only with bf16 inputs).
 // beta != 0 reads C before writing it (oneDNN sum post-op); beta == 0 never reads C

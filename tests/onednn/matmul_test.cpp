@@ -207,6 +207,18 @@ TEST_CASE("f32 B with a 4 KiB row pitch (reordered to packed layout first) stays
   }
 }
 
+TEST_CASE("f32 B with 3 KiB rows and a deep product (packed first) stays correct") {
+  for (std::int64_t n : {768, 700}) {  // pitch 768 floats: dense, and padded by 68
+    Case cs;
+    cs.m = 130;
+    cs.n = n;
+    cs.k = 1600;
+    cs.b.pad = 768 - n;
+    CAPTURE(n);
+    run_case(cs);
+  }
+}
+
 TEST_CASE("matmul bf16 inputs with f32 and bf16 outputs") {
   for (DType output : {DType::kF32, DType::kBF16}) {
     for (int transposes = 0; transposes < 4; ++transposes) {
