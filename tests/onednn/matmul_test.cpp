@@ -191,31 +191,28 @@ TEST_CASE("batched matmul, with B or A broadcast over the batch") {
   run_case(cs);
 }
 
-TEST_CASE("f32 B with a 4 KiB row pitch (reordered to packed layout first) stays correct") {
-  for (std::int64_t n : {1024, 1000}) {  // pitch 1024 floats: dense, and padded by 24
-    Case cs;
-    cs.m = 40;
-    cs.n = n;
-    cs.k = 67;
-    cs.b.pad = 1024 - n;
-    cs.beta = 0.5f;
-    CAPTURE(n);
-    run_case(cs);
-    cs.batch = 3;  // x @ W with W broadcast folds into one 2-D GEMM: same packed path
-    cs.b.broadcast = true;
-    run_case(cs);
-  }
-}
-
-TEST_CASE("f32 B with 3 KiB rows and a deep product (packed first) stays correct") {
-  for (std::int64_t n : {768, 700}) {  // pitch 768 floats: dense, and padded by 68
-    Case cs;
-    cs.m = 130;
-    cs.n = n;
-    cs.k = 1600;
-    cs.b.pad = 768 - n;
-    CAPTURE(n);
-    run_case(cs);
+// f32 B that matmul.cpp packs before the GEMM: a 4 KiB row pitch (any depth), and a 3 KiB
+// pitch once the product is deep (k >= 1536, m >= 128); each dense and with padded rows.
+TEST_CASE("f32 B with a row pitch that aliases in the cache (packed first) stays correct") {
+  struct Packed {
+    std::int64_t pitch, m, k;
+    std::int64_t widths[2];
+  };
+  for (const Packed& shape : {Packed{1024, 40, 67, {1024, 1000}}, Packed{768, 130, 1600, {768, 700}}}) {
+    for (std::int64_t n : shape.widths) {
+      Case cs;
+      cs.m = shape.m;
+      cs.n = n;
+      cs.k = shape.k;
+      cs.b.pad = shape.pitch - n;
+      cs.beta = 0.5f;
+      CAPTURE(shape.pitch);
+      CAPTURE(n);
+      run_case(cs);
+      cs.batch = 3;  // x @ W with W broadcast folds into one 2-D GEMM: same packed path
+      cs.b.broadcast = true;
+      run_case(cs);
+    }
   }
 }
 
