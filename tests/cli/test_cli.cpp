@@ -148,12 +148,13 @@ TEST_CASE("component keys are checked against the plugin's own schema") {
 }
 
 namespace {
-// One timed update of the quickstart shape at 2 x 16 random tokens, in `precision`.
-Result bench_train_quickstart(const std::string& precision) {
+// One timed update of the quickstart shape at 2 x 16 random tokens, in `precision`, with any
+// `extra` options.
+Result bench_train_quickstart(const std::string& precision, const std::string& extra = "") {
   return run_patchbay(
       std::string("bench train '") + PATCHBAY_CONFIGS +
       "/quickstart.toml' --batch-size 2 --seq-len 16 --random-tokens --vocab-size 330 --steps 1 "
-      "--precision " + precision + " 2>&1");
+      "--precision " + precision + " " + extra + " 2>&1");
 }
 }  // namespace
 
@@ -185,10 +186,7 @@ TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved round
 }
 
 TEST_CASE("bench train --gemm-breakdown lists the timed updates' GEMMs by shape") {
-  const Result r = run_patchbay(
-      std::string("bench train '") + PATCHBAY_CONFIGS +
-      "/quickstart.toml' --batch-size 2 --seq-len 16 --random-tokens --vocab-size 330 --steps 1 "
-      "--precision f32 --gemm-breakdown 2>&1");
+  const Result r = bench_train_quickstart("f32", "--gemm-breakdown");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.output, "GEMMs of the timed updates, by shape"));
