@@ -171,11 +171,13 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
   const int64_t b = shape[0], t = shape[1];
   // Tensor parallelism: f before the column-parallel projection (backward sums dL/dx).
   const Tensor input = split_ ? patchbay::tp_copy_to_region(x.to(dtype_)) : x.to(dtype_);
-  // One GEMM per part on its rows of qkv.weight [3 Cl, C] (contiguous row slices), not one
-  // [B, T, 3 Cl] GEMM sliced afterwards: the backward of a slice of the activation zero-fills
-  // and accumulates a whole [B, T, 3 Cl] gradient per part (3 memsets and 2 adds of 3 Cl
-  // columns per token); slicing the weight moves that onto the [3 Cl, C] weight gradient
-  // instead, and the three dL/dx partials are added in place. Same products, same result.
+  // Training: one GEMM per part on its rows of qkv.weight [3 Cl, C] (contiguous row slices),
+  // not one [B, T, 3 Cl] GEMM sliced afterwards. The slices' backward builds one zero-filled
+  // gradient of what was sliced and adds the other parts into it in place (the engine's slice
+  // add-into form); slicing the weight puts that on the [3 Cl, C] weight gradient, not on a
+  // [B, T, 3 Cl] activation gradient. Measured on GPT-2 (docs/BENCHMARKS.md, seventh pass) the
+  // one-GEMM form was 0-4% faster at 4 x 64 tokens and 1-2% slower at 1 x 1024. Same
+  // products, same result.
   // Decoding has no backward, so there one GEMM on the whole weight does: a decoding step's
   // three matrix-vector products become one, paying the per-call cost of a bandwidth-bound
   // product once instead of three times. The engine's matrix-vector kernel computes each
