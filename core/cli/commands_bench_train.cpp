@@ -84,7 +84,9 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       "warmup", po::value(&warmup), "untimed updates first (default 1)")(
       "batch-size", po::value(&batch_size), "sequences per micro-batch (default train.batch_size)")(
       "seq-len", po::value(&seq_len), "tokens per sequence (default train.seq_len)")(
-      "grad-accum", po::value(&grad_accum), "micro-batches per update (default 1: tokens/s does not depend on it)")(
+      "grad-accum", po::value(&grad_accum),
+      "micro-batches per update (default 1); clipping and the optimizer run once per update, so a "
+      "larger value spreads their cost over more tokens")(
       "random-tokens", po::bool_switch(&random_tokens), "random ids instead of the prepared corpus (no tokenizer)")(
       "vocab-size", po::value(&vocab_size), "vocabulary with --random-tokens (default tokenizer.vocab_size)")(
       "precision", po::value(&precision_option),
