@@ -23,6 +23,11 @@ Profile& profile() {
   return p;
 }
 
+// Whether a stat's shape names `dtype` ("bf16 [..." for "bf16").
+bool of_dtype(const GemmShapeStat& s, const std::string& dtype) {
+  return s.shape.compare(0, dtype.size() + 1, dtype + " ") == 0;
+}
+
 }  // namespace
 
 void set_gemm_profiling(bool on) { profiling.store(on, std::memory_order_relaxed); }
@@ -43,18 +48,28 @@ std::vector<GemmShapeStat> take_gemm_profile() {
   return stats;
 }
 
+GemmShapeStat gemm_profile_total(const std::vector<GemmShapeStat>& stats, const std::string& dtype) {
+  GemmShapeStat total;
+  total.shape = "all " + dtype + " GEMMs";
+  for (const GemmShapeStat& s : stats) {
+    if (!of_dtype(s, dtype)) continue;
+    total.calls += s.calls;
+    total.seconds += s.seconds;
+    total.flops += s.flops;
+  }
+  return total;
+}
+
 std::string format_gemm_profile(const std::vector<GemmShapeStat>& stats, const std::string& dtype,
                                 std::int64_t steps, double step_seconds, double reference_gflops,
                                 std::size_t max_rows) {
   const double per_step = 1.0 / static_cast<double>(steps > 0 ? steps : 1);
   std::vector<const GemmShapeStat*> rows;
-  GemmShapeStat total, rest;
+  const GemmShapeStat total = gemm_profile_total(stats, dtype);
+  GemmShapeStat rest;
   std::size_t rest_shapes = 0;
   for (const GemmShapeStat& s : stats) {
-    if (s.shape.compare(0, dtype.size() + 1, dtype + " ") != 0) continue;
-    total.calls += s.calls;
-    total.seconds += s.seconds;
-    total.flops += s.flops;
+    if (!of_dtype(s, dtype)) continue;
     if (rows.size() < max_rows) {
       rows.push_back(&s);
     } else {
@@ -84,8 +99,7 @@ std::string format_gemm_profile(const std::vector<GemmShapeStat>& stats, const s
     std::snprintf(name, sizeof name, "(%zu more shape%s)", rest_shapes, rest_shapes == 1 ? "" : "s");
     line(rest, name);
   }
-  std::snprintf(name, sizeof name, "all %s GEMMs", dtype.c_str());
-  line(total, name);
+  line(total, total.shape);
   char text[200];
   std::snprintf(text, sizeof text, "  GEMMs: %.1f%% of the step's time\n",
                 100.0 * total.seconds * per_step / step_seconds);

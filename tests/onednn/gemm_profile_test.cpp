@@ -73,6 +73,12 @@ TEST_CASE("the GEMM profile table filters by dtype, folds extra rows and totals"
   // 4 ms of GEMMs over 2 steps of 4 ms: half of each step.
   CHECK(f32.find("GEMMs: 50.0% of the step's time") != std::string::npos);
   CHECK(format_gemm_profile(stats, "f16", 1, 1.0, 1.0).find("no f16 GEMMs") != std::string::npos);
+  const GemmShapeStat total = gemm_profile_total(stats, "f32");
+  CHECK(total.calls == 8);
+  CHECK(total.seconds == doctest::Approx(0.004));
+  CHECK(total.flops == doctest::Approx(1.5e9));
+  CHECK(gemm_profile_total(stats, "bf16").calls == 2);
+  CHECK(gemm_profile_total(stats, "f16").calls == 0);
 }
 
 }  // namespace
