@@ -4,6 +4,7 @@
 // of an unfused activation; and the sum over leading dims (a bias's or a position table's
 // gradient), which now skips the transposing copy, against the reference.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <vector>
@@ -47,6 +48,33 @@ TEST_CASE("bias_activation kernels match the double-precision reference") {
       check_close(as_doubles(db), as_doubles(db_ref), 1e-5, 1e-5, "backward dbias");
     }
   }
+}
+
+TEST_CASE("bias_activation's backward gives the same bits on 1, 2 and 3 threads") {
+  // 200 columns: four 64-column blocks (the last ragged), split unevenly over the threads;
+  // each column's bias gradient must still be summed by one thread in row order.
+  const int64_t rows = 300, cols = 200;
+  const std::vector<float> x = random_tensor({rows, cols}, 4, -6, 6).to_vector();
+  const std::vector<float> b = random_tensor({cols}, 5, -1, 1).to_vector();
+  const std::vector<float> g = random_tensor({rows, cols}, 6, -1, 1).to_vector();
+  const int saved = omp_get_max_threads();
+  for (auto kind : {kern::BiasActivationKind::kGeluTanh, kern::BiasActivationKind::kRelu}) {
+    std::vector<std::vector<float>> dx(3, std::vector<float>(x.size())), db(3, std::vector<float>(cols));
+    for (int threads = 1; threads <= 3; ++threads) {
+      omp_set_num_threads(threads);
+      kern::bias_activation_backward(kind, x.data(), b.data(), g.data(), dx[threads - 1].data(),
+                                     db[threads - 1].data(), rows, cols);
+    }
+    CHECK(dx[0] == dx[1]);
+    CHECK(dx[0] == dx[2]);
+    CHECK(db[0] == db[1]);
+    CHECK(db[0] == db[2]);
+    std::vector<float> dx_ref(x.size()), db_ref(cols);
+    kern::bias_activation_reference_backward(kind, x.data(), b.data(), g.data(), dx_ref.data(),
+                                             db_ref.data(), rows, cols);
+    check_close(as_doubles(db[2]), as_doubles(db_ref), 1e-5, 1e-5, "backward dbias, 3 threads");
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST_CASE("bias_activation equals add then the activation, forward and gradients") {
