@@ -48,7 +48,8 @@ std::vector<GemmShapeStat> take_gemm_profile() {
   return stats;
 }
 
-GemmShapeStat gemm_profile_total(const std::vector<GemmShapeStat>& stats, const std::string& dtype) {
+GemmShapeStat gemm_profile_total(const std::vector<GemmShapeStat>& stats,
+                                 const std::string& dtype) {
   GemmShapeStat total;
   total.shape = "all " + dtype + " GEMMs";
   for (const GemmShapeStat& s : stats) {

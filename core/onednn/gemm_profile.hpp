@@ -30,7 +30,8 @@ bool gemm_profiling();
 std::vector<GemmShapeStat> take_gemm_profile();
 
 // The summed time and FLOPs of the stats whose shape starts with `dtype` ("f32" or "bf16").
-GemmShapeStat gemm_profile_total(const std::vector<GemmShapeStat>& stats, const std::string& dtype);
+GemmShapeStat gemm_profile_total(const std::vector<GemmShapeStat>& stats,
+                                 const std::string& dtype);
 
 // The stats whose shape starts with `dtype` ("f32" or "bf16") as a table, most time first:
 // per step (stats summed over `steps` steps of `step_seconds` each) the milliseconds, calls,

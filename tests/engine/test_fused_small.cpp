@@ -59,7 +59,8 @@ TEST_CASE("bias_activation's backward gives the same bits on 1, 2 and 3 threads"
   const std::vector<float> g = random_tensor({rows, cols}, 6, -1, 1).to_vector();
   const int saved = omp_get_max_threads();
   for (auto kind : {kern::BiasActivationKind::kGeluTanh, kern::BiasActivationKind::kRelu}) {
-    std::vector<std::vector<float>> dx(3, std::vector<float>(x.size())), db(3, std::vector<float>(cols));
+    std::vector<std::vector<float>> dx(3, std::vector<float>(x.size()));
+    std::vector<std::vector<float>> db(3, std::vector<float>(cols));
     for (int threads = 1; threads <= 3; ++threads) {
       omp_set_num_threads(threads);
       kern::bias_activation_backward(kind, x.data(), b.data(), g.data(), dx[threads - 1].data(),
