@@ -197,13 +197,15 @@ TEST_CASE(
 // add_layer_norm (residual add + layer norm in one op, used by pre-norm blocks): both outputs
 // against the double reference (h = x + r, layer_norm_last(h)) and against add() then
 // layer_norm() forward and gradients (with and without gain/bias; rows > 256 so the backward's
-// column sums span several row blocks), and by finite differences with both outputs used.
+// column sums span several row blocks, and one block of 256 rows split over the threads), and
+// by finite differences with both outputs used.
 TEST_CASE("add_layer_norm equals add then layer_norm, forward and gradients") {
   struct Case {
     Shape shape;
     bool affine;
   };
-  for (const Case& c : {Case{{4, 6, 70}, true}, Case{{3, 200, 32}, true}, Case{{5, 16}, false}}) {
+    for (const Case& c : {Case{{4, 6, 70}, true}, Case{{3, 200, 32}, true}, Case{{5, 16}, false},
+                        Case{{2, 128, 200}, true}}) {
     const int64_t cols = c.shape.back();
     const std::string what = shape_str(c.shape) + (c.affine ? " affine" : " plain");
     Tensor x = random_tensor(c.shape, 31, -2, 2, true), r = random_tensor(c.shape, 32, -2, 2, true);
@@ -263,6 +265,33 @@ TEST_CASE("add_layer_norm equals add then layer_norm, forward and gradients") {
       "add_layer_norm, y only, no bias");
   CHECK_THROWS(
       add_layer_norm(random_tensor({2, 4}, 48), random_tensor({2, 5}, 49), Tensor(), Tensor()));
+}
+
+// add_layer_norm's backward at one row block (<= 256 rows) with enough work for threads: the
+// rows' dh and the columns' gain/bias sums are split over the threads separately; the
+// gradients must be the same bits on 1, 2 and 3 threads (and at 300 rows, two row blocks).
+TEST_CASE("add_layer_norm's backward gives the same bits on 1, 2 and 3 threads") {
+  const int saved = omp_get_max_threads();
+  for (const Shape& shape : {Shape{2, 128, 200}, Shape{300, 130}}) {
+    std::vector<std::vector<float>> grads[3];
+    for (int threads = 1; threads <= 3; ++threads) {
+      omp_set_num_threads(threads);
+      Tensor x = random_tensor(shape, 51, -2, 2, true), r = random_tensor(shape, 52, -2, 2, true);
+      Tensor g = random_tensor({shape.back()}, 53, 0.5, 1.5, true);
+      Tensor b = random_tensor({shape.back()}, 54, -1, 1, true);
+      auto [h, y] = add_layer_norm(x, r, g, b, 1e-5);
+      backward(add(sum(mul(h, random_tensor(shape, 55, 0.5, 1.5))),
+                   sum(mul(y, random_tensor(shape, 56, -1.5, 1.5)))));
+      for (const Tensor* t : {&x, &r, &g, &b}) grads[threads - 1].push_back(t->grad().to_vector());
+    }
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      CAPTURE(shape_str(shape));
+      CAPTURE(i);
+      CHECK(grads[0][i] == grads[1][i]);
+      CHECK(grads[0][i] == grads[2][i]);
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 // add()'s row-broadcast fast path (a bias [N] or a position table [T, C] over rows, either
