@@ -204,7 +204,7 @@ TEST_CASE("add_layer_norm equals add then layer_norm, forward and gradients") {
     Shape shape;
     bool affine;
   };
-    for (const Case& c : {Case{{4, 6, 70}, true}, Case{{3, 200, 32}, true}, Case{{5, 16}, false},
+  for (const Case& c : {Case{{4, 6, 70}, true}, Case{{3, 200, 32}, true}, Case{{5, 16}, false},
                         Case{{2, 128, 200}, true}}) {
     const int64_t cols = c.shape.back();
     const std::string what = shape_str(c.shape) + (c.affine ? " affine" : " plain");
