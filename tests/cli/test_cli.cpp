@@ -188,6 +188,30 @@ TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved round
   CHECK(contains(r.output, "median of 3 rounds"));
   CHECK(contains(r.output, "medians of 3 interleaved f32/bf16 rounds"));
   CHECK(contains(r.output, "% of the target)"));
+  // The target as a budget: f32's and bf16's time beyond the bound and what the target leaves.
+  const std::string label = "measured), ms per update: f32 ";
+  const size_t at = r.output.find(label);
+  REQUIRE(at != std::string::npos);
+  const double f32_over = std::stod(r.output.substr(at + label.size()));
+  const size_t bf16_at = r.output.find(", bf16 ", at);
+  const size_t left_at = r.output.find("the target leaves bf16 ", at);
+  REQUIRE(bf16_at != std::string::npos);
+  REQUIRE(left_at != std::string::npos);
+  const double bf16_over = std::stod(r.output.substr(bf16_at + 7));
+  const double left = std::stod(r.output.substr(left_at + 23));
+  // Each update takes longer than its bound (what the target leaves may be negative), and
+  // bf16's overhead minus the budget is bf16's update time minus the target's: 32 tokens at
+  // the printed bf16 rate against 32 at the target rate.
+  CHECK(f32_over > 0.0);
+  CHECK(bf16_over > 0.0);
+  const size_t rates_at = r.output.find("tokens/s: f32 ");
+  const size_t target_at = r.output.find(" tokens/s (", r.output.find("target: 0.85 x "));
+  REQUIRE(rates_at != std::string::npos);
+  REQUIRE(target_at != std::string::npos);
+  const double bf16_rate = std::stod(r.output.substr(r.output.find(", bf16 ", rates_at) + 7));
+  const double target = std::stod(r.output.substr(r.output.rfind("= ", target_at) + 2));
+  const double expected = 32.0 * (1.0 / bf16_rate - 1.0 / target) * 1e3;
+  CHECK(bf16_over - left == doctest::Approx(expected).epsilon(0.02));
 }
 
 TEST_CASE("bench train --gemm-breakdown lists the timed updates' GEMMs by shape") {
