@@ -17,7 +17,8 @@
 // --precision f32,bf16 times the same model in both precisions, timed updates alternating ([train]
 // precision: bf16 = matmul autocast, engine/autocast.hpp) and then oneDNN's f32 and bf16 GEMM
 // rates on the same shape back to back; the bf16 target printed is
-// 0.85 x (bf16 GEMM rate / f32 GEMM rate) x the f32 tokens/s (issue 18).
+// 0.85 x (bf16 GEMM rate / f32 GEMM rate) x the f32 tokens/s (issue 18), then as a time budget
+// per update beside what each precision spent beyond its bound.
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <chrono>
