@@ -201,12 +201,6 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   onednn::GemmRateOptions gemm_options;
   gemm_options.packed_weights = true;
   std::vector<double> rates;  // tokens/s per precision
-  // Per precision, seconds over the timed updates: every FLOP at the reference GEMM rate, the
-  // clip and optimizer phases, and the whole (for the bf16 target's budget below).
-  struct BoundTimes {
-    double ideal_compute = 0, clip_and_optimizer = 0, total = 0;
-  };
-  std::vector<BoundTimes> bound_times;
   // Warm-up updates in every precision, then the timed updates alternate between the
   // precisions, so a change of load on a shared machine hits all of them alike.
   std::vector<PhaseTimes> phase_times(precisions.size());
@@ -277,7 +271,6 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
     // caps MFU below 100%. (Clipping's norm is read during backward and counted there.)
     const double ideal_compute = flops_per_token * tokens / (gemm.median_gflops * 1e9);
     const double ceiling = ideal_compute / (ideal_compute + t_clip + t_optimizer);
-    bound_times.push_back({ideal_compute, t_clip + t_optimizer, total});
     std::snprintf(line, sizeof line,
                   "ceiling at %lld tokens per update: GEMM rate for every FLOP + the measured clip "
                   "and optimizer phases = %.1f tokens/s, MFU %.1f%%\n",
@@ -311,10 +304,10 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   }
   if (precisions.size() == 2 && precisions[0] != precisions[1]) {
     // The two reference rates above, measured in interleaved rounds under one load.
-    const bool f32_first = precisions[0] == "f32";
-    const onednn::GemmRate& f32_gemm = reference[f32_first ? 0 : 1];
-    const onednn::GemmRate& bf16_gemm = reference[f32_first ? 1 : 0];
-    const double f32_rate = rates[f32_first ? 0 : 1], bf16_rate = rates[f32_first ? 1 : 0];
+    const size_t f32_index = precisions[0] == "f32" ? 0 : 1, bf16_index = 1 - f32_index;
+    const onednn::GemmRate& f32_gemm = reference[f32_index];
+    const onednn::GemmRate& bf16_gemm = reference[bf16_index];
+    const double f32_rate = rates[f32_index], bf16_rate = rates[bf16_index];
     const double gemm_ratio = bf16_gemm.median_gflops / f32_gemm.median_gflops;
     const double target = 0.85 * gemm_ratio * f32_rate;
     char line[640];
@@ -333,17 +326,18 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
     // there (the GEMMs' shortfall from the reference, element-wise ops, the loss, attention's
     // non-GEMM work, waits). Most of that work costs about the same in either precision, so a
     // budget well below f32's overhead asks bf16 for less of it than f32 spends.
-    const BoundTimes& f32_bound = bound_times[f32_first ? 0 : 1];
-    const BoundTimes& bf16_bound = bound_times[f32_first ? 1 : 0];
-    const double per_update = 1e3 / static_cast<double>(steps);  // seconds in total -> ms
-    auto overhead = [&](const BoundTimes& b, double seconds) {
-      return (seconds - b.ideal_compute - b.clip_and_optimizer) * per_update;
+    // ms per update that precision i spends beyond its bound, if its updates took `seconds`.
+    auto overhead = [&](size_t i, double seconds) {
+      const double ideal = flops_per_token * tokens / (reference[i].median_gflops * 1e9);
+      return (seconds - ideal - phase_times[i].clip - phase_times[i].optimizer) * 1e3 /
+             static_cast<double>(steps);
     };
     std::snprintf(line, sizeof line,
                   "beyond the bound (every FLOP at the reference rate + clip and optimizer as "
                   "measured), ms per update: f32 %.4g, bf16 %.4g; the target leaves bf16 %.4g\n",
-                  overhead(f32_bound, f32_bound.total), overhead(bf16_bound, bf16_bound.total),
-                  overhead(bf16_bound, tokens / target));
+                  overhead(f32_index, phase_times[f32_index].total()),
+                  overhead(bf16_index, phase_times[bf16_index].total()),
+                  overhead(bf16_index, tokens / target));
     std::cout << line;
   }
   return kExitOk;
