@@ -132,17 +132,30 @@ void scale_output_for_empty_k(const MatmulArgs& args) {
 // 80 GFLOP/s at [256 x 768] @ [768 x 3072] against 203 with the pitch padded by 16 floats
 // and 262-301 with B reordered to oneDNN's packed layout. For such B, when there are
 // enough rows of A to amortise one pass over B, we reorder B into the packed layout (a
-// per-thread buffer) before the GEMM. bf16 B is always repacked inside oneDNN's AMX kernel.
+// per-thread buffer) before the GEMM.
 // A pitch that is a multiple of 1 KiB (GPT-2's 768 floats, 3 KiB) costs 20-25% once B is
 // deep: Zen 5, 2 threads, [m x k] @ [k x 768], plain against packed (packing excluded):
 // k = 1536 386 / 472 GFLOP/s at m = 256, 409 / 472 at 1024; k = 3072 380 / 495 and 400 /
 // 491; k = 768 465 / 462 (no gain). Packing 9.4 MB takes ~0.3 ms (packed_weights.hpp), so
 // such B is packed from k = 1536 and m = 128: GPT-2's fc dX 36-37 -> 34.8 ms a step at
 // 4 x 64, 142 -> 126 ms at 1 x 1024 (its tied head's dX, 7 depth slices, is no slower).
+//
+// bf16 B: oneDNN's AVX-512 bf16 matmul reads B as pairs along k (BA16a64b2a) and, given plain
+// or transposed B, makes that copy inside the call, at a cost that grows with m. Packing B
+// first with pack_bf16_ba16a64b2a (35-55 GB/s from memory) and handing oneDNN the packed
+// layout measured, pack included, Zen 5, 2 threads, B cycled through 96 MB as weights are:
+// m = 1024 with GPT-2's weights -2% to -15% (x @ W [768 x 3072] -8%, x @ W^T [768 x 768]
+// -9 to -15%); the weight gradients X^T dC, m = 768 or 3072, k = 256 or 1024, -2% to -10%;
+// but m = 256 with GPT-2's weights 0 to +9%. So bf16 B is packed from m = 512, plain or
+// transposed, when oneDNN asks for BA16a64b2a (never through oneDNN's slower reorder).
+constexpr std::int64_t kBf16PackRows = 512;
+
 bool should_pack_weights(const MatmulArgs& args, bool batched, std::int64_t m) {
-  if (batched || args.b.dtype != DType::kF32 || args.b.col_stride != 1) return false;
+  if (batched || m < 32 || args.k < 64 || args.n < 64) return false;
+  if (args.b.dtype == DType::kBF16)
+    return m >= kBf16PackRows && (args.b.col_stride == 1 || args.b.row_stride == 1);
+  if (args.b.col_stride != 1) return false;
   const std::int64_t pitch_bytes = args.b.row_stride * 4;
-  if (m < 32 || args.k < 64 || args.n < 64) return false;
   return pitch_bytes % 4096 == 0 || (pitch_bytes % 1024 == 0 && args.k >= 1536 && m >= 128);
 }
 
@@ -296,12 +309,21 @@ void matmul_whole(const MatmulArgs& args) {
         post.append_sum(args.beta);
         attr.set_post_ops(post);
       }
-      const dnnl::memory::desc b_request =
-          pack_b ? dnnl::memory::desc(b.shape, detail::to_dnnl(args.b.dtype),
-                                      dnnl::memory::format_tag::any)
-                 : b_desc;
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_request, c_desc), attr,
-                                      detail::cpu_engine());
+      const dnnl::memory::desc b_any(b.shape, detail::to_dnnl(args.b.dtype),
+                                     dnnl::memory::format_tag::any);
+      // Only with pack_b (a 2-D B): the tag is for two dims.
+      auto bf16_pairs = [&] {
+        return dnnl::memory::desc(b.shape, dnnl::memory::data_type::bf16,
+                                  dnnl::memory::format_tag::BA16a64b2a);
+      };
+      auto make_pd = [&](const dnnl::memory::desc& b_request) {
+        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_desc, b_request, c_desc), attr,
+                                            detail::cpu_engine());
+      };
+      dnnl::matmul::primitive_desc pd = make_pd(pack_b ? b_any : b_desc);
+      // bf16 is packed only into the layout pack_bf16_ba16a64b2a writes (see above).
+      if (pack_b && args.b.dtype == DType::kBF16 && pd.weights_desc() != bf16_pairs())
+        pd = make_pd(b_desc);
       detail::CachedPrimitive entry{dnnl::matmul(pd), {a_desc, b_desc, c_desc},
                                     pd.scratchpad_desc()};
       if (pack_b && pd.weights_desc() != b_desc) {
@@ -313,10 +335,14 @@ void matmul_whole(const MatmulArgs& args) {
             detail::CachedPrimitive{dnnl::reorder(reorder_pd), {b_desc, packed},
                                     reorder_pd.scratchpad_desc()});
         entry.descs.push_back(packed);
-        entry.packs_ba16a64b =
-            !batched && args.b.dtype == DType::kF32 &&
-            packed == dnnl::memory::desc(b.shape, dnnl::memory::data_type::f32,
-                                         dnnl::memory::format_tag::BA16a64b);
+        using DirectPack = detail::CachedPrimitive::DirectPack;
+        if (args.b.dtype == DType::kBF16 && packed == bf16_pairs()) {
+          entry.direct_pack = DirectPack::kBf16BA16a64b2a;
+        } else if (args.b.dtype == DType::kF32 &&
+                   packed == dnnl::memory::desc(b.shape, dnnl::memory::data_type::f32,
+                                                dnnl::memory::format_tag::BA16a64b)) {
+          entry.direct_pack = DirectPack::kF32BA16a64b;
+        }
       }
       return entry;
     });
@@ -325,9 +351,14 @@ void matmul_whole(const MatmulArgs& args) {
       const dnnl::memory::desc& packed = cached->descs[3];
       dnnl::memory packed_weights = detail::wrap(
           packed, detail::thread_buffer(detail::ThreadBuffer::kPackedWeights, packed.get_size()));
-      if (cached->packs_ba16a64b) {
+      using DirectPack = detail::CachedPrimitive::DirectPack;
+      if (cached->direct_pack == DirectPack::kF32BA16a64b) {
         detail::pack_f32_ba16a64b(static_cast<const float*>(args.b.data), args.b.row_stride,
                                   args.k, args.n, static_cast<float*>(packed_weights.get_data_handle()));
+      } else if (cached->direct_pack == DirectPack::kBf16BA16a64b2a) {
+        detail::pack_bf16_ba16a64b2a(static_cast<const std::uint16_t*>(args.b.data),
+                                     args.b.row_stride, args.b.col_stride, args.k, args.n,
+                                     static_cast<std::uint16_t*>(packed_weights.get_data_handle()));
       } else {
         detail::execute(*cached->weights_reorder,
                         {{DNNL_ARG_FROM, weights}, {DNNL_ARG_TO, packed_weights}});

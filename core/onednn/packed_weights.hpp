@@ -1,7 +1,7 @@
-// A direct copy of f32 weights into oneDNN's blocked BA16a64b layout, the layout its
-// AVX-512 f32 matmul asks for when given the choice (matmul.cpp packs B that way when its
-// plain rows would alias in the cache). oneDNN's own reorder for this copy ran at ~12-23 GB/s
-// on the 2-core Zen 5 machine; the copy below is 256-byte memcpys.
+// Direct copies of weights into the blocked layouts oneDNN's AVX-512 matmuls ask for when
+// given the choice (matmul.cpp packs B that way where it pays): f32 BA16a64b and bf16
+// BA16a64b2a. oneDNN's own reorders for these copies ran at ~12-30 GB/s on the 2-core Zen 5
+// machine; the copies below run at 35-55 GB/s from memory.
 #pragma once
 
 #include <cstdint>
@@ -13,5 +13,18 @@ namespace patchbay::onednn::detail {
 // and columns past n are zero. dst holds round_up(k, 16) * round_up(n, 64) floats.
 void pack_f32_ba16a64b(const float* src, std::int64_t ldb, std::int64_t k, std::int64_t n,
                        float* dst);
+
+// dst = B [k, n] of bf16 (uint16 bits) in BA16a64b2a, the pairs-along-k ("VNNI") layout of
+// vdpbf16ps: blocks of 32 rows x 64 columns (4 KiB), ordered by column block, then row block;
+// inside a block, row pair j (rows 2j, 2j+1) is 64 (even, odd) pairs. Rows past k and
+// columns past n are zero; dst holds round_up(k, 32) * round_up(n, 64) elements.
+// B(r, c) = src[r * row_stride + c * col_stride], with col_stride == 1 (B stored [k, n]) or
+// row_stride == 1 (B stored transposed, [n, k]: a linear layer's [out, in] weight as W^T).
+void pack_bf16_ba16a64b2a(const std::uint16_t* src, std::int64_t row_stride,
+                          std::int64_t col_stride, std::int64_t k, std::int64_t n,
+                          std::uint16_t* dst);
+// The same copy one element at a time: CPUs without AVX-512BW, and the tests.
+void pack_bf16_portable(const std::uint16_t* src, std::int64_t row_stride, std::int64_t col_stride,
+                        std::int64_t k, std::int64_t n, std::uint16_t* dst);
 
 }  // namespace patchbay::onednn::detail

@@ -45,9 +45,10 @@ struct CachedPrimitive {
   // Optional: a reorder that packs the weights operand into descs.back()'s layout before
   // every execution (see matmul.cpp for when); null when weights are used in place.
   std::shared_ptr<const CachedPrimitive> weights_reorder;
-  // With weights_reorder: the packed layout is f32 BA16a64b of a 2-D [k, n] B, which
-  // pack_f32_ba16a64b (packed_weights.hpp) writes directly instead of running the reorder.
-  bool packs_ba16a64b = false;
+  // With weights_reorder: the packed layout is one that packed_weights.hpp writes directly,
+  // instead of running the reorder, for a 2-D [k, n] B: f32 BA16a64b or bf16 BA16a64b2a.
+  enum class DirectPack { kNone, kF32BA16a64b, kBf16BA16a64b2a };
+  DirectPack direct_pack = DirectPack::kNone;
 };
 
 // Per-thread, 64-byte-aligned buffers that grow to the largest request seen on the

@@ -236,6 +236,35 @@ TEST_CASE("matmul bf16 inputs with f32 and bf16 outputs") {
   }
 }
 
+// bf16 B with m >= 512 rows of A is packed into BA16a64b2a before the GEMM
+// (pack_bf16_ba16a64b2a): plain and transposed B, odd k and n (padding in both dims of the
+// packed blocks), a padded pitch, beta, a broadcast B folded into rows, and transposed A.
+TEST_CASE("bf16 B packed before the GEMM (512 rows and more) stays correct") {
+  for (int transposes = 0; transposes < 4; ++transposes) {
+    for (auto [m, k, n] :
+         {std::array<std::int64_t, 3>{512, 67, 130}, std::array<std::int64_t, 3>{600, 256, 64}}) {
+      Case cs;
+      cs.m = m;
+      cs.n = n;
+      cs.k = k;
+      cs.input = DType::kBF16;
+      cs.a.transposed = (transposes & 1) != 0;
+      cs.b.transposed = (transposes & 2) != 0;
+      cs.b.pad = 5;
+      cs.beta = 0.5f;
+      CAPTURE(transposes);
+      CAPTURE(m);
+      run_case(cs);
+      if (!cs.a.transposed) {  // [3, m / 3 rows...]: folds into one [m, k] GEMM
+        cs.batch = 3;
+        cs.m = m / 3 + 1;
+        cs.b.broadcast = true;
+        run_case(cs);
+      }
+    }
+  }
+}
+
 // Products with >= 16384 rows, or a depth >= 16384 and 4x the output's sides, run as
 // slices of at most 8192 (core/onednn/matmul.cpp): every slice boundary, alpha/beta, padded
 // and column-major C, transposes, and bf16 inputs (a bf16 C is never sliced in depth).
@@ -369,5 +398,56 @@ TEST_CASE("pack_f32_ba16a64b writes what oneDNN's reorder writes") {
     size_t differ = 0;
     for (size_t i = 0; i < floats; ++i) differ += ours[i] != theirs[i];
     CHECK(differ == 0);
+  }
+}
+
+// The direct BA16a64b2a copy of bf16 B (packed_weights.hpp) against oneDNN's reorder into that
+// layout, bit for bit: B stored plain and transposed, k and n that leave padding in both
+// dims, pitches wider than the stored rows; the dispatched (AVX-512 where present) and the
+// portable copy.
+TEST_CASE("pack_bf16_ba16a64b2a writes what oneDNN's reorder writes") {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  for (bool transposed : {false, true}) {
+    for (auto [k, n, pitch] :
+         {std::array<std::int64_t, 3>{67, 1000, 1030}, std::array<std::int64_t, 3>{768, 3072, 3072},
+          std::array<std::int64_t, 3>{33, 64, 70}, std::array<std::int64_t, 3>{32, 65, 66}}) {
+      const std::int64_t stored_rows = transposed ? n : k;
+      const std::int64_t stored_cols = transposed ? k : n;
+      const std::int64_t ld = transposed ? std::max(pitch, k + 3) : pitch;
+      CAPTURE(transposed);
+      CAPTURE(k);
+      CAPTURE(n);
+      REQUIRE(ld >= stored_cols);
+      std::vector<std::uint16_t> src(static_cast<size_t>(stored_rows * ld));
+      for (size_t i = 0; i < src.size(); ++i)
+        src[i] = static_cast<std::uint16_t>(0x3f80 + (i * 2654435761u >> 9) % 4001);
+      const std::int64_t row_stride = transposed ? 1 : ld, col_stride = transposed ? ld : 1;
+      const dnnl::memory::desc given({k, n}, dnnl::memory::data_type::bf16,
+                                     {row_stride, col_stride});
+      const dnnl::memory::desc packed({k, n}, dnnl::memory::data_type::bf16,
+                                      dnnl::memory::format_tag::BA16a64b2a);
+      dnnl::memory from(given, engine, src.data());
+      dnnl::memory to(packed, engine);
+      dnnl::reorder(from, to).execute(stream, from, to);
+      stream.wait();
+      const size_t elements = packed.get_size() / sizeof(std::uint16_t);
+      CHECK(elements == static_cast<size_t>((k + 31) / 32 * 32 * ((n + 63) / 64 * 64)));
+      const auto* theirs = static_cast<const std::uint16_t*>(to.get_data_handle());
+      for (bool portable : {false, true}) {
+        CAPTURE(portable);
+        std::vector<std::uint16_t> ours(elements, 0xdead);
+        if (portable) {
+          patchbay::onednn::detail::pack_bf16_portable(src.data(), row_stride, col_stride, k, n,
+                                                       ours.data());
+        } else {
+          patchbay::onednn::detail::pack_bf16_ba16a64b2a(src.data(), row_stride, col_stride, k, n,
+                                                         ours.data());
+        }
+        size_t differ = 0;
+        for (size_t i = 0; i < elements; ++i) differ += ours[i] != theirs[i];
+        CHECK(differ == 0);
+      }
+    }
   }
 }
