@@ -8,6 +8,7 @@
 // rounding of the result (2^-8 relative; oneDNN rounds to nearest, allow 1 ulp = 2^-7).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <utility>
@@ -371,11 +372,34 @@ TEST_CASE("matmul_2d_f32 computes op(A) @ op(B) with transposes") {
 }  // namespace
 }  // namespace patchbay::onednn
 
+namespace {
+
+// src, laid out as `given`, reordered by oneDNN into `packed`: the elements it writes.
+template <class T>
+std::vector<T> onednn_reorder(const dnnl::memory::desc& given, const dnnl::memory::desc& packed,
+                              const T* src) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  dnnl::memory from(given, engine, const_cast<T*>(src));
+  dnnl::memory to(packed, engine);
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  const T* data = static_cast<const T*>(to.get_data_handle());
+  return std::vector<T>(data, data + packed.get_size() / sizeof(T));
+}
+
+template <class T>
+size_t count_differences(const std::vector<T>& a, const std::vector<T>& b) {
+  size_t differ = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) differ += a[i] != b[i];
+  return differ;
+}
+
+}  // namespace
+
 // The direct BA16a64b copy (packed_weights.hpp) against oneDNN's own reorder into that layout,
 // element for element, with padding in both dims and a row pitch wider than n.
 TEST_CASE("pack_f32_ba16a64b writes what oneDNN's reorder writes") {
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
   for (auto [k, n, ldb] : {std::array<std::int64_t, 3>{67, 1000, 1024},
                            std::array<std::int64_t, 3>{768, 3072, 3072},
                            std::array<std::int64_t, 3>{16, 64, 64}}) {
@@ -383,21 +407,15 @@ TEST_CASE("pack_f32_ba16a64b writes what oneDNN's reorder writes") {
     CAPTURE(n);
     std::vector<float> src(static_cast<size_t>(k * ldb));
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i % 1009) - 500.0f;
-    const dnnl::memory::desc plain({k, n}, dnnl::memory::data_type::f32, {ldb, 1});
-    const dnnl::memory::desc packed({k, n}, dnnl::memory::data_type::f32,
-                                    dnnl::memory::format_tag::BA16a64b);
-    dnnl::memory from(plain, engine, src.data());
-    dnnl::memory to(packed, engine);
-    dnnl::reorder(from, to).execute(stream, from, to);
-    stream.wait();
-    const size_t floats = packed.get_size() / sizeof(float);
-    CHECK(floats == static_cast<size_t>((k + 15) / 16 * 16 * ((n + 63) / 64 * 64)));
-    std::vector<float> ours(floats, 1234.0f);
+    const std::vector<float> theirs =
+        onednn_reorder(dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32, {ldb, 1}),
+                       dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32,
+                                          dnnl::memory::format_tag::BA16a64b),
+                       src.data());
+    CHECK(theirs.size() == static_cast<size_t>((k + 15) / 16 * 16 * ((n + 63) / 64 * 64)));
+    std::vector<float> ours(theirs.size(), 1234.0f);
     patchbay::onednn::detail::pack_f32_ba16a64b(src.data(), ldb, k, n, ours.data());
-    const float* theirs = static_cast<const float*>(to.get_data_handle());
-    size_t differ = 0;
-    for (size_t i = 0; i < floats; ++i) differ += ours[i] != theirs[i];
-    CHECK(differ == 0);
+    CHECK(count_differences(ours, theirs) == 0);
   }
 }
 
@@ -406,8 +424,6 @@ TEST_CASE("pack_f32_ba16a64b writes what oneDNN's reorder writes") {
 // dims, pitches wider than the stored rows; the dispatched (AVX-512 where present) and the
 // portable copy.
 TEST_CASE("pack_bf16_ba16a64b2a writes what oneDNN's reorder writes") {
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
   for (bool transposed : {false, true}) {
     for (auto [k, n, pitch] :
          {std::array<std::int64_t, 3>{67, 1000, 1030}, std::array<std::int64_t, 3>{768, 3072, 3072},
@@ -423,20 +439,15 @@ TEST_CASE("pack_bf16_ba16a64b2a writes what oneDNN's reorder writes") {
       for (size_t i = 0; i < src.size(); ++i)
         src[i] = static_cast<std::uint16_t>(0x3f80 + (i * 2654435761u >> 9) % 4001);
       const std::int64_t row_stride = transposed ? 1 : ld, col_stride = transposed ? ld : 1;
-      const dnnl::memory::desc given({k, n}, dnnl::memory::data_type::bf16,
-                                     {row_stride, col_stride});
-      const dnnl::memory::desc packed({k, n}, dnnl::memory::data_type::bf16,
-                                      dnnl::memory::format_tag::BA16a64b2a);
-      dnnl::memory from(given, engine, src.data());
-      dnnl::memory to(packed, engine);
-      dnnl::reorder(from, to).execute(stream, from, to);
-      stream.wait();
-      const size_t elements = packed.get_size() / sizeof(std::uint16_t);
-      CHECK(elements == static_cast<size_t>((k + 31) / 32 * 32 * ((n + 63) / 64 * 64)));
-      const auto* theirs = static_cast<const std::uint16_t*>(to.get_data_handle());
+      const std::vector<std::uint16_t> theirs = onednn_reorder(
+          dnnl::memory::desc({k, n}, dnnl::memory::data_type::bf16, {row_stride, col_stride}),
+          dnnl::memory::desc({k, n}, dnnl::memory::data_type::bf16,
+                             dnnl::memory::format_tag::BA16a64b2a),
+          src.data());
+      CHECK(theirs.size() == static_cast<size_t>((k + 31) / 32 * 32 * ((n + 63) / 64 * 64)));
       for (bool portable : {false, true}) {
         CAPTURE(portable);
-        std::vector<std::uint16_t> ours(elements, 0xdead);
+        std::vector<std::uint16_t> ours(theirs.size(), 0xdead);
         if (portable) {
           patchbay::onednn::detail::pack_bf16_portable(src.data(), row_stride, col_stride, k, n,
                                                        ours.data());
@@ -444,9 +455,7 @@ TEST_CASE("pack_bf16_ba16a64b2a writes what oneDNN's reorder writes") {
           patchbay::onednn::detail::pack_bf16_ba16a64b2a(src.data(), row_stride, col_stride, k, n,
                                                          ours.data());
         }
-        size_t differ = 0;
-        for (size_t i = 0; i < elements; ++i) differ += ours[i] != theirs[i];
-        CHECK(differ == 0);
+        CHECK(count_differences(ours, theirs) == 0);
       }
     }
   }
