@@ -142,12 +142,13 @@ void scale_output_for_empty_k(const MatmulArgs& args) {
 //
 // bf16 B: oneDNN's AVX-512 bf16 matmul reads B as pairs along k (BA16a64b2a) and, given plain
 // or transposed B, makes that copy inside the call, at a cost that grows with m. Packing B
-// first with pack_bf16_ba16a64b2a (35-55 GB/s from memory) and handing oneDNN the packed
-// layout measured, pack included, Zen 5, 2 threads, B cycled through 96 MB as weights are:
-// m = 1024 with GPT-2's weights -2% to -15% (x @ W [768 x 3072] -8%, x @ W^T [768 x 768]
-// -9 to -15%); the weight gradients X^T dC, m = 768 or 3072, k = 256 or 1024, -2% to -10%;
-// but m = 256 with GPT-2's weights 0 to +9%. So bf16 B is packed from m = 512, plain or
-// transposed, when oneDNN asks for BA16a64b2a (never through oneDNN's slower reorder).
+// first with pack_bf16_ba16a64b2a and handing oneDNN the packed layout measured, copy
+// included (Zen 5, 2 threads, B cycled through 96 MB as weights are; docs/BENCHMARKS.md,
+// issue 18 eleventh pass): m = 1024 with GPT-2's weights -4% to -10% (one shape, x @ W^T
+// with W [768 x 3072], -1% to +3%); the weight gradients X^T dC (m = 768 or 3072) -4% to -11%
+// at k = 1024 and -10% to -18% at k = 256; m = 256 with GPT-2's weights -8% to +9%, and no
+// gain in the training step. So bf16 B is packed from m = 512, plain or transposed, when
+// oneDNN asks for BA16a64b2a (never through oneDNN's reorder, 26-30 GB/s here).
 constexpr std::int64_t kBf16PackRows = 512;
 
 bool should_pack_weights(const MatmulArgs& args, bool batched, std::int64_t m) {

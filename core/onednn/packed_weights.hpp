@@ -1,7 +1,8 @@
 // Direct copies of weights into the blocked layouts oneDNN's AVX-512 matmuls ask for when
 // given the choice (matmul.cpp packs B that way where it pays): f32 BA16a64b and bf16
 // BA16a64b2a. oneDNN's own reorders for these copies ran at ~12-30 GB/s on the 2-core Zen 5
-// machine; the copies below run at 35-55 GB/s from memory.
+// machine. From memory, 2 threads, a 4.7 MB bf16 weight takes 0.13 ms stored [k, n] and
+// 0.17-0.29 ms stored [n, k], where a memcpy of the same bytes takes 0.09 ms.
 #pragma once
 
 #include <cstdint>
