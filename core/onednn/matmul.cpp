@@ -329,13 +329,7 @@ void matmul_whole(const MatmulArgs& args) {
                                     pd.scratchpad_desc()};
       if (pack_b && pd.weights_desc() != b_desc) {
         const dnnl::memory::desc packed = pd.weights_desc();
-        dnnl::reorder::primitive_desc reorder_pd(detail::cpu_engine(), b_desc,
-                                                 detail::cpu_engine(), packed,
-                                                 detail::base_attr());
-        entry.weights_reorder = std::make_shared<const detail::CachedPrimitive>(
-            detail::CachedPrimitive{dnnl::reorder(reorder_pd), {b_desc, packed},
-                                    reorder_pd.scratchpad_desc()});
-        entry.descs.push_back(packed);
+        entry.descs.push_back(packed);  // descs[3]: B is packed into it before every call
         using DirectPack = detail::CachedPrimitive::DirectPack;
         if (args.b.dtype == DType::kBF16 && packed == bf16_pairs()) {
           entry.direct_pack = DirectPack::kBf16BA16a64b2a;
@@ -343,12 +337,19 @@ void matmul_whole(const MatmulArgs& args) {
                    packed == dnnl::memory::desc(b.shape, dnnl::memory::data_type::f32,
                                                 dnnl::memory::format_tag::BA16a64b)) {
           entry.direct_pack = DirectPack::kF32BA16a64b;
+        } else {
+          dnnl::reorder::primitive_desc reorder_pd(detail::cpu_engine(), b_desc,
+                                                   detail::cpu_engine(), packed,
+                                                   detail::base_attr());
+          entry.weights_reorder = std::make_shared<const detail::CachedPrimitive>(
+              detail::CachedPrimitive{dnnl::reorder(reorder_pd), {b_desc, packed},
+                                      reorder_pd.scratchpad_desc()});
         }
       }
       return entry;
     });
     dnnl::memory weights = detail::wrap(cached->descs[1], args.b.data);
-    if (cached->weights_reorder) {
+    if (cached->descs.size() > 3) {  // B packed first (see above)
       const dnnl::memory::desc& packed = cached->descs[3];
       dnnl::memory packed_weights = detail::wrap(
           packed, detail::thread_buffer(detail::ThreadBuffer::kPackedWeights, packed.get_size()));

@@ -42,13 +42,13 @@ struct CachedPrimitive {
   dnnl::primitive primitive;
   std::vector<dnnl::memory::desc> descs;
   dnnl::memory::desc scratchpad;  // from the primitive descriptor (user scratchpad mode)
-  // Optional: a reorder that packs the weights operand into descs.back()'s layout before
-  // every execution (see matmul.cpp for when); null when weights are used in place.
-  std::shared_ptr<const CachedPrimitive> weights_reorder;
-  // With weights_reorder: the packed layout is one that packed_weights.hpp writes directly,
-  // instead of running the reorder, for a 2-D [k, n] B: f32 BA16a64b or bf16 BA16a64b2a.
+  // When an op packs its weights operand into a layout (descs.back()) before every execution
+  // (see matmul.cpp for when), one of these does it: packed_weights.hpp's direct copy for a
+  // 2-D [k, n] B in f32 BA16a64b or bf16 BA16a64b2a, otherwise a oneDNN reorder. Both are
+  // empty when weights are used in place.
   enum class DirectPack { kNone, kF32BA16a64b, kBf16BA16a64b2a };
   DirectPack direct_pack = DirectPack::kNone;
+  std::shared_ptr<const CachedPrimitive> weights_reorder;
 };
 
 // Per-thread, 64-byte-aligned buffers that grow to the largest request seen on the
