@@ -338,12 +338,11 @@ void matmul_whole(const MatmulArgs& args) {
                                                 dnnl::memory::format_tag::BA16a64b)) {
           entry.direct_pack = DirectPack::kF32BA16a64b;
         } else {
-          dnnl::reorder::primitive_desc reorder_pd(detail::cpu_engine(), b_desc,
-                                                   detail::cpu_engine(), packed,
-                                                   detail::base_attr());
-          entry.weights_reorder = std::make_shared<const detail::CachedPrimitive>(
-              detail::CachedPrimitive{dnnl::reorder(reorder_pd), {b_desc, packed},
-                                      reorder_pd.scratchpad_desc()});
+          dnnl::reorder::primitive_desc reorder_pd(
+              detail::cpu_engine(), b_desc, detail::cpu_engine(), packed, detail::base_attr());
+          entry.weights_reorder =
+              std::make_shared<const detail::CachedPrimitive>(detail::CachedPrimitive{
+                  dnnl::reorder(reorder_pd), {b_desc, packed}, reorder_pd.scratchpad_desc()});
         }
       }
       return entry;
