@@ -19,6 +19,12 @@
 // rates on the same shape back to back; the bf16 target printed is
 // 0.85 x (bf16 GEMM rate / f32 GEMM rate) x the f32 tokens/s (issue 18), then as a time budget
 // per update beside what each precision spent beyond its bound.
+//
+// After the reference GEMMs the machine's arithmetic peak is measured too
+// (patchbay/kernels/fma_peak.hpp: register-only FMA or vdpbf16ps chains on the same threads),
+// and each precision's report says what share of it the reference GEMM and the step reach:
+// the reference is the ceiling MFU is taken against, and this shows how close that ceiling is
+// to the cores' own limit.
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <chrono>
@@ -37,6 +43,7 @@
 #include "engine/ops.hpp"
 #include "onednn/gemm_profile.hpp"
 #include "onednn/gemm_reference_rate.hpp"
+#include "patchbay/kernels/fma_peak.hpp"
 #include "train/grad_clip.hpp"
 #include "train/grad_norm_in_backward.hpp"
 #include "train/trainer.hpp"
@@ -238,6 +245,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       reference[i] = rounds[i][kGemmRounds / 2];
     }
   }
+  const kernels::FmaPeak peak = kernels::measure_fma_peak(kGemmRounds);
   for (size_t i = 0; i < precisions.size(); ++i) {
     const std::string& precision = precisions[i];
     const PhaseTimes& times = phase_times[i];
@@ -264,6 +272,16 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
                   100 * t_clip / total, 100 * t_optimizer / total,
                   static_cast<double>(peak_bytes[i]) / (1024.0 * 1024.0));
     std::cout << line;
+    const kernels::PeakRate& precision_peak = precision == "bf16" ? peak.bf16 : peak.f32;
+    if (precision_peak.median_gflops > 0) {
+      std::snprintf(line, sizeof line,
+                    "machine peak: %s chains, %d threads, %.2f GFLOP/s (median of %d rounds); "
+                    "the reference GEMM at %.1f%% of it, the step at %.1f%%\n",
+                    precision_peak.isa.c_str(), peak.threads, precision_peak.median_gflops,
+                    kGemmRounds, 100.0 * gemm.median_gflops / precision_peak.median_gflops,
+                    100.0 * achieved / 1e9 / precision_peak.median_gflops);
+      std::cout << line;
+    }
     // What MFU this batch allows at best: every FLOP at the reference GEMM rate, nothing else
     // costing time but the clip and optimizer phases as measured. The optimizer's pass streams
     // every parameter, its gradient and the optimizer state (AdamW: 28 bytes per parameter, 30

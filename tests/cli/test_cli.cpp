@@ -177,6 +177,23 @@ TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's 
   const double percent = mfu_after(r.output, "ceiling at 32 tokens per update: ");
   CHECK(percent > 0.0);
   CHECK(percent <= 100.0);
+#if defined(__x86_64__)
+  // Every x86-64 CPU we build for has AVX2 + FMA at least, so the machine's peak is measured,
+  // and the reference GEMM's share of it is the two printed rates' ratio.
+  const size_t peak_at = r.output.find("machine peak: ");
+  REQUIRE(peak_at != std::string::npos);
+  const size_t ref_at = r.output.find("f32 output: ");
+  REQUIRE(ref_at != std::string::npos);
+  const double reference = std::stod(r.output.substr(ref_at + 12));
+  const size_t rate_at = r.output.find(" threads, ", peak_at);
+  const size_t share_at = r.output.find("the reference GEMM at ", peak_at);
+  REQUIRE(rate_at != std::string::npos);
+  REQUIRE(share_at != std::string::npos);
+  const double peak = std::stod(r.output.substr(rate_at + 10));
+  CHECK(peak > 0.0);
+  CHECK(std::stod(r.output.substr(share_at + 22)) ==
+        doctest::Approx(100.0 * reference / peak).epsilon(0.01));
+#endif
 }
 
 TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved rounds") {
