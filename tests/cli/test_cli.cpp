@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -191,8 +192,11 @@ TEST_CASE("bench train prints tokens/s, MFU and the step's ceiling at the run's 
   REQUIRE(share_at != std::string::npos);
   const double peak = std::stod(r.output.substr(rate_at + 10));
   CHECK(peak > 0.0);
-  CHECK(std::stod(r.output.substr(share_at + 22)) ==
-        doctest::Approx(100.0 * reference / peak).epsilon(0.01));
+  // Printed to 0.1 percentage point (and the two rates to 0.01 GFLOP/s): on a loaded machine
+  // a tiny reference GEMM can be well under 1% of the peak, so the tolerance is absolute.
+  const double expected_share = 100.0 * reference / peak;
+  CHECK(std::abs(std::stod(r.output.substr(share_at + 22)) - expected_share) <=
+        0.05 + 1e-3 * expected_share);
 #endif
 }
 
@@ -216,11 +220,13 @@ TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved round
   REQUIRE(left_at != std::string::npos);
   const double bf16_over = std::stod(r.output.substr(bf16_at + 7));
   const double left = std::stod(r.output.substr(left_at + 23));
-  // Each update takes longer than its bound (what the target leaves may be negative), and
-  // bf16's overhead minus the budget is bf16's update time minus the target's: 32 tokens at
-  // the printed bf16 rate against 32 at the target rate.
-  CHECK(f32_over > 0.0);
-  CHECK(bf16_over > 0.0);
+  // Any of the three may be negative: the reference rates are measured after the updates, and
+  // on a loaded machine (ctest running other tests beside this one) they can come out slower
+  // than the updates' own GEMMs. What must hold is that bf16's overhead minus the budget is
+  // bf16's update time minus the target's: 32 tokens at the printed bf16 rate against 32 at
+  // the target rate.
+  CHECK(std::isfinite(f32_over));
+  CHECK(std::isfinite(bf16_over));
   const size_t rates_at = r.output.find("tokens/s: f32 ");
   const size_t target_at = r.output.find(" tokens/s (", r.output.find("target: 0.85 x "));
   REQUIRE(rates_at != std::string::npos);
@@ -228,7 +234,10 @@ TEST_CASE("bench train f32,bf16 takes its reference rates from interleaved round
   const double bf16_rate = std::stod(r.output.substr(r.output.find(", bf16 ", rates_at) + 7));
   const double target = std::stod(r.output.substr(r.output.rfind("= ", target_at) + 2));
   const double expected = 32.0 * (1.0 / bf16_rate - 1.0 / target) * 1e3;
-  CHECK(bf16_over - left == doctest::Approx(expected).epsilon(0.02));
+  // Tolerance: 2%, plus what printing the two rates to 0.1 tokens/s can move `expected` by
+  // (it matters on a loaded machine, where the rates are tens of tokens/s, not thousands).
+  const double rounding = 32.0e3 * 0.05 * (1.0 / (bf16_rate * bf16_rate) + 1.0 / (target * target));
+  CHECK(std::abs(bf16_over - left - expected) <= 0.02 * std::abs(expected) + rounding);
 }
 
 TEST_CASE("bench train --gemm-breakdown lists the timed updates' GEMMs by shape") {
