@@ -1,6 +1,7 @@
 // AVX-512 row loop of the skinny matmul (see patchbay/kernels/skinny_matmul.hpp): one row of
-// W at a time, four 16-lane accumulators per row of x (4·m independent FMA chains); the k
-// tail is a masked load (no padding, no out-of-bounds read). bf16 weights are widened exactly
+// W at a time, eight 16-lane accumulators for one row of x, four per row for two to four
+// (8 to 16 independent FMA chains); the k tail is a masked load (no padding, no
+// out-of-bounds read). bf16 weights are widened exactly
 // (zero-extend, shift left 16) before the f32 FMA. Built with -mavx512f -mavx512bw -mavx512vl;
 // called only when the CPU has them. GCC 12's AVX-512 headers build some intrinsics
 // (_mm512_cvtepu16_epi32, _mm512_slli_epi32, _mm512_reduce_add_ps) from _mm512_undefined_*(), which
@@ -38,43 +39,54 @@ inline __m512 load_w_masked(const void* row, std::int64_t q, __mmask16 mask) {
   }
 }
 
-// Software prefetch of the W lines kPrefetchBytes ahead of the 64 elements at q (2 lines of
-// bf16, 4 of f32): the hardware prefetcher alone left the stream below a plain read loop's
-// rate. Measured with 2 threads, bf16 W at GPT-2's decoding shapes ([50257, 768], [2304, 768],
-// [768, 3072]): 43-48 GB/s without, 48-53 with 3-8 KiB ahead (the read loop: 46-51), flat
-// between 4 and 6 KiB. Past a thread's range (or W's end) the hint reads the next rows or
-// nothing: a prefetch never faults.
+// Software prefetch of the W lines kPrefetchBytes ahead of the kVectors · 16 elements at q
+// (one line per vector of f32, one per two of bf16): the hardware prefetcher alone left the
+// stream below a plain read loop's rate. Measured with 2 threads, bf16 W at GPT-2's decoding
+// shapes ([50257, 768], [2304, 768], [768, 3072]): 43-48 GB/s without, 48-53 with 3-8 KiB
+// ahead (the read loop: 46-51), flat between 4 and 6 KiB. Past a thread's range (or W's end)
+// the hint reads the next rows or nothing: a prefetch never faults.
 constexpr std::int64_t kPrefetchBytes = 4096;
 
-template <bool kBf16>
+template <int kVectors, bool kBf16>
 inline void prefetch_ahead(const void* row, std::int64_t q) {
-  constexpr int kLines = kBf16 ? 2 : 4;  // 64 elements of 2 or 4 bytes
+  constexpr int kLines = kBf16 ? kVectors / 2 : kVectors;
   const char* at = static_cast<const char*>(row) + q * (kBf16 ? 2 : 4) + kPrefetchBytes;
   for (int line = 0; line < kLines; ++line) _mm_prefetch(at + 64 * line, _MM_HINT_T0);
 }
 
-// Row j of W against the kM rows of x: four 16-lane accumulators per row of x over k in
-// steps of 64, then single vectors, then a masked tail. One row at a time keeps one
-// sequential stream per thread, which the hardware prefetcher follows best: measured at
-// n = 3072, k = 768 (1 thread, CPU time), 20 GB/s, equal to a plain read loop, against
-// 14.7 GB/s for four rows at a time (four interleaved streams).
+// 16-lane accumulators per row of x: 8 for one row (batch-1 decoding), 4 for two to four (8
+// to 16 chains in all, and at most 16 of the 32 vector registers). With 4 chains for one row
+// the stream ran at 80-87% of a plain read loop's rate; with 8, at 97-102% (GPT-2's 49 f32
+// decoding products chained, 2 threads, 58-65 GB/s, 30-40 alternating rounds; a throwaway
+// driver): a W line that arrives late stalls its chain, and 4 chains left too little
+// independent work to keep the next lines' loads in flight.
+template <int kM>
+constexpr int kAccumulators = kM == 1 ? 8 : 4;
+
+// Row j of W against the kM rows of x: kU 16-lane accumulators per row of x over k in steps
+// of 16 · kU, then single vectors, then a masked tail. One row at a time keeps one sequential
+// stream per thread, which the hardware prefetcher follows best: measured at n = 3072,
+// k = 768 (1 thread, CPU time), 20 GB/s, equal to a plain read loop, against 14.7 GB/s for
+// four rows at a time (four interleaved streams).
 template <int kM, bool kBf16>
 inline void row(const SkinnyMatmulParams& p, std::int64_t j) {
+  constexpr int kU = kAccumulators<kM>;
+  constexpr std::int64_t kStep = 16 * kU;
   const std::int64_t k = p.k;
   const void* w = static_cast<const char*>(p.w) +
                   static_cast<std::size_t>(j * p.w_row_stride) * (kBf16 ? 2 : 4);
   const float* xs[kM];
   for (int i = 0; i < kM; ++i) xs[i] = p.x + i * p.x_row_stride;
-  __m512 acc[kM][4];
+  __m512 acc[kM][kU];
   for (int i = 0; i < kM; ++i)
-    for (int u = 0; u < 4; ++u) acc[i][u] = _mm512_setzero_ps();
+    for (int u = 0; u < kU; ++u) acc[i][u] = _mm512_setzero_ps();
   std::int64_t q = 0;
-  for (; q + 64 <= k; q += 64) {
-    prefetch_ahead<kBf16>(w, q);
-    __m512 wv[4];
-    for (int u = 0; u < 4; ++u) wv[u] = load_w<kBf16>(w, q + 16 * u);
+  for (; q + kStep <= k; q += kStep) {
+    prefetch_ahead<kU, kBf16>(w, q);
+    __m512 wv[kU];
+    for (int u = 0; u < kU; ++u) wv[u] = load_w<kBf16>(w, q + 16 * u);
     for (int i = 0; i < kM; ++i)
-      for (int u = 0; u < 4; ++u)
+      for (int u = 0; u < kU; ++u)
         acc[i][u] = _mm512_fmadd_ps(_mm512_loadu_ps(xs[i] + q + 16 * u), wv[u], acc[i][u]);
   }
   for (; q + 16 <= k; q += 16) {
@@ -89,9 +101,12 @@ inline void row(const SkinnyMatmulParams& p, std::int64_t j) {
       acc[i][1] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, xs[i] + q), wv, acc[i][1]);
   }
   for (int i = 0; i < kM; ++i) {
-    const __m512 sum =
-        _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]), _mm512_add_ps(acc[i][2], acc[i][3]));
-    p.y[i * p.y_row_stride + j] = _mm512_reduce_add_ps(sum);
+    // Pairwise: (0+1) + (2+3), ... in a fixed order, so the result depends on k only.
+    __m512 level[kU];
+    for (int u = 0; u < kU; ++u) level[u] = acc[i][u];
+    for (int width = kU / 2; width >= 1; width /= 2)
+      for (int u = 0; u < width; ++u) level[u] = _mm512_add_ps(level[2 * u], level[2 * u + 1]);
+    p.y[i * p.y_row_stride + j] = _mm512_reduce_add_ps(level[0]);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace pk = patchbay::kernels;
@@ -128,7 +129,9 @@ TEST_CASE("skinny matmul equals its double reference: rows, tails, dtypes, ISAs,
   for (pk::SkinnyIsa isa : isas()) {
     for (bool bf16 : {false, true}) {
       for (std::int64_t m = 1; m <= pk::kSkinnyMaxRows; ++m) {
-        for (std::int64_t k : {1, 15, 16, 17, 63, 64, 65, 130}) {
+        // Around the vector (16), the 4-accumulator step (64) and the 8-accumulator step of
+        // one row of x (128), with single vectors and a masked tail after full steps.
+        for (std::int64_t k : {1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 130, 145, 257}) {
           for (std::int64_t n : {1, 7, 33}) {
             check_against_reference(Problem(m, n, k, 0, bf16, seed++), isa, 1);
           }
@@ -142,8 +145,9 @@ TEST_CASE("skinny matmul equals its double reference: rows, tails, dtypes, ISAs,
 }
 
 TEST_CASE("skinny matmul results do not depend on the thread count") {
-  for (bool bf16 : {false, true}) {
-    const Problem problem(2, 2053, 160, 0, bf16, 99);  // 2053 x 160 f32 = 1.3 MB: threaded
+  for (auto [m, bf16] : {std::pair{1, false}, std::pair{1, true}, std::pair{2, false},
+                         std::pair{2, true}}) {
+    const Problem problem(m, 2053, 160, 0, bf16, 99);  // 2053 x 160 f32 = 1.3 MB: threaded
     std::vector<float> one, three;
     pk::SkinnyMatmulParams a = problem.params(one);
     a.threads = 1;
