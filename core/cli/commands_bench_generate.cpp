@@ -155,6 +155,28 @@ void print_row(const char* dtype, const generate::DecodeTiming& t, std::int64_t 
   std::cout << line << std::flush;
 }
 
+// The token-paired pass: its decode against the reads of the same bytes after each token, and
+// where the decode's time went (the batch-1 products, whose weight stream is the bound, and
+// the rest). Returns the paired ratio.
+double print_token_paired(const generate::DecodeTiming& t) {
+  const double decode_seconds = t.model_seconds + t.sampling_seconds;
+  const double ratio = t.paired_read_seconds / std::max(decode_seconds, 1e-12);
+  const double read_gbps = t.paired_read_bytes / std::max(t.paired_read_seconds, 1e-12) / 1e9;
+  const double product_gbps = t.product_weight_bytes / std::max(t.product_seconds, 1e-12) / 1e9;
+  const double tokens = static_cast<double>(t.tokens);
+  std::printf(
+      "        token-paired: %5.1f%% of bound (%.1f tokens/s; each token's bytes read right "
+      "after it at %.1f GB/s)\n"
+      "        products: %.1f GB/s, %.1f%% of the paired read, %.1f%% of the model time; the "
+      "rest %.3f ms per token\n",
+      100.0 * ratio, tokens / std::max(decode_seconds, 1e-12), read_gbps, product_gbps,
+      100.0 * product_gbps / std::max(read_gbps, 1e-12),
+      100.0 * t.product_seconds / std::max(t.model_seconds, 1e-12),
+      1e3 * (t.model_seconds - t.product_seconds) / tokens);
+  std::cout << std::flush;
+  return ratio;
+}
+
 // Interleaved rounds per row: a read measurement of kRoundReadPasses passes, then the decode.
 constexpr int kRounds = 5;
 constexpr int kRoundReadPasses = 3;
@@ -194,8 +216,12 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
            "the memory-bandwidth bound measured now: a plain streaming read's GB/s divided by\n"
            "the bytes a step reads (weights + KV cache). Default: the quickstart shape (vocab\n"
            "330) and GPT-2 124M (vocab 50257). Each row then runs 5 rounds of a short read\n"
-           "measurement followed by the same decode, and prints the median of the rounds'\n"
-           "ratios: on a machine whose memory speed drifts, the figure to compare.\n\n"
+           "measurement followed by the same decode (the median of the rounds' ratios), and\n"
+           "a token-paired pass: after every token, a plain read of that token's bytes, so\n"
+           "the bound is measured within milliseconds of each step. On a machine whose\n"
+           "memory speed drifts over seconds, the token-paired figure is the one to compare.\n"
+           "The paired pass also splits the model time into the batch-1 matrix-vector\n"
+           "products (their GB/s beside the paired read's) and the rest, in ms per token.\n\n"
         << options;
     return kExitOk;
   }
@@ -215,6 +241,7 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
     std::string label;
     double tokens_per_second, bytes_per_token;
     std::vector<double> round_ratios;  // sorted; tokens/s over the bound of the read just before
+    double token_paired_ratio;         // decode tokens/s over the bound of the paired reads
   };
   std::vector<Row> rows;
   const onednn::MachineInfo machine = onednn::machine_info();
@@ -257,10 +284,12 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
       if (dtypes[d] != engine::DType::kF32) model->convert_weights_for_inference(dtypes[d]);
       const generate::DecodeTiming timing = generate::time_decoding(*model, chain, timing_options);
       print_row(dtype_names[d].c_str(), timing, generate::streamed_weight_bytes(*model), before);
-      Row row{shape.config_file + " " + dtype_names[d], timing.tokens_per_second,
-              static_cast<double>(generate::streamed_weight_bytes(*model)) +
-                  timing.mean_kv_bytes_read,
-              {}};
+      Row row{
+          shape.config_file + " " + dtype_names[d],
+          timing.tokens_per_second,
+          static_cast<double>(generate::streamed_weight_bytes(*model)) + timing.mean_kv_bytes_read,
+          {},
+          0.0};
       // The memory's speed drifts over seconds on a shared machine: kRounds times a short read
       // measurement then the same decode, each decode against the read just before it.
       for (int r = 0; r < kRounds; ++r) {
@@ -275,6 +304,12 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
       std::printf("        %d rounds of read then decode: %5.1f%% of bound (median; %.1f-%.1f%%)\n",
                   kRounds, 100.0 * row.round_ratios[kRounds / 2], 100.0 * row.round_ratios.front(),
                   100.0 * row.round_ratios.back());
+      // Once more with a read of each token's bytes right after it, and the products profiled.
+      generate::DecodeTimingOptions paired_options = timing_options;
+      paired_options.paired_read = true;
+      paired_options.profile_products = true;
+      const generate::DecodeTiming paired = generate::time_decoding(*model, chain, paired_options);
+      row.token_paired_ratio = print_token_paired(paired);
       rows.push_back(std::move(row));
       print_head_matmul_reference(vocab, model->options().d_model, dtypes[d], 9);
     }
@@ -298,6 +333,9 @@ int run_bench_generate(const std::vector<std::string>& args, const GlobalOptions
     std::printf("  %-32s %5.1f%% of bound (median of %d; %.1f-%.1f%%)\n", row.label.c_str(),
                 100.0 * row.round_ratios[kRounds / 2], kRounds, 100.0 * row.round_ratios.front(),
                 100.0 * row.round_ratios.back());
+  std::printf("token-paired (each token's decode against a read of its bytes right after it):\n");
+  for (const Row& row : rows)
+    std::printf("  %-32s %5.1f%% of bound\n", row.label.c_str(), 100.0 * row.token_paired_ratio);
   return kExitOk;
 }
 

@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/host_memory.hpp"
 #include "engine/ops.hpp"
+#include "patchbay/kernels/skinny_matmul.hpp"
 
 namespace patchbay::generate {
 namespace {
@@ -54,9 +55,41 @@ PB_READ_LOOP_CLONES float sum_floats(const float* data, std::int64_t count) {
   return total;
 }
 
+// Seconds to sum data[0, count) on `threads` OpenMP threads, each an equal contiguous chunk
+// with a 64-byte aligned start: the streaming read every bound here is measured with.
+double timed_parallel_read(const float* data, std::int64_t count, int threads) {
+  static volatile float sink = 0;  // keeps the sums
+  const auto start = Clock::now();
+  float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    const std::int64_t chunk = (count / n + 15) / 16 * 16;
+    const std::int64_t begin = std::min(count, chunk * t);
+    const std::int64_t end = std::min(count, begin + chunk);
+    total += sum_floats(data + begin, end - begin);
+  }
+  const double seconds = since(start);
+  sink = sink + total;
+  return seconds;
+}
+
 struct HostDeleter {
   void operator()(float* p) const { host_free(p); }
 };
+
+// A buffer of `count` floats for paired reads, written by the threads that read it (first
+// touch places its pages near them, as measure_read_bandwidth's).
+std::unique_ptr<float, HostDeleter> read_buffer(std::int64_t count) {
+  std::unique_ptr<float, HostDeleter> buffer(
+      static_cast<float*>(host_allocate(static_cast<std::size_t>(count) * 4)));
+  if (!buffer)
+    throw Error(ErrorKind::kInternal, "bench generate: out of memory for the paired read");
+  float* data = buffer.get();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(i & 1023) * 1e-3f;
+  return buffer;
+}
 
 }  // namespace
 
@@ -80,29 +113,15 @@ ReadBandwidth measure_read_bandwidth(std::int64_t buffer_bytes, int passes) {
   for (std::int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(i & 1023) * 1e-3f;
 
   std::vector<double> gbps, gbps_per_cpu;
-  volatile float sink = 0;
   for (int pass = 0; pass < passes + 1; ++pass) {  // pass 0 warms up
     const double cpu_start = process_cpu_seconds();
-    const auto start = Clock::now();
-    float total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-      const int t = omp_get_thread_num(), n = omp_get_num_threads();
-      // Equal contiguous chunks, 64-byte aligned starts.
-      const std::int64_t chunk = (count / n + 15) / 16 * 16;
-      const std::int64_t begin = std::min(count, chunk * t);
-      const std::int64_t end = std::min(count, begin + chunk);
-      total += sum_floats(data + begin, end - begin);
-    }
-    const double seconds = since(start);
+    const double seconds = timed_parallel_read(data, count, threads);
     const double cpu_seconds = process_cpu_seconds() - cpu_start;
-    sink = sink + total;
     if (pass > 0) {
       gbps.push_back(static_cast<double>(bytes) / seconds / 1e9);
       gbps_per_cpu.push_back(static_cast<double>(bytes) / std::max(cpu_seconds, 1e-9) / 1e9);
     }
   }
-  (void)sink;
   std::sort(gbps.begin(), gbps.end());
   std::sort(gbps_per_cpu.begin(), gbps_per_cpu.end());
   ReadBandwidth result;
@@ -157,23 +176,42 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
   std::vector<float> last = eng::narrow(logits, 1, options.prompt_tokens - 1, 1).to_vector();
 
   DecodeTiming timing;
-  double cpu_start = 0;
+  const std::int64_t weight_bytes = streamed_weight_bytes(model);
+  std::unique_ptr<float, HostDeleter> paired;
+  if (options.paired_read) paired = read_buffer((weight_bytes + kv_cache_bytes_read(o, total)) / 4);
+  double cpu_start = 0, paired_cpu_seconds = 0;
   for (std::int64_t step = 0; step < options.warmup_tokens + options.new_tokens; ++step) {
     const bool timed = step >= options.warmup_tokens;
-    if (step == options.warmup_tokens) cpu_start = process_cpu_seconds();
+    if (step == options.warmup_tokens) {
+      cpu_start = process_cpu_seconds();
+      (void)kernels::take_skinny_profile();
+      kernels::set_skinny_profiling(options.profile_products);
+    }
     auto start = Clock::now();
     const std::int32_t token = chain.next(last, history, prompt_len);
     if (timed) timing.sampling_seconds += since(start);
     history.push_back(token);
     timing.generated.push_back(token);
-    if (timed)
-      timing.mean_kv_bytes_read += static_cast<double>(kv_cache_bytes_read(o, state.length()));
+    const std::int64_t kv_bytes = kv_cache_bytes_read(o, state.length());
+    if (timed) timing.mean_kv_bytes_read += static_cast<double>(kv_bytes);
     start = Clock::now();
     logits = model.decode_step(state, eng::Tensor::from_data(&token, {1, 1}, eng::DType::kI32));
     last = logits.to_vector();
-    if (timed) timing.model_seconds += since(start);
+    if (!timed) continue;
+    timing.model_seconds += since(start);
+    if (paired) {
+      const double cpu_before = process_cpu_seconds();
+      timing.paired_read_seconds +=
+          timed_parallel_read(paired.get(), (weight_bytes + kv_bytes) / 4, omp_get_max_threads());
+      timing.paired_read_bytes += static_cast<double>((weight_bytes + kv_bytes) / 4 * 4);
+      paired_cpu_seconds += process_cpu_seconds() - cpu_before;
+    }
   }
-  timing.cpu_seconds = process_cpu_seconds() - cpu_start;
+  kernels::set_skinny_profiling(false);
+  const kernels::SkinnyProfile products = kernels::take_skinny_profile();
+  timing.product_seconds = products.seconds;
+  timing.product_weight_bytes = static_cast<double>(products.weight_bytes);
+  timing.cpu_seconds = process_cpu_seconds() - cpu_start - paired_cpu_seconds;
   timing.tokens = options.new_tokens;
   timing.tokens_per_cpu_second =
       static_cast<double>(options.new_tokens) / std::max(1e-12, timing.cpu_seconds);

@@ -11,7 +11,9 @@
 // tied head streams wte once. KV cache bytes at position t = 2 (K and V) · n_layers · t ·
 // d_model · 4 (the dense layer's f32 cache). The bandwidth is a plain streaming read (a sum
 // over a buffer many times larger than the last-level cache, on the same OpenMP threads the
-// engine uses), so the bound is what this machine can deliver, not a datasheet figure.
+// engine uses), so the bound is what this machine can deliver, not a datasheet figure. On a
+// machine shared with other work that speed drifts over seconds; the token-paired read
+// (DecodeTimingOptions::paired_read) measures it after every step instead.
 //
 // Thread safety: none (a benchmark drives one model from one thread).
 #pragma once
@@ -55,6 +57,12 @@ struct DecodeTimingOptions {
   std::int64_t new_tokens = 64;     // timed decode steps
   std::int64_t warmup_tokens = 4;   // untimed decode steps before them
   std::uint64_t seed = 0;           // prompt ids
+  // After each timed step, a plain streaming read of the step's bytes (streamed weights + KV
+  // cache at its position) from a buffer of their size, timed on its own: the bound measured
+  // next to every token, so that memory whose speed drifts over seconds moves both sides.
+  bool paired_read = false;
+  // Profile the skinny matmul kernel (batch-1 products) during the timed steps.
+  bool profile_products = false;
 };
 
 struct DecodeTiming {
@@ -65,11 +73,19 @@ struct DecodeTiming {
   double cpu_seconds = 0;        // process CPU time of the timed steps (all threads)
   double tokens_per_cpu_second = 0;
   double mean_kv_bytes_read = 0;        // kv_cache_bytes_read averaged over the timed positions
+  // paired_read: seconds of the reads after the timed steps, and the bytes they read.
+  double paired_read_seconds = 0;
+  double paired_read_bytes = 0;
+  // profile_products: time in the skinny matmul kernel during the timed steps, and the
+  // weight bytes it read (kernels::SkinnyProfile); the rest of model_seconds is the other ops.
+  double product_seconds = 0;
+  double product_weight_bytes = 0;
   std::vector<std::int32_t> generated;  // every decoded token (warmup and timed)
 };
 
 // Prefills a random prompt, then decodes warmup + new tokens one at a time with `chain`
-// choosing each next token (the chain is reset first). Needs prompt + warmup + new <=
+// choosing each next token (the chain is reset first), with the paired reads and the
+// products' profile when asked for. Needs prompt + warmup + new <=
 // context_length (Error(kInvalidArgument) naming the numbers otherwise).
 DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& chain,
                            const DecodeTimingOptions& options);

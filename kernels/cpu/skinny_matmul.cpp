@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 
 #include "skinny_matmul_rows.hpp"
@@ -82,9 +83,16 @@ std::string skinny_matmul_error(const SkinnyMatmulParams& p) {
   return {};
 }
 
-std::string skinny_matmul(const SkinnyMatmulParams& p) {
-  std::string error = skinny_matmul_error(p);
-  if (!error.empty()) return error;
+namespace {
+
+// The calling thread's profile (skinny_matmul.hpp): off by default.
+struct ProfileState {
+  bool on = false;
+  SkinnyProfile counted;
+};
+thread_local ProfileState profile_state;
+
+void run_rows(const SkinnyMatmulParams& p) {
   const bool avx512 = p.isa != SkinnyIsa::kGeneric && skinny_matmul_has_avx512();
   void (*rows)(const SkinnyMatmulParams&, std::int64_t, std::int64_t) =
       avx512 ? skinny_rows::rows_avx512 : skinny_rows::rows_generic;
@@ -96,7 +104,7 @@ std::string skinny_matmul(const SkinnyMatmulParams& p) {
                           : (p.threads > 0 ? p.threads : omp_get_max_threads());
   if (threads <= 1) {
     rows(p, 0, p.n);
-    return {};
+    return;
   }
   // Rows go in blocks of 16 (whole 64-byte lines of each y row, so no two threads write one
   // cache line). Each thread first takes a contiguous share of 7/8 of the blocks, then the
@@ -121,6 +129,32 @@ std::string skinny_matmul(const SkinnyMatmulParams& p) {
       rows(p, b * 16, std::min(p.n, std::min(blocks, b + chunk) * 16));
     }
   }
+}
+
+}  // namespace
+
+void set_skinny_profiling(bool on) { profile_state.on = on; }
+
+SkinnyProfile take_skinny_profile() {
+  SkinnyProfile taken = profile_state.counted;
+  profile_state.counted = {};
+  return taken;
+}
+
+std::string skinny_matmul(const SkinnyMatmulParams& p) {
+  std::string error = skinny_matmul_error(p);
+  if (!error.empty()) return error;
+  if (!profile_state.on) {
+    run_rows(p);
+    return {};
+  }
+  const auto start = std::chrono::steady_clock::now();
+  run_rows(p);
+  SkinnyProfile& counted = profile_state.counted;
+  counted.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  counted.weight_bytes += p.n * p.k * (p.w_type == SkinnyWeightType::kBF16 ? 2 : 4);
+  ++counted.calls;
   return {};
 }
 

@@ -255,7 +255,7 @@ TEST_CASE("bench train --gemm-breakdown lists the timed updates' GEMMs by shape"
   CHECK(percent <= 100.0);
 }
 
-TEST_CASE("bench generate prints each row's interleaved read-then-decode rounds") {
+TEST_CASE("bench generate prints each row's interleaved rounds and token-paired figures") {
   const Result r = run_patchbay(std::string("bench generate '") + PATCHBAY_CONFIGS +
                                 "/quickstart.toml' --vocab-size 330 --new-tokens 4 "
                                 "--warmup-tokens 1 --bandwidth-mib 1 --weights-dtype f32,bf16 2>&1");
@@ -270,6 +270,16 @@ TEST_CASE("bench generate prints each row's interleaved read-then-decode rounds"
   }
   CHECK(rows == 2);  // f32 and bf16 weights
   CHECK(contains(r.output, "interleaved rounds (each decode against the read measured just before it)"));
+  // The token-paired pass per row: a positive ratio, and where the model time went.
+  size_t paired = 0;
+  for (size_t at = r.output.find("token-paired: "); at != std::string::npos;
+       at = r.output.find("token-paired: ", at + 1)) {
+    CHECK(std::stod(r.output.substr(at + 14)) > 0.0);
+    ++paired;
+  }
+  CHECK(paired == 2);
+  CHECK(contains(r.output, "% of the paired read, "));
+  CHECK(contains(r.output, "token-paired (each token's decode against a read of its bytes"));
 }
 
 TEST_CASE("bench ops attention prints f32 (and, with AVX512-BF16, bf16) engine rows and naive") {

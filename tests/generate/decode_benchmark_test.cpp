@@ -81,3 +81,30 @@ TEST_CASE("timed decoding: the asked number of tokens, deterministic, bounded by
   CHECK_THROWS_WITH_AS(gen::time_decoding(*model, chain, o),
                        doctest::Contains("<= the context length 8"), patchbay::Error);
 }
+
+TEST_CASE("timed decoding: a paired read of each token's bytes, and the products' profile") {
+  auto model = pm::LanguageModel::build(options(true), {}, model_test::registry());
+  patchbay::runtime::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(3), model_test::registry());
+  gen::DecodeTimingOptions o;
+  o.prompt_tokens = 3;
+  o.warmup_tokens = 1;
+  o.new_tokens = 4;
+  const gen::DecodeTiming plain = gen::time_decoding(*model, chain, o);
+  CHECK(plain.paired_read_seconds == 0);
+  CHECK(plain.product_weight_bytes == 0);  // not profiled unless asked
+  o.paired_read = true;
+  o.profile_products = true;
+  const gen::DecodeTiming paired = gen::time_decoding(*model, chain, o);
+  CHECK(paired.generated == plain.generated);  // the reads change no result
+  CHECK(paired.paired_read_seconds > 0);
+  // After each timed step, the streamed weights and that position's KV bytes.
+  const double weights = static_cast<double>(gen::streamed_weight_bytes(*model));
+  CHECK(paired.paired_read_bytes == doctest::Approx(4 * weights + 4 * paired.mean_kv_bytes_read));
+  // Every matrix of a step goes through the skinny kernel once per token: per block qkv
+  // [48, 16], proj [16, 16], fc [64, 16], proj [16, 64]; then the tied head [11, 16].
+  CHECK(paired.product_weight_bytes ==
+        4 * 4 * (2 * (48 * 16 + 16 * 16 + 64 * 16 + 16 * 64) + kTable));
+  CHECK(paired.product_seconds > 0);
+  CHECK(paired.product_seconds < paired.model_seconds);
+}

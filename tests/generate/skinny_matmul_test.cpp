@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -188,4 +189,29 @@ TEST_CASE("skinny matmul refuses bad parameters and writes nothing") {
   p.w = nullptr;
   CHECK(pk::skinny_matmul_reference(p).find("null") != std::string::npos);
   for (float v : out) CHECK(std::isnan(v));
+}
+
+TEST_CASE("skinny matmul profile: the calling thread's calls while on, reset by each take") {
+  const Problem f32(1, 300, 64, 0, false, 5), bf16(2, 40, 33, 0, true, 6);
+  std::vector<float> y1, y2;
+  (void)pk::take_skinny_profile();
+  REQUIRE(pk::skinny_matmul(f32.params(y1)).empty());  // profiling off: not counted
+  CHECK(pk::take_skinny_profile().calls == 0);
+  pk::set_skinny_profiling(true);
+  REQUIRE(pk::skinny_matmul(f32.params(y1)).empty());
+  REQUIRE(pk::skinny_matmul(bf16.params(y2)).empty());
+  pk::SkinnyMatmulParams invalid = f32.params(y1);
+  invalid.m = 0;
+  CHECK_FALSE(pk::skinny_matmul(invalid).empty());  // refused: counts nothing
+  std::thread other([&] {
+    std::vector<float> y;
+    REQUIRE(pk::skinny_matmul(f32.params(y)).empty());  // another thread: not counted here
+  });
+  other.join();
+  const pk::SkinnyProfile taken = pk::take_skinny_profile();
+  CHECK(taken.calls == 2);
+  CHECK(taken.weight_bytes == 300 * 64 * 4 + 40 * 33 * 2);
+  CHECK(taken.seconds > 0);
+  CHECK(pk::take_skinny_profile().calls == 0);  // the take reset it
+  pk::set_skinny_profiling(false);
 }

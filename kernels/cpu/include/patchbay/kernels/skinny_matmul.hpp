@@ -58,4 +58,17 @@ std::string skinny_matmul_reference(const SkinnyMatmulParams& p);
 // Whether the AVX-512 path can run on this CPU.
 bool skinny_matmul_has_avx512();
 
+// Time and weight bytes of the skinny_matmul calls made by the calling thread while its
+// profiling is on (`bench generate` splits a decode step into the products and the rest).
+// Per calling thread: turning it on in one thread does not count another's calls. A call
+// that fails validation counts nothing. Off (the default), a call pays one thread-local load.
+struct SkinnyProfile {
+  double seconds = 0;             // wall time inside skinny_matmul, fork and join included
+  std::int64_t weight_bytes = 0;  // n · k · (4 for f32, 2 for bf16 weights), summed
+  std::int64_t calls = 0;
+};
+void set_skinny_profiling(bool on);
+// What was counted since the last take (or since profiling was turned on); resets it.
+SkinnyProfile take_skinny_profile();
+
 }  // namespace patchbay::kernels
