@@ -146,8 +146,8 @@ TEST_CASE("skinny matmul equals its double reference: rows, tails, dtypes, ISAs,
 }
 
 TEST_CASE("skinny matmul results do not depend on the thread count") {
-  for (auto [m, bf16] : {std::pair{1, false}, std::pair{1, true}, std::pair{2, false},
-                         std::pair{2, true}}) {
+  for (auto [m, bf16] :
+       {std::pair{1, false}, std::pair{1, true}, std::pair{2, false}, std::pair{2, true}}) {
     const Problem problem(m, 2053, 160, 0, bf16, 99);  // 2053 x 160 f32 = 1.3 MB: threaded
     std::vector<float> one, three;
     pk::SkinnyMatmulParams a = problem.params(one);
