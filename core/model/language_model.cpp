@@ -226,13 +226,14 @@ eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& to
   eng::NoGradGuard no_grad;
   s.broken = true;  // until every layer has taken the step
   eng::Tensor x = m.embed(tokens, s.length, false);
+  eng::Tensor normed;  // after the blocks, norm_f(x) when the last block made it (as forward)
   if (m.options.reversible) {
     x = m.reversible_stack(x, false, &s.layers);
   } else {
     for (size_t i = 0; i < m.blocks.size(); ++i)
-      x = m.block_forward(i, x, false, &s.layers[i], nullptr);
+      x = m.block_forward(i, x, false, &s.layers[i], nullptr, &normed);
   }
-  eng::Tensor logits = m.head_logits(m.norm(m.norm_f, x));
+  eng::Tensor logits = m.head_logits(normed.defined() ? normed : m.norm(m.norm_f, x));
   s.length += tokens.size(1);
   s.broken = false;
   return logits;
