@@ -160,6 +160,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 enum class FusedActivation { kGeluTanh, kRelu };
 Tensor bias_activation(const Tensor& x, const Tensor& bias, FusedActivation activation);
 
+// ---- fused linear layer (ops table version 10) ----
+// act(x · weightᵀ + bias): x [..., K] float, weight [N, K] (x's dtype, or bf16 with f32 x),
+// bias [N] or undefined, out [..., N]. Where no gradient is recorded, bf16 autocast is off
+// and x is f32 with at most kernels::kSkinnyMaxRows rows (decoding), one skinny-matmul pass
+// with the bias and activation as its epilogue; otherwise matmul then bias_activation (or
+// add, or the activation alone), so gradients and training are those ops' own.
+enum class LinearActivation { kNone, kGeluTanh, kRelu };
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              LinearActivation activation = LinearActivation::kNone);
+
 }  // namespace patchbay::engine
 
 #include "engine/autocast.hpp"

@@ -518,6 +518,23 @@ pb_status* bias_activation_fn(const pb_tensor* x, const pb_tensor* bias, pb_unar
   });
 }
 
+// ---- version 10 (fused linear layer) ----
+pb_status* linear_fn(const pb_tensor* x, const pb_tensor* weight, const pb_tensor* bias,
+                     const pb_unary_op* activation, pb_tensor** out) {
+  return produce("linear", out, [&] {
+    LinearActivation act = LinearActivation::kNone;
+    if (activation != nullptr) {
+      if (*activation != PB_UNARY_GELU_TANH && *activation != PB_UNARY_RELU)
+        throw Error(ErrorKind::kInvalidArgument,
+                    "linear: activation " + std::to_string(static_cast<int>(*activation)) +
+                        " is not fused; pass NULL, PB_UNARY_GELU_TANH or PB_UNARY_RELU, or "
+                        "apply another activation with unary afterwards");
+      act = *activation == PB_UNARY_RELU ? LinearActivation::kRelu : LinearActivation::kGeluTanh;
+    }
+    return linear(unwrap(x, "x"), unwrap(weight, "weight"), unwrap_nullable(bias), act);
+  });
+}
+
 // ---- version 9 (tensor parallelism) ----
 pb_status* tp_copy_to_region_fn(const pb_tensor* x, pb_tensor** out) {
   return produce("tp_copy_to_region", out, [&] { return tp_copy_to_region(unwrap(x, "x")); });
@@ -661,6 +678,7 @@ pb_ops_table make_table() {
   t.causal_linear_attention = causal_linear_attention_fn;
   fill_autocast_entries(t);
   t.bias_activation = bias_activation_fn;
+  t.linear = linear_fn;
   t.tp_copy_to_region = tp_copy_to_region_fn;
   t.tp_reduce_from_region = tp_reduce_from_region_fn;
   return t;

@@ -144,6 +144,15 @@ void backward_columns(BiasActivationKind kind, const float* x, const float* bias
 
 }  // namespace
 
+void bias_activation_row(BiasActivationKind kind, const float* x, const float* bias, float* y,
+                         std::int64_t n) {
+  if (kind == BiasActivationKind::kRelu) {
+    relu_row(x, bias, y, n);
+  } else {
+    gelu_row(x, bias, y, n);
+  }
+}
+
 void bias_activation_forward(BiasActivationKind kind, const float* x, const float* bias, float* y,
                              std::int64_t rows, std::int64_t cols) {
   forward_rows(kind, x, bias, y, rows, cols);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "patchbay/kernels/bias_activation.hpp"
 #include "skinny_matmul_rows.hpp"
 
 namespace patchbay::kernels {
@@ -80,6 +81,8 @@ std::string skinny_matmul_error(const SkinnyMatmulParams& p) {
            std::to_string(p.w_row_stride) + ", x " + std::to_string(p.x_row_stride) + ", y " +
            std::to_string(p.y_row_stride) + " for n " + std::to_string(p.n) + ", k " +
            std::to_string(p.k);
+  if (p.activation != SkinnyActivation::kNone && p.bias == nullptr)
+    return "skinny_matmul: an activation needs a bias (the epilogue is act(x · Wᵀ + bias))";
   return {};
 }
 
@@ -92,10 +95,32 @@ struct ProfileState {
 };
 thread_local ProfileState profile_state;
 
+// The epilogue on y's columns [j_begin, j_end), every row of x: y = act(y + bias).
+void epilogue(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end) {
+  if (p.bias == nullptr) return;
+  for (std::int64_t i = 0; i < p.m; ++i) {
+    float* y = p.y + i * p.y_row_stride + j_begin;
+    const float* bias = p.bias + j_begin;
+    const std::int64_t count = j_end - j_begin;
+    if (p.activation == SkinnyActivation::kNone) {
+      for (std::int64_t j = 0; j < count; ++j) y[j] += bias[j];
+    } else {
+      bias_activation_row(p.activation == SkinnyActivation::kRelu ? BiasActivationKind::kRelu
+                                                                  : BiasActivationKind::kGeluTanh,
+                          y, bias, y, count);
+    }
+  }
+}
+
 void run_rows(const SkinnyMatmulParams& p) {
   const bool avx512 = p.isa != SkinnyIsa::kGeneric && skinny_matmul_has_avx512();
-  void (*rows)(const SkinnyMatmulParams&, std::int64_t, std::int64_t) =
+  void (*row_loop)(const SkinnyMatmulParams&, std::int64_t, std::int64_t) =
       avx512 ? skinny_rows::rows_avx512 : skinny_rows::rows_generic;
+  // Rows [j_begin, j_end) of W, then the epilogue on their outputs, by the same thread.
+  auto rows = [&](const SkinnyMatmulParams& params, std::int64_t j_begin, std::int64_t j_end) {
+    row_loop(params, j_begin, j_end);
+    epilogue(params, j_begin, j_end);
+  };
   // Below ~256 KiB of weights a fork/join costs about what the rows do (measured: the
   // quickstart's 128-wide layers); one thread then.
   const std::int64_t weight_bytes = p.n * p.k * (p.w_type == SkinnyWeightType::kBF16 ? 2 : 4);

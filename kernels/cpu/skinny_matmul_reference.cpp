@@ -1,5 +1,8 @@
 // Plain reference of the skinny matmul (see patchbay/kernels/skinny_matmul.hpp): the sums in
-// double, one thread, in index order; bf16 weights widened the same exact way.
+// double, one thread, in index order; bf16 weights widened the same exact way; the epilogue
+// in double with std::tanh.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "patchbay/kernels/skinny_matmul.hpp"
@@ -23,6 +26,12 @@ std::string skinny_matmul_reference(const SkinnyMatmulParams& p) {
           std::memcpy(&w, &bits, sizeof w);
         }
         sum += static_cast<double>(p.x[i * p.x_row_stride + q]) * static_cast<double>(w);
+      }
+      if (p.bias != nullptr) sum += static_cast<double>(p.bias[j]);
+      if (p.activation == SkinnyActivation::kRelu) sum = std::max(sum, 0.0);
+      if (p.activation == SkinnyActivation::kGeluTanh) {
+        const double u = std::sqrt(2.0 / M_PI) * (sum + 0.044715 * sum * sum * sum);
+        sum = 0.5 * sum * (1.0 + std::tanh(u));
       }
       p.y[i * p.y_row_stride + j] = static_cast<float>(sum);
     }

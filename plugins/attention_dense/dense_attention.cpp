@@ -183,8 +183,9 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
   // product once instead of three times. The engine's matrix-vector kernel computes each
   // output element on its own, so a one-token step gives the same bits either way; a longer
   // prefill goes through oneDNN, whose blocking may round differently for the wider product.
+  // The bias is added as the product writes each output (ops table version 10's linear).
   const Tensor qkv =
-      fused ? input.matmul(qkv_weight_, false, true) + qkv_bias_ : Tensor();  // [B, T, 3 Cl]
+      fused ? patchbay::linear(input, qkv_weight_, qkv_bias_) : Tensor();  // [B, T, 3 Cl]
   auto head = [&](int64_t which) {  // part `which` [B, T, Cl] -> [B, Hl, T, Dh]
     const int64_t lo = which * local_width_, hi = (which + 1) * local_width_;
     Tensor part =
@@ -203,9 +204,9 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
 Tensor DenseAttention::project_out(const Tensor& o) const {
   const int64_t b = o.size(0), t = o.size(2);
   Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, local_width_});  // [B, T, Cl]
-  Tensor y = merged.matmul(proj_weight_, false, true);                    // [B, T, C]
-  if (split_) y = patchbay::tp_reduce_from_region(y);  // g: sum of the ranks' partial outputs
-  return y + proj_bias_;                               // the bias once, after the sum
+  if (!split_) return patchbay::linear(merged, proj_weight_, proj_bias_);  // [B, T, C]
+  // g: the sum of the ranks' partial outputs, then the bias once.
+  return patchbay::tp_reduce_from_region(merged.matmul(proj_weight_, false, true)) + proj_bias_;
 }
 
 Tensor DenseAttention::forward(const Tensor& x, bool training) {

@@ -106,11 +106,6 @@ void Mlp::init(const pb_layer_context& ctx) {
   dropout_gen_ = std::make_unique<patchbay::Generator>(ops.table(), ctx.seed ^ kDropoutStream);
 }
 
-Tensor Mlp::linear(const Tensor& x2, const Tensor& weight, const Tensor& bias) {
-  Tensor y = x2.matmul(weight, false, true);  // [N, C] x [out, C]^T = [N, out]
-  return bias.defined() ? y + bias : y;
-}
-
 patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
   const std::vector<int64_t> shape = x.shape();
   if (shape.size() != 3 || shape[2] != d_model_) {
@@ -120,27 +115,35 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
   // [B*T, C]; tensor parallelism: f before the column-parallel fc / gate (backward sums dL/dx).
   const Tensor x2 =
       split_ ? patchbay::tp_copy_to_region(x.reshape({-1, d_model_})) : x.reshape({-1, d_model_});
-  // Bias + GELU (tanh) / ReLU as the host's fused op (ops table version 7) when it has one:
-  // one pass each way instead of two, the same function up to rounding.
+  // fc, its bias and GELU (tanh) / ReLU as one linear layer (ops table version 10; composed
+  // of the matmul and the fused bias_activation, version 7, in training): when decoding, the
+  // bias and activation are applied as the product writes each output.
   const bool fused = (activation_ == Activation::kGeluTanh || activation_ == Activation::kRelu) &&
-                     fc_bias_.defined() && patchbay::has_bias_activation(x.ops());
+                     fc_bias_.defined() &&
+                     (patchbay::has_linear(x.ops()) || patchbay::has_bias_activation(x.ops()));
   Tensor hidden;  // [B*T, d_ff]
   if (fused) {
-    hidden = patchbay::bias_activation(x2.matmul(fc_weight_, false, true), fc_bias_,
-                                       activation_ == Activation::kRelu ? PB_UNARY_RELU : PB_UNARY_GELU_TANH);
+    const pb_unary_op act = activation_ == Activation::kRelu ? PB_UNARY_RELU : PB_UNARY_GELU_TANH;
+    hidden = patchbay::linear(x2, fc_weight_, fc_bias_, &act);
   } else {
-    hidden = linear(x2, fc_weight_, fc_bias_);
+    hidden = patchbay::linear(x2, fc_weight_, fc_bias_);  // [N, C] x [F, C]^T (+ bias)
     switch (activation_) {
       case Activation::kGeluTanh: hidden = hidden.gelu(true); break;
       case Activation::kGeluErf: hidden = hidden.gelu(false); break;
       case Activation::kRelu: hidden = hidden.relu(); break;
-      case Activation::kSwiGlu: hidden = linear(x2, gate_weight_, gate_bias_).silu() * hidden; break;
+      case Activation::kSwiGlu:
+        hidden = patchbay::linear(x2, gate_weight_, gate_bias_).silu() * hidden;
+        break;
     }
   }
   // [B*T, F/W] x [C, F/W]^T: this rank's partial output; g sums the ranks' before the bias.
-  Tensor partial = hidden.matmul(proj_weight_, false, true);
-  if (split_) partial = patchbay::tp_reduce_from_region(partial);
-  Tensor y = (proj_bias_.defined() ? partial + proj_bias_ : partial).reshape(shape);  // [B, T, C]
+  Tensor y;  // [B, T, C]
+  if (split_) {
+    Tensor partial = patchbay::tp_reduce_from_region(hidden.matmul(proj_weight_, false, true));
+    y = (proj_bias_.defined() ? partial + proj_bias_ : partial).reshape(shape);
+  } else {
+    y = patchbay::linear(hidden, proj_weight_, proj_bias_).reshape(shape);
+  }
   if (training && dropout_ >= 1.0) {
     y = y * 0.0;  // everything dropped; the engine's dropout takes p in [0, 1) only
   } else if (training && dropout_ > 0) {

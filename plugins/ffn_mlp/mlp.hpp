@@ -30,10 +30,6 @@ class Mlp : public patchbay::FeedForward {
   Output forward(const patchbay::Tensor& x, bool training) override;
 
  private:
-  // x2 [N, C] -> [N, out] with weight [out, C] and an optional bias [out].
-  static patchbay::Tensor linear(const patchbay::Tensor& x2, const patchbay::Tensor& weight,
-                                 const patchbay::Tensor& bias);
-
   patchbay::Host host_;
   Activation activation_;
   bool bias_;

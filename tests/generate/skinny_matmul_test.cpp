@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -214,4 +215,59 @@ TEST_CASE("skinny matmul profile: the calling thread's calls while on, reset by 
   CHECK(taken.seconds > 0);
   CHECK(pk::take_skinny_profile().calls == 0);  // the take reset it
   pk::set_skinny_profiling(false);
+}
+
+TEST_CASE("skinny matmul epilogue: bias, bias + ReLU, bias + GELU against the double reference") {
+  unsigned seed = 300;
+  for (pk::SkinnyIsa isa : isas()) {
+    for (pk::SkinnyActivation act : {pk::SkinnyActivation::kNone, pk::SkinnyActivation::kRelu,
+                                     pk::SkinnyActivation::kGeluTanh}) {
+      for (bool bf16 : {false, true}) {
+        for (std::int64_t m : {1, 3}) {
+          // 1100 rows x 300: threaded (> 256 KiB of f32 weights), with the chunked tail.
+          for (auto [n, k, threads] : {std::tuple{37, 129, 1}, std::tuple{1100, 300, 2}}) {
+            const Problem problem(m, n, k, 2, bf16, seed++);
+            std::mt19937 rng(seed++);
+            std::normal_distribution<float> normal(0.0f, 1.0f);
+            std::vector<float> bias(static_cast<size_t>(n));
+            for (float& b : bias) b = normal(rng);
+            std::vector<float> got, want;
+            pk::SkinnyMatmulParams p = problem.params(got);
+            p.isa = isa;
+            p.threads = threads;
+            p.bias = bias.data();
+            p.activation = act;
+            REQUIRE(pk::skinny_matmul(p).empty());
+            pk::SkinnyMatmulParams r = problem.params(want);
+            r.bias = bias.data();
+            r.activation = act;
+            REQUIRE(pk::skinny_matmul_reference(r).empty());
+            const std::int64_t pitch = n + 2;
+            for (std::int64_t i = 0; i < m; ++i) {
+              for (std::int64_t j = 0; j < n; ++j) {
+                const size_t at = static_cast<size_t>(i * pitch + j);
+                // The sum's error passes through the activation (slope <= 1.13 for GELU),
+                // plus the vectorised GELU's own (|relative| < 3e-7).
+                const double tolerance =
+                    1.2 * problem.tolerance(i, j) + 1e-6 * std::abs(static_cast<double>(want[at]));
+                REQUIRE_MESSAGE(std::abs(static_cast<double>(got[at]) - want[at]) <= tolerance,
+                                "act " << static_cast<int>(act) << " m " << m << " n " << n
+                                       << " bf16 " << bf16 << " at (" << i << ", " << j
+                                       << "): " << got[at] << " vs " << want[at]);
+              }
+              CHECK(std::isnan(got[static_cast<size_t>(i * pitch + n)]));  // gap untouched
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("skinny matmul refuses an activation without a bias") {
+  const Problem problem(1, 4, 8, 0, false, 7);
+  std::vector<float> y;
+  pk::SkinnyMatmulParams p = problem.params(y);
+  p.activation = pk::SkinnyActivation::kGeluTanh;
+  CHECK(pk::skinny_matmul(p).find("an activation needs a bias") != std::string::npos);
 }

@@ -51,11 +51,12 @@
 extern "C" {
 #endif
 
-#define PB_OPS_TABLE_VERSION                                                           \
-  9 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
-       5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);          \
-       7: bias_activation; 8: matmul takes f32 with bf16 (no new field);               \
-       9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism) */
+#define PB_OPS_TABLE_VERSION                                                            \
+  10 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
+       5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);           \
+       7: bias_activation; 8: matmul takes f32 with bf16 (no new field);                \
+       9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism);                \
+       10: linear (fused linear layer) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -403,6 +404,18 @@ typedef struct pb_ops_table {
    *   gradient unchanged. Put it after a row-parallel projection, before adding its bias. */
   pb_status* (*tp_copy_to_region)(const pb_tensor* x, pb_tensor** out);
   pb_status* (*tp_reduce_from_region)(const pb_tensor* x, pb_tensor** out);
+
+  /* ---- version 10 (fused linear layer: a decoding step's one pass per weight) ---- */
+  /* out = act(x · weightᵀ + bias): x [..., K] float, weight [N, K] (x's dtype, or bf16 with
+   * f32 x as matmul allows), bias [N] or NULL (none), activation NULL (none),
+   * PB_UNARY_GELU_TANH or PB_UNARY_RELU (others: PB_STATUS_INVALID_ARGUMENT); out [..., N].
+   * Equal to matmul(x, weight, 0, 1) followed by bias_activation (or binary(ADD) with bias,
+   * or unary without) up to rounding, and differentiable in x, weight and bias the same way.
+   * Where nothing needs a gradient and x has at most 4 rows of f32 (batch-1 or beam
+   * decoding), the host adds the bias and applies the activation while each output is
+   * written, in the pass that streams the weight; elsewhere it runs those same ops. */
+  pb_status* (*linear)(const pb_tensor* x, const pb_tensor* weight, const pb_tensor* bias,
+                       const pb_unary_op* activation, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus

@@ -231,6 +231,38 @@ inline Tensor operator*(const Tensor& a, double s) { return a.scalar(PB_SCALAR_M
 inline Tensor operator/(const Tensor& a, double s) { return a.scalar(PB_SCALAR_MUL, 1.0 / s); }
 inline Tensor operator*(double s, const Tensor& a) { return a.scalar(PB_SCALAR_MUL, s); }
 
+// ops->linear (pb_ops_table version 10): act(x · weightᵀ + bias), a linear layer as one call.
+// bias may be undefined (none); activation nullptr (none), PB_UNARY_GELU_TANH or
+// PB_UNARY_RELU. Where the host has it, a decoding step adds the bias and applies the
+// activation in the pass that streams the weight; on an older host (has_linear false) this
+// composes matmul, the bias add (fused with the activation through bias_activation, version 7,
+// where the host has that) and the activation, which compute the same function.
+inline bool has_linear(const pb_ops_table* ops) {
+  return PB_HAS_FIELD(ops, pb_ops_table, linear) && ops->linear != nullptr;
+}
+
+inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const pb_unary_op* activation = nullptr) {
+  const pb_ops_table* ops = x.ops();
+  pb_tensor* out = nullptr;
+  if (has_linear(ops)) {
+    check_ops_status(ops,
+                     ops->linear(x.handle(), weight.handle(),
+                                 bias.defined() ? bias.handle() : nullptr, activation, &out),
+                     "linear");
+    return Tensor(ops, out);
+  }
+  Tensor y = x.matmul(weight, false, true);
+  if (bias.defined() && activation != nullptr && PB_HAS_FIELD(ops, pb_ops_table, bias_activation) &&
+      ops->bias_activation != nullptr) {
+    check_ops_status(ops, ops->bias_activation(y.handle(), bias.handle(), *activation, &out),
+                     "bias_activation");
+    return Tensor(ops, out);
+  }
+  if (bias.defined()) y = y + bias;
+  return activation != nullptr ? y.unary(*activation) : y;
+}
+
 // Seeded random generator (owned).
 class Generator {
  public:

@@ -27,6 +27,12 @@ void bias_activation_backward(BiasActivationKind kind, const float* x, const flo
                               const float* g, float* dx, float* dbias, std::int64_t rows,
                               std::int64_t cols);
 
+// One row on the calling thread (no OpenMP team): y[c] = act(x[c] + bias[c]) for c < n, the
+// arithmetic of bias_activation_forward's rows. y may alias x. The skinny matmul's epilogue
+// runs it on each thread's freshly summed outputs.
+void bias_activation_row(BiasActivationKind kind, const float* x, const float* bias, float* y,
+                         std::int64_t n);
+
 // Plain double-precision references of the two (no threads, no approximations).
 void bias_activation_reference_forward(BiasActivationKind kind, const float* x, const float* bias,
                                        float* y, std::int64_t rows, std::int64_t cols);

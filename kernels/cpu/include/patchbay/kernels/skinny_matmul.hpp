@@ -6,11 +6,15 @@
 //   w [n, k] f32 or bf16 (bf16 = the upper 16 bits of an f32), row j at w + j * w_row_stride
 //   y [m, n] f32, row i at y + i * y_row_stride; overwritten
 //   y[i][j] = sum_q x[i][q] * w[j][q]          (bf16 weights widened exactly to f32)
+//   with an epilogue (a linear layer's bias and activation, optional):
+//   y[i][j] = act(sum_q x[i][q] * w[j][q] + bias[j])
 //
 // Why a kernel of its own: at m = 1 the product reads every weight once and does one
 // multiply-add with it, so it is bound by memory bandwidth, and what matters is streaming W
 // without stalls: each thread walks a contiguous range of W's rows, one row at a time (one
-// sequential stream) with four vector accumulators per row of x, the x rows staying in L1.
+// sequential stream) with eight vector accumulators for one row of x (four per row for more),
+// the x rows staying in L1. The epilogue runs on each thread's outputs right after it summed
+// them (in L1), so a decoding step's bias add and activation cost no pass of their own.
 // oneDNN 2.6's matmul at m = 1 reached about 57% of the streaming-read bandwidth here (issue 18);
 // bf16 weights halve the bytes, and the multiply stays in f32 (accumulation in f32, x never
 // rounded).
@@ -28,6 +32,8 @@ namespace patchbay::kernels {
 
 enum class SkinnyWeightType { kF32, kBF16 };
 enum class SkinnyIsa { kAuto, kGeneric, kAvx512 };
+// The epilogue's activation: GELU (tanh form) and ReLU as bias_activation computes them.
+enum class SkinnyActivation { kNone, kRelu, kGeluTanh };
 
 struct SkinnyMatmulParams {
   const float* x = nullptr;
@@ -38,6 +44,8 @@ struct SkinnyMatmulParams {
   float* y = nullptr;
   std::int64_t y_row_stride = 0;
   std::int64_t m = 0, n = 0, k = 0;
+  const float* bias = nullptr;  // [n] f32, added to every row of y; null: none
+  SkinnyActivation activation = SkinnyActivation::kNone;  // after the bias; needs one
   int threads = 0;                   // 0: omp_get_max_threads()
   SkinnyIsa isa = SkinnyIsa::kAuto;  // tests force a path; kAvx512 falls back when absent
 };
@@ -46,13 +54,15 @@ struct SkinnyMatmulParams {
 inline constexpr std::int64_t kSkinnyMaxRows = 4;
 
 // Empty on success; otherwise a sentence saying what is wrong (nothing written): null
-// pointers, m outside [1, kSkinnyMaxRows], n or k < 1, a row stride shorter than k (or n).
+// pointers, m outside [1, kSkinnyMaxRows], n or k < 1, a row stride shorter than k (or n),
+// an activation without a bias.
 std::string skinny_matmul_error(const SkinnyMatmulParams& p);
 
 // y = x · Wᵀ as above. Returns skinny_matmul_error(p) (empty on success).
 std::string skinny_matmul(const SkinnyMatmulParams& p);
 
-// The plain reference: the same sums accumulated in double, one thread, rounded to f32 once.
+// The plain reference: the same sums accumulated in double, one thread, the bias added and
+// the activation applied in double (std::tanh), rounded to f32 once.
 std::string skinny_matmul_reference(const SkinnyMatmulParams& p);
 
 // Whether the AVX-512 path can run on this CPU.
