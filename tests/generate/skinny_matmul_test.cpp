@@ -5,6 +5,7 @@
 #include "patchbay/kernels/skinny_matmul.hpp"
 
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -270,4 +271,30 @@ TEST_CASE("skinny matmul refuses an activation without a bias") {
   pk::SkinnyMatmulParams p = problem.params(y);
   p.activation = pk::SkinnyActivation::kGeluTanh;
   CHECK(pk::skinny_matmul(p).find("an activation needs a bias") != std::string::npos);
+}
+
+TEST_CASE("skinny matmul: a team smaller than asked for steals the missing threads' ranges") {
+  // Inside a parallel region with nesting off, the kernel's own region gets a team of one:
+  // that thread walks its range, then must claim every other range's chunks (the stealing
+  // that otherwise only balances the tail). Same bits as a plain one-thread run.
+  const Problem problem(1, 2053, 160, 0, false, 42);  // 2053 x 160 f32 = 1.3 MB: threaded
+  std::vector<float> alone, nested;
+  pk::SkinnyMatmulParams a = problem.params(alone);
+  a.threads = 1;
+  REQUIRE(pk::skinny_matmul(a).empty());
+  const int levels = omp_get_max_active_levels();
+  omp_set_max_active_levels(1);
+  bool ok = false;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+      pk::SkinnyMatmulParams b = problem.params(nested);
+      b.threads = 4;  // four ranges, one thread to run them
+      ok = pk::skinny_matmul(b).empty();
+    }
+  }
+  omp_set_max_active_levels(levels);
+  REQUIRE(ok);
+  CHECK(std::memcmp(alone.data(), nested.data(), alone.size() * sizeof(float)) == 0);
 }
