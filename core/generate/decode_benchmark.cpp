@@ -177,8 +177,16 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
 
   DecodeTiming timing;
   const std::int64_t weight_bytes = streamed_weight_bytes(model);
+  // The paired reads walk a buffer of at least kPairedBufferBytes, each from where the last
+  // ended (wrapping): a model whose step fits in the caches (the quickstart's 3.5 MB) would
+  // otherwise be read back from them, and its bound would be the caches' speed.
+  constexpr std::int64_t kPairedBufferBytes = std::int64_t{512} << 20;
   std::unique_ptr<float, HostDeleter> paired;
-  if (options.paired_read) paired = read_buffer((weight_bytes + kv_cache_bytes_read(o, total)) / 4);
+  std::int64_t paired_count = 0, paired_offset = 0;
+  if (options.paired_read) {
+    paired_count = std::max(weight_bytes + kv_cache_bytes_read(o, total), kPairedBufferBytes) / 4;
+    paired = read_buffer(paired_count);
+  }
   double cpu_start = 0, paired_cpu_seconds = 0;
   for (std::int64_t step = 0; step < options.warmup_tokens + options.new_tokens; ++step) {
     const bool timed = step >= options.warmup_tokens;
@@ -189,7 +197,8 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
     }
     auto start = Clock::now();
     const std::int32_t token = chain.next(last, history, prompt_len);
-    if (timed) timing.sampling_seconds += since(start);
+    const double sampling_seconds = since(start);
+    if (timed) timing.sampling_seconds += sampling_seconds;
     history.push_back(token);
     timing.generated.push_back(token);
     const std::int64_t kv_bytes = kv_cache_bytes_read(o, state.length());
@@ -198,12 +207,18 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
     logits = model.decode_step(state, eng::Tensor::from_data(&token, {1, 1}, eng::DType::kI32));
     last = logits.to_vector();
     if (!timed) continue;
-    timing.model_seconds += since(start);
+    const double model_seconds = since(start);
+    timing.model_seconds += model_seconds;
     if (paired) {
       const double cpu_before = process_cpu_seconds();
-      timing.paired_read_seconds +=
-          timed_parallel_read(paired.get(), (weight_bytes + kv_bytes) / 4, omp_get_max_threads());
-      timing.paired_read_bytes += static_cast<double>((weight_bytes + kv_bytes) / 4 * 4);
+      const std::int64_t count = (weight_bytes + kv_bytes) / 4;
+      if (paired_offset + count > paired_count) paired_offset = 0;
+      const double read_seconds =
+          timed_parallel_read(paired.get() + paired_offset, count, omp_get_max_threads());
+      paired_offset += count;
+      timing.paired_read_seconds += read_seconds;
+      timing.paired_read_bytes += static_cast<double>(count * 4);
+      timing.paired_ratios.push_back(read_seconds / (model_seconds + sampling_seconds));
       paired_cpu_seconds += process_cpu_seconds() - cpu_before;
     }
   }

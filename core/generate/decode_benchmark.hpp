@@ -73,9 +73,11 @@ struct DecodeTiming {
   double cpu_seconds = 0;        // process CPU time of the timed steps (all threads)
   double tokens_per_cpu_second = 0;
   double mean_kv_bytes_read = 0;        // kv_cache_bytes_read averaged over the timed positions
-  // paired_read: seconds of the reads after the timed steps, and the bytes they read.
+  // paired_read: seconds of the reads after the timed steps, and the bytes they read; per
+  // timed step, its read's seconds over its own (model + sampling), in step order.
   double paired_read_seconds = 0;
   double paired_read_bytes = 0;
+  std::vector<double> paired_ratios;
   // profile_products: time in the skinny matmul kernel during the timed steps, and the
   // weight bytes it read (kernels::SkinnyProfile); the rest of model_seconds is the other ops.
   double product_seconds = 0;

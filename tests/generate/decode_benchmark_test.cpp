@@ -101,6 +101,8 @@ TEST_CASE("timed decoding: a paired read of each token's bytes, and the products
   // After each timed step, the streamed weights and that position's KV bytes.
   const double weights = static_cast<double>(gen::streamed_weight_bytes(*model));
   CHECK(paired.paired_read_bytes == doctest::Approx(4 * weights + 4 * paired.mean_kv_bytes_read));
+  REQUIRE(paired.paired_ratios.size() == 4);  // one per timed step
+  for (double ratio : paired.paired_ratios) CHECK(ratio > 0);
   // Every matrix of a step goes through the skinny kernel once per token: per block qkv
   // [48, 16], proj [16, 16], fc [64, 16], proj [16, 64]; then the tied head [11, 16].
   CHECK(paired.product_weight_bytes ==
