@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
+
 #include "generate/sampler_config.hpp"
 #include "model_fixture.hpp"
 
@@ -26,6 +28,22 @@ constexpr int64_t kBlockScalars =
     48 * 16 + 48 + 16 * 16 + 16 + 64 * 16 + 64 + 16 * 64 + 16 + 4 * 16;
 constexpr int64_t kFinalNorm = 2 * 16;
 constexpr int64_t kTable = 11 * 16;  // wte or head
+
+// The tiny tied model, the default sampler chain, and a run of 3 prompt + 1 warmup + 4 timed
+// tokens: 8, the whole context.
+struct ShortDecode {
+  std::unique_ptr<pm::LanguageModel> model =
+      pm::LanguageModel::build(options(true), {}, model_test::registry());
+  patchbay::runtime::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(3), model_test::registry());
+  gen::DecodeTimingOptions o = [] {
+    gen::DecodeTimingOptions run;
+    run.prompt_tokens = 3;
+    run.warmup_tokens = 1;
+    run.new_tokens = 4;
+    return run;
+  }();
+};
 
 }  // namespace
 
@@ -63,13 +81,8 @@ TEST_CASE("read bandwidth: a positive rate, and clear refusals") {
 }
 
 TEST_CASE("timed decoding: the asked number of tokens, deterministic, bounded by the context") {
-  auto model = pm::LanguageModel::build(options(true), {}, model_test::registry());
-  patchbay::runtime::SamplerChain chain =
-      gen::build_sampler_chain(gen::default_chain_entries(3), model_test::registry());
-  gen::DecodeTimingOptions o;
-  o.prompt_tokens = 3;
-  o.warmup_tokens = 1;
-  o.new_tokens = 4;  // 3 + 1 + 4 = 8 = the context
+  ShortDecode run;
+  auto& [model, chain, o] = run;
   const gen::DecodeTiming a = gen::time_decoding(*model, chain, o);
   CHECK(a.tokens == 4);
   CHECK(a.generated.size() == 5);
@@ -83,13 +96,8 @@ TEST_CASE("timed decoding: the asked number of tokens, deterministic, bounded by
 }
 
 TEST_CASE("timed decoding: a paired read of each token's bytes, and the products' profile") {
-  auto model = pm::LanguageModel::build(options(true), {}, model_test::registry());
-  patchbay::runtime::SamplerChain chain =
-      gen::build_sampler_chain(gen::default_chain_entries(3), model_test::registry());
-  gen::DecodeTimingOptions o;
-  o.prompt_tokens = 3;
-  o.warmup_tokens = 1;
-  o.new_tokens = 4;
+  ShortDecode run;
+  auto& [model, chain, o] = run;
   const gen::DecodeTiming plain = gen::time_decoding(*model, chain, o);
   CHECK(plain.paired_read_seconds == 0);
   CHECK(plain.product_weight_bytes == 0);  // not profiled unless asked
