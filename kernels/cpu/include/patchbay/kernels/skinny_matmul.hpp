@@ -19,9 +19,10 @@
 // bf16 weights halve the bytes, and the multiply stays in f32 (accumulation in f32, x never
 // rounded).
 //
-// Threads: rows of W are split evenly over omp_get_max_threads() (or `threads` when > 0)
-// OpenMP threads when n * k is large enough to pay for the fork; results do not depend on
-// the thread count (each y element is summed by one thread in a fixed order).
+// Threads: when n * k is large enough to pay for the fork, rows of W are split into equal
+// contiguous ranges over omp_get_max_threads() (or `threads` when > 0) OpenMP threads, and a
+// thread done with its range takes chunks of the range with the most left; results do not
+// depend on the thread count (each y element is summed by one thread in a fixed order).
 // Paths: AVX-512 (chosen at run time with __builtin_cpu_supports) and a portable loop.
 #pragma once
 
