@@ -117,23 +117,19 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
       split_ ? patchbay::tp_copy_to_region(x.reshape({-1, d_model_})) : x.reshape({-1, d_model_});
   // fc, its bias and GELU (tanh) / ReLU as one linear layer (ops table version 10; composed
   // of the matmul and the fused bias_activation, version 7, in training): when decoding, the
-  // bias and activation are applied as the product writes each output.
-  const bool fused = (activation_ == Activation::kGeluTanh || activation_ == Activation::kRelu) &&
-                     fc_bias_.defined() &&
-                     (patchbay::has_linear(x.ops()) || patchbay::has_bias_activation(x.ops()));
+  // bias and activation are applied as the product writes each output. On an older host
+  // patchbay::linear composes the same function itself.
+  const bool fused = activation_ == Activation::kGeluTanh || activation_ == Activation::kRelu;
   Tensor hidden;  // [B*T, d_ff]
   if (fused) {
     const pb_unary_op act = activation_ == Activation::kRelu ? PB_UNARY_RELU : PB_UNARY_GELU_TANH;
     hidden = patchbay::linear(x2, fc_weight_, fc_bias_, &act);
   } else {
     hidden = patchbay::linear(x2, fc_weight_, fc_bias_);  // [N, C] x [F, C]^T (+ bias)
-    switch (activation_) {
-      case Activation::kGeluTanh: hidden = hidden.gelu(true); break;
-      case Activation::kGeluErf: hidden = hidden.gelu(false); break;
-      case Activation::kRelu: hidden = hidden.relu(); break;
-      case Activation::kSwiGlu:
-        hidden = patchbay::linear(x2, gate_weight_, gate_bias_).silu() * hidden;
-        break;
+    if (activation_ == Activation::kGeluErf) {
+      hidden = hidden.gelu(false);
+    } else {  // SwiGLU
+      hidden = patchbay::linear(x2, gate_weight_, gate_bias_).silu() * hidden;
     }
   }
   // [B*T, F/W] x [C, F/W]^T: this rank's partial output; g sums the ranks' before the bias.
