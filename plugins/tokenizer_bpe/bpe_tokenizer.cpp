@@ -39,7 +39,8 @@ void validate_specials(const std::vector<std::string>& specials) {
 }
 
 bool has_published_files(const BpeOptions& options) {
-  return !options.vocab_file.empty() || !options.merges_file.empty() || !options.tokenizer_json.empty();
+  return !options.vocab_file.empty() || !options.merges_file.empty() ||
+         !options.tokenizer_json.empty();
 }
 
 }  // namespace
@@ -49,18 +50,23 @@ BpeTokenizer::BpeTokenizer(BpeOptions options)
   validate_specials(options_.special_tokens);
   specials_ = options_.special_tokens;
   if (has_published_files(options_)) {
-    if (!options_.tokenizer_json.empty() && (!options_.vocab_file.empty() || !options_.merges_file.empty())) {
-      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                                  "give either tokenizer_json or vocab_file + merges_file, not both");
+    if (!options_.tokenizer_json.empty() &&
+        (!options_.vocab_file.empty() || !options_.merges_file.empty())) {
+      throw patchbay::PluginError(
+          PB_STATUS_INVALID_ARGUMENT,
+          "give either tokenizer_json or vocab_file + merges_file, not both");
     }
-    if (options_.tokenizer_json.empty() && (options_.vocab_file.empty() || options_.merges_file.empty())) {
-      throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                                  "vocab_file (GPT-2 encoder.json) and merges_file (vocab.bpe) go together; "
-                                  "only " + std::string(options_.vocab_file.empty() ? "merges_file" : "vocab_file") +
-                                      " is set");
+    if (options_.tokenizer_json.empty() &&
+        (options_.vocab_file.empty() || options_.merges_file.empty())) {
+      throw patchbay::PluginError(
+          PB_STATUS_INVALID_ARGUMENT,
+          "vocab_file (GPT-2 encoder.json) and merges_file (vocab.bpe) go together; "
+          "only " +
+              std::string(options_.vocab_file.empty() ? "merges_file" : "vocab_file") + " is set");
     }
     use_published(options_.tokenizer_json.empty()
-                      ? load_gpt2_vocabulary(options_.vocab_file, options_.merges_file, options_.special_tokens)
+                      ? load_gpt2_vocabulary(options_.vocab_file, options_.merges_file,
+                                             options_.special_tokens)
                       : load_hf_tokenizer_json(options_.tokenizer_json));
     return;
   }
@@ -75,10 +81,11 @@ BpeTokenizer::BpeTokenizer(BpeOptions options)
 
 TrainReport BpeTokenizer::train(std::string_view text) {
   if (has_published_files(options_)) {
-    throw patchbay::PluginError(PB_STATUS_UNSUPPORTED,
-                                "this BPE tokenizer uses the published vocabulary of " + published_source_ +
-                                    "; training would replace it (remove vocab_file/merges_file/tokenizer_json "
-                                    "from [tokenizer] to train one)");
+    throw patchbay::PluginError(
+        PB_STATUS_UNSUPPORTED,
+        "this BPE tokenizer uses the published vocabulary of " + published_source_ +
+            "; training would replace it (remove vocab_file/merges_file/tokenizer_json "
+            "from [tokenizer] to train one)");
   }
   std::unordered_map<std::string_view, int64_t> piece_counts;
   for (const patchbay::TextSegment& segment : patchbay::split_at_special_tokens(text, specials_)) {
@@ -94,8 +101,7 @@ TrainReport BpeTokenizer::train(std::string_view text) {
   // every internal index list deterministic too.
   std::sort(words.begin(), words.end(),
             [](const WordCount& a, const WordCount& b) { return a.bytes < b.bytes; });
-  const size_t max_merges =
-      static_cast<size_t>(options_.vocab_size) - 256 - specials_.size();
+  const size_t max_merges = static_cast<size_t>(options_.vocab_size) - 256 - specials_.size();
   merges_ = learn_merges(words, max_merges);
   specials_ = options_.special_tokens;
   rebuild_from_merges();
@@ -135,6 +141,8 @@ void BpeTokenizer::rebuild_from_merges() {
     token_bytes_.push_back(special);
   }
   published_ = false;
+  pattern_pretokenizer_ = nullptr;
+  whole_token_ids_.clear();
   published_source_.clear();
   trained_ = true;
 }
@@ -171,6 +179,17 @@ void BpeTokenizer::use_published(const PublishedVocabulary& vocab) {
   special_ids_ = std::move(special_ids);
   token_bytes_ = vocab.token_bytes;
   ranks_ = std::move(ranks);
+  whole_token_ids_.clear();
+  if (vocab.ignore_merges) {
+    std::vector<char> special(token_bytes_.size(), 0);
+    for (int32_t id : special_ids_) special[static_cast<size_t>(id)] = 1;
+    for (size_t id = 0; id < token_bytes_.size(); ++id)
+      if (special[id] == 0) whole_token_ids_.emplace(token_bytes_[id], static_cast<int32_t>(id));
+  }
+  pattern_pretokenizer_ =
+      vocab.pretokenizer_patterns.empty()
+          ? nullptr
+          : std::make_shared<const PatternPreTokenizer>(vocab.pretokenizer_patterns);
   published_ = true;
   published_source_ = vocab.source;
   trained_ = true;
@@ -178,16 +197,21 @@ void BpeTokenizer::use_published(const PublishedVocabulary& vocab) {
 
 PublishedVocabulary BpeTokenizer::published_vocabulary() const {
   if (!trained_)
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "BPE tokenizer has no vocabulary: train or load it first");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "BPE tokenizer has no vocabulary: train or load it first");
   PublishedVocabulary vocab;
   vocab.token_bytes = token_bytes_;
-  for (int b = 0; b < 256; ++b) vocab.byte_ids[static_cast<size_t>(b)] = ranks_.byte_id(static_cast<unsigned char>(b));
+  for (int b = 0; b < 256; ++b)
+    vocab.byte_ids[static_cast<size_t>(b)] = ranks_.byte_id(static_cast<unsigned char>(b));
   vocab.merges.reserve(merges_.size());
   for (size_t r = 0; r < merges_.size(); ++r) {
     vocab.merges.push_back(PublishedMerge{merges_[r].left, merges_[r].right, merge_results_[r]});
   }
-  for (size_t i = 0; i < specials_.size(); ++i) vocab.specials.push_back(PublishedSpecial{specials_[i], special_ids_[i]});
+  for (size_t i = 0; i < specials_.size(); ++i)
+    vocab.specials.push_back(PublishedSpecial{specials_[i], special_ids_[i]});
   vocab.source = published_ ? published_source_ : std::string("Patchbay-trained BPE vocabulary");
+  if (pattern_pretokenizer_) vocab.pretokenizer_patterns = pattern_pretokenizer_->patterns();
+  vocab.ignore_merges = !whole_token_ids_.empty();
   return vocab;
 }
 
@@ -225,7 +249,7 @@ std::vector<int32_t> BpeTokenizer::encode_with(std::string_view text, bool allow
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 16);
   auto encode_text = [&](std::string_view part) {
-    if (threads > 1 && part.size() >= 2 * min_chunk_bytes) {
+    if (threads > 1 && part.size() >= 2 * min_chunk_bytes && !pattern_pretokenizer_) {
       encode_ordinary_parallel(part, threads, min_chunk_bytes, ids);
     } else {
       encode_ordinary(part, ids);
@@ -250,7 +274,7 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
   std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
   std::vector<int32_t> cached_ids;
   std::vector<int32_t> scratch;
-  pretokenizer_->split(text, [&](std::string_view piece) {
+  const std::function<void(std::string_view)> encode_piece = [&](std::string_view piece) {
     if (piece.size() == 1) {
       out.push_back(ranks_.byte_id(static_cast<unsigned char>(piece[0])));
       return;
@@ -262,7 +286,13 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
       return;
     }
     scratch.clear();
-    merge_piece(piece, ranks_, scratch);
+    const auto whole = whole_token_ids_.empty() ? whole_token_ids_.end()
+                                                : whole_token_ids_.find(std::string(piece));
+    if (whole != whole_token_ids_.end()) {
+      scratch.push_back(whole->second);
+    } else {
+      merge_piece(piece, ranks_, scratch);
+    }
     out.insert(out.end(), scratch.begin(), scratch.end());
     if (cache.size() >= kPieceCacheLimit) {
       cache.clear();
@@ -271,11 +301,16 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
     cache.emplace(piece, std::make_pair(static_cast<uint32_t>(cached_ids.size()),
                                         static_cast<uint32_t>(scratch.size())));
     cached_ids.insert(cached_ids.end(), scratch.begin(), scratch.end());
-  });
+  };
+  if (pattern_pretokenizer_) {
+    pattern_pretokenizer_->split(text, encode_piece);
+  } else {
+    pretokenizer_->split(text, encode_piece);
+  }
 }
 
-void BpeTokenizer::encode_ordinary_parallel(std::string_view text, int threads,
-                                            size_t min_chunk, std::vector<int32_t>& out) const {
+void BpeTokenizer::encode_ordinary_parallel(std::string_view text, int threads, size_t min_chunk,
+                                            std::vector<int32_t>& out) const {
   // Chunks end at safe cuts (Gpt2PreTokenizer::is_safe_cut), so the pieces, and hence the
   // ids, are exactly those of a single-threaded encode. Aim for ~4 chunks per thread so a
   // slow chunk does not idle the others.
@@ -374,20 +409,25 @@ void BpeTokenizer::load(const std::string& path) {
   }
   std::string magic, keyword, value;
   int version = 0;
-  if (!(file >> magic >> version) || magic != kFileMagic) fail("missing 'patchbay-bpe <version>' header");
+  if (!(file >> magic >> version) || magic != kFileMagic)
+    fail("missing 'patchbay-bpe <version>' header");
   if (version != kFileVersion) {
-    fail("version " + std::to_string(version) + ", this plugin reads version " + std::to_string(kFileVersion));
+    fail("version " + std::to_string(version) + ", this plugin reads version " +
+         std::to_string(kFileVersion));
   }
-  if (!(file >> keyword >> value) || keyword != "pretokenizer" || value != "gpt2") fail("expected 'pretokenizer gpt2'");
+  if (!(file >> keyword >> value) || keyword != "pretokenizer" || value != "gpt2")
+    fail("expected 'pretokenizer gpt2'");
   size_t merge_count = 0;
   if (!(file >> keyword >> merge_count) || keyword != "merges") fail("expected 'merges <count>'");
   std::vector<Merge> merges(merge_count);
   std::vector<std::string> hex_bytes(merge_count);
   for (size_t r = 0; r < merge_count; ++r) {
-    if (!(file >> merges[r].left >> merges[r].right >> hex_bytes[r])) fail("merge line " + std::to_string(r) + " unreadable");
+    if (!(file >> merges[r].left >> merges[r].right >> hex_bytes[r]))
+      fail("merge line " + std::to_string(r) + " unreadable");
   }
   size_t special_count = 0;
-  if (!(file >> keyword >> special_count) || keyword != "specials") fail("expected 'specials <count>'");
+  if (!(file >> keyword >> special_count) || keyword != "specials")
+    fail("expected 'specials <count>'");
   std::vector<std::string> specials(special_count);
   for (size_t s = 0; s < special_count; ++s) {
     if (!(file >> value)) fail("special token line " + std::to_string(s) + " unreadable");
@@ -395,14 +435,16 @@ void BpeTokenizer::load(const std::string& path) {
   }
   if (!(file >> keyword) || keyword != "end") fail("missing 'end' line (truncated file?)");
   validate_specials(specials);
-  BpeTokenizer candidate(BpeOptions{static_cast<int64_t>(256 + merge_count + special_count), specials,
-                                    options_.encode_threads, options_.min_chunk_bytes, "", "", ""});
+  BpeTokenizer candidate(BpeOptions{static_cast<int64_t>(256 + merge_count + special_count),
+                                    specials, options_.encode_threads, options_.min_chunk_bytes, "",
+                                    "", ""});
   candidate.merges_ = std::move(merges);
   candidate.rebuild_from_merges();
   for (size_t r = 0; r < merge_count; ++r) {
     if (patchbay::hex_encode(candidate.token_bytes_[256 + r]) != hex_bytes[r]) {
-      fail("merge " + std::to_string(r) + " spells " + patchbay::hex_encode(candidate.token_bytes_[256 + r]) +
-           " but the file says " + hex_bytes[r]);
+      fail("merge " + std::to_string(r) + " spells " +
+           patchbay::hex_encode(candidate.token_bytes_[256 + r]) + " but the file says " +
+           hex_bytes[r]);
     }
   }
   merges_ = std::move(candidate.merges_);
@@ -412,6 +454,8 @@ void BpeTokenizer::load(const std::string& path) {
   merge_results_ = std::move(candidate.merge_results_);
   ranks_ = std::move(candidate.ranks_);
   published_ = false;
+  pattern_pretokenizer_ = nullptr;
+  whole_token_ids_.clear();
   published_source_.clear();
   trained_ = true;
 }

@@ -20,11 +20,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "bpe_merge.hpp"
 #include "bpe_pretokenizer.hpp"
 #include "bpe_trainer.hpp"
+#include "pattern_pretokenizer.hpp"
 #include "published_vocab.hpp"
 
 namespace patchbay_bpe {
@@ -32,13 +34,13 @@ namespace patchbay_bpe {
 struct BpeOptions {
   int64_t vocab_size = 4096;  // target, specials included; >= 256 + specials
   std::vector<std::string> special_tokens{"<|endoftext|>"};
-  int encode_threads = 0;     // 0: std::thread::hardware_concurrency(); 1: no threads
+  int encode_threads = 0;               // 0: std::thread::hardware_concurrency(); 1: no threads
   size_t min_chunk_bytes = 256 * 1024;  // parallel encode cuts chunks at least this long
   // Published vocabulary to load at construction: GPT-2's pair (both or neither; the
   // special_tokens above name which of encoder.json's tokens are special) or a Hugging Face
   // tokenizer.json (its added_tokens are the specials). vocab_size is then ignored.
-  std::string vocab_file;     // encoder.json
-  std::string merges_file;    // vocab.bpe
+  std::string vocab_file;   // encoder.json
+  std::string merges_file;  // vocab.bpe
   std::string tokenizer_json;
 };
 
@@ -96,6 +98,11 @@ class BpeTokenizer {
 
   BpeOptions options_;
   std::shared_ptr<const Gpt2PreTokenizer> pretokenizer_;
+  // A published vocabulary's own regex sequence (LLaMA 3, SmolLM2, ...); null: GPT-2's.
+  // Encoding with it stays single-threaded (safe cuts are proven for GPT-2's pattern only).
+  std::shared_ptr<const PatternPreTokenizer> pattern_pretokenizer_;
+  // ignore_merges (LLaMA 3): bytes of every non-special token -> its id; empty when off.
+  std::unordered_map<std::string, int32_t> whole_token_ids_;
   bool trained_ = false;
   std::vector<Merge> merges_;
   std::vector<std::string> specials_;

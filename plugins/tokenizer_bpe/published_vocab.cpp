@@ -10,6 +10,7 @@
 #include "gpt2_byte_map.hpp"
 #include "patchbay/component.hpp"
 #include "patchbay/files.hpp"
+#include "pattern_pretokenizer.hpp"
 
 namespace patchbay_bpe {
 namespace {
@@ -146,6 +147,54 @@ std::string json_type(const json& node) {
   return node.dump().substr(0, 60);
 }
 
+// The regex splits a pre_tokenizer performs, in order (pattern_pretokenizer.hpp): ByteLevel
+// alone (GPT-2's regex), or a Sequence of Split / Digits steps ending in ByteLevel. Anything
+// else is refused naming the step, since encoding would differ.
+std::vector<std::string> pretokenizer_patterns_of(const json& pre, const std::string& source) {
+  std::vector<json> steps;
+  if (json_type(pre) == "Sequence" && pre.contains("pretokenizers") &&
+      pre["pretokenizers"].is_array()) {
+    for (const json& step : pre["pretokenizers"]) steps.push_back(step);
+  } else {
+    steps.push_back(pre);
+  }
+  std::vector<std::string> patterns;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const json& step = steps[i];
+    const std::string type = json_type(step);
+    const std::string where = "pre_tokenizer step " + std::to_string(i) + " (" + type + ")";
+    const bool last = i + 1 == steps.size();
+    if (type == "ByteLevel") {
+      if (!last) fail(source, where + " must be the last step");
+      if (json_true(step, "add_prefix_space"))
+        fail(source, where + ": add_prefix_space is true; only false is supported");
+      if (!step.contains("use_regex") || json_true(step, "use_regex"))
+        patterns.push_back(kGpt2HfPattern);
+      return patterns;
+    }
+    if (last) break;
+    if (type == "Digits") {
+      patterns.push_back(json_true(step, "individual_digits") ? "\\p{N}" : "\\p{N}+");
+    } else if (type == "Split") {
+      const json pattern = step.value("pattern", json());
+      if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string())
+        fail(source, where + ": only a {\"Regex\": ...} pattern is supported, found " +
+                         pattern.dump().substr(0, 80));
+      if (step.value("behavior", std::string()) != "Isolated" || json_true(step, "invert"))
+        fail(source, where + ": only behavior \"Isolated\" without invert is supported, found " +
+                         step.value("behavior", std::string("?")));
+      patterns.push_back(pattern["Regex"].get<std::string>());
+    } else {
+      fail(source, where +
+                       " is not supported (supported: Split with a Regex, Digits, then "
+                       "ByteLevel)");
+    }
+  }
+  fail(source, "pre_tokenizer is '" + json_type(pre) +
+                   "'; expected ByteLevel, or a Sequence of Split/Digits steps ending in "
+                   "ByteLevel (a byte-level BPE)");
+}
+
 }  // namespace
 
 PublishedVocabulary load_gpt2_vocabulary(const std::string& encoder_json_path,
@@ -204,11 +253,8 @@ PublishedVocabulary parse_hf_tokenizer_json(std::string_view json_text, const st
     fail(source,
          "model.dropout is set; BPE dropout is a training-time randomisation and is not supported");
   }
-  for (const char* key : {"byte_fallback", "ignore_merges"}) {
-    if (json_true(model, key))
-      fail(source,
-           std::string("model.") + key + " is true; not supported (GPT-2 family has false)");
-  }
+  if (json_true(model, "byte_fallback"))
+    fail(source, "model.byte_fallback is true; not supported (GPT-2 family has false)");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (json_nonempty_string(model, key))
       fail(source, std::string("model.") + key + " is set; not supported for byte-level BPE");
@@ -217,18 +263,8 @@ PublishedVocabulary parse_hf_tokenizer_json(std::string_view json_text, const st
     fail(source, "has normalizer '" + json_type(root["normalizer"]) +
                      "'; only tokenizers without one are supported");
   }
-  const json pre = root.value("pre_tokenizer", json());
-  if (json_type(pre) != "ByteLevel") {
-    fail(source,
-         "pre_tokenizer is '" + json_type(pre) + "'; only ByteLevel (GPT-2's regex) is supported");
-  }
-  if (json_true(pre, "add_prefix_space")) {
-    fail(source,
-         "pre_tokenizer.add_prefix_space is true; only false (GPT-2's setting) is supported");
-  }
-  if (pre.contains("use_regex") && !json_true(pre, "use_regex")) {
-    fail(source, "pre_tokenizer.use_regex is false; only GPT-2's regex split is supported");
-  }
+  const std::vector<std::string> patterns =
+      pretokenizer_patterns_of(root.value("pre_tokenizer", json()), source);
   if (root.contains("decoder") && !root["decoder"].is_null() &&
       json_type(root["decoder"]) != "ByteLevel") {
     fail(source, "decoder is '" + json_type(root["decoder"]) + "'; only ByteLevel is supported");
@@ -274,7 +310,13 @@ PublishedVocabulary parse_hf_tokenizer_json(std::string_view json_text, const st
       specials.push_back(PublishedSpecial{content, token["id"].get<int32_t>()});
     }
   }
-  return build_vocabulary(entries, merges, specials, source, source);
+  PublishedVocabulary vocab = build_vocabulary(entries, merges, specials, source, source);
+  if (!(patterns.size() == 1 && patterns[0] == kGpt2HfPattern))
+    vocab.pretokenizer_patterns = patterns;
+  if (!vocab.pretokenizer_patterns.empty())
+    PatternPreTokenizer compiles(vocab.pretokenizer_patterns);  // refuses a bad pattern now
+  vocab.ignore_merges = json_true(model, "ignore_merges");
+  return vocab;
 }
 
 void validate_published_vocabulary(const PublishedVocabulary& vocab) {
@@ -359,6 +401,16 @@ std::string hf_tokenizer_json_text(const PublishedVocabulary& vocab) {
   const VocabText body = vocab_text(vocab);
   const std::string byte_level =
       R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
+  // A pattern sequence: one Split per pattern, then ByteLevel without its own regex.
+  std::string pre_tokenizer = byte_level;
+  if (!vocab.pretokenizer_patterns.empty()) {
+    pre_tokenizer = R"({"type": "Sequence", "pretokenizers": [)";
+    for (const std::string& pattern : vocab.pretokenizer_patterns)
+      pre_tokenizer += R"({"type": "Split", "pattern": {"Regex": )" + json_quoted(pattern) +
+                       R"(}, "behavior": "Isolated", "invert": false}, )";
+    pre_tokenizer +=
+        R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]})";
+  }
   std::string text =
       "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  "
       "\"added_tokens\": [";
@@ -371,14 +423,15 @@ std::string hf_tokenizer_json_text(const PublishedVocabulary& vocab) {
   }
   text += vocab.specials.empty() ? "],\n" : "\n  ],\n";
   text += "  \"normalizer\": null,\n";
-  text += "  \"pre_tokenizer\": " + byte_level + ",\n";
+  text += "  \"pre_tokenizer\": " + pre_tokenizer + ",\n";
   text += "  \"post_processor\": " + byte_level + ",\n";
   text += "  \"decoder\": " + byte_level + ",\n";
   text +=
       "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": null,\n"
       "    \"continuing_subword_prefix\": \"\",\n    \"end_of_word_suffix\": \"\",\n    "
       "\"fuse_unk\": false,\n"
-      "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": {\n";
+      "    \"byte_fallback\": false,\n    \"ignore_merges\": " +
+      std::string(vocab.ignore_merges ? "true" : "false") + ",\n    \"vocab\": {\n";
   text += body.vocab;
   text += "\n    },\n    \"merges\": [";
   for (size_t i = 0; i < body.merges.size(); ++i) {

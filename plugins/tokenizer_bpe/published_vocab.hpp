@@ -46,6 +46,13 @@ struct PublishedVocabulary {
   std::vector<PublishedMerge> merges;   // rank order (rank = index)
   std::vector<PublishedSpecial> specials;
   std::string source;  // file name(s), for messages
+  // Pre-tokenizer: empty = GPT-2's regex (ByteLevel with use_regex). Otherwise the patterns of
+  // a sequence of regex splits, in Hugging Face's syntax (pattern_pretokenizer.hpp), e.g.
+  // {"\\p{N}", GPT-2's} for SmolLM2 (Digits + ByteLevel) or {LLaMA 3's Split pattern}.
+  std::vector<std::string> pretokenizer_patterns;
+  // tokenizer.json model.ignore_merges (LLaMA 3): a pre-token that is itself a vocabulary
+  // token is emitted as that id without applying merges.
+  bool ignore_merges = false;
 };
 
 // GPT-2's two files. `special_texts` name tokens of encoder.json that are special tokens
@@ -57,8 +64,10 @@ PublishedVocabulary load_gpt2_vocabulary(const std::string& encoder_json_path,
                                          const std::vector<std::string>& special_texts);
 
 // A Hugging Face tokenizer.json of the GPT-2 family: no normalizer, a ByteLevel
-// pre-tokenizer with use_regex true and add_prefix_space false, a BPE model without
-// dropout, byte fallback, subword prefix/suffix or ignore_merges, added tokens without
+// pre-tokenizer with use_regex true and add_prefix_space false, or a Sequence of Split
+// (Regex pattern, behavior Isolated, not inverted) and Digits steps ending in a ByteLevel
+// step with or without its regex (LLaMA 3, Qwen 2, SmolLM2), a BPE model without
+// dropout, byte fallback or subword prefix/suffix (ignore_merges is kept), added tokens without
 // lstrip/rstrip/single_word. Every added token (special or not) becomes a special token:
 // Hugging Face matches them in any input, Patchbay when allow_special = 1. Anything else is
 // refused with a message naming the field, since encoding would differ.
