@@ -40,7 +40,7 @@ void copy_into(Tensor& dst, const Tensor& src) {
       "kv cache write");
 }
 
-// The KV cache of one decoding run: keys and values [B, H, capacity, Dh].
+// The KV cache of one decoding run: keys and values [B, Hkv, capacity, Dh].
 class KvCache : public patchbay::AttentionState {
  public:
   KvCache(int64_t batch, int64_t capacity, Tensor keys, Tensor values)
@@ -61,13 +61,26 @@ DenseAttention::DenseAttention(const patchbay::Host& host, const patchbay::Confi
       ops_(host.api()->ops),
       causal_(config.get_bool("causal")),
       dropout_(config.get_float("dropout")),
-      window_(config.get_int("window")) {
+      window_(config.get_int("window")),
+      configured_kv_heads_(config.get_int("n_kv_heads")) {
+  rope_scaling_.type = config.get_string("rope_scaling");
+  rope_scaling_.factor = config.get_float("rope_factor");
+  rope_scaling_.low_freq_factor = config.get_float("rope_low_freq_factor");
+  rope_scaling_.high_freq_factor = config.get_float("rope_high_freq_factor");
+  rope_scaling_.original_context = config.get_int("rope_original_context");
   if (!(dropout_ >= 0.0 && dropout_ < 1.0))
     throw PluginError(PB_STATUS_OUT_OF_RANGE,
                       "dropout must lie in [0, 1), found " + std::to_string(dropout_));
   if (window_ < 0)
     throw PluginError(PB_STATUS_OUT_OF_RANGE,
                       "window must be >= 0 (0 = full attention), found " + std::to_string(window_));
+  if (configured_kv_heads_ < 0)
+    throw PluginError(PB_STATUS_OUT_OF_RANGE, "n_kv_heads must be >= 0 (0 = n_heads), found " +
+                                                  std::to_string(configured_kv_heads_));
+  if (rope_scaling_.type != "none" && rope_scaling_.type != "llama3")
+    throw PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        "rope_scaling must be \"none\" or \"llama3\", found \"" + rope_scaling_.type + "\"");
 }
 
 void DenseAttention::init(const pb_layer_context& ctx) {
@@ -97,6 +110,13 @@ void DenseAttention::init(const pb_layer_context& ctx) {
   d_model_ = ctx.d_model;
   n_heads_ = ctx.n_heads;
   head_dim_ = d_model_ / n_heads_;
+  n_kv_heads_ = configured_kv_heads_ == 0 ? n_heads_ : configured_kv_heads_;
+  if (n_kv_heads_ > n_heads_ || n_heads_ % n_kv_heads_ != 0)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "attention 'dense': n_kv_heads " + std::to_string(n_kv_heads_) +
+                          " must divide n_heads " + std::to_string(n_heads_) +
+                          " (each key/value head serves n_heads / n_kv_heads query heads); "
+                          "choose a divisor, or 0 for multi-head attention");
   max_seq_len_ = ctx.max_seq_len;
   rotary_ = ctx.positional == PB_POSITIONAL_ROTARY;
   alibi_ = ctx.positional == PB_POSITIONAL_ALIBI;
@@ -106,6 +126,14 @@ void DenseAttention::init(const pb_layer_context& ctx) {
                       "rotary positions need an even head dim, found d_model " +
                           std::to_string(d_model_) + " / n_heads " + std::to_string(n_heads_) +
                           " = " + std::to_string(head_dim_));
+  if (rope_scaling_.type != "none" && !rotary_)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                      "rope_scaling = \"" + rope_scaling_.type +
+                          "\" scales rotary frequencies, but the model's positional encoding is "
+                          "not rotary; set [model] positional = \"rotary\" or rope_scaling = "
+                          "\"none\"");
+  if (rotary_ && rope_scaling_.type != "none")
+    rope_frequencies_ = rope_frequencies(head_dim_, rope_theta_, rope_scaling_);
   const patchbay::TensorParallel tp = patchbay::tensor_parallel_of(ctx, ops_.table());
   if (n_heads_ % tp.size != 0)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -115,8 +143,16 @@ void DenseAttention::init(const pb_layer_context& ctx) {
                           std::to_string(tp.size) +
                           " ranks; choose model.n_heads a multiple of the rank count (-np)");
   split_ = tp.size > 1;
+  if (split_ && n_kv_heads_ != n_heads_)
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "attention 'dense' with grouped-query attention (n_kv_heads " +
+                          std::to_string(n_kv_heads_) + " < n_heads " + std::to_string(n_heads_) +
+                          ") is not split over tensor-parallel ranks yet; run it on one process "
+                          "or set n_kv_heads = 0");
   local_heads_ = n_heads_ / tp.size;
   local_width_ = local_heads_ * head_dim_;
+  local_kv_heads_ = n_kv_heads_ / tp.size;
+  local_kv_width_ = local_kv_heads_ * head_dim_;
   const pb_ops_table* table = ops_.table();
   if (split_ && !patchbay::has_tensor_parallel_ops(table))
     throw PluginError(PB_STATUS_UNSUPPORTED,
@@ -143,11 +179,11 @@ void DenseAttention::init(const pb_layer_context& ctx) {
   // Under tensor parallelism every rank draws the full tensors and keeps its shard, so the
   // split model starts equal to the one-process model.
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
-  const int64_t c = d_model_;
+  const int64_t c = d_model_, qkv_rows = c + 2 * n_kv_heads_ * head_dim_;
   qkv_weight_ = add_parameter(
       "qkv.weight",
-      tp.shard((ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_), 0, 3));
-  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * local_width_}, dtype_));
+      tp.shard((ops_.randn({qkv_rows, c}, init_generator) * ctx.init_std).to(dtype_), 0, 3));
+  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({local_width_ + 2 * local_kv_width_}, dtype_));
   proj_weight_ = add_parameter(
       "proj.weight",
       tp.shard((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_), 1));
@@ -185,25 +221,32 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
   // prefill goes through oneDNN, whose blocking may round differently for the wider product.
   // The bias is added as the product writes each output (ops table version 10's linear).
   const Tensor qkv =
-      fused ? patchbay::linear(input, qkv_weight_, qkv_bias_) : Tensor();  // [B, T, 3 Cl]
-  auto head = [&](int64_t which) {  // part `which` [B, T, Cl] -> [B, Hl, T, Dh]
-    const int64_t lo = which * local_width_, hi = (which + 1) * local_width_;
-    Tensor part =
-        fused ? qkv.slice(2, lo, hi)
-              : input.matmul(qkv_weight_.slice(0, lo, hi), false, true) + qkv_bias_.slice(0, lo, hi);
-    return part.reshape({b, t, local_heads_, head_dim_}).permute({0, 2, 1, 3});
+      fused ? patchbay::linear(input, qkv_weight_, qkv_bias_) : Tensor();  // [B, T, Cl + 2 Ckvl]
+  // Rows of qkv: q [0, Cl), k [Cl, Cl + Ckvl), v [Cl + Ckvl, Cl + 2 Ckvl).
+  auto head = [&](int64_t lo, int64_t heads) {  // rows [lo, lo + heads Dh) -> [B, heads, T, Dh]
+    const int64_t hi = lo + heads * head_dim_;
+    Tensor part = fused ? qkv.slice(2, lo, hi)
+                        : input.matmul(qkv_weight_.slice(0, lo, hi), false, true) +
+                              qkv_bias_.slice(0, lo, hi);
+    return part.reshape({b, t, heads, head_dim_}).permute({0, 2, 1, 3});
   };
-  Heads heads{head(0), head(1), head(2)};
+  Heads heads{head(0, local_heads_), head(local_width_, local_kv_heads_),
+              head(local_width_ + local_kv_width_, local_kv_heads_)};
   if (rotary_) {
-    heads.q = patchbay::rotary_embedding(heads.q, position_offset, rope_theta_);
-    heads.k = patchbay::rotary_embedding(heads.k, position_offset, rope_theta_);
+    heads.q = rotate(heads.q, position_offset);
+    heads.k = rotate(heads.k, position_offset);
   }
   return heads;
 }
 
+Tensor DenseAttention::rotate(const Tensor& x, int64_t position_offset) const {
+  if (rope_frequencies_.empty()) return patchbay::rotary_embedding(x, position_offset, rope_theta_);
+  return rotary_with_frequencies(ops_, x, position_offset, rope_frequencies_);
+}
+
 Tensor DenseAttention::project_out(const Tensor& o) const {
   const int64_t b = o.size(0), t = o.size(2);
-  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, local_width_});  // [B, T, Cl]
+  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, local_width_});   // [B, T, Cl]
   if (!split_) return patchbay::linear(merged, proj_weight_, proj_bias_);  // [B, T, C]
   // g: the sum of the ranks' partial outputs, then the bias once.
   return patchbay::tp_reduce_from_region(merged.matmul(proj_weight_, false, true)) + proj_bias_;
@@ -230,7 +273,7 @@ std::unique_ptr<patchbay::AttentionState> DenseAttention::create_state(int64_t b
     throw PluginError(PB_STATUS_OUT_OF_RANGE, "capacity " + std::to_string(capacity) +
                                                   " exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
-  const std::vector<int64_t> shape = {batch, local_heads_, capacity, head_dim_};
+  const std::vector<int64_t> shape = {batch, local_kv_heads_, capacity, head_dim_};
   return std::make_unique<KvCache>(batch, capacity, ops_.zeros(shape, dtype_),
                                    ops_.zeros(shape, dtype_));
 }

@@ -2,17 +2,25 @@
 // scaled-dot-product attention (ops->attention, which never materialises T x T), with
 // optional rotary or ALiBi positions, an optional sliding window, and a KV cache for decoding.
 //
-//   x [B, T, C] -> qkv = x W_qkv^T + b_qkv [B, T, 3C] -> q, k, v [B, H, T, Dh] (Dh = C / H)
+//   x [B, T, C] -> qkv = x W_qkv^T + b_qkv [B, T, C + 2 Ckv] -> q [B, H, T, Dh] (Dh = C / H),
+//   k, v [B, Hkv, T, Dh] (Ckv = Hkv Dh; Hkv = config n_kv_heads, = H unless grouped-query)
 //   -> rotary(q), rotary(k) at positions offset + t (when ctx.positional == ROTARY)
 //   -> o = softmax(q k^T / sqrt(Dh) + ALiBi bias + causal/window mask) v [B, H, T, Dh]
 //   -> [B, T, C]   (ALiBi when ctx.positional == ALIBI: -m_h (i - j), alibi_slopes.hpp;
 //                   window w > 0: query i sees keys i - w < j <= i; both inside the fused op)
 //   -> y = o W_proj^T + b_proj -> dropout (training only)
-// Parameters (GPT-2 names and layout, [out, in]): qkv.weight [3C, C] ~ N(0, init_std),
-// qkv.bias [3C] = 0, proj.weight [C, C] ~ N(0, residual_init_std), proj.bias [C] = 0, drawn
-// in that order from one generator seeded with ctx.seed. The 3C rows of qkv are q, k, v in
-// that order, each C rows split into heads h * Dh .. (h + 1) * Dh.
-// KV cache: k, v [B, H, capacity, Dh] in the parameters' dtype, allocated once; a step writes
+// Parameters (GPT-2 names and layout, [out, in]): qkv.weight [C + 2 Ckv, C] ~ N(0, init_std),
+// qkv.bias [C + 2 Ckv] = 0, proj.weight [C, C] ~ N(0, residual_init_std), proj.bias [C] = 0,
+// drawn in that order from one generator seeded with ctx.seed. The rows of qkv are q (C rows,
+// H heads), k then v (Ckv rows each, Hkv heads), head h at rows h * Dh .. (h + 1) * Dh of its
+// block. Grouped-query attention (Ainslie et al. 2023): query head h reads key/value head
+// h / (H / Hkv), as transformers' repeat_kv and the fused op's rule; Hkv = H is multi-head
+// attention with the same layout and draws as before (3C rows).
+// Rotary frequencies: theta^(-2i/Dh), or LLaMA 3.1's rescaled ones (rope_scaling = "llama3":
+// wavelengths above original_context / low_freq_factor divided by `factor`, below
+// original_context / high_freq_factor kept, smoothly interpolated between), applied by
+// rotary_with_frequencies (rotary_frequencies.hpp) since the host's rotary op takes theta only.
+// KV cache: k, v [B, Hkv, capacity, Dh] in the parameters' dtype, allocated once; a step writes
 // positions [len, len + Tn) and attends over the view [:, :, 0 : len + Tn) of the buffer with
 // the causal mask aligned bottom-right (query i of the step, at absolute position len + i,
 // sees keys j <= len + i; the ALiBi distances and the window use the same positions). The
@@ -23,12 +31,17 @@
 // columns (row-parallel, dim 1), proj.bias [C] replicated. x passes tp_copy_to_region (f)
 // first; the partial outputs o_r W_proj,r^T [B, T, C] are summed by tp_reduce_from_region
 // (g) and the bias is added once, after the sum. The KV cache holds the rank's heads only.
+// Grouped-query attention is not split over ranks yet (refused at init): the checkpoint
+// layout marks qkv as three equal blocks.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <patchbay/attention.hpp>
 #include <patchbay/tensor_parallel.hpp>
+#include <vector>
+
+#include "rotary_frequencies.hpp"
 
 namespace patchbay_dense {
 
@@ -40,7 +53,7 @@ class DenseAttention : public patchbay::Attention {
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
   static constexpr const char* kComplexity =
       "time O(T^2 C), with window w O(T w C); memory O(T C) (fused attention); decode O(len C) "
-      "per token (O(w C) with a window), cache 2 B len C";
+      "per token (O(w C) with a window), cache 2 B len Ckv (Ckv = n_kv_heads C / n_heads)";
 
   DenseAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
 
@@ -58,6 +71,8 @@ class DenseAttention : public patchbay::Attention {
   // fused: one GEMM on the whole qkv.weight and views of its [B, T, 3 Cl] output (incremental
   // decoding, which has no backward); else one GEMM per part (training; see the .cpp).
   Heads project_heads(const patchbay::Tensor& x, int64_t position_offset, bool fused) const;
+  // Rotary on x [B, heads, T, Dh] at positions offset + t with this layer's frequencies.
+  patchbay::Tensor rotate(const patchbay::Tensor& x, int64_t position_offset) const;
   // o [B, H, T, Dh] -> merged [B, T, C] -> output projection.
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
   // The fused attention of q [B, H, Tq, Dh] over k, v [B, H, Tk, Dh] (queries at the last Tq
@@ -70,14 +85,18 @@ class DenseAttention : public patchbay::Attention {
   bool causal_;     // config `causal`: mask future positions
   double dropout_;  // config `dropout`: on the output, training only
   int64_t window_;  // config `window`: 0 = full, else sliding window of that many positions
-  int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
-  // This rank's heads and channels (n_heads_ / W, that times head_dim_; all of them when W = 1).
-  int64_t local_heads_ = 0, local_width_ = 0;
+  int64_t configured_kv_heads_;  // config `n_kv_heads`: 0 = n_heads
+  RopeScaling rope_scaling_;     // config rope_scaling* keys
+  int64_t d_model_ = 0, n_heads_ = 0, n_kv_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
+  // This rank's heads and channels (n_heads_ / W, that times head_dim_; all of them when W = 1),
+  // and its key/value heads and channels (n_kv_heads_ / W, that times head_dim_).
+  int64_t local_heads_ = 0, local_width_ = 0, local_kv_heads_ = 0, local_kv_width_ = 0;
   bool split_ = false;  // tensor parallelism: W > 1
   bool rotary_ = false;
   bool alibi_ = false;
   patchbay::Tensor alibi_slopes_;  // f32 [H] when alibi_ (a constant, not a parameter)
   double rope_theta_ = 10000.0;
+  std::vector<double> rope_frequencies_;  // [Dh / 2] when rope_scaling_ is not "none"
   pb_dtype dtype_ = PB_DTYPE_F32;
   std::unique_ptr<patchbay::Generator> dropout_generator_;  // seeded from ctx.seed
   patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
@@ -93,6 +112,24 @@ inline constexpr pb_config_field kDenseConfigFields[] = {
                              "query sees itself and the w - 1 positions before it (both sides "
                              "when causal = false); time O(T w C) instead of O(T^2 C)")
         .range(0, 1 << 30),
+    patchbay::Field::integer("n_kv_heads", "0",
+                             "key/value heads (grouped-query attention): 0 = n_heads (multi-head); "
+                             "else a divisor of n_heads, query head h reading key/value head "
+                             "h / (n_heads / n_kv_heads); the KV cache holds these heads only")
+        .range(0, 1 << 20),
+    patchbay::Field::string("rope_scaling", "\"none\"",
+                            "rotary frequency scaling: \"none\" or \"llama3\" (LLaMA 3.1's "
+                            "rescaled long wavelengths; the rope_* keys below)")
+        .choices("none|llama3"),
+    patchbay::Field::real("rope_factor", "8.0", "llama3 scaling: wavelength divisor")
+        .range(1.0, 1e6),
+    patchbay::Field::real("rope_low_freq_factor", "1.0", "llama3 scaling: low_freq_factor")
+        .range(1e-6, 1e6),
+    patchbay::Field::real("rope_high_freq_factor", "4.0", "llama3 scaling: high_freq_factor")
+        .range(1e-6, 1e6),
+    patchbay::Field::integer("rope_original_context", "8192",
+                             "llama3 scaling: original_max_position_embeddings")
+        .range(1, 1 << 30),
 };
 
 inline constexpr pb_component_descriptor kDenseAttention =
