@@ -70,6 +70,10 @@ std::string toml_real(double value) {
 
 }  // namespace
 
+int64_t kv_heads_of(const HfModelShape& shape) {
+  return shape.n_kv_heads > 0 ? shape.n_kv_heads : shape.options.n_heads;
+}
+
 const char* hf_family_name(HfFamily family) { return family == HfFamily::kGpt2 ? "gpt2" : "llama"; }
 const char* hf_architecture(HfFamily family) {
   return family == HfFamily::kGpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
@@ -107,6 +111,17 @@ HfModelShape hf_shape_of_model(const model::ModelOptions& options,
     refuse("attention window = " + std::to_string(option_or<int64_t>(attention, "window", 0)),
            "sliding-window attention is not part of GPT-2 or LLaMA");
   shape.attention_dropout = option_or<double>(attention, "dropout", 0.0);
+  shape.n_kv_heads = option_or<int64_t>(attention, "n_kv_heads", 0);
+  const std::string rope_scaling = option_or<std::string>(attention, "rope_scaling", "none");
+  if (rope_scaling == "llama3") {
+    shape.rope_scaling.llama3 = true;
+    shape.rope_scaling.factor = option_or<double>(attention, "rope_factor", 8.0);
+    shape.rope_scaling.low_freq_factor = option_or<double>(attention, "rope_low_freq_factor", 1.0);
+    shape.rope_scaling.high_freq_factor =
+        option_or<double>(attention, "rope_high_freq_factor", 4.0);
+    shape.rope_scaling.original_context =
+        option_or<int64_t>(attention, "rope_original_context", 8192);
+  }
   shape.activation = option_or<std::string>(mlp, "activation", "gelu");
   shape.mlp_bias = option_or<bool>(mlp, "bias", true);
   shape.mlp_dropout = option_or<double>(mlp, "dropout", 0.0);
@@ -126,6 +141,9 @@ HfModelShape hf_shape_of_model(const model::ModelOptions& options,
       refuse("rmsnorm with learned positions", "GPT-2 uses LayerNorm");
     if (shape.activation == "swiglu")
       refuse("mlp activation swiglu with learned positions", "GPT-2's MLP is not gated");
+    if (kv_heads_of(shape) != options.n_heads)
+      refuse("attention n_kv_heads = " + std::to_string(shape.n_kv_heads),
+             "GPT-2 has no grouped-query attention");
     shape.family = HfFamily::kGpt2;
   } else {  // rotary
     if (options.norm != model::NormKind::kRmsNorm)
@@ -173,6 +191,16 @@ json hf_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
             {"patchbay",
              {{"mlp_dropout", shape.mlp_dropout}, {"attention_dropout", shape.attention_dropout}}}};
   }
+  json rope_parameters = {{"rope_type", "default"}, {"rope_theta", o.rope_theta}};
+  if (shape.rope_scaling.llama3) {
+    const HfRopeScaling& r = shape.rope_scaling;
+    rope_parameters = {{"rope_type", "llama3"},
+                       {"rope_theta", o.rope_theta},
+                       {"factor", r.factor},
+                       {"low_freq_factor", r.low_freq_factor},
+                       {"high_freq_factor", r.high_freq_factor},
+                       {"original_max_position_embeddings", r.original_context}};
+  }
   return {{"architectures", {"LlamaForCausalLM"}},
           {"model_type", "llama"},
           {"vocab_size", o.vocab_size},
@@ -180,15 +208,15 @@ json hf_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
           {"intermediate_size", o.d_ff},
           {"num_hidden_layers", o.n_layers},
           {"num_attention_heads", o.n_heads},
-          {"num_key_value_heads", o.n_heads},
+          {"num_key_value_heads", kv_heads_of(shape)},
           {"head_dim", o.d_model / o.n_heads},
           {"hidden_act", "silu"},
           {"max_position_embeddings", o.context_length},
           {"rms_norm_eps", o.norm_eps},
           {"initializer_range", o.init_std},
           {"rope_theta", o.rope_theta},
-          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", o.rope_theta}}},
-          {"rope_scaling", nullptr},
+          {"rope_parameters", rope_parameters},
+          {"rope_scaling", shape.rope_scaling.llama3 ? rope_parameters : json(nullptr)},
           {"attention_bias", shape.attention_bias},
           {"mlp_bias", shape.mlp_bias},
           {"attention_dropout", 0.0},
@@ -260,10 +288,11 @@ HfModelShape hf_shape_from_config_json(const json& config) {
     o.n_heads = get_int(config, "num_attention_heads", 32);
     o.d_ff = get_int(config, "intermediate_size", 11008);
     const int64_t kv = get_int(config, "num_key_value_heads", o.n_heads);
-    if (kv != o.n_heads)
+    if (kv < 1 || o.n_heads % kv != 0)
       unsupported_field("num_key_value_heads", std::to_string(kv),
-                        "the dense attention has no grouped-query attention (it needs H_kv = H = " +
-                            std::to_string(o.n_heads) + ")");
+                        "grouped-query attention needs a divisor of num_attention_heads " +
+                            std::to_string(o.n_heads));
+    shape.n_kv_heads = kv == o.n_heads ? 0 : kv;
     const int64_t head_dim = get_int(config, "head_dim", o.d_model / o.n_heads);
     if (head_dim * o.n_heads != o.d_model)
       unsupported_field("head_dim", std::to_string(head_dim),
@@ -282,9 +311,22 @@ HfModelShape hf_shape_from_config_json(const json& config) {
     if (rope.is_object()) {
       const std::string rope_type =
           rope.value("rope_type", rope.value("type", std::string("default")));
-      if (rope_type != "default")
+      if (rope_type == "llama3") {
+        HfRopeScaling& r = shape.rope_scaling;
+        r.llama3 = true;
+        r.factor = get_real(rope, "factor", r.factor);
+        r.low_freq_factor = get_real(rope, "low_freq_factor", r.low_freq_factor);
+        r.high_freq_factor = get_real(rope, "high_freq_factor", r.high_freq_factor);
+        r.original_context = get_int(rope, "original_max_position_embeddings", r.original_context);
+        if (!(r.factor >= 1.0) || !(r.high_freq_factor > r.low_freq_factor) ||
+            !(r.low_freq_factor > 0) || r.original_context < 1)
+          unsupported_field("rope_scaling", rope.dump(),
+                            "llama3 scaling needs factor >= 1, high_freq_factor > "
+                            "low_freq_factor > 0 and original_max_position_embeddings >= 1");
+      } else if (rope_type != "default") {
         unsupported_field("rope type", "\"" + rope_type + "\"",
-                          "only plain rotary (no scaling) is implemented");
+                          "plain rotary and LLaMA 3.1's \"llama3\" scaling are implemented");
+      }
       o.rope_theta = get_real(rope, "rope_theta", o.rope_theta);
     }
     shape.attention_bias = config.value("attention_bias", false);
@@ -320,8 +362,16 @@ std::string patchbay_model_toml(const HfModelShape& shape) {
     << "\"\nembedding_scale = \"none\"\nrope_theta = " << toml_real(o.rope_theta)
     << "\ntie_embeddings = " << (o.tie_embeddings ? "true" : "false")
     << "\ndropout = " << toml_real(o.dropout) << "\nnorm_eps = " << toml_real(o.norm_eps)
-    << "\n\n[model.attention]\nkind = \"dense\"\ndropout = " << toml_real(shape.attention_dropout)
-    << "\n\n[model.feedforward]\nkind = \"mlp\"\nactivation = \"" << shape.activation
+    << "\n\n[model.attention]\nkind = \"dense\"\ndropout = " << toml_real(shape.attention_dropout);
+  if (kv_heads_of(shape) != o.n_heads) t << "\nn_kv_heads = " << shape.n_kv_heads;
+  if (shape.rope_scaling.llama3) {
+    const HfRopeScaling& r = shape.rope_scaling;
+    t << "\nrope_scaling = \"llama3\"\nrope_factor = " << toml_real(r.factor)
+      << "\nrope_low_freq_factor = " << toml_real(r.low_freq_factor)
+      << "\nrope_high_freq_factor = " << toml_real(r.high_freq_factor)
+      << "\nrope_original_context = " << r.original_context;
+  }
+  t << "\n\n[model.feedforward]\nkind = \"mlp\"\nactivation = \"" << shape.activation
     << "\"\nbias = " << (shape.family == HfFamily::kGpt2 || shape.mlp_bias ? "true" : "false")
     << "\ndropout = " << toml_real(shape.mlp_dropout) << "\n";
   return t.str();

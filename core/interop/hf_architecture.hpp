@@ -5,11 +5,13 @@
 //                       (or untied: tie_word_embeddings = false, lm_head.weight written);
 //                       mlp without biases exports zero biases (GPT-2 always has them).
 //   LlamaForCausalLM <- pre-norm RMSNorm, rotary (rotate-half, theta = rope_theta: the same
-//                       convention as HF's LLaMA, so q/k rows need no permutation), dense
-//                       attention with H = H_kv, mlp swiglu (gate -> gate_proj, fc -> up_proj,
-//                       proj -> down_proj; silu), untied head (tied: tie_word_embeddings);
-//                       attention_bias = true unless every q/k/v/o bias is zero; mlp_bias from
-//                       the mlp's `bias`.
+//                       convention as HF's LLaMA, so q/k rows need no permutation; LLaMA 3.1's
+//                       rope_scaling {rope_type "llama3"} <-> the dense attention's
+//                       rope_scaling = "llama3" keys), dense attention with
+//                       num_key_value_heads <-> n_kv_heads (grouped-query), mlp swiglu (gate ->
+//                       gate_proj, fc -> up_proj, proj -> down_proj; silu), untied head (tied:
+//                       tie_word_embeddings); attention_bias = true unless every q/k/v/o bias is
+//                       zero; mlp_bias from the mlp's `bias`.
 // Everything else is refused with a message naming the component or option that has no
 // counterpart (LSH/sparse/linear/Performer attention, MoE, ALiBi, sinusoidal or no
 // positions, sliding windows, post-norm, reversible residuals, an embedding scale ≠ 1, a
@@ -31,6 +33,15 @@ enum class HfFamily { kGpt2, kLlama };
 const char* hf_family_name(HfFamily family);   // "gpt2", "llama" (config.json model_type)
 const char* hf_architecture(HfFamily family);  // "GPT2LMHeadModel", "LlamaForCausalLM"
 
+// LLaMA 3.1 rope scaling (config.json rope_scaling / rope_parameters with rope_type "llama3").
+struct HfRopeScaling {
+  bool llama3 = false;  // false: plain rotary
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_context = 8192;  // original_max_position_embeddings
+};
+
 struct HfModelShape {
   HfFamily family = HfFamily::kGpt2;
   model::ModelOptions
@@ -40,7 +51,12 @@ struct HfModelShape {
   bool attention_bias = true;    // LLaMA: q/k/v/o biases present in HF
   double attention_dropout = 0;  // [model.attention] dropout
   double mlp_dropout = 0;        // [model.feedforward] dropout
+  int64_t n_kv_heads = 0;        // key/value heads; 0 or options.n_heads: multi-head
+  HfRopeScaling rope_scaling;    // LLaMA only
 };
+
+// Key/value heads of the shape (n_kv_heads, or n_heads when 0).
+int64_t kv_heads_of(const HfModelShape& shape);
 
 // One component a run used (from its checkpoint's "components" metadata).
 struct UsedComponent {
@@ -60,7 +76,8 @@ nlohmann::json hf_config_json(const HfModelShape& shape, std::optional<int64_t> 
 nlohmann::json hf_generation_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id);
 
 // Import: the shape a config.json describes; Error(kInvalidArgument) naming the field whose
-// value has no Patchbay counterpart (GQA, rope scaling, scaled-by-layer attention, ...).
+// value has no Patchbay counterpart (rope scaling other than llama3, scaled-by-layer attention,
+// a head_dim other than hidden / heads, ...).
 HfModelShape hf_shape_from_config_json(const nlohmann::json& config);
 
 // The [model], [model.attention] and [model.feedforward] tables of a Patchbay config for it.

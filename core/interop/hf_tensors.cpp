@@ -51,23 +51,25 @@ std::vector<TensorRule> hf_tensor_rules(const HfModelShape& shape) {
     rules.push_back(whole("norm_f.gain", {c}, "transformer.ln_f.weight"));
     rules.push_back(whole("norm_f.bias", {c}, "transformer.ln_f.bias"));
   } else {
+    // Key/value rows of qkv: Hkv heads of Dh = C / H (= C without grouped-query attention).
+    const int64_t kv = kv_heads_of(shape) * (c / o.n_heads);
     rules.push_back(whole("wte.weight", {v, c}, "model.embed_tokens.weight"));
     for (int64_t i = 0; i < o.n_layers; ++i) {
       const std::string p = "blocks." + std::to_string(i) + ".",
                         h = "model.layers." + std::to_string(i) + ".";
       rules.push_back(whole(p + "norm1.gain", {c}, h + "input_layernorm.weight"));
       rules.push_back(TensorRule{p + "attn.qkv.weight",
-                                 {3 * c, c},
+                                 {c + 2 * kv, c},
                                  {{h + "self_attn.q_proj.weight", 0, c, false},
-                                  {h + "self_attn.k_proj.weight", c, c, false},
-                                  {h + "self_attn.v_proj.weight", 2 * c, c, false}},
+                                  {h + "self_attn.k_proj.weight", c, kv, false},
+                                  {h + "self_attn.v_proj.weight", c + kv, kv, false}},
                                  false,
                                  false});
       rules.push_back(TensorRule{p + "attn.qkv.bias",
-                                 {3 * c},
+                                 {c + 2 * kv},
                                  {{h + "self_attn.q_proj.bias", 0, c, false},
-                                  {h + "self_attn.k_proj.bias", c, c, false},
-                                  {h + "self_attn.v_proj.bias", 2 * c, c, false}},
+                                  {h + "self_attn.k_proj.bias", c, kv, false},
+                                  {h + "self_attn.v_proj.bias", c + kv, kv, false}},
                                  !shape.attention_bias,
                                  false});
       rules.push_back(whole(p + "attn.proj.weight", {c, c}, h + "self_attn.o_proj.weight"));

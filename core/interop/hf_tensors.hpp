@@ -5,7 +5,9 @@
 // copied as they are. The fused qkv.weight [3C, C] (rows q | k | v, head h at rows
 // h*Dh..(h+1)*Dh of each) is GPT-2's c_attn.weight transposed ([C, 3C], columns q | k | v,
 // the same head order) and LLaMA's q_proj / k_proj / v_proj = row blocks 0, 1, 2 (rotary is
-// rotate-half in both: no permutation).
+// rotate-half in both: no permutation). With grouped-query attention (LLaMA
+// num_key_value_heads = Hkv < H) qkv.weight is [C + 2 Hkv Dh, C]: q_proj [C, C] then k_proj
+// and v_proj [Hkv Dh, C] each.
 //
 // clang-format off
 //   Patchbay                       GPT2LMHeadModel                    LlamaForCausalLM

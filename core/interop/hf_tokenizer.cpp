@@ -237,6 +237,20 @@ PatchbayTokenizerFile char_from_hf(const json& tokenizer,
   return out;
 }
 
+// A published vocabulary (GPT-2's ids: "!" is 0, or a pre-tokenizer other than GPT-2's): the
+// BPE plugin (>= 1.1) loads the tokenizer.json itself and keeps its ids and pre-tokenizer;
+// the run's tokenizer file is that JSON.
+PatchbayTokenizerFile published_bpe_from_hf(const json& tokenizer,
+                                            const std::map<int64_t, std::string>& by_id) {
+  PatchbayTokenizerFile out;
+  out.kind = "bpe";
+  out.published = true;
+  out.file_text = tokenizer.dump();
+  for (const auto& [id, content] : special_added_tokens(tokenizer)) out.specials.push_back(content);
+  out.vocab_size = by_id.empty() ? 0 : by_id.rbegin()->first + 1;
+  return out;
+}
+
 PatchbayTokenizerFile bpe_from_hf(const json& tokenizer,
                                   const std::map<int64_t, std::string>& by_id) {
   const std::vector<std::string>& spell = gpt2_byte_spellings();
@@ -245,18 +259,7 @@ PatchbayTokenizerFile bpe_from_hf(const json& tokenizer,
     const auto it = by_id.find(b);
     native = it != by_id.end() && it->second == spell[static_cast<size_t>(b)];
   }
-  if (!native) {
-    // A published vocabulary (GPT-2's ids: "!" is 0): the BPE plugin (>= 1.1) loads the
-    // tokenizer.json itself and keeps its ids; the run's tokenizer file is that JSON.
-    PatchbayTokenizerFile out;
-    out.kind = "bpe";
-    out.published = true;
-    out.file_text = tokenizer.dump();
-    for (const auto& [id, content] : special_added_tokens(tokenizer))
-      out.specials.push_back(content);
-    out.vocab_size = by_id.empty() ? 0 : by_id.rbegin()->first + 1;
-    return out;
-  }
+  if (!native) return published_bpe_from_hf(tokenizer, by_id);
   const json& vocab = tokenizer["model"]["vocab"];
   std::map<std::string, std::string> bytes_of_spelling;  // GPT-2 spelling -> raw bytes
   auto raw_bytes = [&](const std::string& spelled) {
@@ -455,10 +458,17 @@ PatchbayTokenizerFile tokenizer_from_hf(const json& tokenizer) {
                   "(GPT-2's pattern, as Patchbay's BPE)");
     return bpe_from_hf(tokenizer, by_id);
   }
+  // LLaMA 3 / Qwen 2 / SmolLM2: Split or Digits steps, then ByteLevel (with or without its
+  // regex). The BPE plugin checks each step when it loads the file and refuses others by name.
+  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
+      pre["pretokenizers"].is_array() && !pre["pretokenizers"].empty() &&
+      pre["pretokenizers"].back().value("type", "") == "ByteLevel")
+    return published_bpe_from_hf(tokenizer, by_id);
   throw Error(ErrorKind::kInvalidArgument,
               "tokenizer.json is neither Patchbay's char layout (BPE, no merges, byte_fallback, no "
               "pre-tokenizer) nor "
-              "a byte-level BPE (ByteLevel pre-tokenizer): found pre_tokenizer " +
+              "a byte-level BPE (ByteLevel pre-tokenizer, alone or after Split/Digits steps): "
+              "found pre_tokenizer " +
                   pre.dump() +
                   "; SentencePiece/WordPiece/Unigram tokenizers have no Patchbay counterpart");
 }

@@ -54,9 +54,10 @@ struct PatchbayTokenizerFile {
 // The inverse, for tokenizer.json files of the two layouts above (as tokenizer_to_hf writes
 // them, or any file with the same ids). A byte-level BPE with other ids (GPT-2's published
 // vocabulary) becomes a "bpe" tokenizer whose file is the tokenizer.json itself (`published`;
-// tokenizer_bpe >= 1.1 loads it keeping its ids). Anything else (SentencePiece, WordPiece,
-// Unigram) is Error(kInvalidArgument) saying what was found and what is supported.
-// Export of a run whose BPE tokenizer is a published vocabulary (its saved file is a
+// tokenizer_bpe >= 1.1 loads it keeping its ids), and so does one whose pre-tokenizer is a
+// Sequence of Split/Digits steps ending in ByteLevel (LLaMA 3, Qwen 2, SmolLM2). Anything else
+// (SentencePiece, WordPiece, Unigram) is Error(kInvalidArgument) saying what was found and what is
+// supported. Export of a run whose BPE tokenizer is a published vocabulary (its saved file is a
 // tokenizer.json) writes that file as it is.
 PatchbayTokenizerFile tokenizer_from_hf(const nlohmann::json& tokenizer_json);
 

@@ -274,11 +274,47 @@ TEST_CASE(
   check_eval_and_resume(setup, r);
 }
 
+TEST_CASE(
+    "LLaMA with grouped-query attention and llama3 rope scaling: export writes "
+    "num_key_value_heads, rope_scaling and k/v of Hkv heads; import gives identical logits") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("interop_llama_gqa");
+  train::testing::write_tiny_corpus(folder);
+  const std::string model =
+      "[model]\ncontext_length = 32\nn_layers = 2\nn_heads = 4\nd_model = 32\nd_ff = 48\n"
+      "norm = \"rmsnorm\"\npositional = \"rotary\"\ntie_embeddings = true\nnorm_eps = 1e-6\n"
+      "rope_theta = 500.0\n[model.attention]\nkind = \"dense\"\nn_kv_heads = 2\n"
+      "rope_scaling = \"llama3\"\nrope_factor = 4.0\nrope_original_context = 16\n"
+      "[model.feedforward]\nkind = \"mlp\"\nactivation = \"swiglu\"\nbias = false\n";
+  const RoundTrip r = train_export_import(setup, folder, model, interop::HfFamily::kLlama);
+  const json config = read_json(r.hf / "config.json");
+  CHECK(config["num_attention_heads"] == 4);
+  CHECK(config["num_key_value_heads"] == 2);
+  CHECK(config["rope_scaling"]["rope_type"] == "llama3");
+  CHECK(config["rope_scaling"]["factor"].get<double>() == 4.0);
+  CHECK(config["rope_scaling"]["original_max_position_embeddings"] == 16);
+  const run::SafetensorsFile st(r.hf / "model.safetensors");
+  CHECK(st.tensor("model.layers.0.self_attn.q_proj.weight").shape == std::vector<int64_t>{32, 32});
+  CHECK(st.tensor("model.layers.0.self_attn.k_proj.weight").shape == std::vector<int64_t>{16, 32});
+  CHECK(st.tensor("model.layers.1.self_attn.v_proj.bias").shape == std::vector<int64_t>{16});
+  // v_proj is rows [C + Hkv Dh, C + 2 Hkv Dh) of qkv.weight [64, 32].
+  const engine::Tensor qkv = train::load_checkpoint(r.run).tensor("blocks.1.attn.qkv.weight");
+  CHECK(qkv.shape() == engine::Shape{64, 32});
+  const auto* v = reinterpret_cast<const float*>(
+      st.tensor("model.layers.1.self_attn.v_proj.weight").data.data());
+  CHECK(v[5 * 32 + 9] == qkv.data<float>()[(48 + 5) * 32 + 9]);
+  const std::string imported = data::read_text_file(r.imported / "config.toml");
+  CHECK(imported.find("n_kv_heads = 2") != std::string::npos);
+  CHECK(imported.find("rope_original_context = 16") != std::string::npos);
+  check_same_logits(setup, r);
+}
+
 TEST_CASE("tokenizer.json conversions give back the Patchbay files byte for byte (char and BPE)") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("interop_tok");
   const std::string text =
-      "Hello world, héllo wörld! 123 4567 the the the cat's hat isn't 'here'  \n\tend. 日本語 🙂 "
+      "Hello world, héllo wörld! 123 4567 the the the cat's hat isn't 'here'  \n\tend. 日本語 "
+      "🙂 "
       "🙂🙂 ";
   for (const char* kind : {"char", "bpe"}) {
     INFO("kind " << kind);
@@ -387,9 +423,25 @@ TEST_CASE("models without a transformers counterpart are refused naming the comp
 TEST_CASE("import refuses config.json fields without a Patchbay counterpart") {
   json llama = {{"model_type", "llama"},    {"vocab_size", 10},       {"hidden_size", 16},
                 {"num_attention_heads", 4}, {"num_hidden_layers", 1}, {"intermediate_size", 32},
-                {"num_key_value_heads", 2}};
+                {"num_key_value_heads", 3}};
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama),
-                       doctest::Contains("num_key_value_heads = 2"), Error);
+                       doctest::Contains("num_key_value_heads = 3"), Error);
+  llama["num_key_value_heads"] = 2;  // grouped-query attention maps to n_kv_heads
+  CHECK(interop::hf_shape_from_config_json(llama).n_kv_heads == 2);
+  llama["rope_scaling"] = {{"rope_type", "llama3"},
+                           {"factor", 8.0},
+                           {"low_freq_factor", 1.0},
+                           {"high_freq_factor", 4.0},
+                           {"original_max_position_embeddings", 8192}};
+  const interop::HfModelShape llama3 = interop::hf_shape_from_config_json(llama);
+  CHECK(llama3.rope_scaling.llama3);
+  CHECK(llama3.rope_scaling.original_context == 8192);
+  const std::string toml = interop::patchbay_model_toml(llama3);
+  CHECK(toml.find("n_kv_heads = 2") != std::string::npos);
+  CHECK(toml.find("rope_scaling = \"llama3\"") != std::string::npos);
+  llama["rope_scaling"]["high_freq_factor"] = 0.5;
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama),
+                       doctest::Contains("high_freq_factor > low_freq_factor"), Error);
   llama["num_key_value_heads"] = 4;
   llama["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama), doctest::Contains("rope type"),
