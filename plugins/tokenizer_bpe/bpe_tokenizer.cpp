@@ -143,6 +143,8 @@ void BpeTokenizer::rebuild_from_merges() {
   published_ = false;
   pattern_pretokenizer_ = nullptr;
   whole_token_ids_.clear();
+  dropped_bytes_.fill(false);
+  drops_bytes_ = false;
   published_source_.clear();
   trained_ = true;
 }
@@ -179,6 +181,11 @@ void BpeTokenizer::use_published(const PublishedVocabulary& vocab) {
   special_ids_ = std::move(special_ids);
   token_bytes_ = vocab.token_bytes;
   ranks_ = std::move(ranks);
+  drops_bytes_ = false;
+  for (int b = 0; b < 256; ++b) {
+    dropped_bytes_[static_cast<size_t>(b)] = vocab.byte_ids[static_cast<size_t>(b)] < 0;
+    drops_bytes_ = drops_bytes_ || dropped_bytes_[static_cast<size_t>(b)];
+  }
   whole_token_ids_.clear();
   if (vocab.ignore_merges) {
     std::vector<char> special(token_bytes_.size(), 0);
@@ -274,7 +281,23 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
   std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
   std::vector<int32_t> cached_ids;
   std::vector<int32_t> scratch;
+  std::string kept;  // a piece without the bytes the vocabulary lacks
   const std::function<void(std::string_view)> encode_piece = [&](std::string_view piece) {
+    if (drops_bytes_) {
+      kept.clear();
+      for (char c : piece)
+        if (!dropped_bytes_[static_cast<unsigned char>(c)]) kept.push_back(c);
+      if (kept.size() != piece.size()) {  // merge what is left (not cached: not a view of text)
+        std::vector<int32_t> ids;
+        if (kept.size() == 1) {
+          ids.push_back(ranks_.byte_id(static_cast<unsigned char>(kept[0])));
+        } else if (!kept.empty()) {
+          merge_piece(kept, ranks_, ids);
+        }
+        out.insert(out.end(), ids.begin(), ids.end());
+        return;
+      }
+    }
     if (piece.size() == 1) {
       out.push_back(ranks_.byte_id(static_cast<unsigned char>(piece[0])));
       return;
@@ -456,6 +479,8 @@ void BpeTokenizer::load(const std::string& path) {
   published_ = false;
   pattern_pretokenizer_ = nullptr;
   whole_token_ids_.clear();
+  dropped_bytes_.fill(false);
+  drops_bytes_ = false;
   published_source_.clear();
   trained_ = true;
 }

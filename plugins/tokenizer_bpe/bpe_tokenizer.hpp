@@ -14,6 +14,7 @@
 // for a PCRE2 failure); the SDK adapter turns them into pb_status values at the boundary.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -103,6 +104,9 @@ class BpeTokenizer {
   std::shared_ptr<const PatternPreTokenizer> pattern_pretokenizer_;
   // ignore_merges (LLaMA 3): bytes of every non-special token -> its id; empty when off.
   std::unordered_map<std::string, int32_t> whole_token_ids_;
+  // Bytes a published vocabulary has no token for (dropped when encoding); all false otherwise.
+  std::array<bool, 256> dropped_bytes_{};
+  bool drops_bytes_ = false;
   bool trained_ = false;
   std::vector<Merge> merges_;
   std::vector<std::string> specials_;

@@ -97,12 +97,9 @@ PublishedVocabulary build_vocabulary(const std::vector<std::pair<std::string, in
   for (int b = 0; b < 256; ++b) {
     const std::string text = gpt2_bytes_to_text(std::string(1, static_cast<char>(b)));
     auto it = id_of_text.find(text);
-    if (it == id_of_text.end()) {
-      fail(source, "no token for byte 0x" +
-                       patchbay::hex_encode(std::string(1, static_cast<char>(b))) + " ('" + text +
-                       "'); a byte-level vocabulary needs all 256");
-    }
-    vocab.byte_ids[static_cast<size_t>(b)] = it->second;
+    // A byte without a token (SmolLM2 has none for some control bytes) is dropped from the
+    // input, as Hugging Face's BPE without unk_token and llama.cpp do.
+    vocab.byte_ids[static_cast<size_t>(b)] = it == id_of_text.end() ? -1 : it->second;
   }
   vocab.merges.reserve(merge_lines.size());
   for (const MergeLine& m : merge_lines) {
@@ -328,6 +325,7 @@ void validate_published_vocabulary(const PublishedVocabulary& vocab) {
            what + " id " + std::to_string(id) + " outside [0, " + std::to_string(size) + ")");
   };
   for (int b = 0; b < 256; ++b) {
+    if (vocab.byte_ids[static_cast<size_t>(b)] == -1) continue;  // no token: dropped
     check_id(vocab.byte_ids[static_cast<size_t>(b)], "byte");
     if (vocab.token_bytes[static_cast<size_t>(vocab.byte_ids[static_cast<size_t>(b)])] !=
         std::string(1, static_cast<char>(b))) {

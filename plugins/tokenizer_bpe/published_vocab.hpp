@@ -42,8 +42,10 @@ struct PublishedSpecial {
 struct PublishedVocabulary {
   // Bytes of each id in [0, size); dense (every id has a token). Specials hold their text.
   std::vector<std::string> token_bytes;
-  std::array<int32_t, 256> byte_ids{};  // id of each one-byte token
-  std::vector<PublishedMerge> merges;   // rank order (rank = index)
+  // id of each one-byte token; -1 when the vocabulary has none (that byte is dropped from the
+  // input when encoding, as Hugging Face's BPE without unk_token and llama.cpp do)
+  std::array<int32_t, 256> byte_ids{};
+  std::vector<PublishedMerge> merges;  // rank order (rank = index)
   std::vector<PublishedSpecial> specials;
   std::string source;  // file name(s), for messages
   // Pre-tokenizer: empty = GPT-2's regex (ByteLevel with use_regex). Otherwise the patterns of

@@ -196,3 +196,28 @@ TEST_CASE("ignore_merges (LLaMA 3): a pre-token that is a vocabulary token is th
   CHECK(whole.encode("hello world", false) == plain.encode("hello world", false));
   CHECK(whole.published_vocabulary().ignore_merges);
 }
+
+TEST_CASE(
+    "a vocabulary without some byte tokens drops those bytes, as Hugging Face and llama.cpp do") {
+  json file = fixture_json();
+  // Byte 0x04 is spelled U+0104 ("\xc4\x84"); give its id another text, keeping ids dense.
+  json& vocab = file["model"]["vocab"];
+  const int64_t id = vocab["\xc4\x84"].get<int64_t>();
+  vocab.erase("\xc4\x84");
+  vocab["zzzq"] = id;
+  const pb::PublishedVocabulary published = pb::parse_hf_tokenizer_json(file.dump(), "sparse.json");
+  CHECK(published.byte_ids[4] == -1);
+  pb::BpeOptions options;
+  options.encode_threads = 1;
+  pb::BpeTokenizer tokenizer(options);
+  tokenizer.use_published(published);
+  // The byte vanishes before merging: what is left merges as if it had never been there.
+  // Inside one pre-token ("!\x04!" is one piece of punctuation) the rest merges as one piece.
+  CHECK(tokenizer.encode("!\x04!", false) == tokenizer.encode("!!", false));
+  // Pre-tokenisation sees the byte first ("hel", "\x04", "lo"): the pieces stay apart.
+  std::vector<int32_t> apart = tokenizer.encode("hel", false), lo = tokenizer.encode("lo", false);
+  apart.insert(apart.end(), lo.begin(), lo.end());
+  CHECK(tokenizer.encode("hel\x04lo", false) == apart);
+  CHECK(tokenizer.encode("\x04", false).empty());
+  CHECK(tokenizer.encode("\x04x", false) == tokenizer.encode("x", false));
+}
