@@ -1,5 +1,6 @@
 // import_from_hf (hf_io.hpp): a transformers model directory -> a Patchbay run directory with
-// a step-0 checkpoint written by train::save_checkpoint, with the metadata a training run writes.
+// a step-0 checkpoint written by train::save_checkpoint, with the metadata a training run
+// writes; write_imported_run (import_run.hpp), shared with the GGUF import.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -15,6 +16,7 @@
 #include "interop/hf_io.hpp"
 #include "interop/hf_tensors.hpp"
 #include "interop/hf_tokenizer.hpp"
+#include "interop/import_run.hpp"
 #include "patchbay/abi.h"
 #include "run/atomic_file.hpp"
 #include "run/safetensors.hpp"
@@ -40,7 +42,7 @@ json read_json(const fs::path& path) {
 }
 
 // The directory's weights: model.safetensors, or the shards model.safetensors.index.json names.
-class HfWeights {
+class HfWeights : public ImportTensorSource {
  public:
   explicit HfWeights(const fs::path& dir) {
     if (fs::is_regular_file(dir / "model.safetensors")) {
@@ -73,7 +75,9 @@ class HfWeights {
     }
     return nullptr;
   }
-  std::vector<std::string> names() const {
+  bool fetch(const std::string& hf_name, HostTensor* out, std::string* found_as) override;
+  bool ignorable(const std::string& name) const override;
+  std::vector<std::string> names() const override {
     std::vector<std::string> all;
     for (const auto& f : files_)
       for (const std::string& n : f->names()) all.push_back(n);
@@ -113,9 +117,14 @@ bool is_ignorable_buffer(const std::string& name) {
          ends_with("rotary_emb.inv_freq");
 }
 
-std::string toml_string(const std::string& text) {
-  return json(text).dump();
-}  // JSON escapes are TOML's
+bool HfWeights::fetch(const std::string& hf_name, HostTensor* out, std::string* found_as) {
+  const run::StoredTensor* stored = find(hf_name, found_as);
+  if (stored == nullptr) return false;
+  *out = to_host(*stored, hf_name);
+  return true;
+}
+
+bool HfWeights::ignorable(const std::string& name) const { return is_ignorable_buffer(name); }
 
 PatchbayTokenizerFile import_tokenizer(const fs::path& hf_dir, const HfImportOptions& options,
                                        std::string* source, runtime::Registry& registry) {
@@ -147,129 +156,13 @@ HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir,
                               runtime::Registry& registry,
                               const config::ComponentSchemaLookup& lookup,
                               const HfImportOptions& options) {
-  HfImportResult result;
-  result.run_dir = run_dir;
-  result.shape = hf_shape_from_config_json(read_json(hf_dir / "config.json"));
-  const HfModelShape& shape = result.shape;
-  const HfWeights weights(hf_dir);
-  PatchbayTokenizerFile tokenizer =
-      import_tokenizer(hf_dir, options, &result.tokenizer_source, registry);
-  result.tokenizer_kind = tokenizer.kind;
-  if (tokenizer.vocab_size != shape.options.vocab_size)
-    throw Error(ErrorKind::kInvalidArgument,
-                "cannot import: the tokenizer (" + result.tokenizer_source + ") has " +
-                    std::to_string(tokenizer.vocab_size) + " ids but config.json vocab_size is " +
-                    std::to_string(shape.options.vocab_size) +
-                    " (a padded vocabulary is not supported)");
-  if (fs::exists(run_dir / "checkpoints") || fs::exists(run_dir / "metrics.jsonl")) {
-    if (!options.overwrite)
-      throw Error(ErrorKind::kInvalidArgument,
-                  "run directory '" + run_dir.string() +
-                      "' already holds a run; choose another or pass --overwrite");
-    for (const char* produced : {"checkpoints", "metrics.jsonl", "samples.txt", "train.log"})
-      fs::remove_all(run_dir / produced);
-  }
-  fs::create_directories(run_dir);
-  const fs::path tokenizer_path = run_dir / "tokenizer.txt";
-  run::write_text_atomically(tokenizer_path, tokenizer.file_text);
-  {  // the plugin must load what was written, with the vocabulary the model has
-    const runtime::TokenizerHandle loaded =
-        data::load_tokenizer(registry, tokenizer_path, {tokenizer.kind, {}, {}, {}});
-    if (loaded.vocab_size() != shape.options.vocab_size)
-      throw Error(ErrorKind::kInvalidArgument,
-                  "cannot import: the tokenizer loaded from " + tokenizer_path.string() + " has " +
-                      std::to_string(loaded.vocab_size()) + " ids but config.json vocab_size is " +
-                      std::to_string(shape.options.vocab_size));
-  }
-
-  std::ostringstream text;
-  text << "# Imported from " << fs::absolute(hf_dir).lexically_normal().string() << " ("
-       << hf_architecture(shape.family) << ") by `patchbay import`.\n[run]\nname = "
-       << toml_string(run_dir.filename().empty() ? run_dir.parent_path().filename().string()
-                                                 : run_dir.filename().string())
-       << "\n\n[tokenizer]\nkind = " << toml_string(tokenizer.kind)
-       << "\nfile = " << toml_string(tokenizer_path.string()) << "\nspecial_tokens = [";
-  for (size_t i = 0; i < tokenizer.specials.size(); ++i)
-    text << (i ? ", " : "") << toml_string(tokenizer.specials[i]);
-  text << "]\n\n"
-       << patchbay_model_toml(shape)
-       << "\n[optimizer]\nkind = \"adamw\"\n\n[train]\nout_dir = " << toml_string(run_dir.string())
-       << "\nseq_len = " << std::min<int64_t>(128, shape.options.context_length) << "\n";
-  config::ResolvedConfig config =
-      config::load_config_text(text.str(), (run_dir / "config.toml").string());
-  for (const std::string& assignment : options.overrides)
-    config::apply_set_override(config, assignment);
-  train::validate_training_config(config, lookup);
-  const std::string config_text = config::to_toml(config);
-
-  train::TrainableModel trainable =
-      train::build_trainable_model(config, registry, lookup, tokenizer.vocab_size);
-  std::set<std::string> used_hf;
-  std::map<std::string, engine::Tensor> by_name;
-  for (const model::NamedParameter& p : trainable.parameters) by_name.emplace(p.name, p.tensor);
-  std::set<std::string> filled;
-  for (const TensorRule& rule : hf_tensor_rules(shape)) {
-    if (rule.patchbay_absent) continue;
-    const auto target = by_name.find(rule.patchbay_name);
-    if (target == by_name.end())
-      throw Error(ErrorKind::kInternal,
-                  "import: the built model has no parameter '" + rule.patchbay_name + "'");
-    HostTensor whole;
-    whole.shape = rule.patchbay_shape;
-    whole.data.assign(static_cast<size_t>(engine::shape_numel(rule.patchbay_shape)), 0.0f);
-    if (!rule.hf_absent) {
-      for (const HfTensorPart& part : rule.parts) {
-        std::string found_as;
-        const run::StoredTensor* stored = weights.find(part.hf_name, &found_as);
-        if (stored == nullptr)
-          throw Error(ErrorKind::kInvalidArgument,
-                      "cannot import: tensor '" + part.hf_name +
-                          "' is missing from the safetensors (config.json implies it)");
-        place_from_hf(whole, part, to_host(*stored, part.hf_name));
-        used_hf.insert(found_as);
-      }
-    }
-    engine::Tensor& param = target->second;
-    if (param.shape() != whole.shape)
-      throw Error(ErrorKind::kInternal,
-                  "import: parameter '" + rule.patchbay_name + "' has shape " + param.str());
-    engine::copy_(param, engine::Tensor::from_vector(whole.data, whole.shape).to(param.dtype()));
-    filled.insert(rule.patchbay_name);
-  }
-  for (const auto& [name, tensor] : by_name)
-    if (filled.count(name) == 0)
-      throw Error(ErrorKind::kInternal, "import: no rule fills parameter '" + name + "'");
-  std::string unused;
-  for (const std::string& name : weights.names())
-    if (used_hf.count(name) == 0 && !is_ignorable_buffer(name) &&
-        !(name == "lm_head.weight" && shape.options.tie_embeddings))
-      unused += (unused.empty() ? "" : ", ") + name;
-  if (!unused.empty())
-    throw Error(ErrorKind::kInvalidArgument,
-                "cannot import: tensors without a Patchbay counterpart: " + unused +
-                    " (config.json does not describe them)");
-
-  std::vector<train::NamedTensor> tensors;
-  for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});
-  for (const auto& s : trainable.optimizer->state())
-    tensors.push_back({train::kOptimizerPrefix + s.name, s.tensor});
-  std::map<std::string, std::string> metadata{
-      {train::kMetaConfig, config_text},
-      {train::kMetaComponents, train::components_json(config, registry, trainable.optimizer_name)},
-      {train::kMetaSdkAbi,
-       std::to_string(PB_ABI_VERSION_MAJOR) + "." + std::to_string(PB_ABI_VERSION_MINOR)},
-      {train::kMetaSourceRevision, train::source_revision()},
-      {train::kMetaTokenizerFile, tokenizer_path.string()},
-      {train::kMetaTokenizerHash, std::to_string(data::fnv1a64(tokenizer.file_text))},
-      {train::kMetaPluginSearchPath, train::plugin_search_path_json(registry)},
-      {train::kMetaTokensSeen, "0"},
-      {train::kMetaElapsedSeconds, "0"},
-      {train::kMetaRng,
-       json{{"imported_from", fs::absolute(hf_dir).lexically_normal().string()}}.dump()}};
-  run::write_text_atomically(run_dir / "config.toml", config_text);
-  result.checkpoint = train::save_checkpoint(run_dir, 0, tensors, metadata);
-  result.parameters = trainable.model->parameter_count();
-  return result;
+  ImportedRunInputs inputs;
+  inputs.shape = hf_shape_from_config_json(read_json(hf_dir / "config.json"));
+  HfWeights weights(hf_dir);
+  inputs.tokenizer = import_tokenizer(hf_dir, options, &inputs.tokenizer_source, registry);
+  inputs.origin = fs::absolute(hf_dir).lexically_normal().string();
+  inputs.origin_format = hf_architecture(inputs.shape.family);
+  return write_imported_run(inputs, weights, run_dir, registry, lookup, options);
 }
 
 }  // namespace patchbay::interop

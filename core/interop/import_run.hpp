@@ -1,0 +1,52 @@
+// The part of every import that does not depend on the source format: given the model's
+// shape (hf_architecture.hpp), its tokenizer and a source of tensors under transformers' names,
+// writes a run directory (config.toml, tokenizer.txt, checkpoints/step_0.safetensors) that
+// eval, generate and `train --resume` accept. hf_import.cpp feeds it a safetensors directory,
+// gguf_import.cpp a GGUF file.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/schema_registry.hpp"
+#include "interop/hf_io.hpp"
+#include "interop/hf_tensors.hpp"
+#include "interop/hf_tokenizer.hpp"
+#include "runtime/registry.hpp"
+
+namespace patchbay::interop {
+
+// Tensors under transformers' LLaMA / GPT-2 names (hf_tensors.hpp), f32 row-major.
+class ImportTensorSource {
+ public:
+  virtual ~ImportTensorSource() = default;
+  // The tensor `hf_name`, or false when the source has none. `found_as`: the name it was
+  // found under (counted as used).
+  virtual bool fetch(const std::string& hf_name, HostTensor* out, std::string* found_as) = 0;
+  // Every tensor name the source holds, in the naming of `found_as`.
+  virtual std::vector<std::string> names() const = 0;
+  // Names that carry no parameters and may stay unused (rotary buffers, attention masks).
+  virtual bool ignorable(const std::string& name) const = 0;
+};
+
+struct ImportedRunInputs {
+  HfModelShape shape;
+  PatchbayTokenizerFile tokenizer;
+  std::string tokenizer_source;  // which file the tokenizer came from (messages)
+  std::string origin;            // the imported file or directory, absolute (config comment)
+  std::string origin_format;     // "Hugging Face LlamaForCausalLM", "GGUF llama", ...
+  // Extra files to write into the run directory (name -> content), e.g. the chat template.
+  std::map<std::string, std::string> extra_files;
+};
+
+// Throws Error(kInvalidArgument) for a tensor missing from the source, a source tensor no
+// rule uses, a shape mismatch (named), a vocabulary mismatch, or a run directory that already
+// holds a run (unless options.overwrite).
+HfImportResult write_imported_run(const ImportedRunInputs& inputs, ImportTensorSource& tensors,
+                                  const std::filesystem::path& run_dir, runtime::Registry& registry,
+                                  const config::ComponentSchemaLookup& lookup,
+                                  const HfImportOptions& options);
+
+}  // namespace patchbay::interop
