@@ -242,8 +242,14 @@ HfImportResult import_from_gguf(const fs::path& gguf_path, const fs::path& run_d
   inputs.extra_files["imported_model.json"] = imported_model_json(file).dump(2) + "\n";
   if (const std::optional<std::string> chat = file.get_string("tokenizer.chat_template"))
     inputs.extra_files["chat_template.jinja"] = *chat;
-  GgufTensors tensors(file, inputs.shape);
-  return write_imported_run(inputs, tensors, run_dir, registry, lookup, options);
+  const std::unique_ptr<ImportTensorSource> tensors = gguf_tensor_source(file, inputs.shape);
+  return write_imported_run(inputs, *tensors, run_dir, registry, lookup, options);
+}
+
+std::unique_ptr<ImportTensorSource> gguf_tensor_source(const GgufFile& file,
+                                                       const HfModelShape& shape) {
+  check_tensor_shapes(file, shape);
+  return std::make_unique<GgufTensors>(file, shape);
 }
 
 }  // namespace patchbay::interop

@@ -158,11 +158,15 @@ HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir,
                               const HfImportOptions& options) {
   ImportedRunInputs inputs;
   inputs.shape = hf_shape_from_config_json(read_json(hf_dir / "config.json"));
-  HfWeights weights(hf_dir);
+  const std::unique_ptr<ImportTensorSource> weights = hf_tensor_source(hf_dir);
   inputs.tokenizer = import_tokenizer(hf_dir, options, &inputs.tokenizer_source, registry);
   inputs.origin = fs::absolute(hf_dir).lexically_normal().string();
   inputs.origin_format = hf_architecture(inputs.shape.family);
-  return write_imported_run(inputs, weights, run_dir, registry, lookup, options);
+  return write_imported_run(inputs, *weights, run_dir, registry, lookup, options);
+}
+
+std::unique_ptr<ImportTensorSource> hf_tensor_source(const fs::path& hf_dir) {
+  return std::make_unique<HfWeights>(hf_dir);
 }
 
 }  // namespace patchbay::interop

@@ -31,6 +31,42 @@ std::string toml_string(const std::string& text) {
 
 }  // namespace
 
+std::map<std::string, HostTensor> patchbay_tensors_from(const HfModelShape& shape,
+                                                        ImportTensorSource& source,
+                                                        const std::string& origin) {
+  std::map<std::string, HostTensor> out;
+  std::set<std::string> used;
+  for (const TensorRule& rule : hf_tensor_rules(shape)) {
+    if (rule.patchbay_absent) continue;
+    HostTensor whole;
+    whole.shape = rule.patchbay_shape;
+    whole.data.assign(static_cast<size_t>(engine::shape_numel(rule.patchbay_shape)), 0.0f);
+    if (!rule.hf_absent) {
+      for (const HfTensorPart& part : rule.parts) {
+        std::string found_as;
+        HostTensor stored;
+        if (!source.fetch(part.hf_name, &stored, &found_as))
+          throw Error(ErrorKind::kInvalidArgument, "cannot import: tensor '" + part.hf_name +
+                                                       "' is missing from " + origin +
+                                                       " (its configuration implies it)");
+        place_from_hf(whole, part, stored);
+        used.insert(found_as);
+      }
+    }
+    out.emplace(rule.patchbay_name, std::move(whole));
+  }
+  std::string unused;
+  for (const std::string& name : source.names())
+    if (used.count(name) == 0 && !source.ignorable(name) &&
+        !(name == "lm_head.weight" && shape.options.tie_embeddings))
+      unused += (unused.empty() ? "" : ", ") + name;
+  if (!unused.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "cannot import: tensors of " + origin + " without a Patchbay counterpart: " +
+                    unused + " (the model's configuration does not describe them)");
+  return out;
+}
+
 HfImportResult write_imported_run(const ImportedRunInputs& inputs, ImportTensorSource& weights,
                                   const fs::path& run_dir, runtime::Registry& registry,
                                   const config::ComponentSchemaLookup& lookup,
@@ -93,50 +129,19 @@ HfImportResult write_imported_run(const ImportedRunInputs& inputs, ImportTensorS
 
   train::TrainableModel trainable =
       train::build_trainable_model(config, registry, lookup, tokenizer.vocab_size);
-  std::set<std::string> used_hf;
-  std::map<std::string, engine::Tensor> by_name;
-  for (const model::NamedParameter& p : trainable.parameters) by_name.emplace(p.name, p.tensor);
-  std::set<std::string> filled;
-  for (const TensorRule& rule : hf_tensor_rules(shape)) {
-    if (rule.patchbay_absent) continue;
-    const auto target = by_name.find(rule.patchbay_name);
-    if (target == by_name.end())
+  const std::map<std::string, HostTensor> values =
+      patchbay_tensors_from(shape, weights, inputs.origin);
+  for (const model::NamedParameter& p : trainable.parameters) {
+    const auto it = values.find(p.name);
+    if (it == values.end())
+      throw Error(ErrorKind::kInternal, "import: no rule fills parameter '" + p.name + "'");
+    engine::Tensor param = p.tensor;
+    if (param.shape() != it->second.shape)
       throw Error(ErrorKind::kInternal,
-                  "import: the built model has no parameter '" + rule.patchbay_name + "'");
-    HostTensor whole;
-    whole.shape = rule.patchbay_shape;
-    whole.data.assign(static_cast<size_t>(engine::shape_numel(rule.patchbay_shape)), 0.0f);
-    if (!rule.hf_absent) {
-      for (const HfTensorPart& part : rule.parts) {
-        std::string found_as;
-        HostTensor stored;
-        if (!weights.fetch(part.hf_name, &stored, &found_as))
-          throw Error(ErrorKind::kInvalidArgument, "cannot import: tensor '" + part.hf_name +
-                                                       "' is missing from " + inputs.origin +
-                                                       " (its configuration implies it)");
-        place_from_hf(whole, part, stored);
-        used_hf.insert(found_as);
-      }
-    }
-    engine::Tensor& param = target->second;
-    if (param.shape() != whole.shape)
-      throw Error(ErrorKind::kInternal,
-                  "import: parameter '" + rule.patchbay_name + "' has shape " + param.str());
-    engine::copy_(param, engine::Tensor::from_vector(whole.data, whole.shape).to(param.dtype()));
-    filled.insert(rule.patchbay_name);
+                  "import: parameter '" + p.name + "' has shape " + param.str());
+    engine::copy_(param,
+                  engine::Tensor::from_vector(it->second.data, it->second.shape).to(param.dtype()));
   }
-  for (const auto& [name, tensor] : by_name)
-    if (filled.count(name) == 0)
-      throw Error(ErrorKind::kInternal, "import: no rule fills parameter '" + name + "'");
-  std::string unused;
-  for (const std::string& name : weights.names())
-    if (used_hf.count(name) == 0 && !weights.ignorable(name) &&
-        !(name == "lm_head.weight" && shape.options.tie_embeddings))
-      unused += (unused.empty() ? "" : ", ") + name;
-  if (!unused.empty())
-    throw Error(ErrorKind::kInvalidArgument,
-                "cannot import: tensors without a Patchbay counterpart: " + unused +
-                    " (the model's configuration does not describe them)");
 
   std::vector<train::NamedTensor> tensors;
   for (const model::NamedParameter& p : trainable.parameters) tensors.push_back({p.name, p.tensor});

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,22 @@ struct ImportedRunInputs {
   // Extra files to write into the run directory (name -> content), e.g. the chat template.
   std::map<std::string, std::string> extra_files;
 };
+
+// Every Patchbay parameter of the model `shape` describes, by Patchbay name (blocks.i.attn.
+// qkv.weight, ...), filled from the source by hf_tensor_rules (zeros where the source has no
+// counterpart, e.g. LLaMA's absent biases). Throws Error(kInvalidArgument) naming a tensor
+// missing from the source, a source tensor no rule uses, or a shape mismatch. `origin` names
+// the source in messages. What `[train] init_from` needs from an HF directory or a GGUF file.
+std::map<std::string, HostTensor> patchbay_tensors_from(const HfModelShape& shape,
+                                                        ImportTensorSource& source,
+                                                        const std::string& origin);
+
+// The tensor sources of the two formats (hf_import.cpp, gguf_import.cpp). The GGUF source
+// reads `file`, which must outlive it; it un-permutes the rotary rows of q and k.
+std::unique_ptr<ImportTensorSource> hf_tensor_source(const std::filesystem::path& hf_dir);
+class GgufFile;
+std::unique_ptr<ImportTensorSource> gguf_tensor_source(const GgufFile& file,
+                                                       const HfModelShape& shape);
 
 // Throws Error(kInvalidArgument) for a tensor missing from the source, a source tensor no
 // rule uses, a shape mismatch (named), a vocabulary mismatch, or a run directory that already
