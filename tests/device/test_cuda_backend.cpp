@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/cuda_device.hpp"
+#include "engine/kernel_registry.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops_device.hpp"
 
@@ -41,6 +42,10 @@ std::vector<uint32_t> pattern_words(size_t n) {
 
 TEST_CASE("without a usable GPU the probe says why; with one it describes the device") {
   const patchbay::cuda::CudaProbe& probe = patchbay::cuda::initialise_cuda();
+  // The work list of the CUDA dispatch table, printed for the device check's log.
+  std::string missing;
+  for (const std::string& op : kernels_missing_for(DeviceType::kCuda)) missing += " " + op;
+  MESSAGE("ops without a CUDA kernel:" << (missing.empty() ? " none" : missing));
   if (probe.usable) {
     CHECK(probe.device_count >= 1);
     CHECK_FALSE(probe.description.empty());
