@@ -6,6 +6,8 @@
 // and a plugin with CPU-only code (attention_lsh) refuses the device naming itself.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -73,6 +75,14 @@ std::vector<unsigned char> bytes_of(const eng::Tensor& t) {
   return out;
 }
 
+float max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
+  const std::vector<float> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  float worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
 // Mean next-token loss of a forward pass (targets: the inputs shifted by one, wrapped).
 eng::Tensor loss_of(pm::LanguageModel& model, const eng::Tensor& ids) {
   eng::Tensor logits = model.forward(ids, /*training=*/true).logits;
@@ -111,7 +121,15 @@ TEST_CASE("the model on the stand-in device: parameters there, CPU bits, no copy
     CAPTURE(dev_params[i].name);
     REQUIRE(dev_params[i].tensor.grad().defined());
     CHECK(dev_params[i].tensor.grad().device() == dev);
-    CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
+    if (dev_params[i].name == "wte.weight") {
+      // The tied embedding's two gradients meet in another order: on the CPU the embedding's
+      // rows are added into the head's gradient in place (autograd's add-into form, CPU
+      // only), elsewhere its dense gradient is built first and then added. Same sum, one
+      // rounding apart.
+      CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) < 1e-6f);
+    } else {
+      CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
+    }
   }
 }
 
