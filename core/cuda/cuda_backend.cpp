@@ -206,6 +206,13 @@ CudaProbe probe() {
 
 }  // namespace
 
+cudaStream_t compute_stream_of(Device device) {
+  auto* stream = dynamic_cast<CudaStream*>(&engine::backend_for(device).default_stream());
+  if (stream == nullptr)
+    throw Error(ErrorKind::kInternal, device.str() + " is not served by the CUDA backend");
+  return stream->handle();
+}
+
 bool built_with_cuda() { return true; }
 
 const CudaProbe& initialise_cuda() {
@@ -214,6 +221,7 @@ const CudaProbe& initialise_cuda() {
     if (p.usable) {
       probed_device_count = p.device_count;
       engine::register_backend(DeviceType::kCuda, &make_cuda_backend);
+      register_copy_fill_kernels();
     }
     return p;
   }();

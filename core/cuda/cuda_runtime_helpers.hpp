@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device.hpp"
 #include "engine/stream_allocator.hpp"
 
 namespace patchbay::cuda {
@@ -19,6 +20,13 @@ namespace patchbay::cuda {
 std::string describe(cudaError_t status, const char* what);
 // Throws patchbay::Error (kInternal) with describe() when status is not cudaSuccess.
 void check(cudaError_t status, const char* what);
+
+// The compute stream of the CUDA backend of `device` (cuda_backend.cpp): where every kernel
+// of that device is queued. The backend must be registered (initialise_cuda()).
+cudaStream_t compute_stream_of(engine::Device device);
+
+// Dispatch entries registered by initialise_cuda() (cuda_kernels_*.cpp).
+void register_copy_fill_kernels();
 
 // Makes `device` current for the scope (restores the previous one).
 class DeviceGuard {

@@ -1,8 +1,8 @@
 // The CUDA backend on a real GPU (core/cuda/): round trips host <-> device bit-exact across
 // the pinned staging chunks, fills with byte-uniform and mixed patterns, device-to-device
-// copies, the allocator's statistics and reuse. Without a usable GPU (CI, the development
-// machines) it checks only that the refusal says why, and says that the GPU checks were
-// skipped.
+// copies, the allocator's statistics and reuse, the dispatch entries of fill and copy and the
+// refusals of what has no kernel. Without a usable GPU (CI, the development machines) it
+// checks only that the refusal says why, and says that the GPU checks were skipped.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "cuda/cuda_device.hpp"
 #include "engine/kernel_registry.hpp"
 #include "engine/ops.hpp"
@@ -106,4 +107,41 @@ TEST_CASE("the caching allocator reuses freed blocks and keeps statistics") {
   CHECK(memory_stats(gpu).cached_bytes >= size_t{4} << 20);
   Tensor again = Tensor::empty({1 << 20}, DType::kF32, gpu);
   CHECK(again.data_ptr() == first);
+}
+
+TEST_CASE("the CUDA dispatch entries of fill and copy, and refusals naming op and device") {
+  if (!gpu_usable()) return;
+  const Device gpu{DeviceType::kCuda, 0};
+  CHECK(has_kernel("fill", DeviceType::kCuda));
+  CHECK(has_kernel("copy", DeviceType::kCuda));
+  const std::vector<float> ones = full({1000003}, 1.5, DType::kF32, gpu).to_vector();
+  CHECK(std::all_of(ones.begin(), ones.end(), [](float v) { return v == 1.5f; }));
+  CHECK(zeros({7}, DType::kBF16, gpu).to(DType::kF32).to_vector() == std::vector<float>(7, 0.0f));
+
+  // f32 -> bf16 -> f32 on the GPU gives the CPU's bits (round to nearest even, NaN kept).
+  const std::vector<uint32_t> words = pattern_words(4099);
+  Tensor host = Tensor::from_data(words.data(), {4099}, DType::kF32);
+  Tensor on_gpu = host.to(gpu).to(DType::kBF16);
+  Tensor want = host.to(DType::kBF16);
+  CHECK(std::memcmp(on_gpu.to(cpu()).data_ptr(), want.data_ptr(), want.nbytes()) == 0);
+  Tensor widened = on_gpu.to(DType::kF32).to(cpu());
+  CHECK(std::memcmp(widened.data_ptr(), want.to(DType::kF32).data_ptr(), widened.nbytes()) == 0);
+
+  auto message_of = [](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const patchbay::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  Tensor matrix = Tensor::empty({4, 6}, DType::kF32, gpu);
+  const std::string strided = message_of([&] { (void)matrix.transpose(0, 1).contiguous(); });
+  CHECK(strided.find("'copy'") != std::string::npos);
+  CHECK(strided.find("cuda") != std::string::npos);
+  if (!has_kernel("softmax", DeviceType::kCuda)) {
+    const std::string missing = message_of([&] { (void)softmax(matrix); });
+    CHECK(missing.find("'softmax'") != std::string::npos);
+    CHECK(missing.find("cuda") != std::string::npos);
+  }
 }
