@@ -114,8 +114,10 @@ Backend& backend_for(Device device) {
   if (it != r.backends.end()) return *it->second;
   auto f = r.factories.find(device.type);
   if (f == r.factories.end())
-    throw Error(ErrorKind::kInvalidArgument, "no backend for device " + device.str() +
-                                                 " in this build; use cpu or build with CUDA");
+    throw Error(ErrorKind::kInvalidArgument,
+                "no backend for device " + device.str() +
+                    " is registered: the CUDA backend registers itself when CUDA initialises "
+                    "(a build with CUDA, a usable GPU, run.device = \"cuda\"); use cpu");
   if (device.type == DeviceType::kCpu && device.index != 0)
     throw Error(ErrorKind::kInvalidArgument,
                 "cpu device index must be 0, found " + std::to_string(device.index));
