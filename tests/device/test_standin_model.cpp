@@ -1,9 +1,9 @@
 // The language model on the host stand-in device (cuda:0 backed by host memory, CPU kernels
 // aliased; core/engine/host_standin_device.hpp), with the real built-in plugins
-// attention_dense and ffn_mlp loaded through the registry: every parameter lives on the
-// device, the forward and backward give the CPU model's bits and copy nothing back to the
-// host, KV-cache decoding works there, a device model's checkpoint loads into a CPU model,
-// and a plugin with CPU-only code (attention_lsh) refuses the device naming itself.
+// attention_dense, ffn_mlp and attention_linformer loaded through the registry: every parameter
+// lives on the device, the forward and backward give the CPU model's bits and copy nothing back to
+// the host, KV-cache decoding works there, a device model's checkpoint loads into a CPU model, and
+// a plugin with CPU-only code (attention_lsh) refuses the device naming itself.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -39,7 +39,8 @@ rt::Registry& registry() {
     const char* env = std::getenv("PATCHBAY_PLUGIN_PATH");
     REQUIRE_MESSAGE(env != nullptr, "PATCHBAY_PLUGIN_PATH is not set (run through ctest)");
     auto* r = new rt::Registry(host);
-    for (const char* file : {"attention_dense.so", "ffn_mlp.so", "attention_lsh.so"})
+    for (const char* file :
+         {"attention_dense.so", "ffn_mlp.so", "attention_lsh.so", "attention_linformer.so"})
       r->scan_file(std::filesystem::path(env) / file);
     for (const rt::RefusedPlugin& refused : r->refused()) FAIL_CHECK(refused.reason);
     return r;
@@ -166,6 +167,25 @@ TEST_CASE("a device model's checkpoint loads into a CPU model, which then comput
   const eng::Tensor ids = tokens(1, 8);
   CHECK(bytes_of(on_cpu->forward(ids, false).logits) ==
         bytes_of(on_dev->forward(ids, false).logits));
+}
+
+TEST_CASE("linformer (ops composed in the plugin) runs on the device unchanged") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto options = [&](eng::Device device) {
+    pm::ModelOptions o = tiny(device);
+    o.causal = false;  // plain Linformer mixes positions: a bidirectional encoder
+    o.attention_kinds = {"linformer"};
+    return o;
+  };
+  pm::ComponentTables tables;
+  tables.attention = toml::table{{"kind", "linformer"}, {"k", 4}};  // k <= max_seq_len = 8
+  auto on_cpu = pm::LanguageModel::build(options(eng::cpu()), tables, registry());
+  auto on_dev = pm::LanguageModel::build(options(dev), tables, registry());
+  for (const pm::NamedParameter& p : on_dev->parameters()) CHECK(p.tensor.device() == dev);
+  eng::NoGradGuard no_grad;
+  const eng::Tensor ids = tokens(2, 8);
+  CHECK(bytes_of(on_dev->forward(ids, false).logits) ==
+        bytes_of(on_cpu->forward(ids, false).logits));
 }
 
 TEST_CASE("a layer with CPU-only code refuses the device, naming itself") {
