@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
+#include "cli/device_option.hpp"
 #include "config/config_loader.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluator.hpp"
@@ -21,13 +22,14 @@ namespace {
 namespace po = boost::program_options;
 
 int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) {
-  std::string checkpoint_path, split;
+  std::string checkpoint_path, split, device;
   int64_t batches = 0, batch_size = 0;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path), "checkpoint or run directory")(
       "split", po::value(&split), "val (default: [eval] split) or train")(
       "batches", po::value(&batches), "batches to evaluate (default: [eval] batches, else train.eval_batches)")(
       "batch-size", po::value(&batch_size), "sequences per batch (default: [eval] batch_size, else train.batch_size)");
+  add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   po::variables_map values;
@@ -43,6 +45,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
   config::ResolvedConfig config =
       config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+  (void)apply_device_option(config, device);
   const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);

@@ -59,7 +59,9 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
     }
     const engine::Tensor kept =
         engine::Tensor::from_data(targets.data(), {static_cast<int64_t>(targets.size())}, engine::DType::kI32);
-    loss_sum += engine::cross_entropy(out.logits.reshape({-1, vocab}), kept, sum).item();
+    loss_sum +=
+        engine::cross_entropy(out.logits.reshape({-1, vocab}), kept.to(out.logits.device()), sum)
+            .item();
     tokens += engine::count_targets(kept, sum.ignore_index);
     stats.add(out.stats);
   }

@@ -151,10 +151,12 @@ MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& tar
   sum.ignore_index = ignore_index;
   const engine::Tensor flat_targets = targets.reshape({-1}).contiguous().to(engine::DType::kI32);
   MaskedScore score;
-  score.loss_sum = engine::cross_entropy(logits, flat_targets, sum).item();
-  const engine::Tensor values = logits.contiguous().to(engine::DType::kF32);
+  score.loss_sum = engine::cross_entropy(logits, flat_targets.to(logits.device()), sum).item();
+  // Accuracy on the host (one copy of a device's logits: an evaluation reads values anyway).
+  const engine::Tensor values = logits.to(engine::DType::kF32).to(engine::cpu()).contiguous();
+  const engine::Tensor host_targets = flat_targets.to(engine::cpu());
   const float* z = values.data<float>();
-  const int32_t* t = flat_targets.data<int32_t>();
+  const int32_t* t = host_targets.data<int32_t>();
   const int64_t rows = logits.size(0), vocab = logits.size(1);
   for (int64_t r = 0; r < rows; ++r) {
     if (t[r] == ignore_index) continue;

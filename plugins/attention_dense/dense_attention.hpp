@@ -58,6 +58,8 @@ class DenseAttention : public patchbay::Attention {
   // fused: one GEMM on the whole qkv.weight and views of its [B, T, 3 Cl] output (incremental
   // decoding, which has no backward); else one GEMM per part (training; see the .cpp).
   Heads project_heads(const patchbay::Tensor& x, int64_t position_offset, bool fused) const;
+  // t moved to the layer's device (t itself on the CPU).
+  patchbay::Tensor on_device(const patchbay::Tensor& t) const;
   // o [B, H, T, Dh] -> merged [B, T, C] -> output projection.
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
   // The fused attention of q [B, H, Tq, Dh] over k, v [B, H, Tk, Dh] (queries at the last Tq
@@ -79,6 +81,9 @@ class DenseAttention : public patchbay::Attention {
   patchbay::Tensor alibi_slopes_;  // f32 [H] when alibi_ (a constant, not a parameter)
   double rope_theta_ = 10000.0;
   pb_dtype dtype_ = PB_DTYPE_F32;
+  pb_device_type device_type_ =
+      PB_DEVICE_CPU;  // pb_layer_context's: parameters and cache live there
+  int32_t device_index_ = 0;
   std::unique_ptr<patchbay::Generator> dropout_generator_;  // seeded from ctx.seed
   patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
 };
