@@ -32,6 +32,14 @@ void score_choices(model::LanguageModel& model, const TextCodec& codec, const Ta
       pairs.push_back(
           encode_pair(codec, item.prompt, item.continuations[k], request_name(r, item, k)));
       if (pairs.back().boundary_mismatch) ++out.boundary_mismatches;
+      if (static_cast<int64_t>(pairs.back().continuation.size()) > model.options().context_length)
+        throw Error(ErrorKind::kInvalidArgument,
+                    request_name(r, item, k) + ": the continuation has " +
+                        std::to_string(pairs.back().continuation.size()) +
+                        " tokens, more than the model's context of " +
+                        std::to_string(model.options().context_length) +
+                        " (lm-eval refuses it too); shorten the task's choices or use a model with "
+                        "a longer context");
     }
   const std::vector<LoglikelihoodResult> scores =
       score_loglikelihood(model, pairs, options.batch_size, &out.scoring);
@@ -177,7 +185,7 @@ void score_generations(model::LanguageModel& model, const TextCodec& codec, cons
 std::string format_number(double v) {
   if (std::isnan(v)) return "";
   char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.4f", v);
+  std::snprintf(buffer, sizeof(buffer), std::fabs(v) < 1e5 ? "%.4f" : "%.4g", v);  // perplexities can be huge
   return buffer;
 }
 

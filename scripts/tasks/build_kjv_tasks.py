@@ -11,7 +11,8 @@ evaluated passage was trained on; few-shot examples come from the training split
                   it predictable. Scored: acc = greedy decoding reproduces the word exactly.
   kjv_next_verse  4-way choice of the verse that follows two verses: the true next verse and
                   three verses drawn from other validation chapters, renumbered to the true
-                  verse's number so the number gives nothing away. Chance 25%.
+                  verse's number so the number gives nothing away; every candidate line has
+                  at most 100 characters (it must fit a 128-token character model). Chance 25%.
   kjv_ppl         rolling perplexity of whole validation chapters (word/byte perplexity, bits
                   per byte: comparable with `patchbay eval`'s validation bits per byte).
 
@@ -66,11 +67,15 @@ def cloze_items(chs, rng, count):
 
 
 def next_verse_items(chs, rng, count):
-    pool = [(h, v) for h, vs in chs for v in vs]
+    # Candidate verse lines of at most 100 characters, so that every choice fits the
+    # quickstart's 128-character context (a longer continuation cannot be scored at all).
+    pool = [(h, v) for h, vs in chs for v in vs if len(v) <= 100]
     items = []
     for heading, verses in chs:
         for i in range(0, len(verses) - 2, 3):
             context, true = verses[i:i + 2], verses[i + 2]
+            if len(true) > 100:
+                continue
             number = re.match(r"^\s*\d+", true).group(0)
             choices = [true]
             while len(choices) < 4:
