@@ -8,8 +8,10 @@
 namespace patchbay::eval {
 namespace {
 
+// Python's str.isspace() over ASCII (\t \n \v \f \r, \x1c-\x1f, space); the non-ASCII
+// spaces it also strips (U+0085, U+00A0, U+2000...) are left in place here.
 bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
 }
 
 }  // namespace
