@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
@@ -92,15 +93,21 @@ std::vector<LoglikelihoodResult> score_loglikelihood(model::LanguageModel& model
     const eng::Tensor logits =
         model.forward(batch, /*training=*/false).logits.contiguous();  // [B, T, V]
     const float* data = logits.data<float>();
-    for (size_t b = 0; b < count; ++b) {
+    // Log-softmax at the continuation positions, one (row, request) per iteration across the
+    // cores: with a 50K vocabulary and rolling windows (every position scored) this is as much
+    // work as a small model's forward. Each iteration writes its own results[i].
+    std::vector<std::pair<size_t, size_t>> work;  // (row in batch, request)
+    for (size_t b = 0; b < count; ++b)
+      for (size_t i : rows[order[start + b]].requests) work.emplace_back(b, i);
+#pragma omp parallel for schedule(dynamic)
+    for (size_t w = 0; w < work.size(); ++w) {
+      const auto [b, i] = work[w];
       const Row& row = rows[order[start + b]];
       const float* row_logits = data + b * static_cast<size_t>(width * vocab);
-      for (size_t i : row.requests) {
-        const int64_t truncated = results[i].truncated_tokens;
-        results[i] = score_row(row_logits, vocab, static_cast<int64_t>(row.input.size()),
-                               requests[i].continuation);
-        results[i].truncated_tokens = truncated;
-      }
+      const int64_t truncated = results[i].truncated_tokens;
+      results[i] = score_row(row_logits, vocab, static_cast<int64_t>(row.input.size()),
+                             requests[i].continuation);
+      results[i].truncated_tokens = truncated;
     }
     ++s.batches;
   }
