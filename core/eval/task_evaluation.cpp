@@ -185,7 +185,8 @@ void score_generations(model::LanguageModel& model, const TextCodec& codec, cons
 std::string format_number(double v) {
   if (std::isnan(v)) return "";
   char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), std::fabs(v) < 1e5 ? "%.4f" : "%.4g", v);  // perplexities can be huge
+  std::snprintf(buffer, sizeof(buffer), std::fabs(v) < 1e5 ? "%.4f" : "%.4g",
+                v);  // perplexities can be huge
   return buffer;
 }
 
