@@ -138,13 +138,18 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
             << ")\n"
             << eval::results_table(results);
   for (const eval::TaskResult& r : results) {
-    std::printf(
-        "%s: %lld requests as %lld rows in %lld batches, %lld tokens forwarded, %.2f s (%.0f "
-        "tokens/s)\n",
-        r.task.c_str(), static_cast<long long>(r.scoring.requests),
-        static_cast<long long>(r.scoring.rows), static_cast<long long>(r.scoring.batches),
-        static_cast<long long>(r.scoring.tokens), r.seconds,
-        r.seconds > 0 ? static_cast<double>(r.scoring.tokens) / r.seconds : 0.0);
+    if (r.output_type == eval::OutputType::kGenerateUntil)
+      std::printf("%s: %lld prompts, %lld tokens generated greedily, %.2f s\n", r.task.c_str(),
+                  static_cast<long long>(r.scoring.requests),
+                  static_cast<long long>(r.scoring.tokens), r.seconds);
+    else
+      std::printf(
+          "%s: %lld requests as %lld rows in %lld batches, %lld tokens forwarded, %.2f s (%.0f "
+          "tokens/s)\n",
+          r.task.c_str(), static_cast<long long>(r.scoring.requests),
+          static_cast<long long>(r.scoring.rows), static_cast<long long>(r.scoring.batches),
+          static_cast<long long>(r.scoring.tokens), r.seconds,
+          r.seconds > 0 ? static_cast<double>(r.scoring.tokens) / r.seconds : 0.0);
     if (r.truncated_requests > 0)
       std::cout << r.task << ": " << r.truncated_requests
                 << " requests had their context cut from the left to fit "

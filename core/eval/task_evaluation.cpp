@@ -148,6 +148,8 @@ void score_generations(model::LanguageModel& model, const TextCodec& codec, cons
       r.spec.until.empty() ? std::vector<std::string>{r.spec.fewshot_delimiter} : r.spec.until;
   const std::vector<GenerationResult> generations =
       generate_until(model, codec, prompts, until, r.spec.max_gen_toks);
+  out.scoring.requests = static_cast<int64_t>(prompts.size());
+  for (const GenerationResult& g : generations) out.scoring.tokens += g.tokens;  // generated tokens
   std::vector<FilterSpec> filters = r.spec.filters;
   if (filters.empty()) filters.push_back({"none", {}});
   const std::vector<MetricSpec> metrics = effective_metrics(r.spec);

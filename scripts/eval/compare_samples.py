@@ -68,6 +68,17 @@ def main():
                 print(f"{task} doc {doc_id}: missing in lm-eval's samples")
                 failures += 1
                 continue
+            if "generation" in s:
+                # generate_until: the greedy text (lm-eval's resps) and the filtered answer.
+                theirs_text = t["resps"][0][0] if isinstance(t["resps"][0], list) else t["resps"][0]
+                theirs_answer = t["filtered_resps"][0] if isinstance(t["filtered_resps"], list) else t["filtered_resps"]
+                ours_answer = next(iter(s["filtered"].values()))
+                compared += 1
+                if s["generation"] != theirs_text or ours_answer != theirs_answer:
+                    pred_diff += 1
+                    print(f"{task} doc {doc_id}: generation {s['generation']!r} -> {ours_answer!r}, "
+                          f"lm-eval {theirs_text!r} -> {theirs_answer!r}")
+                continue
             pairs = [as_pair(r) for r in t.get("filtered_resps", t.get("resps"))]
             args = t.get("arguments")
             if isinstance(args, dict) and "prompt" in s:

@@ -11,8 +11,11 @@ namespace ev = patchbay::eval;
 namespace fs = std::filesystem;
 
 TEST_CASE("the shipped tasks read and build their items") {
-  const std::map<std::string, size_t> expected = {
-      {"kjv_cloze", 300}, {"kjv_next_verse", 300}, {"wordnet_definitions", 300}, {"kjv_ppl", 20}};
+  const std::map<std::string, size_t> expected = {{"kjv_cloze", 300},
+                                                  {"kjv_next_verse", 300},
+                                                  {"wordnet_definitions", 300},
+                                                  {"kjv_ppl", 20},
+                                                  {"kjv_cloze_generate", 300}};
   size_t found = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(PATCHBAY_TASKS_DIR)) {
     if (e.path().extension() != ".yaml") continue;
@@ -22,7 +25,10 @@ TEST_CASE("the shipped tasks read and build their items") {
     const ev::TaskRequests r = ev::build_task_requests(spec, std::nullopt, std::nullopt);
     CHECK(r.items.size() == expected.at(spec.name));
     for (const ev::TaskItem& item : r.items) {
-      CHECK_FALSE(item.continuations.empty());
+      if (spec.output_type == ev::OutputType::kGenerateUntil)
+        CHECK_FALSE(item.gold_text.empty());  // generation has a target, no scored continuation
+      else
+        CHECK_FALSE(item.continuations.empty());
       if (spec.output_type == ev::OutputType::kMultipleChoice) {
         CHECK(item.choices.size() == 4);
         CHECK(item.gold.size() == 1);
