@@ -74,6 +74,9 @@ def main():
                 theirs_answer = t["filtered_resps"][0] if isinstance(t["filtered_resps"], list) else t["filtered_resps"]
                 ours_answer = next(iter(s["filtered"].values()))
                 compared += 1
+                args = t.get("arguments")
+                if isinstance(args, dict) and args.get("gen_args_0", {}).get("arg_0") != s["prompt"]:
+                    prompt_diff += 1
                 if s["generation"] != theirs_text or ours_answer != theirs_answer:
                     pred_diff += 1
                     print(f"{task} doc {doc_id}: generation {s['generation']!r} -> {ours_answer!r}, "
@@ -111,7 +114,8 @@ def main():
         ok = ((worst_relative <= a.relative_tolerance if rolling else worst <= a.tolerance) and pred_diff == 0
               and greedy_diff == 0 and prompt_diff == 0)
         failures += 0 if ok else 1
-        print(f"{task}: {len(items)} docs, {compared} log-likelihoods, max |diff| {worst:.2e} "
+        kind = "generations" if any("generation" in s for s in items.values()) else "log-likelihoods"
+        print(f"{task}: {len(items)} docs, {compared} {kind}, max |diff| {worst:.2e} "
               + (f"relative {worst_relative:.1e} (tolerance {a.relative_tolerance:g}: whole documents)" if rolling
                  else f"(tolerance {a.tolerance:g})")
               + f", prompt differences {prompt_diff}, prediction differences {pred_diff}, is_greedy differences {greedy_diff}: "
