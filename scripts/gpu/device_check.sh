@@ -11,7 +11,8 @@
 #   smoke       a few kernels and a GEMM; when it fails the script stops early
 #   kernels     every kernel and gradient against its CPU twin (fresh seed, poisoned outputs)
 #   parity      CPU-vs-GPU loss per step (quickstart 20 steps, GPT-2 124M shape 3 steps)
-#   gpt2_speed  GPT-2 124M bf16 tokens/s and MFU beside a plain PyTorch GPT-2
+#   gpt2_speed  GPT-2 124M bf16 tokens/s and MFU beside a plain PyTorch GPT-2 (torch_gpt2.py,
+#               eager; PB_TORCH_COMPILE=1 adds torch.compile)
 #   bench       GEMM and attention speed beside torch.matmul and scaled_dot_product_attention,
 #               same GPU, same call
 #   sanitizer   compute-sanitizer memcheck over the norm, softmax and attention tests
@@ -158,7 +159,19 @@ engine_stage() {
   fi
 }
 stage_parity() { engine_stage parity; }
-stage_gpt2_speed() { engine_stage gpt2_speed; }
+# The PyTorch half (a plain GPT-2 124M, bf16, batch 8 x 1024, random tokens) runs in any case,
+# so every visit records the bar; PB_TORCH_COMPILE=1 adds torch.compile (a minute or two more).
+stage_gpt2_speed() {
+  echo "== torch GPT-2 124M, same GPU"
+  local compile=""; [ "${PB_TORCH_COMPILE:-0}" = 1 ] && compile="--compile"
+  python3 "$PB_ROOT/scripts/gpu/torch_gpt2.py" $compile | tee "$PB_OUT/gpt2_torch.jsonl"
+  local torch_status=${PIPESTATUS[0]}
+  echo "== patchbay GPT-2 124M"
+  engine_stage gpt2_speed
+  local engine_status=$?
+  if [ "$torch_status" != 0 ]; then return 1; fi
+  return $engine_status
+}
 
 stage_bench() {
   local bin; bin="$(binaries_folder)" || return 1
