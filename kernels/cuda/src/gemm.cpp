@@ -1,9 +1,14 @@
-// cuBLASLt matrix products (gemm.hpp). Host code only (compiled by the host compiler). One
-// descriptor set per call and the first heuristic algorithm; a per-shape cache of descriptors
-// and algorithms is the next step if the call overhead shows (a few microseconds per call).
+// cuBLASLt matrix products (gemm.hpp). Host code only (compiled by the host compiler). The
+// descriptors are made per call (microseconds; they carry this call's bias and aux pointers);
+// the algorithm cuBLASLt's heuristic picks is cached per handle and problem (shape, types,
+// transposes, batch, epilogue, workspace), since the heuristic query costs tens of
+// microseconds and a GPT-2 step makes about a hundred products. The cache is guarded by a
+// mutex, so gemm() may be called from several threads (each with its own stream).
 #include "patchbay/kernels/cuda/gemm.hpp"
 
-#include <memory>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace patchbay::kernels::cuda {
 namespace {
@@ -98,6 +103,26 @@ cublasStatus_t set_epilogue(cublasLtMatmulDesc_t operation, const GemmArguments&
     RETURN_IF_FAILED(set(operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld_d));
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// Everything the heuristic's choice depends on (pointers aside).
+using AlgorithmKey = std::tuple<cublasLtHandle_t, int, int, int64_t, int64_t, int64_t, bool, bool,
+                                int64_t, int64_t, int64_t, int64_t, int, size_t>;
+
+AlgorithmKey key_of(cublasLtHandle_t handle, const GemmArguments& g, int64_t stride_a,
+                    int64_t stride_b, int64_t stride_d, size_t workspace_bytes) {
+  return {handle,          int(g.precision), int(g.output), g.m,      g.n,      g.k,
+          g.transpose_a,   g.transpose_b,    g.batch_count, stride_a, stride_b, stride_d,
+          int(g.epilogue), workspace_bytes};
+}
+
+std::mutex& cache_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::map<AlgorithmKey, cublasLtMatmulAlgo_t>& algorithm_cache() {
+  static std::map<AlgorithmKey, cublasLtMatmulAlgo_t> cache;
+  return cache;
 }
 
 }  // namespace

@@ -148,6 +148,9 @@ GPU_TEST(gemm_batched_strided) {
                          expected.data() + i * m * n, 1.0f, 0.0f, GemmEpilogue::kNone, nullptr,
                          nullptr, nullptr);
   t.expect_close("5 x [128x64] [128x64]^T", dd.download(), expected, 1e-5);
+  t.poison(dd);  // the same problem again: the algorithm now comes from the cache
+  gemm.run(g, t.stream());
+  t.expect_close("5 x [128x64] [128x64]^T, cached algorithm", dd.download(), expected, 1e-5);
 }
 
 GPU_TEST(gemm_epilogues_bias_gelu_aux_backward) {
