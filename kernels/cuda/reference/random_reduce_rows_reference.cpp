@@ -1,4 +1,4 @@
-// CPU twins of the Philox fills, dropout masks and row reductions.
+// CPU twins of the random fills, dropout masks and row reductions.
 #include "patchbay/kernels/cuda/random_reduce_rows_reference.hpp"
 
 #include <cmath>
@@ -8,27 +8,19 @@
 
 namespace patchbay::kernels::cuda {
 
-void random_uniform_f32_reference(float* out, int64_t count, uint64_t seed, uint64_t offset,
-                                  float low, float high) {
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = low + (high - low) * math::uniform_from_bits(
-                                      math::philox_draw(seed, offset, uint64_t(i)).word[0]);
-}
-
-void random_normal_f32_reference(float* out, int64_t count, uint64_t seed, uint64_t offset,
-                                 float mean, float stddev) {
-  for (int64_t i = 0; i < count; ++i) {
-    const math::PhiloxBlock draw = math::philox_draw(seed, offset, uint64_t(i));
-    out[i] = mean + stddev * math::normal_from_bits(draw.word[0], draw.word[1]);
+void random_fill_f32_reference(float* out, int64_t count, uint64_t first_block, uint64_t seed,
+                               bool normal, double low, double high) {
+  for (int64_t b = 0; b * 4 < count; ++b) {
+    float values[4];
+    math::engine_random_block(seed, first_block + uint64_t(b), normal, low, high, values);
+    for (int64_t j = 0; j < 4 && b * 4 + j < count; ++j) out[b * 4 + j] = values[j];
   }
 }
 
-void dropout_mask_f32_reference(float* mask, int64_t count, float p, uint64_t seed,
-                                uint64_t offset) {
-  for (int64_t i = 0; i < count; ++i) {
-    const float u = math::uniform_from_bits(math::philox_draw(seed, offset, uint64_t(i)).word[2]);
-    mask[i] = u >= p ? 1.0f / (1.0f - p) : 0.0f;
-  }
+void dropout_mask_f32_reference(const float* u, double p, float* keep, int64_t count) {
+  const auto threshold = static_cast<float>(p);
+  const auto scale = static_cast<float>(1.0 / (1.0 - p));
+  for (int64_t i = 0; i < count; ++i) keep[i] = u[i] >= threshold ? scale : 0.0f;
 }
 
 void reduce_rows_f32_reference(RowReduction reduction, const float* in, float* out, int64_t rows,

@@ -1,6 +1,6 @@
-// Philox fills, dropout masks and row reductions (random_reduce_rows.hpp). The fills are
-// grid-stride loops, one Philox block per element (4 words drawn, 1-3 used: simple, and the
-// CPU twin draws the same); the row reductions one 256-thread block per row.
+// Random fills, dropout masks and row reductions (random_reduce_rows.hpp). The fill is a
+// grid-stride loop over counter blocks (one Philox call gives 4 values, as on the CPU); the
+// row reductions one 256-thread block per row.
 #include <cmath>
 
 #include "launch.cuh"
@@ -13,30 +13,25 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void uniform_kernel(float* out, int64_t count, uint64_t seed, uint64_t offset, float low,
-                               float span) {
+// One thread per counter block (4 values).
+__global__ void random_fill_kernel(float* out, int64_t count, uint64_t first_block, uint64_t seed,
+                                   bool normal, double low, double high) {
+  const int64_t blocks = (count + 3) / 4;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks; b += stride) {
+    float values[4];
+    math::engine_random_block(seed, first_block + uint64_t(b), normal, low, high, values);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (b * 4 + j < count) out[b * 4 + j] = values[j];
+  }
+}
+
+__global__ void dropout_kernel(const float* u, float p, float keep_scale, float* keep,
+                               int64_t count) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
-    out[i] =
-        low + span * math::uniform_from_bits(math::philox_draw(seed, offset, uint64_t(i)).word[0]);
-}
-
-__global__ void normal_kernel(float* out, int64_t count, uint64_t seed, uint64_t offset, float mean,
-                              float stddev) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const math::PhiloxBlock draw = math::philox_draw(seed, offset, uint64_t(i));
-    out[i] = mean + stddev * math::normal_from_bits(draw.word[0], draw.word[1]);
-  }
-}
-
-__global__ void dropout_kernel(float* mask, int64_t count, float p, float keep_scale, uint64_t seed,
-                               uint64_t offset) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const float u = math::uniform_from_bits(math::philox_draw(seed, offset, uint64_t(i)).word[2]);
-    mask[i] = u >= p ? keep_scale : 0.0f;
-  }
+    keep[i] = u[i] >= p ? keep_scale : 0.0f;
 }
 
 __global__ void reduce_rows_kernel(RowReduction reduction, const float* in, float* out,
@@ -67,28 +62,21 @@ __global__ void reduce_rows_kernel(RowReduction reduction, const float* in, floa
 
 }  // namespace
 
-cudaError_t random_uniform_f32(float* out, int64_t count, uint64_t seed, uint64_t offset, float low,
-                               float high, cudaStream_t stream) {
+cudaError_t random_fill_f32(float* out, int64_t count, uint64_t first_block, uint64_t seed,
+                            bool normal, double low, double high, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  uniform_kernel<<<detail::grid_stride_blocks(count, kThreads), kThreads, 0, stream>>>(
-      out, count, seed, offset, low, high - low);
+  const int64_t blocks = (count + 3) / 4;
+  random_fill_kernel<<<detail::grid_stride_blocks(blocks, kThreads), kThreads, 0, stream>>>(
+      out, count, first_block, seed, normal, low, high);
   return cudaGetLastError();
 }
 
-cudaError_t random_normal_f32(float* out, int64_t count, uint64_t seed, uint64_t offset, float mean,
-                              float stddev, cudaStream_t stream) {
-  if (count <= 0) return cudaSuccess;
-  normal_kernel<<<detail::grid_stride_blocks(count, kThreads), kThreads, 0, stream>>>(
-      out, count, seed, offset, mean, stddev);
-  return cudaGetLastError();
-}
-
-cudaError_t dropout_mask_f32(float* mask, int64_t count, float p, uint64_t seed, uint64_t offset,
+cudaError_t dropout_mask_f32(const float* u, double p, float* keep, int64_t count,
                              cudaStream_t stream) {
-  if (!(p >= 0.0f && p < 1.0f)) return cudaErrorInvalidValue;
+  if (!(p >= 0.0 && p < 1.0)) return cudaErrorInvalidValue;
   if (count <= 0) return cudaSuccess;
   dropout_kernel<<<detail::grid_stride_blocks(count, kThreads), kThreads, 0, stream>>>(
-      mask, count, p, 1.0f / (1.0f - p), seed, offset);
+      u, static_cast<float>(p), static_cast<float>(1.0 / (1.0 - p)), keep, count);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,7 @@
-// Counter-based random fills and dropout (Philox4x32-10, math/philox.hpp: element i of stream
-// `offset` under `seed` is the same number on every device and in the CPU twin, whatever the
-// launch shape), and reductions along the last dimension (sum, mean, max per row).
+// Random fills in the engine's layout (math/philox.hpp, engine_random_block: Philox4x32-10,
+// four values per counter block, so a GPU fill equals the CPU engine's `random` kernel's up to
+// the last ulp of logf/cosf/sinf, whatever the launch shape: the same initial weights on both
+// devices), the engine's dropout mask, and reductions along the last dimension.
 // CPU twins: random_reduce_rows_reference.hpp.
 #pragma once
 
@@ -12,18 +13,17 @@
 
 namespace patchbay::kernels::cuda {
 
-// out[i] = low + (high - low) * u_i, u_i uniform in [0, 1) from philox_draw(seed, offset, i).
-cudaError_t random_uniform_f32(float* out, int64_t count, uint64_t seed, uint64_t offset, float low,
-                               float high, cudaStream_t stream);
-// out[i] = mean + stddev * z_i, z_i standard normal (Box-Muller on the draw's words 0 and 1).
-cudaError_t random_normal_f32(float* out, int64_t count, uint64_t seed, uint64_t offset, float mean,
-                              float stddev, cudaStream_t stream);
-// Inverted dropout: mask[i] = u_i >= p ? 1 / (1 - p) : 0 (p in [0, 1); p = 0 keeps all), so
-// y = x * mask keeps the expectation. u_i is the draw's word 2 (independent of the others).
-cudaError_t dropout_mask_f32(float* mask, int64_t count, float p, uint64_t seed, uint64_t offset,
+// out[0..count): values of counter blocks first_block, first_block + 1, ... under seed;
+// normal: standard normal; else uniform [low, high).
+cudaError_t random_fill_f32(float* out, int64_t count, uint64_t first_block, uint64_t seed,
+                            bool normal, double low, double high, cudaStream_t stream);
+
+// keep[i] = u[i] >= p ? 1 / (1 - p) : 0 (u: uniform draws), the engine's dropout_mask.
+cudaError_t dropout_mask_f32(const float* u, double p, float* keep, int64_t count,
                              cudaStream_t stream);
 
-// out[r] = reduce(in[r, 0..cols)), row-major [rows x cols]; one block per row, fixed order.
+// out[r] = reduce(in[r, 0..cols)), row-major [rows x cols]; one block per row, fixed order;
+// max propagates NaN.
 cudaError_t reduce_rows_f32(RowReduction reduction, const float* in, float* out, int64_t rows,
                             int64_t cols, cudaStream_t stream);
 

@@ -1,4 +1,4 @@
-// CPU twins of random_reduce_rows.hpp (the same Philox draws; sums in double).
+// CPU twins of random_reduce_rows.hpp (the same Philox blocks; sums in double).
 #pragma once
 
 #include <cstdint>
@@ -7,12 +7,9 @@
 
 namespace patchbay::kernels::cuda {
 
-void random_uniform_f32_reference(float* out, int64_t count, uint64_t seed, uint64_t offset,
-                                  float low, float high);
-void random_normal_f32_reference(float* out, int64_t count, uint64_t seed, uint64_t offset,
-                                 float mean, float stddev);
-void dropout_mask_f32_reference(float* mask, int64_t count, float p, uint64_t seed,
-                                uint64_t offset);
+void random_fill_f32_reference(float* out, int64_t count, uint64_t first_block, uint64_t seed,
+                               bool normal, double low, double high);
+void dropout_mask_f32_reference(const float* u, double p, float* keep, int64_t count);
 void reduce_rows_f32_reference(RowReduction reduction, const float* in, float* out, int64_t rows,
                                int64_t cols);
 

@@ -34,7 +34,8 @@ inline int64_t element_count(const StridedShape& shape) {
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline int64_t strided_offset(const StridedShape& shape, const Strides& strides, int64_t index) {
+    inline int64_t
+    strided_offset(const StridedShape& shape, const Strides& strides, int64_t index) {
   int64_t offset = 0;
 #if defined(__CUDA_ARCH__)  // the device pass only (g++ would warn on the pragma)
 #pragma unroll
