@@ -137,6 +137,17 @@ TEST_CASE("softmax and cross-entropy references: gradients by finite differences
       },
       dx, 1e-2, 5e-3);
 
+  cuda::log_softmax_forward_reference(x.data(), y.data(), rows, cols);
+  cuda::log_softmax_backward_reference(y.data(), w.data(), dx.data(), rows, cols);
+  check_gradient(
+      "log-softmax dx", x,
+      [&](const std::vector<float>& xs) {
+        std::vector<float> out(12);
+        cuda::log_softmax_forward_reference(xs.data(), out.data(), rows, cols);
+        return weighted_sum(out, w);
+      },
+      dx);
+
   const std::vector<int32_t> targets = {4, -100};
   std::vector<float> losses(2), dlogits(12);
   cuda::cross_entropy_forward_backward_reference(x.data(), targets.data(), losses.data(),

@@ -181,6 +181,14 @@ GPU_TEST(softmax_forward_backward) {
     CUDA_CHECK(cuda::softmax_backward(y.get(), ddy.get(), dx.get(), rows, cols, t.stream()));
     cuda::softmax_backward_reference(y_ref.data(), dy.data(), dx_ref.data(), rows, cols);
     t.expect_close("backward " + label, dx.download(), dx_ref, 1e-4);
+    t.poison(y);
+    t.poison(dx);
+    CUDA_CHECK(cuda::log_softmax_forward(dxin.get(), y.get(), rows, cols, t.stream()));
+    cuda::log_softmax_forward_reference(x.data(), y_ref.data(), rows, cols);
+    t.expect_close("log forward " + label, y.download(), y_ref, kF32);
+    CUDA_CHECK(cuda::log_softmax_backward(y.get(), ddy.get(), dx.get(), rows, cols, t.stream()));
+    cuda::log_softmax_backward_reference(y_ref.data(), dy.data(), dx_ref.data(), rows, cols);
+    t.expect_close("log backward " + label, dx.download(), dx_ref, 1e-4);
   }
 }
 
