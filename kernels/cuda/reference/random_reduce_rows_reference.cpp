@@ -2,7 +2,6 @@
 #include "patchbay/kernels/cuda/random_reduce_rows_reference.hpp"
 
 #include <cmath>
-#include <limits>
 
 #include "patchbay/kernels/cuda/math/philox.hpp"
 
@@ -23,22 +22,32 @@ void dropout_mask_f32_reference(const float* u, double p, float* keep, int64_t c
   for (int64_t i = 0; i < count; ++i) keep[i] = u[i] >= threshold ? scale : 0.0f;
 }
 
-void reduce_rows_f32_reference(RowReduction reduction, const float* in, float* out, int64_t rows,
-                               int64_t cols) {
+void reduce_rows_f32_reference(RowReduction reduction, const float* in, float* out, int64_t* argmax,
+                               int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * cols;
-    if (reduction == RowReduction::kMax) {
-      float value = -std::numeric_limits<float>::infinity();
-      for (int64_t c = 0; c < cols; ++c)
-        value = std::isnan(row[c]) || std::isnan(value) ? std::numeric_limits<float>::quiet_NaN()
-                                                        : std::fmax(value, row[c]);
-      out[r] = value;
+    if (reduction == RowReduction::kMax) {  // the engine's reduce_cpu rule
+      float best = row[0];
+      int64_t best_index = 0;
+      for (int64_t c = 1; c < cols && !std::isnan(best); ++c)
+        if (row[c] > best || std::isnan(row[c])) {
+          best = row[c];
+          best_index = c;
+        }
+      out[r] = best;
+      if (argmax != nullptr) argmax[r] = best_index;
       continue;
     }
     double sum = 0.0;
     for (int64_t c = 0; c < cols; ++c) sum += row[c];
     out[r] = static_cast<float>(reduction == RowReduction::kMean ? sum / double(cols) : sum);
   }
+}
+
+void max_rows_backward_f32_reference(const float* dy, const int64_t* argmax, float* dx,
+                                     int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dx[r * cols + c] = c == argmax[r] ? dy[r] : 0.0f;
 }
 
 }  // namespace patchbay::kernels::cuda

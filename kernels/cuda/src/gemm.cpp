@@ -141,8 +141,8 @@ cublasStatus_t gemm(cublasLtHandle_t handle, const GemmArguments& g, void* works
   const cublasOperation_t second_op = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t first_rows = g.transpose_b ? g.k : g.n, first_cols = g.transpose_b ? g.n : g.k;
   const int64_t second_rows = g.transpose_a ? g.m : g.k, second_cols = g.transpose_a ? g.k : g.m;
-  const int64_t stride_b = g.stride_b != 0 ? g.stride_b : g.k * g.n;
-  const int64_t stride_a = g.stride_a != 0 ? g.stride_a : g.m * g.k;
+  const int64_t stride_b = g.broadcast_b ? 0 : g.stride_b != 0 ? g.stride_b : g.k * g.n;
+  const int64_t stride_a = g.broadcast_a ? 0 : g.stride_a != 0 ? g.stride_a : g.m * g.k;
   const int64_t stride_d = g.stride_d != 0 ? g.stride_d : g.m * g.n;
 
   Descriptors s;

@@ -34,22 +34,51 @@ __global__ void dropout_kernel(const float* u, float p, float keep_scale, float*
     keep[i] = u[i] >= p ? keep_scale : 0.0f;
 }
 
+// Is (value, index) a better maximum than (best, best_index)? NaN beats numbers; among equals
+// (or NaNs) the lower index wins: the engine's "first maximal element, NaN wins" rule.
+__device__ __forceinline__ bool better_max(float value, int64_t index, float best,
+                                           int64_t best_index) {
+  const bool value_nan = value != value, best_nan = best != best;
+  if (value_nan != best_nan) return value_nan;
+  if (value_nan || value == best) return index < best_index;
+  return value > best;
+}
+
 __global__ void reduce_rows_kernel(RowReduction reduction, const float* in, float* out,
-                                   int64_t cols) {
+                                   int64_t* argmax, int64_t cols) {
   __shared__ float scratch[32];
+  __shared__ float best_values[32];
+  __shared__ int64_t best_indices[32];
   const float* row = in + int64_t(blockIdx.x) * cols;
   if (reduction == RowReduction::kMax) {
-    float value = -INFINITY;
+    float best = -INFINITY;
+    int64_t best_index = INT64_MAX;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      value = row[c] != row[c] || value != value ? NAN : fmaxf(value, row[c]);  // NaN wins
-    // Block max through the shared scratch (warp maxima, then warp 0).
-    value = detail::warp_max(value);
-    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
+      if (better_max(row[c], c, best, best_index)) {
+        best = row[c];
+        best_index = c;
+      }
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const float other = __shfl_xor_sync(detail::kFullMask, best, offset);
+      const int64_t other_index = __shfl_xor_sync(detail::kFullMask, best_index, offset);
+      if (better_max(other, other_index, best, best_index)) {
+        best = other;
+        best_index = other_index;
+      }
+    }
+    if (threadIdx.x % 32 == 0) {
+      best_values[threadIdx.x / 32] = best;
+      best_indices[threadIdx.x / 32] = best_index;
+    }
     __syncthreads();
-    if (threadIdx.x < 32) {
-      value = threadIdx.x < blockDim.x / 32 ? scratch[threadIdx.x] : -INFINITY;
-      value = detail::warp_max(value);
-      if (threadIdx.x == 0) out[blockIdx.x] = value;
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < int(blockDim.x / 32); ++w)
+        if (better_max(best_values[w], best_indices[w], best, best_index)) {
+          best = best_values[w];
+          best_index = best_indices[w];
+        }
+      out[blockIdx.x] = best;
+      if (argmax != nullptr) argmax[blockIdx.x] = best_index;
     }
     return;
   }
@@ -58,6 +87,16 @@ __global__ void reduce_rows_kernel(RowReduction reduction, const float* in, floa
   sum = detail::block_sum(sum, scratch);
   if (threadIdx.x == 0)
     out[blockIdx.x] = reduction == RowReduction::kMean ? sum / float(cols) : sum;
+}
+
+__global__ void max_backward_kernel(const float* dy, const int64_t* argmax, float* dx, int64_t rows,
+                                    int64_t cols) {
+  const int64_t count = rows * cols;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const int64_t r = i / cols;
+    dx[i] = i % cols == argmax[r] ? dy[r] : 0.0f;
+  }
 }
 
 }  // namespace
@@ -80,12 +119,20 @@ cudaError_t dropout_mask_f32(const float* u, double p, float* keep, int64_t coun
   return cudaGetLastError();
 }
 
-cudaError_t reduce_rows_f32(RowReduction reduction, const float* in, float* out, int64_t rows,
-                            int64_t cols, cudaStream_t stream) {
+cudaError_t reduce_rows_f32(RowReduction reduction, const float* in, float* out, int64_t* argmax,
+                            int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (cols <= 0) return cudaErrorInvalidValue;
   reduce_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(reduction, in, out,
-                                                                           cols);
+                                                                           argmax, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t max_rows_backward_f32(const float* dy, const int64_t* argmax, float* dx, int64_t rows,
+                                  int64_t cols, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  max_backward_kernel<<<detail::grid_stride_blocks(rows * cols, kThreads), kThreads, 0, stream>>>(
+      dy, argmax, dx, rows, cols);
   return cudaGetLastError();
 }
 

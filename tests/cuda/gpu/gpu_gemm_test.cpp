@@ -153,6 +153,27 @@ GPU_TEST(gemm_batched_strided) {
   t.expect_close("5 x [128x64] [128x64]^T, cached algorithm", dd.download(), expected, 1e-5);
 }
 
+GPU_TEST(gemm_batched_broadcast_weight) {
+  Gemm gemm;
+  const int64_t batch = 3, m = 40, n = 24, k = 16;  // x [3, 40, 16] @ W^T, W [24, 16] shared
+  const auto a = t.uniform(size_t(batch * m * k)), w = t.uniform(size_t(n * k));
+  DeviceBuffer<float> da(a), dw(w), dd(size_t(batch * m * n));
+  t.poison(dd);
+  GemmArguments g;
+  g.m = m, g.n = n, g.k = k;
+  g.transpose_b = true;
+  g.a = da.get(), g.b = dw.get(), g.d = dd.get();
+  g.batch_count = batch;
+  g.broadcast_b = true;
+  gemm.run(g, t.stream());
+  std::vector<float> expected(size_t(batch * m * n));
+  for (int64_t i = 0; i < batch; ++i)
+    cuda::gemm_reference(m, n, k, false, true, a.data() + i * m * k, w.data(),
+                         expected.data() + i * m * n, 1.0f, 0.0f, GemmEpilogue::kNone, nullptr,
+                         nullptr, nullptr);
+  t.expect_close("3 x [40x16] [24x16]^T, W broadcast", dd.download(), expected, 1e-5);
+}
+
 GPU_TEST(gemm_epilogues_bias_gelu_aux_backward) {
   Gemm gemm;
   const int64_t m = 128, n = 256, k = 96;

@@ -37,21 +37,36 @@ GPU_TEST(random_fills_and_dropout_match_cpu) {
                                                            t.stream()) == cudaErrorInvalidValue);
 }
 
-GPU_TEST(row_sum_mean_max) {
+GPU_TEST(row_sum_mean_max_argmax_and_max_backward) {
   const int64_t rows = 67, cols = 5003;
   auto x = t.normal(static_cast<size_t>(rows * cols));
-  x[size_t(3 * cols + 7)] = NAN;  // row 3's max is NaN
+  x[size_t(3 * cols + 7)] = NAN;  // row 3: NaN is the max, at index 7
+  x[size_t(5 * cols + 4000)] = x[size_t(5 * cols + 11)] = 100.0f;  // row 5: a tie, first wins
   DeviceBuffer<float> dx(x), out(static_cast<size_t>(rows));
+  DeviceBuffer<int64_t> argmax(static_cast<size_t>(rows));
   std::vector<float> expected(static_cast<size_t>(rows));
+  std::vector<int64_t> expected_argmax(static_cast<size_t>(rows));
   for (const auto reduction :
        {cuda::RowReduction::kSum, cuda::RowReduction::kMean, cuda::RowReduction::kMax}) {
     t.poison(out);
-    CUDA_CHECK(cuda::reduce_rows_f32(reduction, dx.get(), out.get(), rows, cols, t.stream()));
-    cuda::reduce_rows_f32_reference(reduction, x.data(), expected.data(), rows, cols);
+    const bool is_max = reduction == cuda::RowReduction::kMax;
+    CUDA_CHECK(cuda::reduce_rows_f32(reduction, dx.get(), out.get(),
+                                     is_max ? argmax.get() : nullptr, rows, cols, t.stream()));
+    cuda::reduce_rows_f32_reference(reduction, x.data(), expected.data(),
+                                    is_max ? expected_argmax.data() : nullptr, rows, cols);
     auto gpu = out.download();
-    if (reduction != cuda::RowReduction::kMax) {  // row 3 is NaN in both; compare the others
-      gpu[3] = expected[3] = 0.0f;
-    }
+    if (!is_max) gpu[3] = expected[3] = 0.0f;  // NaN in both; compare the other rows
     t.expect_close("reduction " + std::to_string(int(reduction)), gpu, expected, 1e-5);
+    if (is_max)
+      t.expect_true("argmax (first maximum, NaN wins)", argmax.download() == expected_argmax);
   }
+  const auto dy = t.normal(static_cast<size_t>(rows));
+  DeviceBuffer<float> ddy(dy), grad(static_cast<size_t>(rows * cols));
+  t.poison(grad);
+  CUDA_CHECK(
+      cuda::max_rows_backward_f32(ddy.get(), argmax.get(), grad.get(), rows, cols, t.stream()));
+  std::vector<float> grad_expected(static_cast<size_t>(rows * cols));
+  cuda::max_rows_backward_f32_reference(dy.data(), expected_argmax.data(), grad_expected.data(),
+                                        rows, cols);
+  t.expect_close("max backward", grad.download(), grad_expected, 0.0);
 }

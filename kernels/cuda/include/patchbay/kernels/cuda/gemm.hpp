@@ -33,6 +33,7 @@ struct GemmArguments {
   float alpha = 1.0f, beta = 0.0f;
   int64_t batch_count = 1;
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;  // elements between batch items; 0: packed
+  bool broadcast_a = false, broadcast_b = false;     // one A (or B) for every batch item
   GemmEpilogue epilogue = GemmEpilogue::kNone;
   const void* bias = nullptr;     // [n], the type of D (kBias, kBiasGelu, kBiasGeluAux)
   void* aux = nullptr;            // [m x n] like D: written by kBiasGeluAux, read by kGeluBackward*

@@ -22,9 +22,14 @@ cudaError_t random_fill_f32(float* out, int64_t count, uint64_t first_block, uin
 cudaError_t dropout_mask_f32(const float* u, double p, float* keep, int64_t count,
                              cudaStream_t stream);
 
-// out[r] = reduce(in[r, 0..cols)), row-major [rows x cols]; one block per row, fixed order;
-// max propagates NaN.
-cudaError_t reduce_rows_f32(RowReduction reduction, const float* in, float* out, int64_t rows,
-                            int64_t cols, cudaStream_t stream);
+// out[r] = reduce(in[r, 0..cols)), row-major [rows x cols]; one block per row, fixed order.
+// Max follows the engine: the first maximal element wins, a NaN anywhere makes the row's max
+// NaN (the first NaN's index); argmax [rows] is written when not null (kMax only).
+cudaError_t reduce_rows_f32(RowReduction reduction, const float* in, float* out, int64_t* argmax,
+                            int64_t rows, int64_t cols, cudaStream_t stream);
+
+// The backward of a row max: dx [rows x cols] = 0 except dx[r, argmax[r]] = dy[r].
+cudaError_t max_rows_backward_f32(const float* dy, const int64_t* argmax, float* dx, int64_t rows,
+                                  int64_t cols, cudaStream_t stream);
 
 }  // namespace patchbay::kernels::cuda
