@@ -75,6 +75,35 @@ void unary_strided_f32_reference(math::UnaryOp op, float scalar, const float* x,
         math::unary_value(op, scalar, x[strided_offset(shape, x_strides, i)]);
 }
 
+namespace {
+bool is_masked(const void* mask, MaskType type, int64_t offset) {
+  switch (type) {
+    case MaskType::kU8:
+      return static_cast<const uint8_t*>(mask)[offset] != 0;
+    case MaskType::kI32:
+      return static_cast<const int32_t*>(mask)[offset] != 0;
+    case MaskType::kI64:
+      return static_cast<const int64_t*>(mask)[offset] != 0;
+    case MaskType::kF32:
+      return static_cast<const float*>(mask)[offset] != 0.0f;
+    case MaskType::kBF16:
+      return math::float_from_bf16(static_cast<const uint16_t*>(mask)[offset]) != 0.0f;
+  }
+  return false;
+}
+}  // namespace
+
+void masked_fill_strided_f32_reference(const float* x, const Strides& x_strides, const void* mask,
+                                       MaskType mask_type, const Strides& mask_strides, float value,
+                                       float* out, const Strides& out_strides,
+                                       const StridedShape& shape) {
+  for (int64_t i = 0; i < element_count(shape); ++i)
+    out[strided_offset(shape, out_strides, i)] =
+        is_masked(mask, mask_type, strided_offset(shape, mask_strides, i))
+            ? value
+            : x[strided_offset(shape, x_strides, i)];
+}
+
 void unary_backward_f32_reference(math::UnaryOp op, float scalar, const float* x, const float* dy,
                                   float* dx, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dx[i] = dy[i] * math::unary_derivative(op, scalar, x[i]);

@@ -69,6 +69,23 @@ __global__ void unary_kernel(math::UnaryOp op, float scalar, const float* x, Str
         math::unary_value(op, scalar, x[strided_offset(shape, x_strides, i)]);
 }
 
+template <class M>
+__global__ void masked_fill_kernel(const float* x, Strides x_strides, const M* mask,
+                                   Strides mask_strides, float value, float* out,
+                                   Strides out_strides, StridedShape shape, int64_t count) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const M m = mask[strided_offset(shape, mask_strides, i)];
+    bool masked;
+    if constexpr (sizeof(M) == 2)  // bf16 pattern: zero when all but the sign bit are zero
+      masked = (m & 0x7FFFu) != 0;
+    else
+      masked = m != M(0);  // floats: -0.0 == 0 is not masked, NaN != 0 is
+    out[strided_offset(shape, out_strides, i)] =
+        masked ? value : x[strided_offset(shape, x_strides, i)];
+  }
+}
+
 __global__ void unary_backward_kernel(math::UnaryOp op, float scalar, const float* x,
                                       const float* dy, float* dx, int64_t count) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -88,7 +105,43 @@ cudaError_t launch_copy(const void* src, const Strides& ss, void* dst, const Str
   return cudaGetLastError();
 }
 
+template <class M>
+cudaError_t launch_masked_fill(const float* x, const Strides& xs, const void* mask,
+                               const Strides& ms, float value, float* out, const Strides& os,
+                               const StridedShape& shape, int64_t count, cudaStream_t stream) {
+  masked_fill_kernel<M><<<blocks(count), kThreads, 0, stream>>>(x, xs, static_cast<const M*>(mask),
+                                                                ms, value, out, os, shape, count);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t masked_fill_strided_f32(const float* x, const Strides& x_strides, const void* mask,
+                                    MaskType mask_type, const Strides& mask_strides, float value,
+                                    float* out, const Strides& out_strides,
+                                    const StridedShape& shape, cudaStream_t stream) {
+  if (!valid(shape)) return cudaErrorInvalidValue;
+  const int64_t count = element_count(shape);
+  if (count <= 0) return cudaSuccess;
+  switch (mask_type) {
+    case MaskType::kU8:
+      return launch_masked_fill<uint8_t>(x, x_strides, mask, mask_strides, value, out, out_strides,
+                                         shape, count, stream);
+    case MaskType::kI32:
+      return launch_masked_fill<int32_t>(x, x_strides, mask, mask_strides, value, out, out_strides,
+                                         shape, count, stream);
+    case MaskType::kI64:
+      return launch_masked_fill<int64_t>(x, x_strides, mask, mask_strides, value, out, out_strides,
+                                         shape, count, stream);
+    case MaskType::kF32:
+      return launch_masked_fill<float>(x, x_strides, mask, mask_strides, value, out, out_strides,
+                                       shape, count, stream);
+    case MaskType::kBF16:
+      return launch_masked_fill<uint16_t>(x, x_strides, mask, mask_strides, value, out, out_strides,
+                                          shape, count, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t strided_copy(const void* src, const Strides& src_strides, void* dst,
                          const Strides& dst_strides, const StridedShape& shape, int element_bytes,

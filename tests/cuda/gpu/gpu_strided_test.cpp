@@ -136,3 +136,53 @@ GPU_TEST(binary_and_unary_ops_with_broadcast) {
     t.expect_close("unary backward op " + std::to_string(op), out.download(), expected, 1e-6);
   }
 }
+
+GPU_TEST(masked_fill_every_mask_type_with_broadcast) {
+  const StridedShape shape = shape_of({6, 7, 9});
+  const size_t n = 6 * 7 * 9;
+  const auto x = t.normal(n);
+  DeviceBuffer<float> dx(x), out(n);
+  const Strides dense = cuda::contiguous_strides(shape), causal = strides_of({0, 9, 1});
+  // A [7, 9] mask broadcast over the leading dim: j > i masked, plus -0.0 (not masked) and
+  // NaN (masked) in the float masks.
+  std::vector<float> mask_values(63);
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 9; ++j) mask_values[size_t(i * 9 + j)] = j > i ? 1.0f : 0.0f;
+  mask_values[0] = -0.0f;
+  mask_values[1] = NAN;
+  for (const auto type : {cuda::MaskType::kU8, cuda::MaskType::kI32, cuda::MaskType::kI64,
+                          cuda::MaskType::kF32, cuda::MaskType::kBF16}) {
+    std::vector<uint64_t> storage(63);  // big enough for any element type
+    void* raw = storage.data();
+    for (size_t i = 0; i < 63; ++i) {
+      const float v = mask_values[i];
+      const bool on = v != 0.0f;  // NaN: on
+      switch (type) {
+        case cuda::MaskType::kU8:
+          static_cast<uint8_t*>(raw)[i] = on;
+          break;
+        case cuda::MaskType::kI32:
+          static_cast<int32_t*>(raw)[i] = on;
+          break;
+        case cuda::MaskType::kI64:
+          static_cast<int64_t*>(raw)[i] = on;
+          break;
+        case cuda::MaskType::kF32:
+          static_cast<float*>(raw)[i] = v;
+          break;
+        case cuda::MaskType::kBF16:
+          static_cast<uint16_t*>(raw)[i] = cuda::math::bf16_from_float(v);
+          break;
+      }
+    }
+    DeviceBuffer<uint64_t> mask(storage);
+    t.poison(out);
+    CUDA_CHECK(cuda::masked_fill_strided_f32(dx.get(), dense, mask.get(), type, causal, -1e9f,
+                                             out.get(), dense, shape, t.stream()));
+    std::vector<float> expected(n);
+    cuda::masked_fill_strided_f32_reference(x.data(), dense, storage.data(), type, causal, -1e9f,
+                                            expected.data(), dense, shape);
+    t.expect_close("masked_fill, mask type " + std::to_string(int(type)), out.download(), expected,
+                   0.0);
+  }
+}

@@ -1,6 +1,6 @@
 // Strided element-wise kernels: the device half of the engine's copy (contiguous(), permute,
-// broadcast, f32 <-> bf16 conversion), binary and unary ops on tensors of any layout up to
-// rank 8. Every operand is (pointer, strides) over one iteration shape (the output's); an
+// broadcast, f32 <-> bf16 conversion), binary and unary ops, masked_fill, on tensors of any layout
+// up to rank 8. Every operand is (pointer, strides) over one iteration shape (the output's); an
 // input stride of 0 broadcasts. Outputs must not overlap inputs unless identical in layout.
 // One thread per output element (grid-stride), offsets from the linear index by div/mod: for
 // contiguous operands prefer the kernels of elementwise.hpp. CPU twins: strided_reference.hpp.
@@ -39,6 +39,12 @@ cudaError_t binary_strided_f32(BinaryOp op, const float* a, const Strides& a_str
 cudaError_t unary_strided_f32(math::UnaryOp op, float scalar, const float* x,
                               const Strides& x_strides, float* out, const Strides& out_strides,
                               const StridedShape& shape, cudaStream_t stream);
+
+// out = mask != 0 ? value : x (f32 x and out; mask of mask_type, broadcast by its strides).
+cudaError_t masked_fill_strided_f32(const float* x, const Strides& x_strides, const void* mask,
+                                    MaskType mask_type, const Strides& mask_strides, float value,
+                                    float* out, const Strides& out_strides,
+                                    const StridedShape& shape, cudaStream_t stream);
 
 // dx = dy * op'(x), contiguous f32 of count elements.
 cudaError_t unary_backward_f32(math::UnaryOp op, float scalar, const float* x, const float* dy,

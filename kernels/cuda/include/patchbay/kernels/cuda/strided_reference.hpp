@@ -19,6 +19,10 @@ void binary_strided_f32_reference(BinaryOp op, const float* a, const Strides& a_
 void unary_strided_f32_reference(math::UnaryOp op, float scalar, const float* x,
                                  const Strides& x_strides, float* out, const Strides& out_strides,
                                  const StridedShape& shape);
+void masked_fill_strided_f32_reference(const float* x, const Strides& x_strides, const void* mask,
+                                       MaskType mask_type, const Strides& mask_strides, float value,
+                                       float* out, const Strides& out_strides,
+                                       const StridedShape& shape);
 void unary_backward_f32_reference(math::UnaryOp op, float scalar, const float* x, const float* dy,
                                   float* dx, int64_t count);
 

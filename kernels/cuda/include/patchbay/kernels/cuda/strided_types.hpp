@@ -21,6 +21,10 @@ struct Strides {
 
 enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
 
+// Element type of a masked_fill mask: an element is "masked" when its value is not zero
+// (so -0.0 is not masked, NaN is), as the engine reads masks of any dtype.
+enum class MaskType : int { kU8, kI32, kI64, kF32, kBF16 };
+
 inline int64_t element_count(const StridedShape& shape) {
   int64_t count = 1;
   for (int d = 0; d < shape.rank; ++d) count *= shape.sizes[d];
