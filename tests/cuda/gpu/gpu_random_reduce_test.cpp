@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "gpu_test_harness.hpp"
+#include "patchbay/kernels/cuda/cumsum.hpp"
+#include "patchbay/kernels/cuda/cumsum_reference.hpp"
 #include "patchbay/kernels/cuda/random_reduce_rows.hpp"
 #include "patchbay/kernels/cuda/random_reduce_rows_reference.hpp"
 
@@ -69,4 +71,23 @@ GPU_TEST(row_sum_mean_max_argmax_and_max_backward) {
   cuda::max_rows_backward_f32_reference(dy.data(), expected_argmax.data(), grad_expected.data(),
                                         rows, cols);
   t.expect_close("max backward", grad.download(), grad_expected, 0.0);
+}
+
+GPU_TEST(cumsum_forward_reverse_along_each_position) {
+  // [outer, length, inner] for a sum along a middle, the last and the first dimension.
+  const int64_t shapes[][3] = {{5, 300, 7}, {40, 1024, 1}, {1, 64, 4096}};
+  for (const auto& s : shapes) {
+    const size_t n = static_cast<size_t>(s[0] * s[1] * s[2]);
+    const auto x = t.normal(n);
+    DeviceBuffer<float> dx(x), out(n);
+    std::vector<float> expected(n);
+    for (const bool reverse : {false, true}) {
+      t.poison(out);
+      CUDA_CHECK(cuda::cumsum_f32(dx.get(), out.get(), s[0], s[1], s[2], reverse, t.stream()));
+      cuda::cumsum_f32_reference(x.data(), expected.data(), s[0], s[1], s[2], reverse);
+      t.expect_close("cumsum [" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " +
+                         std::to_string(s[2]) + "]" + (reverse ? " reverse" : ""),
+                     out.download(), expected, 1e-7);
+    }
+  }
 }
