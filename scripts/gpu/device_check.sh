@@ -125,10 +125,21 @@ stage_binaries() {
   fi
   echo "the shipped binaries are missing or do not load here; building scripts/gpu/standalone"
   [ -x "$shipped/cuda_kernels_gpu_tests" ] && with_libraries "$shipped/cuda_kernels_gpu_tests" --list 2>&1 | head -5
-  local generator=()
+  local generator=() cublas_dir="" dir
   command -v ninja >/dev/null && generator=(-G Ninja)
+  # cuBLASLt from Python's nvidia-cublas when the toolkit has none (its lib folder).
+  for dir in $(nvidia_library_path | tr ':' ' '); do
+    if ls "$dir"/libcublasLt.so* >/dev/null 2>&1 && [ -f "$dir/../include/cublasLt.h" ]; then
+      cublas_dir="$dir"; break
+    fi
+  done
+  if [ ! -f /usr/local/cuda/include/cublasLt.h ] && [ -n "$cublas_dir" ]; then
+    echo "cuBLASLt from $cublas_dir"
+  else
+    cublas_dir=""
+  fi
   cmake -S "$PB_ROOT/scripts/gpu/standalone" -B "$PB_BUILD" "${generator[@]}" \
-        -DCMAKE_BUILD_TYPE=Release || return 1
+        -DCMAKE_BUILD_TYPE=Release ${cublas_dir:+-DPATCHBAY_CUBLASLT_DIR="$cublas_dir"} || return 1
   cmake --build "$PB_BUILD" -j "$(nproc)" --target cuda_kernels_gpu_tests cuda_kernels_bench || return 1
   mkdir -p "$PB_BUILD/bin"
   cp "$PB_BUILD/tests_cuda/cuda_kernels_gpu_tests" "$PB_BUILD/kernels_cuda/cuda_kernels_bench" "$PB_BUILD/bin/"
