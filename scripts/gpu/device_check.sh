@@ -262,7 +262,7 @@ for stage in $all_stages; do
   fi
   run_stage "$stage"
   if [ "$stage" = smoke ] && [ "${status_of[smoke]}" != PASS ]; then
-    stop_reason="smoke test failed"
+    stop_reason="smoke: ${status_of[smoke]}"
   fi
 done
 
