@@ -10,6 +10,7 @@
 
 #include "patchbay/kernels/cuda/math/gelu.hpp"
 #include "patchbay/kernels/cuda/math/online_softmax.hpp"
+#include "patchbay/kernels/cuda/math/unary.hpp"
 #include "patchbay/kernels/cuda/math/welford.hpp"
 
 namespace math = patchbay::kernels::cuda::math;
@@ -113,4 +114,22 @@ TEST_CASE("online softmax: add and merge give the direct logsumexp; -inf contrib
   CHECK(all_masked.sum == 0.0f);
   CHECK(math::softmax_logsumexp(all_masked) == -INFINITY);
   CHECK_FALSE(std::isnan(math::softmax_merge(all_masked, all_masked).sum));
+}
+
+TEST_CASE("unary ops: derivatives match central finite differences (in double around f32)") {
+  namespace m = patchbay::kernels::cuda::math;
+  for (int op = 0; op <= int(m::UnaryOp::kPowScalar); ++op) {
+    const auto unary = static_cast<m::UnaryOp>(op);
+    for (const float x : {0.3f, 0.9f, 1.7f, 2.5f}) {  // positive: log, sqrt, rsqrt, pow defined
+      const float h = 1e-3f;
+      const double numeric =
+          (double(m::unary_value(unary, 1.5f, x + h)) - m::unary_value(unary, 1.5f, x - h)) /
+          (double(x + h) - double(x - h));
+      INFO("op " << op << " at " << x);
+      CHECK(m::unary_derivative(unary, 1.5f, x) ==
+            doctest::Approx(numeric).epsilon(2e-3).scale(1.0));
+    }
+  }
+  CHECK(m::unary_value(m::UnaryOp::kGeluTanh, 0.0f, 1.0f) == doctest::Approx(0.8411920f));
+  CHECK(m::unary_value(m::UnaryOp::kSilu, 0.0f, 0.0f) == 0.0f);
 }

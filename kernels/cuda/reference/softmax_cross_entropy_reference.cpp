@@ -37,6 +37,26 @@ void softmax_backward_reference(const float* y, const float* dy, float* dx, int6
   }
 }
 
+void log_softmax_forward_reference(const float* x, float* y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double max, log_sum;
+    row_logsumexp(x + r * cols, cols, max, log_sum);
+    for (int64_t c = 0; c < cols; ++c)
+      y[r * cols + c] = static_cast<float>(double(x[r * cols + c]) - max - log_sum);
+  }
+}
+
+void log_softmax_backward_reference(const float* y, const float* dy, float* dx, int64_t rows,
+                                    int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0.0;
+    for (int64_t c = 0; c < cols; ++c) sum += dy[r * cols + c];
+    for (int64_t c = 0; c < cols; ++c)
+      dx[r * cols + c] =
+          static_cast<float>(double(dy[r * cols + c]) - std::exp(double(y[r * cols + c])) * sum);
+  }
+}
+
 void cross_entropy_forward_backward_reference(const float* logits, const int32_t* targets,
                                               float* losses, float* dlogits, int64_t rows,
                                               int64_t cols, int32_t ignore_index,

@@ -38,6 +38,25 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
     dx[row * cols + c] = y[row * cols + c] * (dy[row * cols + c] - dot);
 }
 
+__global__ void log_softmax_forward_kernel(const float* x, float* y, int64_t cols) {
+  __shared__ float scratch[64];
+  const int64_t row = blockIdx.x;
+  const float* x_row = x + row * cols;
+  const float lse = math::softmax_logsumexp(row_softmax_state(x_row, cols, scratch));
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[row * cols + c] = x_row[c] - lse;
+}
+
+__global__ void log_softmax_backward_kernel(const float* y, const float* dy, float* dx,
+                                            int64_t cols) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x;
+  float partial = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) partial += dy[row * cols + c];
+  const float sum = detail::block_sum(partial, scratch);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    dx[row * cols + c] = dy[row * cols + c] - expf(y[row * cols + c]) * sum;
+}
+
 __global__ void cross_entropy_kernel(const float* logits, const int32_t* targets, float* losses,
                                      float* dlogits, int64_t cols, int32_t ignore_index,
                                      float grad_scale) {
@@ -79,6 +98,21 @@ cudaError_t softmax_backward(const float* y, const float* dy, float* dx, int64_t
                              cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   softmax_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(y, dy, dx, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols,
+                                cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  log_softmax_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                                 int64_t cols, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  log_softmax_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(y, dy, dx,
+                                                                                    cols);
   return cudaGetLastError();
 }
 

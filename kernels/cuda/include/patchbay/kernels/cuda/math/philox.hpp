@@ -75,4 +75,28 @@ PATCHBAY_HD float normal_from_bits(uint32_t bits_a, uint32_t bits_b) {
   return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
 }
 
+// The engine's random fill layout (core/engine/ops/creation.cpp, `random`): element i of a
+// fill that starts at counter block `first_block` is word i % 4 of
+// philox4x32_10({first_block + i / 4, 0}, seed) (= philox_draw(seed, 0, first_block + i / 4)),
+// mapped to uniform [low, high) (in double, rounded once) or, for normal, Box-Muller on the
+// word pairs (0, 1) and (2, 3), cos then sin. Writes the four values of one block.
+PATCHBAY_HD void engine_random_block(uint64_t seed, uint64_t block, bool normal, double low,
+                                     double high, float values[4]) {
+  const PhiloxBlock w = philox_draw(seed, 0, block);
+  if (normal) {
+    for (int pair = 0; pair < 2; ++pair) {
+      const float u1 = (static_cast<float>(w.word[2 * pair] >> 8) + 1.0f) * (1.0f / 16777216.0f);
+      const float u2 = uniform_from_bits(w.word[2 * pair + 1]);
+      const float r = sqrtf(-2.0f * logf(u1));
+      const float theta = 6.2831853071795864f * u2;
+      values[2 * pair] = r * cosf(theta);
+      values[2 * pair + 1] = r * sinf(theta);
+    }
+  } else {
+    for (int j = 0; j < 4; ++j)
+      values[j] = static_cast<float>(low + (high - low) *
+                                               static_cast<double>(uniform_from_bits(w.word[j])));
+  }
+}
+
 }  // namespace patchbay::kernels::cuda::math
