@@ -8,7 +8,7 @@
 #include "model/language_model.hpp"
 #include "parallel/parallel_config.hpp"
 #include "runtime/registry.hpp"
-#include "train/objective_mlm.hpp"
+#include "train/objective.hpp"
 
 namespace patchbay::train {
 
@@ -16,6 +16,8 @@ config::SchemaRegistry make_training_schema() {
   config::SchemaRegistry schema = config::make_host_schema();
   model::declare_model_sections(schema);
   parallel::declare_parallelism_section(schema);  // [parallelism], optional (core/parallel)
+  for (const ObjectiveEntry& objective : objective_entries())  // [train.mlm], ... (objective.hpp)
+    if (objective.declare_options) objective.declare_options(schema);
   return schema;
 }
 
@@ -43,11 +45,14 @@ void validate_training_config(config::ResolvedConfig& config, const config::Comp
     if (!root.contains(section)) root.insert(section, toml::table{});
   }
   if (!root.contains("optimizer")) root.insert("optimizer", toml::table{{"kind", "adamw"}});
-  add_objective_defaults(config);  // [train.mlm] for objective = "mlm" (objective_mlm.hpp)
+  // The chosen objective (objective.hpp): its name known, its tables added before validation
+  // (so their defaults are written), its own checks after (objective vs model.causal, rates).
+  const ObjectiveEntry& objective = find_objective(objective_name(config));
+  if (objective.add_defaults) objective.add_defaults(config);
   const config::SchemaRegistry schema = make_training_schema();
   config::validate_config_or_throw(config, schema, lookup);
   config::apply_defaults(config, schema, lookup);
-  check_objective(config);  // objective vs model.causal
+  if (objective.check) objective.check(config);
 }
 
 namespace {
@@ -125,7 +130,38 @@ TrainOptions train_options_from_config(const config::ResolvedConfig& config) {
                                                  ") must not exceed train.max_steps (" +
                                                  std::to_string(o.max_steps) + ")");
   validate(o.schedule);
+  o.objective = objective_name(config);
+  o.dropout = config_has_dropout(config);
   return o;
+}
+
+DataOptions data_options_from_config(const config::ResolvedConfig& config) {
+  DataOptions d;
+  d.corpus = config_string(config, "data.corpus");
+  d.validation_fraction = config_real(config, "data.validation_fraction");
+  d.split_seed = static_cast<uint64_t>(config_int(config, "data.seed"));
+  d.output_dir = config_string(config, "data.output_dir");
+  return d;
+}
+
+bool config_has_dropout(const config::ResolvedConfig& config) {
+  const toml::node* model_dropout = config.find("model.dropout");
+  if (model_dropout != nullptr && model_dropout->value<double>().value_or(0.0) > 0) return true;
+  // A validated config keeps each used layer component's options in its per-kind table
+  // ([model.attention.dense] dropout = 0.1; config/component_options.hpp); flat keys are
+  // looked at too, for configs that did not go through validation.
+  for (const char* section : {"model.attention", "model.feedforward"}) {
+    const toml::node* node = config.find(section);
+    if (node == nullptr || !node->is_table()) continue;
+    if (node->as_table()->get("dropout") != nullptr &&
+        node->as_table()->get("dropout")->value<double>().value_or(0.0) > 0)
+      return true;
+    for (const auto& [name, options] : *node->as_table()) {
+      const toml::node* dropout = options.is_table() ? options.as_table()->get("dropout") : nullptr;
+      if (dropout != nullptr && dropout->value<double>().value_or(0.0) > 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace patchbay::train

@@ -1,4 +1,6 @@
-// The training configuration: the [train] keys as typed options, and the one way a
+// The training configuration: the [train] and [data] keys as typed options (read once, then
+// passed down: the loop, the objective and the data reader take these structures, not the
+// config), and the one way a
 // training-related command (train, eval, bench train, tests) turns a loaded config into a
 // validated one — host sections plus the model's sections, component keys checked against
 // the plugins the registry found, defaults filled in.
@@ -41,6 +43,18 @@ struct TrainOptions {
   uint64_t seed = 0;              // [run] seed: batches and everything random in the run
   std::string run_name;
   std::string precision = "f32";  // [train] precision: "f32" or "bf16" (matmul autocast, see train_step)
+  std::string objective = "clm";  // [train] objective: a name in objective.cpp's table
+  // Some layer has dropout > 0 (model.dropout or a [model.attention] / [model.feedforward]
+  // table's dropout): a resume then replays earlier forwards to advance its generators.
+  bool dropout = false;
+};
+
+// [data]: the corpus and its split (training_data.hpp prepares them).
+struct DataOptions {
+  std::string corpus = "kjv";          // "kjv" or a path
+  double validation_fraction = 0.1;    // share of documents held out
+  uint64_t split_seed = 1234;          // [data] seed of the document-hash split
+  std::filesystem::path output_dir;    // the prepared folder
 };
 
 // Host schema (make_host_schema) plus the model's sections.
@@ -61,6 +75,12 @@ LrSchedule lr_schedule_from_config(const config::ResolvedConfig& config);
 // Typed [train] options of a validated config. Throws Error(kInvalidArgument) naming the key
 // for rules the schema cannot state (min_lr > lr, warmup_steps > max_steps).
 TrainOptions train_options_from_config(const config::ResolvedConfig& config);
+
+// Typed [data] options of a validated config.
+DataOptions data_options_from_config(const config::ResolvedConfig& config);
+
+// Whether any layer of the config's model has dropout (TrainOptions::dropout).
+bool config_has_dropout(const config::ResolvedConfig& config);
 
 // Readers for validated configs ("train.batch_size"); throw Error(kInvalidArgument) naming the
 // key when it is missing or has another type.

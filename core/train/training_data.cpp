@@ -72,11 +72,12 @@ runtime::TokenizerHandle load_config_tokenizer(const config::ResolvedConfig& con
 
 TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
                                    const config::ComponentSchemaLookup& lookup) {
-  const std::string corpus_source = config_string(config, "data.corpus");
+  const DataOptions options = data_options_from_config(config);
+  const std::string& corpus_source = options.corpus;
   data::SplitOptions split_options;
-  split_options.val_fraction = config_real(config, "data.validation_fraction");
-  split_options.seed = static_cast<uint64_t>(config_int(config, "data.seed"));
-  const fs::path prepared = config_string(config, "data.output_dir");  // [data]: the prepared folder itself
+  split_options.val_fraction = options.validation_fraction;
+  split_options.seed = options.split_seed;
+  const fs::path prepared = options.output_dir;  // [data]: the prepared folder itself
 
   if (!manifest_matches(prepared / "manifest.json", split_options) || !fs::is_regular_file(prepared / "train.txt") ||
       !fs::is_regular_file(prepared / "val.txt")) {
