@@ -127,6 +127,7 @@ class Pipeline {
   const std::vector<SourceReport>& sources() const { return sources_; }
   const std::vector<FinishedShard>& shards(int split) const { return shards_[split]; }
   uint64_t total_bytes() const { return total_bytes_; }
+  uint64_t split_bytes(int split) const { return split_bytes_[split]; }
 
  private:
   void work() {
@@ -187,7 +188,9 @@ class Pipeline {
       if (p.first) decide_document(p, c.errors[i], source);
       c.fate[i] = fate_;
       c.split[i] = split_;
-      if (fate_ != Fate::kDropped) source.bytes += p.text.size();
+      if (fate_ == Fate::kDropped) continue;
+      source.bytes += p.text.size();
+      split_bytes_[split_] += p.text.size();
     }
   }
 
@@ -320,6 +323,7 @@ class Pipeline {
   // decide turn only
   std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen_;  // ~40 bytes a document
   uint64_t kept_[3] = {0, 0, 0};
+  uint64_t split_bytes_[3] = {0, 0, 0};  // text bytes of the kept documents
   std::map<uint64_t, std::string> last_names_[3];  // resumed shards' last documents by ordinal
   Fate fate_ = Fate::kDropped;
   int split_ = 0;

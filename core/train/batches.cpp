@@ -19,7 +19,7 @@ void require_window(uint64_t count, int64_t seq_len) {
                     std::to_string(seq_len + 1) + "; lower train.seq_len or use a larger corpus");
 }
 
-TokenWindows windows_at(const data::TokenCache& cache, const std::vector<uint64_t>& starts,
+TokenWindows windows_at(const data::TokenSource& cache, const std::vector<uint64_t>& starts,
                         int64_t seq_len) {
   const int64_t rows = static_cast<int64_t>(starts.size());
   TokenWindows windows{engine::Tensor::empty({rows, seq_len + 1}, engine::DType::kI32)};
@@ -55,7 +55,7 @@ uint64_t validation_window_start(int64_t index, int64_t window_count, uint64_t c
   return static_cast<uint64_t>(position);
 }
 
-TokenWindows training_windows(const data::TokenCache& cache, uint64_t seed, int64_t step,
+TokenWindows training_windows(const data::TokenSource& cache, uint64_t seed, int64_t step,
                               int64_t micro_step, int64_t rows, int64_t seq_len) {
   std::vector<uint64_t> starts;
   for (int64_t r = 0; r < rows; ++r)
@@ -63,7 +63,7 @@ TokenWindows training_windows(const data::TokenCache& cache, uint64_t seed, int6
   return windows_at(cache, starts, seq_len);
 }
 
-TokenWindows validation_windows(const data::TokenCache& cache, int64_t batch_index,
+TokenWindows validation_windows(const data::TokenSource& cache, int64_t batch_index,
                                 int64_t batch_count, int64_t rows, int64_t seq_len) {
   std::vector<uint64_t> starts;
   for (int64_t r = 0; r < rows; ++r)
@@ -92,12 +92,12 @@ Batch causal_batch(const TokenWindows& windows) {
   return batch;
 }
 
-Batch training_batch(const data::TokenCache& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
+Batch training_batch(const data::TokenSource& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
                      int64_t seq_len) {
   return causal_batch(training_windows(cache, seed, step, micro_step, rows, seq_len));
 }
 
-Batch validation_batch(const data::TokenCache& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
+Batch validation_batch(const data::TokenSource& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
                        int64_t seq_len) {
   return causal_batch(validation_windows(cache, batch_index, batch_count, rows, seq_len));
 }

@@ -41,12 +41,12 @@ uint64_t validation_window_start(int64_t index, int64_t window_count, uint64_t c
 
 // The windows of training micro-batch (step, micro_step): rows windows from
 // training_window_start.
-TokenWindows training_windows(const data::TokenCache& cache, uint64_t seed, int64_t step,
+TokenWindows training_windows(const data::TokenSource& cache, uint64_t seed, int64_t step,
                               int64_t micro_step, int64_t rows, int64_t seq_len);
 
 // The windows of validation batch `batch_index` of `batch_count`: windows batch_index*rows ..
 // +rows of the batch_count*rows evenly spaced windows.
-TokenWindows validation_windows(const data::TokenCache& cache, int64_t batch_index,
+TokenWindows validation_windows(const data::TokenSource& cache, int64_t batch_index,
                                 int64_t batch_count, int64_t rows, int64_t seq_len);
 
 // Next-token prediction's batch of windows [rows, T + 1]: inputs = window[0 .. T),
@@ -54,11 +54,11 @@ TokenWindows validation_windows(const data::TokenCache& cache, int64_t batch_ind
 Batch causal_batch(const TokenWindows& windows);
 
 // causal_batch(training_windows(...)): the training micro-batch (step, micro_step).
-Batch training_batch(const data::TokenCache& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
+Batch training_batch(const data::TokenSource& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
                      int64_t seq_len);
 
 // causal_batch(validation_windows(...)).
-Batch validation_batch(const data::TokenCache& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
+Batch validation_batch(const data::TokenSource& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
                        int64_t seq_len);
 
 // Random ids in [0, vocab_size) (benchmarks with --random-tokens), deterministic in (seed, step).

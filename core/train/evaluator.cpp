@@ -26,7 +26,7 @@ TokenBytes token_bytes(const runtime::TokenizerHandle& tokenizer) {
   return table;
 }
 
-EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, const EvalSettings& settings) {
+EvalResult evaluate(model::LanguageModel& model, const data::TokenSource& split, const EvalSettings& settings) {
   return evaluate_batches(
       model,
       [&](int64_t b) {

@@ -48,7 +48,7 @@ struct EvalSettings {
 // Runs `batches` fixed validation batches (batches.hpp: evenly spaced windows) without
 // gradients and with dropout off. The loss is the token-weighted mean over all batches;
 // targets that are special tokens are left out of loss, tokens and bytes.
-EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, const EvalSettings& settings);
+EvalResult evaluate(model::LanguageModel& model, const data::TokenSource& split, const EvalSettings& settings);
 
 // The same over any `settings.batches` batches, batch b from batch_at(b) (an objective's
 // validation batches, objective.hpp); targets equal to -100 are left out too.

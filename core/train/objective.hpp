@@ -84,7 +84,7 @@ class TrainingObjective {
   // Whether a text sample continuing a prompt means anything for a model trained so.
   virtual bool makes_samples() const = 0;
 
-  // One line for checkpoints' RNG metadata: how batches are drawn from the windows.
+  // One line for checkpoints' RNG metadata: how batches are made from the windows.
   virtual std::string batch_rule() const = 0;
 };
 

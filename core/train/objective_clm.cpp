@@ -39,7 +39,9 @@ class CausalLmObjective final : public TrainingObjective {
 
   bool makes_samples() const override { return true; }
 
-  std::string batch_rule() const override { return "splitmix64(seed, step, micro_step, row)"; }
+  std::string batch_rule() const override {
+    return "next token: inputs window[0, T), targets window[1, T]";
+  }
 
  private:
   std::string name_ = "clm";

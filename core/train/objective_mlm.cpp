@@ -125,7 +125,7 @@ MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& tar
   return score;
 }
 
-MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& split,
+MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenSource& split,
                            const EvalSettings& settings, const MlmObjective& objective) {
   return evaluate_masked_batches(
       model,
@@ -270,8 +270,7 @@ class MaskedLmObjective final : public TrainingObjective {
   bool makes_samples() const override { return false; }  // a bidirectional model
 
   std::string batch_rule() const override {
-    return "splitmix64(seed, step, micro_step, row); masks from mlm_training_seed(seed, step, "
-           "micro_step)";
+    return "BERT masks of window[0, T) from mlm_training_seed(seed, step, micro_step)";
   }
 
  private:

@@ -85,7 +85,7 @@ struct MlmEvalResult {
 // evaluate(): no gradients, dropout off), each masked with mlm_validation_seed(its index).
 // Every selected position counts (mask token, random and unchanged inputs alike, as BERT's
 // masked-LM accuracy); bits per byte divide by the bytes of those targets.
-MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& split,
+MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenSource& split,
                            const EvalSettings& settings, const MlmObjective& objective);
 
 // The same over any `settings.batches` masked batches, batch b from batch_at(b).

@@ -141,6 +141,10 @@ DataOptions data_options_from_config(const config::ResolvedConfig& config) {
   d.validation_fraction = config_real(config, "data.validation_fraction");
   d.split_seed = static_cast<uint64_t>(config_int(config, "data.seed"));
   d.output_dir = config_string(config, "data.output_dir");
+  // Keys newer than some stored configs: absent means the single-corpus form, random order.
+  if (const toml::node* prepared = config.find("data.prepared")) d.prepared = prepared->value<std::string>().value_or("");
+  if (const toml::node* sampling = config.find("data.sampling"))
+    d.sampling = sampling->value<std::string>().value_or("auto");
   return d;
 }
 

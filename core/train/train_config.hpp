@@ -55,6 +55,8 @@ struct DataOptions {
   double validation_fraction = 0.1;    // share of documents held out
   uint64_t split_seed = 1234;          // [data] seed of the document-hash split
   std::filesystem::path output_dir;    // the prepared folder
+  std::filesystem::path prepared;      // a `patchbay data prepare --source` folder ("": corpus)
+  std::string sampling = "auto";       // auto | random | epochs | documents (window_sampler.hpp)
 };
 
 // Host schema (make_host_schema) plus the model's sections.

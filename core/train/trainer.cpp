@@ -201,11 +201,13 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   // The objective (objective.hpp) makes each batch from the data's windows, says which
   // positions carry loss, what evaluation reports and whether samples make sense. Batches are
   // made on the full global batch, then sharded: they do not depend on the ranks.
+  // Which windows each micro-batch reads is the data's business (data.sampling,
+  // window_sampler.hpp): a pure function of (seed, step, micro) and the global batch shape.
   const std::unique_ptr<TrainingObjective> objective = make_objective(config, o, data.tokenizer);
+  const WindowSampler sampler(data.train, data.train.document_starts(), data.sampling, o.batch_size,
+                              o.grad_accum_steps, o.seq_len);
   auto micro_batch_at = [&](int64_t step, int64_t micro) {
-    return objective->training_batch(
-        training_windows(data.train, o.seed, step, micro, o.batch_size, o.seq_len), o.seed, step,
-        micro);
+    return objective->training_batch(sampler.training_windows(o.seed, step, micro), o.seed, step, micro);
   };
   const ValidationWindows validation = [&](int64_t b) {
     return validation_windows(data.val, b, o.eval_batches, o.batch_size, o.seq_len);
@@ -429,7 +431,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
     metadata[kMetaRng] =
         nlohmann::json{{"batch_seed", o.seed},
-                       {"batch_rule", objective->batch_rule()},
+                       {"batch_rule", sampler.rule()},
+                       {"objective_rule", objective->batch_rule()},
                        {"dropout", o.dropout ? "replayed from step 0 on resume" : "off"}}
             .dump();
     summary.last_checkpoint = save_checkpoint(o.run_dir, step, tensors, metadata);
@@ -489,8 +492,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                       {"tokens_per_second", tokens_per_second},
                       {"elapsed_seconds", elapsed_seconds()},
                       {"train_seconds", train_seconds},
-                      {"tokens", done * tokens_per_step},
+                      {"tokens", done * tokens_per_step},  // tokens seen
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
+      if (const std::optional<double> epoch = sampler.epochs_after(done)) record["epoch"] = *epoch;
       r.layer_stats.write_to(record);
       // Data parallel: seconds spent waiting for gradient all-reduces after backward, summed
       // since the start (communication not hidden behind backward; `patchbay bench parallel`).
