@@ -87,15 +87,19 @@ int wait_exit(pid_t pid) {
 struct Corpus {
   testing::TempDir dir{"prepare_kill"};
   fs::path tokenizer;
-  Corpus() {
+  // big_document: one document 20 times the others' size, so that its shard alone passes a
+  // file-size limit that the other shards stay under.
+  explicit Corpus(bool big_document = false) {
     std::string sample;
     fs::create_directories(dir / "src");
-    for (int f = 0; f < 300; ++f) {
+    for (int f = 0; f < 120; ++f) {
       std::string text;
-      for (int line = 0; line < 250; ++line)
+      const int lines = big_document && f == 60 ? 2500 : 120;
+      for (int line = 0; line < lines; ++line)
         text += "line " + std::to_string(line * 31 + f) + " of document " + std::to_string(f) +
                 ": and it was so.\n";
-      std::ofstream(dir / "src" / ("doc" + std::to_string(10000 + f) + ".txt"), std::ios::binary)
+      std::ofstream(dir / "src" / (std::string("doc") + std::to_string(10000 + f) + ".txt"),
+                    std::ios::binary)
           << text;
       if (f < 3) sample += text;
     }
@@ -145,20 +149,26 @@ TEST_CASE(
 }
 
 TEST_CASE("a write failure (full disk) says so, keeps the finished shards, and a rerun completes") {
-  const Corpus c;
+  const Corpus c(true);
   REQUIRE(wait_exit(start_prepare(c.args("whole"), c.dir / "whole.log")) == 0);
   const auto whole = folder_files(c.dir / "whole");
-  // Each shard is about 60 KB: the limit lets a few finish, then a write fails.
-  CHECK(wait_exit(start_prepare(c.args("full"), c.dir / "full.log", 200000)) != 0);
+  // Shards are about 22 KB but the one with the big document about 230 KB: the limit lets the
+  // shards before it finish, then a write fails.
+  CHECK(wait_exit(start_prepare(c.args("full"), c.dir / "full.log", 150000)) != 0);
   const std::string log = read_file(c.dir / "full.log");
   INFO(log);
   CHECK(log.find("file-size limit") != std::string::npos);
   CHECK(log.find("finished before are intact") != std::string::npos);
+  int kept = 0;
   for (const auto& e : fs::directory_iterator(c.dir / "full")) {
     const std::string name = e.path().filename().string();
     CHECK(name.find(".partial") == std::string::npos);
-    if (e.path().extension() == ".tokens") CHECK(read_file(e.path()) == whole.at(name));
+    if (e.path().extension() != ".tokens") continue;
+    CHECK(read_file(e.path()) == whole.at(name));
+    ++kept;
   }
+  CHECK(kept > 10);
+  CHECK_FALSE(fs::exists(c.dir / "full/manifest.json"));
   REQUIRE(wait_exit(start_prepare(c.args("full"), c.dir / "rerun.log")) == 0);
   CHECK(folder_files(c.dir / "full") == whole);
 }

@@ -165,7 +165,7 @@ TEST_CASE(
   std::string all;
   for (int i = 0; i < 30; ++i) {
     const std::string text = paragraph(i) + paragraph(i + 1);
-    write_file(dir / "books" / ("b" + std::to_string(100 + i) + ".txt"), text);
+    write_file(dir / "books" / (std::string("b") + std::to_string(100 + i) + ".txt"), text);
     expected.push_back(text);
     all += text;
   }
@@ -231,7 +231,7 @@ TEST_CASE(
   const testing::TempDir dir("prepare_determinism");
   std::string all;
   for (int i = 0; i < 60; ++i) {
-    write_file(dir / "src" / ("f" + std::to_string(i) + ".txt"), paragraph(i));
+    write_file(dir / "src" / (std::string("f") + std::to_string(i) + ".txt"), paragraph(i));
     all += paragraph(i);
   }
   // One long file read in several pieces.
@@ -296,6 +296,7 @@ TEST_CASE("dedup, empty documents, bad lines and invalid UTF-8") {
   o.skip_bad = false;
   write_file(dir / "web2/y.jsonl", "{\"body\": \"x\"}\n");
   o.sources = {{dir / "web2", {}, {}, "text"}};
+  o.out = dir / "missing_field";
   CHECK(error_of([&] {
           prepare_dataset(o, t.prepare());
         }).find("y.jsonl:1: has no field \"text\" (its fields: body)") != std::string::npos);
@@ -305,7 +306,7 @@ TEST_CASE("a resumed preparation gives the same files; another tokenizer's shard
   const testing::TempDir dir("prepare_resume");
   std::string all;
   for (int i = 0; i < 80; ++i) {
-    write_file(dir / "src" / ("f" + std::to_string(1000 + i) + ".txt"),
+    write_file(dir / "src" / (std::string("f") + std::to_string(1000 + i) + ".txt"),
                paragraph(i) + paragraph(i + 3));
     all += paragraph(i);
   }

@@ -58,7 +58,7 @@ std::vector<std::string> prepare_tiny(TinySetup& setup, const fs::path& folder) 
   fs::create_directories(folder / "docs");
   const std::string text = data::read_text_file(folder / "corpus.txt");
   for (int d = 0; d < 40; ++d)  // 40 documents of ~1 KB
-    std::ofstream(folder / "docs" / ("d" + std::to_string(100 + d) + ".txt"))
+    std::ofstream(folder / "docs" / (std::string("d") + std::to_string(100 + d) + ".txt"))
         << text.substr(static_cast<size_t>(d) * 1000, 1000);
   data::TokenizerSettings settings;
   settings.kind = "char";
