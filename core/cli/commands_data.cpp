@@ -108,10 +108,15 @@ int run_prepare_shards(const po::variables_map& values, data::PrepareOptions o, 
   std::cout << "dropped: " << duplicates << " exact duplicates" << (o.dedup_exact ? "" : " (--dedup none)") << ", "
             << empty << " empty documents, " << bad << " bad lines" << (o.skip_bad ? " (--skip-bad)" : "") << "\n";
   if (r.resumed_shards > 0) std::cout << "resumed: " << r.resumed_shards << " shards of an earlier run kept\n";
-  char figures[160];
-  std::snprintf(figures, sizeof figures, "%.1f MB in %.2f s: %.1f MB/s, peak resident memory %.0f MiB\n",
-                static_cast<double>(r.input_bytes) / 1e6, r.seconds,
-                r.seconds > 0 ? static_cast<double>(r.input_bytes) / 1e6 / r.seconds : 0.0, peak_resident_mib());
+  uint64_t text_bytes = 0;
+  for (const data::SourceReport& s : r.sources) text_bytes += s.bytes;
+  char figures[200];
+  std::snprintf(figures, sizeof figures,
+                "%.1f MB of files (%.1f MB of kept text) in %.2f s: %.1f MB/s of files, %.1f MB/s of text, "
+                "peak resident memory %.0f MiB\n",
+                static_cast<double>(r.input_bytes) / 1e6, static_cast<double>(text_bytes) / 1e6, r.seconds,
+                r.seconds > 0 ? static_cast<double>(r.input_bytes) / 1e6 / r.seconds : 0.0,
+                r.seconds > 0 ? static_cast<double>(text_bytes) / 1e6 / r.seconds : 0.0, peak_resident_mib());
   std::cout << figures << "manifest: " << r.manifest.string() << "\n";
   return kExitOk;
 }

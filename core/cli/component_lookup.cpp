@@ -121,8 +121,10 @@ ValidatedConfig load_validated_config(const std::string& file, const std::vector
   // The host sections plus the model's and the objectives': what `patchbay train` validates too.
   const config::SchemaRegistry schema = train::make_training_schema();
   train::find_objective(train::objective_name(validated.config));  // a known train.objective
-  config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
-  config::apply_defaults(validated.config, schema, validated.components.lookup);
+  train::with_data_sources_checked(validated.config, [&] {  // [[data.sources]]: by hand
+    config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
+    config::apply_defaults(validated.config, schema, validated.components.lookup);
+  });
   return validated;
 }
 

@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "config/config_document.hpp"
 #include "config/schema_registry.hpp"
@@ -49,6 +51,13 @@ struct TrainOptions {
   bool dropout = false;
 };
 
+// One [[data.sources]] table: a prepared dataset in a mixture (mixture_sampler.hpp).
+struct MixtureSourceOptions {
+  std::string name;                // default: the folder's name; unique
+  std::filesystem::path prepared;  // a `patchbay data prepare --source` folder
+  double weight = 1.0;             // > 0; shares are weight / sum of weights
+};
+
 // [data]: the corpus and its split (training_data.hpp prepares them).
 struct DataOptions {
   std::string corpus = "kjv";          // "kjv" or a path
@@ -57,6 +66,7 @@ struct DataOptions {
   std::filesystem::path output_dir;    // the prepared folder
   std::filesystem::path prepared;      // a `patchbay data prepare --source` folder ("": corpus)
   std::string sampling = "auto";       // auto | random | epochs | documents (window_sampler.hpp)
+  std::vector<MixtureSourceOptions> sources;  // [[data.sources]]: a mixture (empty: none)
 };
 
 // Host schema (make_host_schema) plus the model's sections.
@@ -77,6 +87,13 @@ LrSchedule lr_schedule_from_config(const config::ResolvedConfig& config);
 // Typed [train] options of a validated config. Throws Error(kInvalidArgument) naming the key
 // for rules the schema cannot state (min_lr > lr, warmup_steps > max_steps).
 TrainOptions train_options_from_config(const config::ResolvedConfig& config);
+
+// [[data.sources]] is an array of tables, which the schema cannot declare: it is lifted out of
+// the config, `validate` runs on the rest, and the array is checked by hand (each entry a table
+// of name / prepared / weight; prepared required, weight > 0, names unique, not together with
+// data.prepared) and put back with its defaults. Throws Error(kInvalidArgument) naming
+// data.sources[i].key and where it was set.
+void with_data_sources_checked(config::ResolvedConfig& config, const std::function<void()>& validate);
 
 // Typed [data] options of a validated config.
 DataOptions data_options_from_config(const config::ResolvedConfig& config);

@@ -31,6 +31,7 @@
 #include "run/progress_bar.hpp"
 #include "train/checkpoint.hpp"
 #include "train/grad_clip.hpp"
+#include "train/mixture_sampler.hpp"
 #include "train/objective.hpp"
 #include "train/param_groups.hpp"
 #include "train/training_data.hpp"
@@ -165,6 +166,40 @@ void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
   for (const fs::path& p : produced) fs::remove_all(p);
 }
 
+// A mixture's evaluation: each source's validation windows scored on their own (its loss, bits
+// per byte and tokens into `per_source` as "val_loss.<name>", ...), and the whole as the
+// token-weighted mean over the sources (bits per byte over their bytes together). The
+// objective's own fields are the first source's.
+ObjectiveEvaluation evaluate_mixture(const TrainingObjective& objective, model::LanguageModel& model,
+                                     const TrainingData& data, const EvalSettings& settings, nlohmann::json& per_source) {
+  ObjectiveEvaluation total;
+  double loss_sum = 0;
+  for (size_t i = 0; i < data.mixture.size(); ++i) {
+    const MixtureData& m = data.mixture[i];
+    const ValidationWindows windows = [&](int64_t b) {
+      return validation_windows(m.val, b, settings.batches, settings.batch_size, settings.seq_len);
+    };
+    const ObjectiveEvaluation e = objective.evaluate(model, windows, settings);
+    per_source["val_loss." + m.name] = e.eval.loss;
+    per_source["val_bpb." + m.name] = e.eval.bits_per_byte;
+    per_source["val_tokens." + m.name] = e.eval.tokens;
+    spdlog::info("  source {}: val loss {:.4f}, {:.4f} bits/byte", m.name, e.eval.loss, e.eval.bits_per_byte);
+    if (i == 0) {
+      total.extra = e.extra;
+      total.summary = e.summary;
+      total.eval.layer_stats = e.eval.layer_stats;
+    }
+    loss_sum += e.eval.loss * static_cast<double>(e.eval.tokens);
+    total.eval.tokens += e.eval.tokens;
+    total.eval.bytes += e.eval.bytes;
+  }
+  total.eval.loss = total.eval.tokens > 0 ? loss_sum / static_cast<double>(total.eval.tokens) : std::nan("");
+  total.eval.perplexity = std::exp(total.eval.loss);
+  total.eval.bits_per_byte = bits_per_byte(total.eval.loss, static_cast<uint64_t>(total.eval.tokens),
+                                           static_cast<uint64_t>(total.eval.bytes));
+  return total;
+}
+
 // The training loop of one process; `par` says which rank it is (parallel/parallel_run.hpp):
 // only the writer (rank 0) writes files, each rank trains on its shard of every batch.
 TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Registry& registry,
@@ -206,8 +241,21 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   const std::unique_ptr<TrainingObjective> objective = make_objective(config, o, data.tokenizer);
   const WindowSampler sampler(data.train, data.train.document_starts(), data.sampling, o.batch_size,
                               o.grad_accum_steps, o.seq_len);
+  // [[data.sources]]: each row's source from the blend (mixture_sampler.hpp).
+  std::optional<MixtureSampler> mixture;
+  if (!data.mixture.empty()) {
+    std::vector<const data::TokenSequence*> streams;
+    std::vector<double> weights;
+    for (const MixtureData& m : data.mixture) {
+      streams.push_back(&m.train);
+      weights.push_back(m.weight);
+    }
+    mixture.emplace(streams, weights, data.sampling, o.batch_size, o.grad_accum_steps, o.seq_len);
+  }
   auto micro_batch_at = [&](int64_t step, int64_t micro) {
-    return objective->training_batch(sampler.training_windows(o.seed, step, micro), o.seed, step, micro);
+    return objective->training_batch(mixture ? mixture->training_windows(o.seed, step, micro)
+                                             : sampler.training_windows(o.seed, step, micro),
+                                     o.seed, step, micro);
   };
   const ValidationWindows validation = [&](int64_t b) {
     return validation_windows(data.val, b, o.eval_batches, o.batch_size, o.seq_len);
@@ -431,7 +479,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
     metadata[kMetaRng] =
         nlohmann::json{{"batch_seed", o.seed},
-                       {"batch_rule", sampler.rule()},
+                       {"batch_rule", mixture ? mixture->rule() : sampler.rule()},
                        {"objective_rule", objective->batch_rule()},
                        {"dropout", o.dropout ? "replayed from step 0 on resume" : "off"}}
             .dump();
@@ -443,10 +491,13 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     // runs the split forward (its collectives need them all); rank 0 writes.
     if (!par.writer() && !tensor_parallel) return;
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
-    const ObjectiveEvaluation evaluation = objective->evaluate(model, validation, settings);
+    nlohmann::json per_source = nlohmann::json::object();
+    const ObjectiveEvaluation evaluation = mixture ? evaluate_mixture(*objective, model, data, settings, per_source)
+                                                   : objective->evaluate(model, validation, settings);
     const EvalResult& r = evaluation.eval;
     nlohmann::json record = {{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity},
                              {"val_bpb", r.bits_per_byte}, {"val_tokens", r.tokens}, {"val_bytes", r.bytes}};
+    record.update(per_source);  // val_loss.<source>, val_bpb.<source>, ... (mixtures)
     record.update(evaluation.extra);  // the objective's own fields (mlm: val_accuracy, objective)
     if (!evaluation.summary.empty()) spdlog::info("step {}: {}", step, evaluation.summary);
     r.layer_stats.write_to(record, "val_");
@@ -494,7 +545,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                       {"train_seconds", train_seconds},
                       {"tokens", done * tokens_per_step},  // tokens seen
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
-      if (const std::optional<double> epoch = sampler.epochs_after(done)) record["epoch"] = *epoch;
+      if (const std::optional<double> epoch = sampler.epochs_after(done); epoch && !mixture) record["epoch"] = *epoch;
+      for (size_t i = 0; mixture && i < data.mixture.size(); ++i) {
+        record["samples." + data.mixture[i].name] = mixture->samples_after(i, done);
+        record["epoch." + data.mixture[i].name] = mixture->epochs_after(i, done);
+      }
       r.layer_stats.write_to(record);
       // Data parallel: seconds spent waiting for gradient all-reduces after backward, summed
       // since the start (communication not hidden behind backward; `patchbay bench parallel`).

@@ -74,7 +74,8 @@ runtime::TokenizerHandle load_config_tokenizer(const config::ResolvedConfig& con
 namespace {
 
 Sampling resolved_sampling(const DataOptions& options) {
-  if (options.sampling == "auto") return options.prepared.empty() ? Sampling::kRandom : Sampling::kEpochs;
+  if (options.sampling == "auto")
+    return options.prepared.empty() && options.sources.empty() ? Sampling::kRandom : Sampling::kEpochs;
   return sampling_from_name(options.sampling);
 }
 
@@ -122,11 +123,38 @@ TrainingData open_prepared_training_data(const config::ResolvedConfig& config, r
   return data;
 }
 
+// [[data.sources]]: the first dataset as above, then every one as a mixture member.
+TrainingData open_mixture_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                        const config::ComponentSchemaLookup& lookup, const DataOptions& options) {
+  DataOptions first = options;
+  first.prepared = options.sources.front().prepared;
+  TrainingData data = open_prepared_training_data(config, registry, lookup, first);
+  for (const MixtureSourceOptions& source : options.sources) {
+    const data::PreparedDataset dataset = data::open_prepared_dataset(source.prepared);
+    if (dataset.tokenizer_hash != data.tokenizer_hash)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "data.sources '" + source.name + "' (" + source.prepared.string() + ") was prepared with tokenizer " +
+                      hex64(dataset.tokenizer_hash) + ", but '" + options.sources.front().name + "' with " +
+                      hex64(data.tokenizer_hash) + ": a mixture's datasets must share one tokenizer (ids of two "
+                      "tokenizers never mix). Prepare them again with the same --tokenizer");
+    MixtureData member{source.name, source.weight, data::open_split(dataset, 0, data.sampling == Sampling::kDocuments),
+                       data::open_split(dataset, 1, false), dataset.bytes[1]};
+    if (member.val.size() == 0)
+      throw Error(ErrorKind::kInvalidArgument, "data.sources '" + source.name +
+                                                   "' has no validation documents: prepare it with --val-fraction > 0");
+    spdlog::info("mixture source '{}': weight {}, {} train tokens, {} val tokens", source.name, source.weight,
+                 dataset.tokens[0], dataset.tokens[1]);
+    data.mixture.push_back(std::move(member));
+  }
+  return data;
+}
+
 }  // namespace
 
 TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
                                    const config::ComponentSchemaLookup& lookup) {
   const DataOptions options = data_options_from_config(config);
+  if (!options.sources.empty()) return open_mixture_training_data(config, registry, lookup, options);
   if (!options.prepared.empty()) return open_prepared_training_data(config, registry, lookup, options);
   const std::string& corpus_source = options.corpus;
   data::SplitOptions split_options;

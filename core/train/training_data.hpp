@@ -6,6 +6,8 @@
 //                                   trains a new one)
 //   .../{train,val}-<kind>-<h>.tokens  the splits encoded with it (data/token_cache.hpp),
 //                                   re-encoded when the header's tokenizer hash differs
+// Or, with [[data.sources]], several prepared datasets made with one tokenizer (refused,
+// naming both hashes, when two differ), read as a mixture (mixture_sampler.hpp).
 // Or, with [data] prepared = DIR, a dataset made by `patchbay data prepare --source ...`
 // (data/prepared_dataset.hpp): its train and val shards read as streams, the tokenizer it
 // was prepared with (refused, naming both hashes, when the config names another file).
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "config/config_document.hpp"
 #include "config/schema_registry.hpp"
@@ -24,6 +27,15 @@
 #include "train/window_sampler.hpp"
 
 namespace patchbay::train {
+
+// One dataset of a mixture ([[data.sources]]).
+struct MixtureData {
+  std::string name;
+  double weight = 1.0;
+  data::TokenSequence train;
+  data::TokenSequence val;
+  uint64_t val_bytes = 0;
+};
 
 struct TrainingData {
   runtime::TokenizerHandle tokenizer;
@@ -36,6 +48,9 @@ struct TrainingData {
   uint64_t val_bytes = 0;  // bytes of val.txt (logged; bits per byte counts evaluated targets' bytes)
   std::filesystem::path prepared_dir;
   Sampling sampling = Sampling::kRandom;  // data.sampling resolved ("auto": random / epochs)
+  // [[data.sources]]: every dataset of the mixture (train / val above are the first's); empty
+  // for a single dataset or corpus.
+  std::vector<MixtureData> mixture;
 };
 
 // Prepares (or reuses) everything above for a validated training config. Logs what it does.

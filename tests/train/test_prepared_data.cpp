@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -52,8 +53,10 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 // The tiny corpus prepared into shards with a char tokenizer trained on it; returns the
-// config overrides that train on it.
-std::vector<std::string> prepare_tiny(TinySetup& setup, const fs::path& folder) {
+// config overrides that train on it. With `mixture`, the documents are prepared as two
+// datasets, a (the first 24) and b (the other 16), and the overrides make a 3 : 1 mixture.
+std::vector<std::string> prepare_tiny(TinySetup& setup, const fs::path& folder,
+                                      bool mixture = false) {
   train::testing::write_tiny_corpus(folder);
   fs::create_directories(folder / "docs");
   const std::string text = data::read_text_file(folder / "corpus.txt");
@@ -70,8 +73,24 @@ std::vector<std::string> prepare_tiny(TinySetup& setup, const fs::path& folder) 
   o.out = folder / "prepared";
   o.val_fraction = 0.2;
   o.shard_bytes = 8000;
+  if (!mixture) {
+    data::prepare_dataset(o, {&tokenizer, "char", folder / "char.tok"});
+    return {"data.prepared=\"" + (folder / "prepared").string() + "\""};
+  }
+  o.sources = {{folder / "docs",
+                {"d10*", "d11*", "d120.txt", "d121.txt", "d122.txt", "d123.txt"},
+                {},
+                "text"}};
+  o.out = folder / "a";
   data::prepare_dataset(o, {&tokenizer, "char", folder / "char.tok"});
-  return {"data.prepared=\"" + (folder / "prepared").string() + "\""};
+  o.sources = {{folder / "docs",
+                {},
+                {"d10*", "d11*", "d120.txt", "d121.txt", "d122.txt", "d123.txt"},
+                "text"}};
+  o.out = folder / "b";
+  data::prepare_dataset(o, {&tokenizer, "char", folder / "char.tok"});
+  return {"data.sources=[{prepared = \"" + (folder / "a").string() +
+          "\", weight = 3.0}, {prepared = \"" + (folder / "b").string() + "\", weight = 1.0}]"};
 }
 
 }  // namespace
@@ -229,4 +248,51 @@ TEST_CASE(
           train::train_model(setup.config(text, {"data.sampling=\"documents\""}), setup.registry,
                              setup.lookup, quiet);
         }).find("needs document boundaries") != std::string::npos);
+}
+
+TEST_CASE("a two-source mixture trains with per-source validation and exact proportions") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("mixture_run");
+  const std::vector<std::string> mixture = prepare_tiny(setup, folder, true);
+  train::TrainRequest quiet;
+  quiet.show_progress = false;
+  quiet.print_samples = false;
+  const std::string text = train::testing::tiny_config_text(folder);
+  std::vector<std::string> overrides = mixture;
+  overrides.push_back("train.out_dir=\"" + (folder / "run").string() + "\"");
+  const config::ResolvedConfig c = setup.config(text, overrides);
+  CHECK(c.find("data.sources")->as_array()->get(1)->as_table()->get("name")->value<std::string>() ==
+        "b");
+  const train::TrainSummary run = train::train_model(c, setup.registry, setup.lookup, quiet);
+  REQUIRE(run.steps_done == 6);
+  bool evaluated = false;
+  for (const nlohmann::json& r : run::read_metrics(folder / "run" / "metrics.jsonl")) {
+    if (r.contains("val_loss")) {
+      REQUIRE(r.contains("val_loss.a"));
+      REQUIRE(r.contains("val_loss.b"));
+      CHECK(r.contains("val_bpb.b"));
+      const double a = r["val_loss.a"], b = r["val_loss.b"], ta = r["val_tokens.a"],
+                   tb = r["val_tokens.b"];
+      CHECK(r["val_loss"].get<double>() == doctest::Approx((a * ta + b * tb) / (ta + tb)));
+      evaluated = true;
+    } else if (r.contains("loss")) {
+      // 4 rows a step: after s steps, 4 s samples, three quarters from a (within 2).
+      const double samples = 4.0 * r["step"].get<double>();
+      CHECK(std::fabs(r["samples.a"].get<double>() - 0.75 * samples) < 2.0);
+      CHECK(r["samples.a"].get<double>() + r["samples.b"].get<double>() == samples);
+      CHECK(r.contains("epoch.b"));
+    }
+  }
+  CHECK(evaluated);
+
+  // Refusals: a zero weight, a repeated name, data.prepared beside data.sources.
+  CHECK(error_of([&] {
+          setup.config(text, {"data.sources=[{prepared = \"x\", weight = 0.0}]"});
+        }).find("data.sources[0].weight is 0") != std::string::npos);
+  CHECK(error_of([&] {
+          setup.config(text, {"data.sources=[{prepared = \"x/a\"}, {prepared = \"y/a\"}]"});
+        }).find("used twice") != std::string::npos);
+  CHECK(error_of([&] {
+          setup.config(text, {"data.sources=[{prepared = \"x\"}]", "data.prepared=\"y\""});
+        }).find("both set") != std::string::npos);
 }
