@@ -31,6 +31,7 @@
 #include "run/progress_bar.hpp"
 #include "train/checkpoint.hpp"
 #include "train/grad_clip.hpp"
+#include "train/mixture_evaluation.hpp"
 #include "train/mixture_sampler.hpp"
 #include "train/objective.hpp"
 #include "train/param_groups.hpp"
@@ -164,40 +165,6 @@ void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
                     "or replace it with --overwrite.");
   }
   for (const fs::path& p : produced) fs::remove_all(p);
-}
-
-// A mixture's evaluation: each source's validation windows scored on their own (its loss, bits
-// per byte and tokens into `per_source` as "val_loss.<name>", ...), and the whole as the
-// token-weighted mean over the sources (bits per byte over their bytes together). The
-// objective's own fields are the first source's.
-ObjectiveEvaluation evaluate_mixture(const TrainingObjective& objective, model::LanguageModel& model,
-                                     const TrainingData& data, const EvalSettings& settings, nlohmann::json& per_source) {
-  ObjectiveEvaluation total;
-  double loss_sum = 0;
-  for (size_t i = 0; i < data.mixture.size(); ++i) {
-    const MixtureData& m = data.mixture[i];
-    const ValidationWindows windows = [&](int64_t b) {
-      return validation_windows(m.val, b, settings.batches, settings.batch_size, settings.seq_len);
-    };
-    const ObjectiveEvaluation e = objective.evaluate(model, windows, settings);
-    per_source["val_loss." + m.name] = e.eval.loss;
-    per_source["val_bpb." + m.name] = e.eval.bits_per_byte;
-    per_source["val_tokens." + m.name] = e.eval.tokens;
-    spdlog::info("  source {}: val loss {:.4f}, {:.4f} bits/byte", m.name, e.eval.loss, e.eval.bits_per_byte);
-    if (i == 0) {
-      total.extra = e.extra;
-      total.summary = e.summary;
-      total.eval.layer_stats = e.eval.layer_stats;
-    }
-    loss_sum += e.eval.loss * static_cast<double>(e.eval.tokens);
-    total.eval.tokens += e.eval.tokens;
-    total.eval.bytes += e.eval.bytes;
-  }
-  total.eval.loss = total.eval.tokens > 0 ? loss_sum / static_cast<double>(total.eval.tokens) : std::nan("");
-  total.eval.perplexity = std::exp(total.eval.loss);
-  total.eval.bits_per_byte = bits_per_byte(total.eval.loss, static_cast<uint64_t>(total.eval.tokens),
-                                           static_cast<uint64_t>(total.eval.bytes));
-  return total;
 }
 
 // The training loop of one process; `par` says which rank it is (parallel/parallel_run.hpp):
