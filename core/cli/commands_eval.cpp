@@ -112,7 +112,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
 
-  const data::TokenCache& tokens = split == "val" ? data.val : data.train;
+  const data::TokenSequence& tokens = split == "val" ? data.val : data.train;
   const train::TokenBytes target_bytes = train::token_bytes(data.tokenizer);
   train::EvalSettings settings{batches, batch_size, o.seq_len, &target_bytes};
   // train.objective = "mlm": the masked targets of fixed masks (objective_mlm.hpp).

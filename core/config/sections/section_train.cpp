@@ -60,35 +60,17 @@ HostSection train_section() {
       Field::string("device", "\"cpu\"",
                     "kept for old configs (only \"cpu\"); the device is run.device")
           .choices("cpu"),
-      Field::string(
-          "objective", "\"clm\"",
-          "clm: next-token prediction (needs model.causal = true); mlm: BERT masked-token "
-          "prediction (needs model.causal = false; masking in [train.mlm])")
-          .choices("clm|mlm"),
+      // The names are checked against core/train/objective.cpp's table (a new objective is a
+      // new file there, not a new choice here).
+      Field::string("objective", "\"clm\"",
+                    "training objective (core/train/objective.cpp): clm: next-token prediction "
+                    "(needs model.causal = true); mlm: BERT masked-token prediction (needs "
+                    "model.causal = false; masking in [train.mlm])"),
       Field::string(
           "precision", "\"f32\"",
           "matmul precision: f32, or bf16 mixed precision (bf16 GEMMs with f32 accumulation; "
           "f32 master weights, optimizer state, reductions and checkpoints)")
           .choices("f32|bf16"),
-  };
-  return section;
-}
-
-// [train.mlm]: BERT masking (Devlin et al. 2019, A.1) for train.objective = "mlm"
-// (core/train/objective_mlm.hpp). Ignored by the "clm" objective.
-HostSection mlm_section() {
-  HostSection section;
-  section.path = "train.mlm";
-  section.summary = "masked-LM objective: which positions are predicted and how their inputs are corrupted";
-  section.fields = {
-      Field::real("select_rate", "0.15", "fraction of positions predicted (special tokens never)").range(1e-6, 1.0),
-      Field::real("mask_rate", "0.8", "of the predicted positions: input replaced by the mask token").range(0.0, 1.0),
-      Field::real("random_rate", "0.1", "of the predicted positions: input replaced by a random ordinary token "
-                                        "(the rest, 1 - mask_rate - random_rate, keep their token)")
-          .range(0.0, 1.0),
-      Field::string("mask_token", "\"<|mask|>\"",
-                    "text of the mask token; must be one of the tokenizer's special tokens "
-                    "([tokenizer] special_tokens)"),
   };
   return section;
 }
@@ -125,7 +107,8 @@ void declare_train_sections(SchemaRegistry& schema) {
   schema.add_section(train_section());
   schema.add_section(optimizer_section());
   schema.add_section(eval_section());
-  schema.add_section(mlm_section());
+  // Each objective's own section ([train.mlm]) is declared by its file in core/train
+  // (objective.hpp: ObjectiveEntry::declare_options), through train::make_training_schema.
 }
 
 }  // namespace patchbay::config
