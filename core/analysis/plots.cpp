@@ -150,16 +150,17 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups,
               gp_string(plot_label(numbered(g, groups[g].label)) +
                         " (n=" + std::to_string(groups[g].runs.size()) + ")");
   }
-  // The legend goes under the plot in two columns (one when there are few), so long labels
-  // never squeeze the plot and a dozen configurations still fit.
+  // The legend goes under the plot (gnuplot puts two columns side by side where they fit,
+  // at most half the lines per column past four), so long labels never squeeze the plot's
+  // width and the image grows in height with the configurations: a dozen still fit.
   const size_t columns = groups.size() > 4 ? 2 : 1;
   const size_t legend_rows = (groups.size() + columns - 1) / columns;
   const std::string curve_body =
       "set title 'Validation loss over training (line: mean over seeds; band: ± 1 std)'\n"
       "set xlabel 'step'\nset ylabel 'validation loss (nats/token)'\nset grid\n"
-      "set key outside below center Left reverse maxcols " +
-      std::to_string(columns) + " spacing 1.15 samplen 3\n" + curves + "\n";
-  const int curve_height = 560 + 24 * static_cast<int>(legend_rows);
+      "set key outside below center Left reverse maxrows " +
+      std::to_string(legend_rows) + " spacing 1.15 samplen 3\n" + curves + "\n";
+  const int curve_height = 600 + 24 * static_cast<int>(legend_rows);
   run::write_text_atomically(out_dir / "val_loss_curves.gp",
                              terminals_block("val_loss_curves", curve_body, 1300, curve_height));
   run_gnuplot(out_dir / "val_loss_curves.gp");
@@ -169,10 +170,12 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups,
   // starts a little below the smallest bar so the differences show.
   std::string bars = "# row mean std is_baseline\n", ytics;
   double low = INFINITY, high = -INFINITY;
+  size_t longest_label = 0;
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const CompareRow& row = table.rows[r];
-    ytics += std::string(ytics.empty() ? "set ytics (" : ", ") +
-             gp_string(numbered(r, row.label) + (row.is_baseline ? " (baseline)" : "")) + " " +
+    const std::string label = numbered(r, row.label) + (row.is_baseline ? " (baseline)" : "");
+    longest_label = std::max(longest_label, label.size());
+    ytics += std::string(ytics.empty() ? "set ytics (" : ", ") + gp_string(label) + " " +
              std::to_string(r);
     if (!std::isfinite(row.loss_mean)) continue;
     const double s = std::isfinite(row.loss_std) ? row.loss_std : 0.0;
@@ -192,8 +195,7 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups,
   char base[48];
   std::snprintf(base, sizeof base, "x0 = %.6f\n", origin);
   const std::string bar_body =
-      "set title 'Final validation loss per configuration (mean ± 1 std over seeds; grey: "
-      "baseline)'\n"
+      "set title 'Final validation loss (mean ± 1 std over seeds; grey: the baseline)'\n"
       "set xlabel 'final validation loss (nats/token)'\nset grid xtics\n"
       "set style fill solid 0.6 border -1\nset key off\nset ytics nomirror\n" +
       ytics + ") noenhanced\n" + std::string(range) + base +
@@ -201,8 +203,10 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups,
       "0x999999 : 0x1f78b4) with boxxyerror lc rgb variable, \\\n"
       "     '' using 2:1:3 with xerrorbars pt 7 ps 0.4 lc rgb '#000000' lw 1.5\n";
   const int bar_height = std::max(360, 140 + 34 * static_cast<int>(table.rows.size()));
+  // The labels take ~7 px a character at 11 pt; the plot keeps ~700 px beside them.
+  const int bar_width = std::min(2400, 760 + 7 * static_cast<int>(longest_label));
   run::write_text_atomically(out_dir / "final_loss_bars.gp",
-                             terminals_block("final_loss_bars", bar_body, 1100, bar_height));
+                             terminals_block("final_loss_bars", bar_body, bar_width, bar_height));
   run_gnuplot(out_dir / "final_loss_bars.gp");
   return {out_dir / "val_loss_curves.png", out_dir / "val_loss_curves.svg",
           out_dir / "final_loss_bars.png", out_dir / "final_loss_bars.svg"};

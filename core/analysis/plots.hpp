@@ -3,7 +3,7 @@
 // plot is written as PNG (pngcairo) and SVG.
 //   val_loss_curves.{png,svg}  validation loss against step, one line per configuration
 //                              (mean over seeds) with a band of mean ± std over seeds; the
-//                              legend under the plot, in two columns past four lines
+//                              legend under the plot, the image taller as lines are added
 //   final_loss_bars.{png,svg}  final validation loss per configuration, horizontal bars (labels
 //                              on the left, any length), mean with ± std error bars
 // Both name each configuration "#<row> <label>", the row number of the compare table (and of

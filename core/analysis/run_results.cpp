@@ -85,10 +85,27 @@ std::vector<std::string> label_keys(const std::vector<RunGroup>& groups,
   return shown;
 }
 
-std::string join_label(const RunGroup& group, const std::vector<std::string>& keys) {
+// True when `key` lies in the options table of another kind than the group's: P.<name>.rest
+// with P.kind differing between groups and this group's P.kind not <name>.
+bool other_kinds_key(const RunGroup& group, const std::set<std::string>& differing,
+                     const std::string& key) {
+  for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+    const std::string prefix = key.substr(0, dot);
+    const size_t name_end = key.find('.', dot + 1);
+    if (differing.count(prefix + ".kind") == 0 || name_end == std::string::npos) continue;
+    return value_of(group, prefix + ".kind") != "\"" + key.substr(dot + 1, name_end - dot - 1) + "\"";
+  }
+  return false;
+}
+
+// "key=value, ..." for `keys`; with `differing`, keys of other kinds' tables are left out.
+std::string join_label(const RunGroup& group, const std::vector<std::string>& keys,
+                       const std::set<std::string>* differing = nullptr) {
   std::string label;
-  for (const std::string& key : keys)
+  for (const std::string& key : keys) {
+    if (differing != nullptr && other_kinds_key(group, *differing, key)) continue;
     label += (label.empty() ? "" : ", ") + key + "=" + value_of(group, key);
+  }
   return label;
 }
 
@@ -187,16 +204,19 @@ std::vector<RunGroup> group_runs(const std::vector<RunResult>& runs) {
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const RunGroup& g) { return g.config_id == run.config_id; });
     if (it == groups.end()) {
-      groups.push_back({"", run.config_id, {}});
+      RunGroup group;
+      group.config_id = run.config_id;
+      groups.push_back(std::move(group));
       it = groups.end() - 1;
     }
     it->runs.push_back(run);
   }
   const std::vector<std::string> differing = differing_keys(groups);
   const std::vector<std::string> shown = label_keys(groups, differing);
+  const std::set<std::string> differing_set(differing.begin(), differing.end());
   for (RunGroup& g : groups) {
     g.full_label = join_label(g, differing);
-    g.label = join_label(g, shown);
+    g.label = join_label(g, shown, &differing_set);
     if (g.label.empty()) g.label = groups.size() == 1 ? "all runs" : g.config_id;
     if (g.full_label.empty()) g.full_label = g.label;
   }
