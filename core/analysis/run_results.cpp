@@ -93,7 +93,8 @@ bool other_kinds_key(const RunGroup& group, const std::set<std::string>& differi
     const std::string prefix = key.substr(0, dot);
     const size_t name_end = key.find('.', dot + 1);
     if (differing.count(prefix + ".kind") == 0 || name_end == std::string::npos) continue;
-    return value_of(group, prefix + ".kind") != "\"" + key.substr(dot + 1, name_end - dot - 1) + "\"";
+    return value_of(group, prefix + ".kind") !=
+           "\"" + key.substr(dot + 1, name_end - dot - 1) + "\"";
   }
   return false;
 }

@@ -96,9 +96,9 @@ TEST_CASE("every job is validated before launch; ids are stable and differ betwe
   CHECK(again[3].id == jobs[3].id);
   // Jobs that use no third-party plugin keep their ids when plugin files are resolved; a job
   // that uses one carries its file in run.plugin_paths and in its id.
-  const auto no_plugins =
-      sweep::resolve_jobs(good, sweep::expand_jobs(good), validate, folder.path / "sw",
-                          [](const config::ResolvedConfig&) { return std::vector<sweep::PluginUse>{}; });
+  const auto no_plugins = sweep::resolve_jobs(
+      good, sweep::expand_jobs(good), validate, folder.path / "sw",
+      [](const config::ResolvedConfig&) { return std::vector<sweep::PluginUse>{}; });
   CHECK(no_plugins[2].id == jobs[2].id);
   const auto with_plugin = sweep::resolve_jobs(
       good, sweep::expand_jobs(good), validate, folder.path / "sw",
