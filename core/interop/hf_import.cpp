@@ -2,6 +2,7 @@
 // a step-0 checkpoint written by train::save_checkpoint, with the metadata a training run writes.
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -141,6 +142,25 @@ PatchbayTokenizerFile import_tokenizer(const fs::path& hf_dir, const HfImportOpt
   return tokenizer_from_hf(read_json(hf_dir / "tokenizer.json"));
 }
 
+// The training settings a Patchbay export stored in patchbay_export.json: TOML tables and
+// the seed ("" and none when the directory is not a Patchbay export, or an export from before
+// they were stored).
+struct ExportedTraining {
+  std::string toml;
+  std::optional<int64_t> seed;
+};
+ExportedTraining exported_training_settings(const fs::path& hf_dir) {
+  ExportedTraining out;
+  const fs::path file = hf_dir / "patchbay_export.json";
+  if (!fs::exists(file)) return out;
+  const json record = read_json(file);
+  if (const auto it = record.find("training_settings_toml"); it != record.end() && it->is_string())
+    out.toml = it->get<std::string>();
+  if (const auto it = record.find("training_seed"); it != record.end() && it->is_number_integer())
+    out.seed = it->get<int64_t>();
+  return out;
+}
+
 }  // namespace
 
 HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir,
@@ -191,12 +211,21 @@ HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir,
        << "\nfile = " << toml_string(tokenizer_path.string()) << "\nspecial_tokens = [";
   for (size_t i = 0; i < tokenizer.specials.size(); ++i)
     text << (i ? ", " : "") << toml_string(tokenizer.specials[i]);
-  text << "]\n\n"
-       << patchbay_model_toml(shape)
-       << "\n[optimizer]\nkind = \"adamw\"\n\n[train]\nout_dir = " << toml_string(run_dir.string())
-       << "\nseq_len = " << std::min<int64_t>(128, shape.options.context_length) << "\n";
+  text << "]\n\n" << patchbay_model_toml(shape);
+  // A Patchbay export carries its run's training settings (data, optimizer, train, seed):
+  // kept, so `eval` reads the same windows and `train --resume` the same batches. Other
+  // models get AdamW and the defaults.
+  const ExportedTraining exported = exported_training_settings(hf_dir);
+  if (!exported.toml.empty())
+    text << "\n" << exported.toml << "\n";
+  else
+    text << "\n[optimizer]\nkind = \"adamw\"\n\n[train]\nseq_len = "
+         << std::min<int64_t>(128, shape.options.context_length) << "\n";
   config::ResolvedConfig config =
       config::load_config_text(text.str(), (run_dir / "config.toml").string());
+  config::apply_set_override(config, "train.out_dir=" + toml_string(run_dir.string()));
+  if (exported.seed)
+    config::apply_set_override(config, "run.seed=" + std::to_string(*exported.seed));
   for (const std::string& assignment : options.overrides)
     config::apply_set_override(config, assignment);
   train::validate_training_config(config, lookup);

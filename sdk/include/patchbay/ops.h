@@ -299,7 +299,11 @@ typedef struct pb_ops_table {
    * element is kept with probability 1 - p (a draw from gen) and scaled by 1 / (1 - p). */
   pb_status* (*dropout)(const pb_tensor* x, double p, pb_generator* gen, int training,
                         pb_tensor** out);
-  /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D]; scale <= 0 means 1/sqrt(D); causal is bottom-right aligned. */
+  /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D]; scale <= 0 means 1/sqrt(D); causal is bottom-right aligned.
+   * Query and key-value heads (this op and attention_with_options): H must be a multiple of
+   * Hkv (else PB_STATUS_INVALID_ARGUMENT); query head h attends with key-value head
+   * h / (H / Hkv), so consecutive groups of H / Hkv query heads share one: Hkv == H is
+   * multi-head, 1 < Hkv < H grouped-query, Hkv == 1 multi-query attention. */
   pb_status* (*attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v, int causal,
                           double scale, pb_tensor** out);
 
