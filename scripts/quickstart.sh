@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The README's main command. Installs what is missing, builds, then runs the quickstart:
+# The README's main command. Installs what is missing, builds what the quickstart runs (the
+# `patchbay` CLI and the built-in plugins: target patchbay_cli_plugins, no test binaries;
+# scripts/test.sh builds everything), then runs the quickstart:
 # prepares the default corpus (the King James Bible), trains a small character-level GPT
 # (configs/quickstart.toml: the char tokenizer is trained and the splits encoded on the way),
 # evaluates the final checkpoint and prints samples.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/build.sh"
+PATCHBAY_BUILD_TARGETS="${PATCHBAY_BUILD_TARGETS:-patchbay_cli_plugins}" bash "$root/scripts/build.sh"
 build="${PATCHBAY_BUILD_DIR:-$root/build}"
 cd "$root"
 pb="$build/patchbay"

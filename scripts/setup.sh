@@ -19,6 +19,9 @@ packages=(
   gnuplot-nox             # PNG/SVG plots of patchbay compare and patchbay scaling fit
   openmpi-bin             # mpirun for multi-process training (parallel_mpi plugin) and its tests
   libopenmpi-dev          # MPI headers and library the parallel_mpi plugin builds against (CMake FindMPI)
+  libyaml-cpp-dev         # lm-evaluation-harness task files (YAML) for patchbay eval --tasks (core/eval)
+  zlib1g-dev              # gzip-compressed sources of patchbay data prepare (core/data/input_stream)
+  libzstd-dev             # zstd-compressed sources of patchbay data prepare (core/data/input_stream)
 )
 
 missing=()

@@ -106,12 +106,14 @@ CompareTable build_compare_table(const std::vector<RunGroup>& groups, size_t bas
 
 std::string to_markdown(const CompareTable& table) {
   std::ostringstream out;
-  out << "| configuration | n | val loss (mean ± std) | " << std::lround(table.ci_level * 100)
+  out << "| # | configuration | n | val loss (mean ± std) | " << std::lround(table.ci_level * 100)
       << "% CI | bits/byte | tokens/s | params | FLOPs/token | Δ vs baseline | p (test) |\n"
-      << "|---|---:|---|---|---:|---:|---:|---:|---:|---|\n";
-  for (const CompareRow& row : table.rows) {
-    out << "| " << markdown_cell(row.label) << (row.is_baseline ? " **(baseline)**" : "") << " | "
-        << row.n << " | " << fmt(row.loss_mean);
+      << "|---:|---|---:|---|---|---:|---:|---:|---:|---:|---|\n";
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const CompareRow& row = table.rows[r];
+    out << "| " << r << " | " << markdown_cell(row.label)
+        << (row.is_baseline ? " **(baseline)**" : "") << " | " << row.n << " | "
+        << fmt(row.loss_mean);
     if (std::isfinite(row.loss_std)) out << " ± " << fmt(row.loss_std);
     out << " | ";
     if (std::isfinite(row.loss_ci.low))

@@ -37,8 +37,10 @@ std::string gp_string(const std::string& text) {
   return out + "\"";
 }
 
-const char* kColors[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e",
-                         "#e6ab02", "#a6761d", "#666666", "#1f78b4", "#b2df8a"};
+// Twelve colours distinct on white (ColorBrewer Paired, darker shades first); past twelve
+// configurations the dash pattern changes too.
+const char* kColors[] = {"#1f78b4", "#e31a1c", "#33a02c", "#ff7f00", "#6a3d9a", "#b15928",
+                         "#a6cee3", "#fb9a99", "#b2df8a", "#fdbf6f", "#cab2d6", "#000000"};
 
 std::string terminals_block(const std::string& stem, const std::string& plot_body, int width,
                             int height) {
@@ -52,8 +54,9 @@ std::string terminals_block(const std::string& stem, const std::string& plot_bod
   return out;
 }
 
-// "model.positional=\"rotary\", train.lr=0.01" -> "positional=rotary" + separator + "lr=0.01":
-// each key shortened to its last component, quotes dropped (the table keeps full names).
+// "model.positional=\"rotary\", model.attention.kind=\"mqa\"" -> "positional=rotary" +
+// separator + "attention.kind=mqa": each key shortened to its last component (the last two
+// for a `kind`, which says little alone), quotes dropped (the table keeps full names).
 std::string short_label(const std::string& label, const std::string& separator) {
   std::string out;
   size_t start = 0;
@@ -62,7 +65,9 @@ std::string short_label(const std::string& label, const std::string& separator) 
     if (end == std::string::npos) end = label.size();
     std::string item = label.substr(start, end - start);
     const size_t equals = item.find('=');
-    const size_t dot = item.rfind('.', equals);
+    size_t dot = equals == std::string::npos ? std::string::npos : item.rfind('.', equals);
+    if (dot != std::string::npos && item.compare(dot + 1, equals - dot - 1, "kind") == 0 && dot > 0)
+      dot = item.rfind('.', dot - 1);
     if (equals != std::string::npos && dot != std::string::npos) item = item.substr(dot + 1);
     std::string clean;
     for (char c : item)
@@ -70,6 +75,15 @@ std::string short_label(const std::string& label, const std::string& separator) 
     out += (out.empty() ? "" : separator) + clean;
     start = end + 2;
   }
+  return out;
+}
+
+// "#3 attention.kind=mqa": the row number is the table's (and --baseline N's).
+std::string numbered(size_t row, const std::string& label) {
+  std::string out = "#";  // appended piecewise: g++ 12's -Wrestrict misfires on "#" + string
+  out += std::to_string(row);
+  out += ' ';
+  out += short_label(label, ", ");
   return out;
 }
 
@@ -127,55 +141,72 @@ std::vector<fs::path> write_compare_plots(const std::vector<RunGroup>& groups,
     const std::string file = "curve_" + std::to_string(g) + ".dat";
     run::write_text_atomically(out_dir / file, data);
     const std::string color = kColors[g % std::size(kColors)];
+    const std::string dash = std::to_string(1 + g / std::size(kColors));
     curves += std::string(curves.empty() ? "plot " : ", \\\n     ") + gp_string(file) +
-              " using 1:3:4 with filledcurves fillstyle transparent solid 0.18 noborder lc rgb '" +
+              " using 1:3:4 with filledcurves fillstyle transparent solid 0.12 noborder lc rgb '" +
               color + "' notitle, \\\n     " + gp_string(file) +
-              " using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '" + color + "' title " +
-              gp_string(plot_label(short_label(groups[g].label, ", ")) +
+              " using 1:2 with linespoints lw 2 dt " + dash + " pt 7 ps 0.5 lc rgb '" + color +
+              "' title " +
+              gp_string(plot_label(numbered(g, groups[g].label)) +
                         " (n=" + std::to_string(groups[g].runs.size()) + ")");
   }
+  // The legend goes under the plot (gnuplot puts two columns side by side where they fit,
+  // at most half the lines per column past four), so long labels never squeeze the plot's
+  // width and the image grows in height with the configurations: a dozen still fit.
+  const size_t columns = groups.size() > 4 ? 2 : 1;
+  const size_t legend_rows = (groups.size() + columns - 1) / columns;
   const std::string curve_body =
       "set title 'Validation loss over training (line: mean over seeds; band: ± 1 std)'\n"
       "set xlabel 'step'\nset ylabel 'validation loss (nats/token)'\nset grid\n"
-      "set key outside right top box\n" +
-      curves + "\n";
+      "set key outside below center Left reverse maxrows " +
+      std::to_string(legend_rows) + " spacing 1.15 samplen 3\n" + curves + "\n";
+  const int curve_height = 600 + 24 * static_cast<int>(legend_rows);
   run::write_text_atomically(out_dir / "val_loss_curves.gp",
-                             terminals_block("val_loss_curves", curve_body, 1300, 650));
+                             terminals_block("val_loss_curves", curve_body, 1300, curve_height));
   run_gnuplot(out_dir / "val_loss_curves.gp");
 
-  // Bars: mean final loss with ± std; the y range starts a little below the smallest bar so
-  // the differences show.
-  std::string bars = "# index mean std\n", xtics;
+  // Bars, horizontal: one per row, top to bottom in the table's order, labels on the left
+  // (gnuplot widens the margin to the longest), mean final loss with ± std; the x range
+  // starts a little below the smallest bar so the differences show.
+  std::string bars = "# row mean std is_baseline\n", ytics;
   double low = INFINITY, high = -INFINITY;
+  size_t longest_label = 0;
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const CompareRow& row = table.rows[r];
+    const std::string label = numbered(r, row.label) + (row.is_baseline ? " (baseline)" : "");
+    longest_label = std::max(longest_label, label.size());
+    ytics += std::string(ytics.empty() ? "set ytics (" : ", ") + gp_string(label) + " " +
+             std::to_string(r);
     if (!std::isfinite(row.loss_mean)) continue;
     const double s = std::isfinite(row.loss_std) ? row.loss_std : 0.0;
     low = std::min(low, row.loss_mean - s);
     high = std::max(high, row.loss_mean + s);
     char line[96];
-    std::snprintf(line, sizeof line, "%zu %.6f %.6f ", r, row.loss_mean, s);
-    bars += std::string(line) + "\n";
-    xtics += std::string(xtics.empty() ? "set xtics (" : ", ") +
-             gp_string(short_label(row.label, "\n") + (row.is_baseline ? "\n(baseline)" : "")) +
-             " " + std::to_string(r);
+    std::snprintf(line, sizeof line, "%zu %.6f %.6f %d\n", r, row.loss_mean, s,
+                  row.is_baseline ? 1 : 0);
+    bars += line;
   }
   run::write_text_atomically(out_dir / "final_loss_bars.dat", bars);
   const double span = std::isfinite(high - low) && high > low ? high - low : 0.1;
-  char range[96];
-  std::snprintf(range, sizeof range, "set yrange [%.6f:%.6f]\n", low - 0.6 * span,
-                high + 0.25 * span);
+  const double origin = low - 0.5 * span;
+  char range[160];
+  std::snprintf(range, sizeof range, "set xrange [%.6f:%.6f]\nset yrange [%zu.5:-0.5]\n", origin,
+                high + 0.15 * span, table.rows.size() - 1);
+  char base[48];
+  std::snprintf(base, sizeof base, "x0 = %.6f\n", origin);
   const std::string bar_body =
-      "set title 'Final validation loss per configuration (mean ± 1 std over seeds)'\n"
-      "set ylabel 'validation loss (nats/token)'\nset grid ytics\nset style fill solid 0.6 border "
-      "-1\n"
-      "set boxwidth 0.6\nset bmargin 7\nset key off\n" +
-      xtics + ") noenhanced\n" + std::string(range) +
-      "set xrange [-0.6:" + std::to_string(table.rows.size()) + "-0.4]\n" +
-      "plot 'final_loss_bars.dat' using 1:2:3 with boxerrorbars lc rgb '#1f78b4' lw 1.5\n";
-  const int width = std::max(900, 130 * static_cast<int>(table.rows.size()));
+      "set title 'Final validation loss (mean ± 1 std over seeds; grey: the baseline)'\n"
+      "set xlabel 'final validation loss (nats/token)'\nset grid xtics\n"
+      "set style fill solid 0.6 border -1\nset key off\nset ytics nomirror\n" +
+      ytics + ") noenhanced\n" + std::string(range) + base +
+      "plot 'final_loss_bars.dat' using (x0):1:(x0):2:($1-0.35):($1+0.35):($4 > 0 ? "
+      "0x999999 : 0x1f78b4) with boxxyerror lc rgb variable, \\\n"
+      "     '' using 2:1:3 with xerrorbars pt 7 ps 0.4 lc rgb '#000000' lw 1.5\n";
+  const int bar_height = std::max(360, 140 + 34 * static_cast<int>(table.rows.size()));
+  // The labels take ~7 px a character at 11 pt; the plot keeps ~700 px beside them.
+  const int bar_width = std::min(2400, 760 + 7 * static_cast<int>(longest_label));
   run::write_text_atomically(out_dir / "final_loss_bars.gp",
-                             terminals_block("final_loss_bars", bar_body, width, 640));
+                             terminals_block("final_loss_bars", bar_body, bar_width, bar_height));
   run_gnuplot(out_dir / "final_loss_bars.gp");
   return {out_dir / "val_loss_curves.png", out_dir / "val_loss_curves.svg",
           out_dir / "final_loss_bars.png", out_dir / "final_loss_bars.svg"};

@@ -2,8 +2,12 @@
 // beside the images, so a researcher can restyle a plot and rerun `gnuplot FILE.gp`. Each
 // plot is written as PNG (pngcairo) and SVG.
 //   val_loss_curves.{png,svg}  validation loss against step, one line per configuration
-//                              (mean over seeds) with a band of mean ± std over seeds
-//   final_loss_bars.{png,svg}  final validation loss per configuration, mean with ± std error bars
+//                              (mean over seeds) with a band of mean ± std over seeds; the
+//                              legend under the plot, the image taller as lines are added
+//   final_loss_bars.{png,svg}  final validation loss per configuration, horizontal bars (labels
+//                              on the left, any length), mean with ± std error bars
+// Both name each configuration "#<row> <label>", the row number of the compare table (and of
+// --baseline N), keys shortened to their last component ("attention.kind" for a kind).
 #pragma once
 
 #include <filesystem>

@@ -36,6 +36,80 @@ double number(const nlohmann::json& record, const char* key) {
   return it != record.end() && it->is_number() ? it->get<double>() : kMissing;
 }
 
+std::string value_of(const RunGroup& group, const std::string& key) {
+  const auto found = group.runs.front().flat.find(key);
+  return found == group.runs.front().flat.end() ? "<unset>" : found->second;
+}
+
+// Keys whose value is not the same in every group (a missing key counts as a value).
+std::vector<std::string> differing_keys(const std::vector<RunGroup>& groups) {
+  std::set<std::string> keys;
+  for (const RunGroup& g : groups)
+    for (const auto& [k, v] : g.runs.front().flat) keys.insert(k);
+  std::vector<std::string> differing;
+  for (const std::string& key : keys) {
+    std::set<std::string> seen;
+    for (const RunGroup& g : groups) seen.insert(value_of(g, key));
+    if (seen.size() > 1) differing.push_back(key);
+  }
+  return differing;
+}
+
+// True when `key` is P.<name>.rest for a differing P.kind and takes one value among the groups
+// whose P.kind is <name>: a consequence of the kind, not an axis of its own.
+bool implied_by_kind(const std::vector<RunGroup>& groups, const std::set<std::string>& differing,
+                     const std::string& key) {
+  for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+    const std::string prefix = key.substr(0, dot);
+    if (differing.count(prefix + ".kind") == 0) continue;
+    const size_t name_end = key.find('.', dot + 1);
+    if (name_end == std::string::npos) continue;
+    const std::string name = key.substr(dot + 1, name_end - dot - 1);
+    std::set<std::string> values;
+    for (const RunGroup& g : groups)
+      if (value_of(g, prefix + ".kind") == "\"" + name + "\"") values.insert(value_of(g, key));
+    if (values.size() <= 1) return true;
+  }
+  return false;
+}
+
+// The differing keys a short label shows (see RunGroup::label).
+std::vector<std::string> label_keys(const std::vector<RunGroup>& groups,
+                                    const std::vector<std::string>& differing) {
+  const std::set<std::string> all(differing.begin(), differing.end());
+  std::vector<std::string> shown;
+  for (const std::string& key : differing)
+    if (key != "run.plugin_paths" && !implied_by_kind(groups, all, key)) shown.push_back(key);
+  // The plugin files alone tell two configurations apart: keep them.
+  if (shown.empty() && all.count("run.plugin_paths") != 0) shown.push_back("run.plugin_paths");
+  return shown;
+}
+
+// True when `key` lies in the options table of another kind than the group's: P.<name>.rest
+// with P.kind differing between groups and this group's P.kind not <name>.
+bool other_kinds_key(const RunGroup& group, const std::set<std::string>& differing,
+                     const std::string& key) {
+  for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+    const std::string prefix = key.substr(0, dot);
+    const size_t name_end = key.find('.', dot + 1);
+    if (differing.count(prefix + ".kind") == 0 || name_end == std::string::npos) continue;
+    return value_of(group, prefix + ".kind") !=
+           "\"" + key.substr(dot + 1, name_end - dot - 1) + "\"";
+  }
+  return false;
+}
+
+// "key=value, ..." for `keys`; with `differing`, keys of other kinds' tables are left out.
+std::string join_label(const RunGroup& group, const std::vector<std::string>& keys,
+                       const std::set<std::string>* differing = nullptr) {
+  std::string label;
+  for (const std::string& key : keys) {
+    if (differing != nullptr && other_kinds_key(group, *differing, key)) continue;
+    label += (label.empty() ? "" : ", ") + key + "=" + value_of(group, key);
+  }
+  return label;
+}
+
 }  // namespace
 
 RunResult read_run(const fs::path& dir, const std::string& seed_key) {
@@ -131,31 +205,21 @@ std::vector<RunGroup> group_runs(const std::vector<RunResult>& runs) {
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const RunGroup& g) { return g.config_id == run.config_id; });
     if (it == groups.end()) {
-      groups.push_back({"", run.config_id, {}});
+      RunGroup group;
+      group.config_id = run.config_id;
+      groups.push_back(std::move(group));
       it = groups.end() - 1;
     }
     it->runs.push_back(run);
   }
-  // Keys whose value is not the same in every group (a missing key counts as a value).
-  std::set<std::string> keys;
-  for (const RunGroup& g : groups)
-    for (const auto& [k, v] : g.runs.front().flat) keys.insert(k);
-  std::vector<std::string> differing;
-  for (const std::string& key : keys) {
-    std::set<std::string> seen;
-    for (const RunGroup& g : groups) {
-      const auto found = g.runs.front().flat.find(key);
-      seen.insert(found == g.runs.front().flat.end() ? "<unset>" : found->second);
-    }
-    if (seen.size() > 1) differing.push_back(key);
-  }
+  const std::vector<std::string> differing = differing_keys(groups);
+  const std::vector<std::string> shown = label_keys(groups, differing);
+  const std::set<std::string> differing_set(differing.begin(), differing.end());
   for (RunGroup& g : groups) {
-    for (const std::string& key : differing) {
-      const auto found = g.runs.front().flat.find(key);
-      g.label += (g.label.empty() ? "" : ", ") + key + "=" +
-                 (found == g.runs.front().flat.end() ? "<unset>" : found->second);
-    }
+    g.full_label = join_label(g, differing);
+    g.label = join_label(g, shown, &differing_set);
     if (g.label.empty()) g.label = groups.size() == 1 ? "all runs" : g.config_id;
+    if (g.full_label.empty()) g.full_label = g.label;
   }
   return groups;
 }

@@ -40,7 +40,13 @@ std::vector<RunResult> collect_runs(const std::vector<std::filesystem::path>& pa
                                     std::vector<std::string>* skipped = nullptr);
 
 struct RunGroup {
-  std::string label;  // the config keys that differ between groups: "model.positional=\"rotary\""
+  // The config keys that differ between groups, less those a differing component `kind`
+  // implies: "model.attention.kind=\"mqa\"", not also every key of each kind's own table
+  // (model.attention.mqa.kv_heads=..., model.attention.dense.causal=<unset>, ...) nor the
+  // run.plugin_paths that came with it. Keys of a kind's table still show when they differ
+  // between groups of that same kind (an axis over model.attention.sparse.block_size).
+  std::string label;
+  std::string full_label;  // every key that differs between groups (compare --full-labels)
   std::string config_id;
   std::vector<RunResult> runs;
 };

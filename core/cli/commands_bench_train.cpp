@@ -25,8 +25,8 @@
 // and each precision's report says what share of it the reference GEMM and the step reach:
 // the reference is the ceiling MFU is taken against, and this shows how close that ceiling is
 // to the cores' own limit.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -36,6 +36,7 @@
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
+#include "cli/device_option.hpp"
 #include "config/config_loader.hpp"
 #include "engine/autocast.hpp"
 #include "engine/autograd.hpp"
@@ -84,7 +85,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
   std::vector<std::string> overrides;
   int64_t steps = 5, warmup = 1, batch_size = 0, seq_len = 0, vocab_size = 0, grad_accum = 1;
   bool random_tokens = false, gemm_breakdown = false;
-  std::string precision_option;
+  std::string precision_option, device;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
       "set", po::value(&overrides)->composing(), "override a key (repeatable)")(
@@ -102,6 +103,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
       "gemm-breakdown", po::bool_switch(&gemm_breakdown),
       "also time every oneDNN GEMM of the timed updates by shape: ms per step, GFLOP/s and share of the "
       "reference rate (which GEMMs run below it)");
+  add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("config", 1);
   po::variables_map values;
@@ -116,6 +118,7 @@ int run_bench_train(const std::vector<std::string>& args, const GlobalOptions& g
     return values.count("help") != 0 ? kExitOk : kExitUsage;
   }
   config::ResolvedConfig config = config::load_config(config_file, overrides);
+  (void)apply_device_option(config, device);
   const ComponentLookup components = make_component_lookup(global, config);
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 int run_compare(const std::vector<std::string>& args, const GlobalOptions&) {
   std::vector<std::string> inputs;
   std::string baseline, format = "md", out_dir;
-  bool no_plots = false;
+  bool no_plots = false, full_labels = false;
   double level = 0.95;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("runs", po::value(&inputs)->composing(),
@@ -36,7 +36,10 @@ int run_compare(const std::vector<std::string>& args, const GlobalOptions&) {
       "out", po::value(&out_dir),
       "write compare.{md,csv,json} and plots/ here (default: the sweep directory)")(
       "ci", po::value(&level), "confidence level of the bootstrap interval (default 0.95)")(
-      "no-plots", po::bool_switch(&no_plots), "skip the gnuplot plots");
+      "no-plots", po::bool_switch(&no_plots), "skip the gnuplot plots")(
+      "full-labels", po::bool_switch(&full_labels),
+      "label rows with every resolved key that differs (default: the keys that set them apart, "
+      "less those a differing kind implies)");
   po::positional_options_description positional;
   positional.add("runs", -1);
   po::variables_map values;
@@ -52,7 +55,10 @@ int run_compare(const std::vector<std::string>& args, const GlobalOptions&) {
            "the\n"
            "baseline) and a two-sided p-value: paired t-test when both rows have the same seeds,\n"
            "else Welch's t-test. Plots (gnuplot): val_loss_curves and final_loss_bars, PNG and "
-           "SVG.\n\n"
+           "SVG.\n"
+           "A row is labelled by the config keys that differ between rows; keys a differing\n"
+           "component kind implies (the options of each kind's own table, its plugin file) are\n"
+           "left out unless --full-labels. Rows are numbered #0, #1, ... in tables and plots.\n\n"
         << options;
     return kExitOk;
   }
@@ -75,7 +81,9 @@ int run_compare(const std::vector<std::string>& args, const GlobalOptions&) {
     std::cerr << "compare: not finished, left out: " << line << "\n";
   if (runs.empty())
     throw Error(ErrorKind::kNotFound, "no finished runs to compare; run the sweep first");
-  const std::vector<analysis::RunGroup> groups = analysis::group_runs(runs);
+  std::vector<analysis::RunGroup> groups = analysis::group_runs(runs);
+  if (full_labels)
+    for (analysis::RunGroup& group : groups) group.label = group.full_label;
   size_t base = 0;
   if (!baseline.empty()) {
     bool found = false;

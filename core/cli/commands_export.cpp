@@ -1,6 +1,6 @@
 // `patchbay export RUN --format hf OUT/`: a run's checkpoint as a Hugging Face transformers
 // model directory (core/interop/hf_io.hpp). GPT-2- and LLaMA-shaped models map; anything else
-// is refused naming the component without a counterpart.
+// is refused naming the component without a counterpart (exit code 1: the work failed).
 #include <boost/program_options.hpp>
 #include <iostream>
 #include <string>
@@ -44,7 +44,16 @@ int run_export(const std::vector<std::string>& args, const GlobalOptions&) {
   if (format != "hf")
     throw Error(ErrorKind::kInvalidArgument,
                 "--format must be hf (the only format so far), found '" + format + "'");
-  const interop::HfExportResult r = interop::export_to_hf(run, out);
+  interop::HfExportResult r;
+  try {
+    r = interop::export_to_hf(run, out);
+  } catch (const Error& e) {
+    // A model or tokenizer without a transformers counterpart: the command line was right,
+    // the work cannot be done (exit 1, not 2). Missing files keep their own code (5).
+    if (e.kind() != ErrorKind::kInvalidArgument) throw;
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitFailure;
+  }
   std::cout << "exported " << r.checkpoint.string() << " (step " << r.step << ") as "
             << interop::hf_architecture(r.shape.family) << "\n";
   for (const auto& file : r.files) std::cout << "  " << file.string() << "\n";

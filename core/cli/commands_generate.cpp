@@ -16,6 +16,7 @@
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
+#include "cli/device_option.hpp"
 #include "common/error.hpp"
 #include "config/config_loader.hpp"
 #include "data/split.hpp"
@@ -94,6 +95,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   std::string early_stopping = "false";
   std::string grammar_file, regex;
   std::string weights_dtype = "f32";
+  std::string device;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint file or run directory (its latest)")(
@@ -121,6 +123,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "regex", po::value(&regex), "constrain the whole output to match a regular expression")(
       "weights-dtype", po::value(&weights_dtype),
       "f32 (default) or bf16: weight matrices converted at load, f32 activations and accumulation");
+  add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
   po::variables_map values;
@@ -180,6 +183,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
   config::ResolvedConfig config = config::load_config_text(
       checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+  (void)apply_device_option(config, device);
   const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);

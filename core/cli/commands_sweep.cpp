@@ -6,12 +6,17 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
+#include "runtime/plugin_search_path.hpp"
+#include "runtime/registry.hpp"
+#include "sweep/ledger.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/sweep_jobs.hpp"
 #include "sweep/sweep_spec.hpp"
@@ -22,6 +27,62 @@ namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
+
+// The (kind, name) pairs a validated config uses: the selected `kind` of each component
+// section, its `pattern` entries and the sampler chain. Validation also looks up the
+// components of unused per-kind option tables (kept for a swap); those are not uses.
+std::set<std::pair<std::string, std::string>> used_components(
+    const config::ResolvedConfig& config) {
+  std::set<std::pair<std::string, std::string>> used;
+  auto add_string = [&](const std::string& kind, const toml::node* node) {
+    if (node != nullptr && node->is_string()) used.insert({kind, node->as_string()->get()});
+  };
+  auto add_array = [&](const std::string& kind, const toml::node* node, const char* key) {
+    if (node == nullptr || !node->is_array()) return;
+    for (const toml::node& item : *node->as_array()) {
+      if (key == nullptr)
+        add_string(kind, &item);
+      else if (const toml::table* table = item.as_table())
+        add_string(kind, table->get(key));
+    }
+  };
+  add_string("tokenizer", config.find("tokenizer.kind"));
+  add_string("optimizer", config.find("optimizer.kind"));
+  add_string("parallelism", config.find("parallelism.kind"));
+  for (const char* section : {"attention", "feedforward"}) {
+    add_string(section, config.find(std::string("model.") + section + ".kind"));
+    add_array(section, config.find(std::string("model.") + section + ".pattern"), nullptr);
+  }
+  add_array("sampler", config.find("generate.chain"), "name");
+  return used;
+}
+
+// The components the config uses whose plugin file lies outside the built-in plugin folders
+// (found through --plugin-path, PATCHBAY_PLUGIN_PATH or run.plugin_paths), with absolute
+// files, each once.
+std::vector<sweep::PluginUse> third_party_plugin_uses(const std::vector<sweep::PluginUse>& uses,
+                                                      const config::ResolvedConfig& config) {
+  const std::set<std::pair<std::string, std::string>> used = used_components(config);
+  std::vector<fs::path> builtin;
+  runtime::SearchPathOptions defaults;
+  defaults.use_environment = false;
+  for (const fs::path& folder : runtime::plugin_search_path(defaults))
+    builtin.push_back(fs::weakly_canonical(folder));
+  std::vector<sweep::PluginUse> third_party;
+  for (sweep::PluginUse use : uses) {
+    if (used.count({use.kind, use.name}) == 0) continue;
+    const fs::path file = fs::weakly_canonical(fs::absolute(use.file));
+    bool is_builtin = false;
+    for (const fs::path& folder : builtin) is_builtin = is_builtin || file.parent_path() == folder;
+    if (is_builtin) continue;
+    use.file = file.string();
+    bool seen = false;
+    for (const sweep::PluginUse& u : third_party)
+      seen = seen || (u.kind == use.kind && u.name == use.name);
+    if (!seen) third_party.push_back(std::move(use));
+  }
+  return third_party;
+}
 
 int run_sweep_command(const std::vector<std::string>& args, const GlobalOptions& global) {
   std::string sweep_file, out_dir;
@@ -67,17 +128,34 @@ int run_sweep_command(const std::vector<std::string>& args, const GlobalOptions&
   const sweep::SweepSpec spec = sweep::load_sweep_spec(sweep_file);
   const std::vector<sweep::JobSpec> jobs = sweep::expand_jobs(spec);
   const fs::path sweep_dir = sweep::sweep_directory(spec, out_dir);
+  // A rerun finds the third-party plugins the ledger recorded at their recorded files (and
+  // refuses, naming the file, when one has moved), whatever --plugin-path says this time.
+  RecordedPlugins recorded;
+  for (const sweep::PluginUse& use : sweep::recorded_plugin_uses(sweep_dir))
+    recorded.components.push_back({use.kind, use.name, use.file});
   std::optional<ComponentLookup> components;
+  std::vector<sweep::PluginUse> looked_up;  // the current job's components from plugin files
   const sweep::ConfigValidator validate = [&](config::ResolvedConfig& config) {
     if (!components) {
-      components = make_component_lookup(global, config);
+      components = make_component_lookup(global, config, recorded);
       if (!components->registry) throw Error(ErrorKind::kInternal, components->unavailable_reason);
     }
-    train::validate_training_config(config, components->lookup);
+    looked_up.clear();
+    const config::ComponentSchemaLookup recording = [&](pb_component_kind kind,
+                                                        std::string_view name) {
+      config::ComponentLookupResult found = components->lookup(kind, name);
+      if (found.schema)
+        looked_up.push_back({runtime::kind_name(kind), std::string(name), found.schema->origin});
+      return found;
+    };
+    train::validate_training_config(config, recording);
     (void)train::train_options_from_config(config);  // rules the schema cannot state
   };
+  const sweep::PluginUseFinder third_party = [&](const config::ResolvedConfig& config) {
+    return third_party_plugin_uses(looked_up, config);
+  };
   const std::vector<sweep::ResolvedJob> resolved =
-      sweep::resolve_jobs(spec, jobs, validate, sweep_dir);
+      sweep::resolve_jobs(spec, jobs, validate, sweep_dir, third_party);
   std::cout << "sweep " << spec.name << ": " << resolved.size() << " jobs, base "
             << spec.base_config.string() << ", directory " << sweep_dir.string() << "\n";
   if (dry_run) {
@@ -85,6 +163,8 @@ int run_sweep_command(const std::vector<std::string>& args, const GlobalOptions&
       std::cout << "  #" << job.spec.index << "  " << job.id << "  ";
       for (size_t i = 0; i < job.spec.all_overrides.size(); ++i)
         std::cout << (i ? " " : "") << "--set " << job.spec.all_overrides[i];
+      for (const sweep::PluginUse& use : job.plugins)
+        std::cout << "  [" << use.kind << " '" << use.name << "' from " << use.file << "]";
       std::cout << "\n";
     }
     std::cout << "(dry run: every job's config is valid; nothing was run)\n";
@@ -92,9 +172,9 @@ int run_sweep_command(const std::vector<std::string>& args, const GlobalOptions&
   }
   sweep::RunnerOptions runner;
   runner.executable = fs::read_symlink("/proc/self/exe");
+  // No --plugin-path for the jobs: each job.toml names its third-party plugin files
+  // (run.plugin_paths) and a resumed job reloads what its checkpoint recorded.
   runner.global_args = {"--log-level=" + global.log_level};
-  for (const std::string& p : global.plugin_paths)
-    runner.global_args.push_back("--plugin-path=" + p);
   runner.slots = slots;
   runner.threads_per_job = threads;
   runner.fail_fast = fail_fast;

@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
+#include "cli/device_option.hpp"
 #include "config/config_loader.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
@@ -21,6 +22,7 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
   std::string config_file, resume;
   bool overwrite = false;
   std::vector<std::string> overrides;
+  std::string device;
   bool no_progress = false;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
@@ -28,6 +30,7 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
       "resume", po::value(&resume), "continue a run: its directory or one of its checkpoints")(
       "overwrite", po::bool_switch(&overwrite), "replace an earlier run in the same run directory")(
       "no-progress", po::bool_switch(&no_progress), "no progress bar (metrics and log only)");
+  add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("config", 1);
   po::variables_map values;
@@ -55,6 +58,7 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
     config = config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
     for (const std::string& assignment : overrides) config::apply_set_override(config, assignment);
   }
+  (void)apply_device_option(config, device);
   // A resumed run finds the plugins it was trained with (recorded in its checkpoints).
   const RecordedPlugins recorded = resume.empty() ? RecordedPlugins{} : recorded_plugins(train::load_checkpoint(resume));
   const ComponentLookup components = make_component_lookup(global, config, recorded);

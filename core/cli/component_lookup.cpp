@@ -7,12 +7,11 @@
 
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
-#include "config/host_schema.hpp"
-#include "model/language_model.hpp"
-#include "parallel/parallel_config.hpp"
 
 #include "runtime/registry.hpp"
 #include "train/checkpoint.hpp"
+#include "train/objective.hpp"
+#include "train/train_config.hpp"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -119,12 +118,13 @@ ValidatedConfig load_validated_config(const std::string& file, const std::vector
   ValidatedConfig validated{config::load_config(file, overrides), {}};
   validated.components = make_component_lookup(global, validated.config);
   if (!validated.components.lookup) spdlog::warn("{}", validated.components.unavailable_reason);
-  // The host sections plus the model's: what `patchbay train` validates too.
-  config::SchemaRegistry schema = config::make_host_schema();
-  model::declare_model_sections(schema);
-  parallel::declare_parallelism_section(schema);  // [parallelism] (core/parallel), optional
-  config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
-  config::apply_defaults(validated.config, schema, validated.components.lookup);
+  // The host sections plus the model's and the objectives': what `patchbay train` validates too.
+  const config::SchemaRegistry schema = train::make_training_schema();
+  train::find_objective(train::objective_name(validated.config));  // a known train.objective
+  train::with_data_sources_checked(validated.config, [&] {  // [[data.sources]]: by hand
+    config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
+    config::apply_defaults(validated.config, schema, validated.components.lookup);
+  });
   return validated;
 }
 

@@ -24,8 +24,9 @@ namespace {
 constexpr const char* kGlobalOptionsHelp =
     "Global options (before the command):\n"
     "  --log-level LEVEL   trace, debug, info, warn or error (default info); logs go to stderr\n"
-    "  --plugin-path DIR   search DIR for plugins before the configured and built-in folders\n"
-    "                      (repeatable)\n"
+    "  --plugin-path PATH  a plugin file (NAME.so) or a folder of them, searched before\n"
+    "                      PATCHBAY_PLUGIN_PATH (colon-separated, same forms), the config's\n"
+    "                      run.plugin_paths and the built-in folders (repeatable)\n"
     "  -h, --help          this help; `patchbay <command> --help` describes one command\n"
     "  --version           print the version\n";
 

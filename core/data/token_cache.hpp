@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "data/token_source.hpp"
+
 namespace patchbay::data {
 
 struct TokenCacheInfo {
@@ -43,24 +45,24 @@ void write_token_cache(const std::filesystem::path& path, std::span<const int32_
                        TokenCacheInfo info);
 
 // A read-only memory map of a token cache. Move-only; unmaps on destruction.
-class TokenCache {
+class TokenCache final : public TokenSource {
  public:
   // Throws Error(kNotFound / kIo / kInvalidArgument) naming the file and the problem.
   static TokenCache open(const std::filesystem::path& path);
-  ~TokenCache();
+  ~TokenCache() override;
   TokenCache(TokenCache&& other) noexcept;
   TokenCache& operator=(TokenCache&& other) noexcept;
   TokenCache(const TokenCache&) = delete;
   TokenCache& operator=(const TokenCache&) = delete;
 
   const TokenCacheInfo& info() const { return info_; }
-  size_t size() const { return static_cast<size_t>(info_.count); }
+  size_t size() const override { return static_cast<size_t>(info_.count); }
   uint32_t operator[](size_t i) const {
     return info_.bytes_per_id == 2 ? static_cast<const uint16_t*>(ids_)[i]
                                    : static_cast<const uint32_t*>(ids_)[i];
   }
   // Copies ids [begin, begin + out.size()) into out (a training batch window).
-  void copy(size_t begin, std::span<int32_t> out) const;
+  void copy(size_t begin, std::span<int32_t> out) const override;
   std::vector<int32_t> to_vector() const;
 
  private:

@@ -1,5 +1,6 @@
 // The CPU backend (synchronous stream, 64-byte aligned caching allocator, memcpy/fill) and
 // the process-wide backend and kernel registries.
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "engine/allocator.hpp"
 #include "engine/device.hpp"
 #include "engine/dispatch.hpp"
+#include "engine/kernel_registry.hpp"
 
 namespace patchbay::engine {
 namespace {
@@ -112,8 +114,10 @@ Backend& backend_for(Device device) {
   if (it != r.backends.end()) return *it->second;
   auto f = r.factories.find(device.type);
   if (f == r.factories.end())
-    throw Error(ErrorKind::kInvalidArgument, "no backend for device " + device.str() +
-                                                 " in this build; use cpu or build with CUDA");
+    throw Error(ErrorKind::kInvalidArgument,
+                "no backend for device " + device.str() +
+                    " is registered: the CUDA backend registers itself when CUDA initialises "
+                    "(a build with CUDA, a usable GPU, run.device = \"cuda\"); use cpu");
   if (device.type == DeviceType::kCpu && device.index != 0)
     throw Error(ErrorKind::kInvalidArgument,
                 "cpu device index must be 0, found " + std::to_string(device.index));
@@ -148,9 +152,54 @@ ErasedKernel find_kernel_erased(std::string_view op, DeviceType device) {
     if (it != r.kernels.end() && it->second[device_slot(device)])
       return it->second[device_slot(device)];
   }
-  throw Error(ErrorKind::kInvalidArgument, "op '" + std::string(op) +
-                                               "' has no kernel for device type " +
-                                               (device == DeviceType::kCpu ? "cpu" : "cuda"));
+  throw Error(ErrorKind::kInvalidArgument,
+              "op '" + std::string(op) + "' has no kernel for device type " +
+                  device_type_name(device) + " in this build; move its tensors with .to(cpu()) " +
+                  "or run on the cpu (--device cpu)");
+}
+
+const char* device_type_name(DeviceType type) { return type == DeviceType::kCpu ? "cpu" : "cuda"; }
+
+bool has_kernel(std::string_view op, DeviceType device) {
+  KernelRegistry& r = kernel_registry();
+  std::shared_lock<std::shared_mutex> lock(r.mutex);
+  auto it = r.kernels.find(op);
+  return it != r.kernels.end() && it->second[device_slot(device)] != nullptr;
+}
+
+std::vector<std::string> kernel_names(DeviceType device) {
+  KernelRegistry& r = kernel_registry();
+  std::vector<std::string> names;
+  {
+    std::shared_lock<std::shared_mutex> lock(r.mutex);
+    for (const auto& [name, slots] : r.kernels)
+      if (slots[device_slot(device)] != nullptr) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> kernels_missing_for(DeviceType device) {
+  std::vector<std::string> missing;
+  for (const std::string& op : kernel_names(DeviceType::kCpu))
+    if (!has_kernel(op, device)) missing.push_back(op);
+  return missing;
+}
+
+void alias_kernels(DeviceType from, DeviceType to, const std::vector<std::string>& except) {
+  KernelRegistry& r = kernel_registry();
+  std::unique_lock<std::shared_mutex> lock(r.mutex);
+  for (auto& [name, slots] : r.kernels) {
+    const bool excluded = std::find(except.begin(), except.end(), name) != except.end();
+    slots[device_slot(to)] = excluded ? nullptr : slots[device_slot(from)];
+  }
+}
+
+void unregister_kernel(std::string_view op, DeviceType device) {
+  KernelRegistry& r = kernel_registry();
+  std::unique_lock<std::shared_mutex> lock(r.mutex);
+  auto it = r.kernels.find(op);
+  if (it != r.kernels.end()) it->second[device_slot(device)] = nullptr;
 }
 
 }  // namespace patchbay::engine

@@ -176,8 +176,7 @@ pb_status* data_ptr(pb_tensor* t, void** out) {
 }
 pb_status* copy_to_host(const pb_tensor* t, void* dst, size_t dst_bytes) {
   return guarded("copy_to_host", [&] {
-    const Tensor& x = unwrap(t);
-    require_cpu(x, "copy_to_host");
+    const Tensor& x = unwrap(t);  // any device (version 11): copy_ transfers
     if (dst_bytes < x.nbytes())
       throw Error(ErrorKind::kInvalidArgument, "destination holds " + std::to_string(dst_bytes) +
                                                    " bytes, " + x.str() + " needs " +
@@ -190,7 +189,6 @@ pb_status* copy_to_host(const pb_tensor* t, void* dst, size_t dst_bytes) {
 pb_status* copy_from_host(pb_tensor* t, const void* src, size_t src_bytes) {
   return guarded("copy_from_host", [&] {
     Tensor& x = t ? t->tensor : throw Error(ErrorKind::kInvalidArgument, "tensor must not be NULL");
-    require_cpu(x, "copy_from_host");
     if (src_bytes != x.nbytes())
       throw Error(ErrorKind::kInvalidArgument, "source holds " + std::to_string(src_bytes) +
                                                    " bytes, " + x.str() + " needs " +
@@ -603,6 +601,7 @@ pb_status* causal_linear_attention_fn(const pb_tensor* q, const pb_tensor* k, co
 int ops_table_set_grad_enabled(int enabled);
 void fill_custom_op_entries(pb_ops_table& table);
 void fill_autocast_entries(pb_ops_table& table);  // ops_table_autocast.cpp (version 6)
+void fill_device_entries(pb_ops_table& table);    // ops_table_device.cpp (version 11)
 
 namespace {
 int set_grad_enabled(int enabled) { return ops_table_set_grad_enabled(enabled); }
@@ -681,6 +680,7 @@ pb_ops_table make_table() {
   t.linear = linear_fn;
   t.tp_copy_to_region = tp_copy_to_region_fn;
   t.tp_reduce_from_region = tp_reduce_from_region_fn;
+  fill_device_entries(t);
   return t;
 }
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
 #include "engine/ops.hpp"
+#include "engine/ops_device.hpp"
 
 namespace patchbay::engine {
 
@@ -120,10 +121,8 @@ void* Tensor::data_ptr() const {
 }
 
 std::vector<float> Tensor::to_vector() const {
-  if (device().type != DeviceType::kCpu)
-    throw Error(ErrorKind::kInvalidArgument,
-                "Tensor::to_vector: tensor is on " + device().str() + ", expected cpu");
-  Tensor c = contiguous();
+  // A device tensor comes to the host first (waits for the device: where a value is read).
+  Tensor c = device().type == DeviceType::kCpu ? contiguous() : detach().to(cpu());
   const int64_t n = c.numel();
   std::vector<float> out(static_cast<size_t>(n));
   const void* data = c.data_ptr();
@@ -141,9 +140,7 @@ std::vector<float> Tensor::to_vector() const {
 double Tensor::item() const {
   if (numel() != 1)
     throw Error(ErrorKind::kInvalidArgument, "Tensor::item: expected one element, found " + str());
-  if (device().type != DeviceType::kCpu)
-    throw Error(ErrorKind::kInvalidArgument,
-                "Tensor::item: tensor is on " + device().str() + ", expected cpu");
+  if (device().type != DeviceType::kCpu) return detach().to(cpu()).item();  // waits for the device
   return load_as_f64(data_ptr(), 0, dtype());
 }
 
@@ -188,6 +185,7 @@ Tensor Tensor::unsqueeze(int64_t dim) const { return engine::unsqueeze(*this, di
 Tensor Tensor::squeeze(int64_t dim) const { return engine::squeeze(*this, dim); }
 Tensor Tensor::contiguous() const { return engine::contiguous(*this); }
 Tensor Tensor::to(DType dtype) const { return engine::to_dtype(*this, dtype); }
+Tensor Tensor::to(Device device) const { return engine::to_device(*this, device); }
 Tensor Tensor::clone() const {
   Tensor out = Tensor::empty(shape(), dtype(), device());
   copy_(out, *this);

@@ -95,7 +95,8 @@ class Tensor {
   T* data() const {
     return static_cast<T*>(data_ptr());
   }
-  // Reads a 1-element tensor as double.
+  // Reads a 1-element tensor as double. On a device tensor both copy to the host first and
+  // so wait for the device: call them only where a value is printed or decided on.
   double item() const;
   // All elements in row-major order, converted to f32 (works on any view).
   std::vector<float> to_vector() const;
@@ -125,6 +126,7 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor contiguous() const;     // *this when already contiguous
   Tensor to(DType dtype) const;  // *this when already that dtype
+  Tensor to(Device device) const;  // *this when already there (engine/ops_device.hpp)
   Tensor clone() const;
 
   TensorImpl* impl() const { return impl_.get(); }

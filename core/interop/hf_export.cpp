@@ -1,6 +1,7 @@
 // export_to_hf (hf_io.hpp): a run's checkpoint -> a transformers model directory.
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "config/config_loader.hpp"
@@ -59,6 +60,21 @@ bool all_zero(const HostTensor& t) {
 void write_json(const fs::path& path, const json& value, std::vector<fs::path>& files) {
   run::write_text_atomically(path, value.dump(2) + "\n");
   files.push_back(path);
+}
+
+// The run's training settings as TOML: [data], [optimizer] (with its kind's table), [train]
+// without out_dir (run.seed is stored beside it). `patchbay import` puts them back, so the imported
+// run trains and evaluates on the same data windows (batch size, sequence length, eval batches)
+// with the same optimizer settings as the exported one.
+std::string training_settings_toml(const config::ResolvedConfig& config) {
+  toml::table kept;
+  for (const char* section : {"data", "optimizer", "train"})
+    if (const toml::table* table = config.table().get_as<toml::table>(section))
+      kept.insert(section, *table);
+  if (toml::table* train = kept.get_as<toml::table>("train")) train->erase("out_dir");
+  std::ostringstream text;
+  text << toml::toml_formatter{kept};
+  return text.str();
 }
 
 }  // namespace
@@ -149,6 +165,10 @@ HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& o
        {"tokenizer_kind", kind},
        {"tokenizer_fnv1a64", std::to_string(data::fnv1a64(tokenizer_text))},
        {"tokenizer_exact", tokenizer.exact},
+       {"training_settings_toml", training_settings_toml(config)},
+       {"training_seed", config.find("run.seed") != nullptr && config.find("run.seed")->is_integer()
+                             ? json(config.find("run.seed")->as_integer()->get())
+                             : json(nullptr)},
        {"notes", result.notes}},
       result.files);
   return result;

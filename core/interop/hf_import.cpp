@@ -3,6 +3,7 @@
 // writes; write_imported_run (import_run.hpp), shared with the GGUF import.
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -150,6 +151,25 @@ PatchbayTokenizerFile import_tokenizer(const fs::path& hf_dir, const HfImportOpt
   return tokenizer_from_hf(read_json(hf_dir / "tokenizer.json"));
 }
 
+// The training settings a Patchbay export stored in patchbay_export.json: TOML tables and
+// the seed ("" and none when the directory is not a Patchbay export, or an export from before
+// they were stored).
+struct ExportedTraining {
+  std::string toml;
+  std::optional<int64_t> seed;
+};
+ExportedTraining exported_training_settings(const fs::path& hf_dir) {
+  ExportedTraining out;
+  const fs::path file = hf_dir / "patchbay_export.json";
+  if (!fs::exists(file)) return out;
+  const json record = read_json(file);
+  if (const auto it = record.find("training_settings_toml"); it != record.end() && it->is_string())
+    out.toml = it->get<std::string>();
+  if (const auto it = record.find("training_seed"); it != record.end() && it->is_number_integer())
+    out.seed = it->get<int64_t>();
+  return out;
+}
+
 }  // namespace
 
 HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir,
@@ -162,6 +182,9 @@ HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir,
   inputs.tokenizer = import_tokenizer(hf_dir, options, &inputs.tokenizer_source, registry);
   inputs.origin = fs::absolute(hf_dir).lexically_normal().string();
   inputs.origin_format = hf_architecture(inputs.shape.family);
+  const ExportedTraining exported = exported_training_settings(hf_dir);
+  inputs.training_toml = exported.toml;
+  inputs.training_seed = exported.seed;
   return write_imported_run(inputs, *weights, run_dir, registry, lookup, options);
 }
 

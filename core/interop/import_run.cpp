@@ -116,12 +116,17 @@ HfImportResult write_imported_run(const ImportedRunInputs& inputs, ImportTensorS
        << "\nfile = " << toml_string(tokenizer_path.string()) << "\nspecial_tokens = [";
   for (size_t i = 0; i < tokenizer.specials.size(); ++i)
     text << (i ? ", " : "") << toml_string(tokenizer.specials[i]);
-  text << "]\n\n"
-       << patchbay_model_toml(shape)
-       << "\n[optimizer]\nkind = \"adamw\"\n\n[train]\nout_dir = " << toml_string(run_dir.string())
-       << "\nseq_len = " << std::min<int64_t>(128, shape.options.context_length) << "\n";
+  text << "]\n\n" << patchbay_model_toml(shape);
+  if (!inputs.training_toml.empty())
+    text << "\n" << inputs.training_toml << "\n";
+  else
+    text << "\n[optimizer]\nkind = \"adamw\"\n\n[train]\nseq_len = "
+         << std::min<int64_t>(128, shape.options.context_length) << "\n";
   config::ResolvedConfig config =
       config::load_config_text(text.str(), (run_dir / "config.toml").string());
+  config::apply_set_override(config, "train.out_dir=" + toml_string(run_dir.string()));
+  if (inputs.training_seed)
+    config::apply_set_override(config, "run.seed=" + std::to_string(*inputs.training_seed));
   for (const std::string& assignment : options.overrides)
     config::apply_set_override(config, assignment);
   train::validate_training_config(config, lookup);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct ImportedRunInputs {
   std::string origin_format;     // "Hugging Face LlamaForCausalLM", "GGUF llama", ...
   // Extra files to write into the run directory (name -> content), e.g. the chat template.
   std::map<std::string, std::string> extra_files;
+  // A Patchbay export's training settings (TOML tables: data, optimizer, train) and seed, kept
+  // so `eval` reads the same windows and `train --resume` the same batches; empty and none
+  // otherwise (AdamW and the defaults).
+  std::string training_toml;
+  std::optional<int64_t> training_seed;
 };
 
 // Every Patchbay parameter of the model `shape` describes, by Patchbay name (blocks.i.attn.

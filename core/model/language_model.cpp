@@ -33,7 +33,8 @@ eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t positi
                                        bool training) {
   const int64_t t = tokens.size(1);
   // [B, T, C]; f32 also when wte holds bf16 (convert_weights_for_inference): exact widening.
-  eng::Tensor x = eng::embedding(wte, tokens).to(eng::DType::kF32);
+  // Tokens made on the host move to the model's device (queued, no wait).
+  eng::Tensor x = eng::embedding(wte, tokens.to(wte.device())).to(eng::DType::kF32);
   if (const double scale = resolved_embedding_scale(options); scale != 1.0)
     x = eng::mul_scalar(x, scale);  // sqrt(d_model) with sinusoidal positions by default
   if (options.positional == PositionalKind::kLearned) {

@@ -101,6 +101,10 @@ struct ModelOptions {
   // when tp_size > 1. The model's own tensors (embeddings, norms, head) are replicated.
   int64_t tp_rank = 0;
   int64_t tp_size = 1;
+  // [run] device: where every parameter lives and the forward runs (layers get it through
+  // pb_layer_context; a layer that cannot run there refuses in init()). Tokens given on the
+  // CPU move to it.
+  engine::Device device = engine::cpu();
 };
 
 // A parameter that holds this rank's slice of a larger tensor (a layer marked it with

@@ -60,15 +60,17 @@ void attach_engine(const runtime::Registry& registry) {
               "model: the registry's host api carries another ops table than the engine's");
 }
 
-eng::Tensor normal_parameter(const eng::Shape& shape, double std, eng::Generator& gen) {
+// Drawn on the CPU and moved to `device`: one seed gives the same model on every device.
+eng::Tensor normal_parameter(const eng::Shape& shape, double std, eng::Generator& gen,
+                             eng::Device device) {
   eng::NoGradGuard no_grad;
-  eng::Tensor t = eng::mul_scalar(eng::randn(shape, gen), std);
+  eng::Tensor t = eng::mul_scalar(eng::randn(shape, gen), std).to(device);
   t.set_requires_grad(true);
   return t;
 }
 
-eng::Tensor constant_parameter(const eng::Shape& shape, double value) {
-  eng::Tensor t = eng::full(shape, value);
+eng::Tensor constant_parameter(const eng::Shape& shape, double value, eng::Device device) {
+  eng::Tensor t = eng::full(shape, value, eng::DType::kF32, device);
   t.set_requires_grad(true);
   return t;
 }
@@ -141,8 +143,8 @@ pb_layer_context layer_context(const ModelOptions& o, int64_t layer, uint64_t se
   ctx.residual_init_std = o.init_std / std::sqrt(2.0 * static_cast<double>(o.n_layers));
   ctx.seed = seed;
   ctx.param_dtype = PB_DTYPE_F32;
-  ctx.device_type = PB_DEVICE_CPU;
-  ctx.device_index = 0;
+  ctx.device_type = o.device.type == eng::DeviceType::kCpu ? PB_DEVICE_CPU : PB_DEVICE_CUDA;
+  ctx.device_index = o.device.index;
   ctx.tp_rank = o.tp_rank;
   ctx.tp_size = o.tp_size;
   if (o.tp_size > 1) {
@@ -345,15 +347,15 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
   impl->dropout_generator = eng::Generator(o.seed * 1000003ull + 0x9E3779B97F4A7C15ull);
   eng::Generator init(o.seed);
   const int64_t c = o.d_model;
-  impl->wte = normal_parameter({o.vocab_size, c}, o.init_std, init);
+  impl->wte = normal_parameter({o.vocab_size, c}, o.init_std, init, o.device);
   if (o.positional == PositionalKind::kLearned)
-    impl->wpe = normal_parameter({o.context_length, c}, o.init_std, init);
+    impl->wpe = normal_parameter({o.context_length, c}, o.init_std, init, o.device);
   if (o.positional == PositionalKind::kSinusoidal)
-    impl->sinusoid = sinusoid_table(o.context_length, c);
+    impl->sinusoid = sinusoid_table(o.context_length, c).to(o.device);
   auto make_norm = [&] {
     Norm n;
-    n.gain = constant_parameter({c}, 1.0);
-    if (o.norm == NormKind::kLayerNorm) n.bias = constant_parameter({c}, 0.0);
+    n.gain = constant_parameter({c}, 1.0, o.device);
+    if (o.norm == NormKind::kLayerNorm) n.bias = constant_parameter({c}, 0.0, o.device);
     return n;
   };
 
@@ -418,7 +420,7 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
   impl->norm_f = make_norm();
   add_norm_parameters(params, "norm_f", impl->norm_f);
   if (!o.tie_embeddings) {
-    impl->head = normal_parameter({o.vocab_size, c}, o.init_std, init);
+    impl->head = normal_parameter({o.vocab_size, c}, o.init_std, init, o.device);
     params.push_back({"head.weight", impl->head, false});
   }
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));

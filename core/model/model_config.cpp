@@ -11,6 +11,7 @@
 #include "config/config_document.hpp"
 #include "config/field_schema.hpp"
 #include "config/schema_registry.hpp"
+#include "engine/device_name.hpp"
 #include "model/language_model.hpp"
 #include "model/model_impl.hpp"
 #include "patchbay/component.hpp"
@@ -206,6 +207,9 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
   o.reversible = string_value(config, "residual") == "reversible";
   o.seed = static_cast<uint64_t>(int_value(config, "seed"));
   o.causal = bool_value(config, "causal");
+  if (const toml::node* device = config.find("run.device");
+      device != nullptr && device->is_string())
+    o.device = engine::parse_device(device->as_string()->get());
   if (o.d_model % o.n_heads != 0) {
     throw Error(ErrorKind::kInvalidArgument,
                 "model.n_heads (" + config.locate("model.n_heads").to_string() +

@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "onednn/bf16_through_f32.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "onednn/primitive_cache.hpp"
 
@@ -85,6 +86,10 @@ void eltwise_forward(EltwiseKind kind, DType dtype, const void* src, void* dst,
   if (count < 0) detail::throw_invalid("eltwise_forward", "negative count " + describe(kind, count));
   if (count == 0) return;
   if (!src || !dst) detail::throw_invalid("eltwise_forward", "null buffer " + describe(kind, count));
+  if (dtype == DType::kBF16 && !bf16_kernels_available()) {
+    eltwise_forward_bf16_through_f32(kind, src, dst, count);
+    return;
+  }
   const EltwiseSpec spec = spec_of(kind);
   const CacheKey key{static_cast<std::int64_t>(detail::OpTag::kEltwiseForward),
                      static_cast<std::int64_t>(kind), static_cast<std::int64_t>(dtype), count};

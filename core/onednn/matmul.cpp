@@ -14,6 +14,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "onednn/bf16_through_f32.hpp"
 #include "onednn/gemm_profile.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "onednn/packed_weights.hpp"
@@ -239,6 +240,13 @@ namespace {
 
 void matmul_unprofiled(const MatmulArgs& given) {
   validate(given);
+  if (given.a.dtype == DType::kBF16 && !bf16_kernels_available()) {
+    // No bf16 kernels on this CPU (bf16_through_f32.cpp); empty products need no operands.
+    if (given.batch > 0 && given.m > 0 && given.n > 0 && given.k > 0) {
+      matmul_bf16_through_f32(given);
+      return;
+    }
+  }
   const bool column_major_c = given.c.col_stride != 1 && given.c.row_stride == 1;
   const MatmulArgs args = column_major_c ? transposed_problem(given) : given;
   if (args.batch == 0 || args.m == 0 || args.n == 0) return;

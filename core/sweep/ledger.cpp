@@ -130,8 +130,29 @@ void Ledger::reconcile(const std::vector<ResolvedJob>& jobs, const std::string& 
       entry["config_id"] = job.config_id;
       entry["seed"] = job.spec.seed;
       entry["run_dir"] = job.run_dir.string();
+      nlohmann::json plugins = nlohmann::json::array();
+      for (const PluginUse& use : job.plugins)
+        plugins.push_back({{"kind", use.kind}, {"name", use.name}, {"file", use.file}});
+      entry["plugins"] = std::move(plugins);
     }
   });
+}
+
+std::vector<PluginUse> recorded_plugin_uses(const fs::path& sweep_dir) {
+  std::vector<PluginUse> uses;
+  if (!fs::exists(sweep_dir / "ledger.json")) return uses;
+  const nlohmann::json document = Ledger(sweep_dir).read();
+  for (const auto& [id, entry] : document["jobs"].items()) {
+    if (!entry.contains("plugins") || !entry["plugins"].is_array()) continue;
+    for (const nlohmann::json& p : entry["plugins"]) {
+      PluginUse use{p.value("kind", ""), p.value("name", ""), p.value("file", "")};
+      bool known = false;
+      for (const PluginUse& u : uses)
+        known = known || (u.kind == use.kind && u.name == use.name && u.file == use.file);
+      if (!known) uses.push_back(std::move(use));
+    }
+  }
+  return uses;
 }
 
 bool claim_job(const fs::path& run_dir) {

@@ -1,9 +1,9 @@
 // The sweep ledger: <sweep_dir>/ledger.json, one JSON document rewritten atomically (write,
 // fsync, rename) under an flock on <sweep_dir>/ledger.lock, so several sweep processes (or
 // slot threads) can update it and a crash never leaves it torn. It records every job the
-// sweep has known: its overrides, state and attempts. Job claims are separate: an O_EXCL
-// file <run_dir>/claim.lock holding the claiming process id; a claim whose process is gone
-// is stale and taken over.
+// sweep has known: its overrides, state, attempts and the third-party plugins it uses. Job claims
+// are separate: an O_EXCL file <run_dir>/claim.lock holding the claiming process id; a claim whose
+// process is gone is stale and taken over.
 //
 // States: pending -> running -> done | failed | interrupted. A "running" entry whose process
 // is gone (the sweep was killed) counts as interrupted.
@@ -45,6 +45,10 @@ class Ledger {
 // live process holds it.
 bool claim_job(const std::filesystem::path& run_dir);
 void release_job(const std::filesystem::path& run_dir);
+
+// The third-party plugin components every job in <sweep_dir>/ledger.json recorded (empty when
+// there is no ledger yet), each once: what a rerun needs to find again.
+std::vector<PluginUse> recorded_plugin_uses(const std::filesystem::path& sweep_dir);
 
 // True when process `pid` exists.
 bool process_alive(long pid);

@@ -7,6 +7,7 @@
 #include "config/config_loader.hpp"
 #include "config/config_printer.hpp"
 #include "data/split.hpp"
+#include "sweep/toml_value_text.hpp"
 
 namespace patchbay::sweep {
 namespace {
@@ -52,7 +53,8 @@ std::filesystem::path sweep_directory(const SweepSpec& spec,
 
 std::vector<ResolvedJob> resolve_jobs(const SweepSpec& spec, const std::vector<JobSpec>& jobs,
                                       const ConfigValidator& validate,
-                                      const std::filesystem::path& sweep_dir) {
+                                      const std::filesystem::path& sweep_dir,
+                                      const PluginUseFinder& find_plugins) {
   std::vector<ResolvedJob> resolved;
   std::vector<config::ConfigIssue> issues;
   for (const JobSpec& job : jobs) {
@@ -61,6 +63,16 @@ std::vector<ResolvedJob> resolve_jobs(const SweepSpec& spec, const std::vector<J
       validate(config);
       ResolvedJob r;
       r.spec = job;
+      if (find_plugins) {
+        r.plugins = find_plugins(config);
+        toml::array files;
+        for (const PluginUse& use : r.plugins) {
+          bool listed = false;
+          for (const toml::node& f : files) listed = listed || f.value<std::string>() == use.file;
+          if (!listed) files.push_back(use.file);
+        }
+        config::apply_set_override(config, "run.plugin_paths=" + toml_value_text(files));
+      }
       r.id = config_hash(config, {"run.name", "train.out_dir"});
       r.config_id = config_hash(config, {"run.name", "train.out_dir", spec.seed_key});
       r.run_dir = sweep_dir / "runs" / r.id;

@@ -1,6 +1,8 @@
 // Batches from token caches; see batches.hpp for the window rules.
 #include "train/batches.hpp"
 
+#include <algorithm>
+#include <span>
 #include <string>
 
 #include "common/error.hpp"
@@ -17,21 +19,15 @@ void require_window(uint64_t count, int64_t seq_len) {
                     std::to_string(seq_len + 1) + "; lower train.seq_len or use a larger corpus");
 }
 
-Batch batch_from_windows(const data::TokenCache& cache, const std::vector<uint64_t>& starts, int64_t seq_len) {
+TokenWindows windows_at(const data::TokenSource& cache, const std::vector<uint64_t>& starts,
+                        int64_t seq_len) {
   const int64_t rows = static_cast<int64_t>(starts.size());
-  Batch batch{engine::Tensor::empty({rows, seq_len}, engine::DType::kI32),
-              engine::Tensor::empty({rows, seq_len}, engine::DType::kI32)};
-  int32_t* inputs = batch.inputs.data<int32_t>();
-  int32_t* targets = batch.targets.data<int32_t>();
-  std::vector<int32_t> window(static_cast<size_t>(seq_len) + 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    cache.copy(starts[static_cast<size_t>(r)], window);
-    for (int64_t t = 0; t < seq_len; ++t) {
-      inputs[r * seq_len + t] = window[static_cast<size_t>(t)];
-      targets[r * seq_len + t] = window[static_cast<size_t>(t) + 1];
-    }
-  }
-  return batch;
+  TokenWindows windows{engine::Tensor::empty({rows, seq_len + 1}, engine::DType::kI32)};
+  int32_t* ids = windows.ids.data<int32_t>();
+  for (int64_t r = 0; r < rows; ++r)
+    cache.copy(starts[static_cast<size_t>(r)],
+               std::span<int32_t>(ids + r * (seq_len + 1), static_cast<size_t>(seq_len) + 1));
+  return windows;
 }
 
 uint64_t mix(uint64_t seed, int64_t step, int64_t micro_step, int64_t row) {
@@ -59,20 +55,51 @@ uint64_t validation_window_start(int64_t index, int64_t window_count, uint64_t c
   return static_cast<uint64_t>(position);
 }
 
-Batch training_batch(const data::TokenCache& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
-                     int64_t seq_len) {
+TokenWindows training_windows(const data::TokenSource& cache, uint64_t seed, int64_t step,
+                              int64_t micro_step, int64_t rows, int64_t seq_len) {
   std::vector<uint64_t> starts;
   for (int64_t r = 0; r < rows; ++r)
     starts.push_back(training_window_start(seed, step, micro_step, r, cache.size(), seq_len));
-  return batch_from_windows(cache, starts, seq_len);
+  return windows_at(cache, starts, seq_len);
 }
 
-Batch validation_batch(const data::TokenCache& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
-                       int64_t seq_len) {
+TokenWindows validation_windows(const data::TokenSource& cache, int64_t batch_index,
+                                int64_t batch_count, int64_t rows, int64_t seq_len) {
   std::vector<uint64_t> starts;
   for (int64_t r = 0; r < rows; ++r)
-    starts.push_back(validation_window_start(batch_index * rows + r, batch_count * rows, cache.size(), seq_len));
-  return batch_from_windows(cache, starts, seq_len);
+    starts.push_back(validation_window_start(batch_index * rows + r, batch_count * rows,
+                                             cache.size(), seq_len));
+  return windows_at(cache, starts, seq_len);
+}
+
+Batch causal_batch(const TokenWindows& windows) {
+  if (windows.ids.dim() != 2 || windows.ids.size(1) < 2)
+    throw Error(ErrorKind::kInvalidArgument,
+                "causal_batch: expected windows [rows, T + 1] with T >= 1, found " +
+                    windows.ids.str());
+  const int64_t rows = windows.ids.size(0), seq_len = windows.ids.size(1) - 1;
+  Batch batch{engine::Tensor::empty({rows, seq_len}, engine::DType::kI32),
+              engine::Tensor::empty({rows, seq_len}, engine::DType::kI32)};
+  const engine::Tensor source = windows.ids.contiguous().to(engine::DType::kI32);
+  const int32_t* ids = source.data<int32_t>();
+  int32_t* inputs = batch.inputs.data<int32_t>();
+  int32_t* targets = batch.targets.data<int32_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* window = ids + r * (seq_len + 1);
+    std::copy_n(window, seq_len, inputs + r * seq_len);
+    std::copy_n(window + 1, seq_len, targets + r * seq_len);
+  }
+  return batch;
+}
+
+Batch training_batch(const data::TokenSource& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
+                     int64_t seq_len) {
+  return causal_batch(training_windows(cache, seed, step, micro_step, rows, seq_len));
+}
+
+Batch validation_batch(const data::TokenSource& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
+                       int64_t seq_len) {
+  return causal_batch(validation_windows(cache, batch_index, batch_count, rows, seq_len));
 }
 
 Batch random_batch(int64_t vocab_size, uint64_t seed, int64_t step, int64_t rows, int64_t seq_len) {

@@ -25,6 +25,12 @@ struct Batch {
   engine::Tensor targets;  // [rows, T] i32
 };
 
+// What the data reader hands a training objective (objective.hpp): rows windows of
+// seq_len + 1 consecutive ids each, before any objective has made inputs and targets of them.
+struct TokenWindows {
+  engine::Tensor ids;  // [rows, T + 1] i32
+};
+
 // Offset of a training window's first id, in [0, count - seq_len). Throws Error
 // (kInvalidArgument) when count < seq_len + 1 (the split is too short for one window).
 uint64_t training_window_start(uint64_t seed, int64_t step, int64_t micro_step, int64_t row, uint64_t count,
@@ -33,13 +39,26 @@ uint64_t training_window_start(uint64_t seed, int64_t step, int64_t micro_step, 
 // Start of validation window `index` of `window_count` (see above).
 uint64_t validation_window_start(int64_t index, int64_t window_count, uint64_t count, int64_t seq_len);
 
-// The training micro-batch (step, micro_step): rows windows from training_window_start.
-Batch training_batch(const data::TokenCache& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
+// The windows of training micro-batch (step, micro_step): rows windows from
+// training_window_start.
+TokenWindows training_windows(const data::TokenSource& cache, uint64_t seed, int64_t step,
+                              int64_t micro_step, int64_t rows, int64_t seq_len);
+
+// The windows of validation batch `batch_index` of `batch_count`: windows batch_index*rows ..
+// +rows of the batch_count*rows evenly spaced windows.
+TokenWindows validation_windows(const data::TokenSource& cache, int64_t batch_index,
+                                int64_t batch_count, int64_t rows, int64_t seq_len);
+
+// Next-token prediction's batch of windows [rows, T + 1]: inputs = window[0 .. T),
+// targets = window[1 .. T].
+Batch causal_batch(const TokenWindows& windows);
+
+// causal_batch(training_windows(...)): the training micro-batch (step, micro_step).
+Batch training_batch(const data::TokenSource& cache, uint64_t seed, int64_t step, int64_t micro_step, int64_t rows,
                      int64_t seq_len);
 
-// Validation batch `batch_index` of `batch_count`: windows batch_index*rows .. +rows of the
-// batch_count*rows evenly spaced windows.
-Batch validation_batch(const data::TokenCache& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
+// causal_batch(validation_windows(...)).
+Batch validation_batch(const data::TokenSource& cache, int64_t batch_index, int64_t batch_count, int64_t rows,
                        int64_t seq_len);
 
 // Random ids in [0, vocab_size) (benchmarks with --random-tokens), deterministic in (seed, step).

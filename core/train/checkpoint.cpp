@@ -1,10 +1,10 @@
 // Checkpoint files; see checkpoint.hpp for the layout.
 #include "train/checkpoint.hpp"
 
-#include <cstring>
 #include <fstream>
 
 #include "common/error.hpp"
+#include "engine/ops_device.hpp"
 #include "run/atomic_file.hpp"
 
 #ifndef PATCHBAY_SOURCE_REVISION
@@ -54,7 +54,9 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, const std::vecto
   std::vector<run::TensorToWrite> to_write;
   contiguous.reserve(tensors.size());
   for (const NamedTensor& t : tensors) {
-    contiguous.push_back(t.tensor.detach().contiguous());
+    // Device tensors come to the host: checkpoints do not depend on the device they were
+    // saved from.
+    contiguous.push_back(t.tensor.detach().to(engine::cpu()).contiguous());
     const engine::Tensor& c = contiguous.back();
     to_write.push_back({t.name, stored_dtype(c.dtype()), c.shape(),
                         std::span<const std::byte>(static_cast<const std::byte*>(c.data_ptr()), c.nbytes())});
@@ -112,7 +114,9 @@ void Checkpoint::load_into(const std::vector<NamedTensor>& parameters) const {
     const run::StoredTensor& stored = file_->tensor(p.name);
     if (!p.tensor.is_contiguous())
       throw Error(ErrorKind::kInvalidArgument, "checkpoint: parameter '" + p.name + "' is not contiguous");
-    std::memcpy(p.tensor.data_ptr(), stored.data.data(), stored.data.size());
+    // Into the parameter's own memory, whatever its device (a host copy or a transfer).
+    engine::transfer_bytes(p.tensor.data_ptr(), p.tensor.device(), stored.data.data(),
+                           engine::cpu(), stored.data.size());
   }
 }
 

@@ -48,7 +48,7 @@ const char* source_revision();
 
 struct NamedTensor {
   std::string name;
-  engine::Tensor tensor;  // CPU; any layout (copied contiguous when written)
+  engine::Tensor tensor;  // any device and layout (copied to the host, contiguous, when written)
 };
 
 // Writes <run_dir>/checkpoints/step_<step>.safetensors (atomic), then points `latest` at it.
@@ -75,7 +75,8 @@ class Checkpoint {
   engine::Tensor tensor(const std::string& name) const;
   // Every "optimizer/<x>" tensor, keyed by <x> (for OptimizerHandle::restore_state).
   std::map<std::string, engine::Tensor> optimizer_state() const;
-  // Copies the stored tensor into each parameter in place; every parameter must be present
+  // Copies the stored tensor into each parameter in place, on the parameter's device (a
+  // checkpoint saved on one device loads on any other); every parameter must be present
   // with its shape and dtype (Error(kInvalidArgument) naming the first mismatch otherwise).
   void load_into(const std::vector<NamedTensor>& parameters) const;
 

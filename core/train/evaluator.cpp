@@ -26,7 +26,18 @@ TokenBytes token_bytes(const runtime::TokenizerHandle& tokenizer) {
   return table;
 }
 
-EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, const EvalSettings& settings) {
+EvalResult evaluate(model::LanguageModel& model, const data::TokenSource& split, const EvalSettings& settings) {
+  return evaluate_batches(
+      model,
+      [&](int64_t b) {
+        return validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
+      },
+      settings);
+}
+
+EvalResult evaluate_batches(model::LanguageModel& model,
+                            const std::function<Batch(int64_t batch_index)>& batch_at,
+                            const EvalSettings& settings) {
   if (settings.token_bytes == nullptr)
     throw Error(ErrorKind::kInternal, "evaluate: EvalSettings::token_bytes is required (train::token_bytes)");
   const TokenBytes& table = *settings.token_bytes;
@@ -38,7 +49,7 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
   int64_t bytes = 0;
   LayerStats stats;
   for (int64_t b = 0; b < settings.batches; ++b) {
-    const Batch batch = validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
+    const Batch batch = batch_at(b);
     const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
     const int64_t vocab = out.logits.size(-1);
     // Special-token targets become ignore_index; the others add their bytes.
@@ -46,6 +57,7 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
     const engine::Tensor contiguous = batch.targets.contiguous();
     std::copy_n(contiguous.data<int32_t>(), targets.size(), targets.begin());
     for (int32_t& t : targets) {
+      if (t == sum.ignore_index) continue;  // no loss here (objective.hpp)
       if (t < 0 || t >= static_cast<int64_t>(table.bytes.size()))
         throw Error(ErrorKind::kInvalidArgument, "evaluate: token id " + std::to_string(t) +
                                                      " is outside the tokenizer's vocabulary of " +
@@ -59,7 +71,9 @@ EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, 
     }
     const engine::Tensor kept =
         engine::Tensor::from_data(targets.data(), {static_cast<int64_t>(targets.size())}, engine::DType::kI32);
-    loss_sum += engine::cross_entropy(out.logits.reshape({-1, vocab}), kept, sum).item();
+    loss_sum +=
+        engine::cross_entropy(out.logits.reshape({-1, vocab}), kept.to(out.logits.device()), sum)
+            .item();
     tokens += engine::count_targets(kept, sum.ignore_index);
     stats.add(out.stats);
   }

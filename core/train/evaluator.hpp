@@ -3,13 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "data/token_cache.hpp"
 #include "model/language_model.hpp"
-#include "train/layer_stats.hpp"
 #include "runtime/component_instance.hpp"
+#include "train/batches.hpp"
+#include "train/layer_stats.hpp"
 
 namespace patchbay::train {
 
@@ -46,7 +48,13 @@ struct EvalSettings {
 // Runs `batches` fixed validation batches (batches.hpp: evenly spaced windows) without
 // gradients and with dropout off. The loss is the token-weighted mean over all batches;
 // targets that are special tokens are left out of loss, tokens and bytes.
-EvalResult evaluate(model::LanguageModel& model, const data::TokenCache& split, const EvalSettings& settings);
+EvalResult evaluate(model::LanguageModel& model, const data::TokenSource& split, const EvalSettings& settings);
+
+// The same over any `settings.batches` batches, batch b from batch_at(b) (an objective's
+// validation batches, objective.hpp); targets equal to -100 are left out too.
+EvalResult evaluate_batches(model::LanguageModel& model,
+                            const std::function<Batch(int64_t batch_index)>& batch_at,
+                            const EvalSettings& settings);
 
 struct SampleSettings {
   std::string prompt;        // empty: starts from "\n"

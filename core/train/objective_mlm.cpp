@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <memory>
 #include <string>
 
 #include "common/error.hpp"
 #include "data/split.hpp"
 #include "engine/ops.hpp"
+#include "patchbay/component.hpp"
 #include "train/train_config.hpp"
 #include "train/training_data.hpp"
 
@@ -35,51 +38,8 @@ uint64_t mix(std::initializer_list<uint64_t> words) {
 
 }  // namespace
 
-void add_objective_defaults(config::ResolvedConfig& config) {
-  toml::table& root = config.table();
-  toml::table* train = root["train"].as_table();
-  if (train == nullptr) return;
-  const std::optional<std::string> objective = (*train)["objective"].value<std::string>();
-  if (objective && *objective == "mlm" && !train->contains("mlm"))
-    train->insert("mlm", toml::table{});
-}
-
 Objective objective_from_config(const config::ResolvedConfig& config) {
-  const toml::node* node = config.find("train.objective");
-  const std::string name = node != nullptr ? node->value<std::string>().value_or("clm") : "clm";
-  return name == "mlm" ? Objective::kMaskedLm : Objective::kCausalLm;
-}
-
-void check_objective(const config::ResolvedConfig& config) {
-  const bool causal = config_bool(config, "model.causal", true);
-  const Objective objective = objective_from_config(config);
-  if (objective == Objective::kMaskedLm && causal)
-    throw Error(
-        ErrorKind::kInvalidArgument,
-        "train.objective = \"mlm\" needs a bidirectional model, but model.causal is true: a causal "
-        "model would predict each masked token from its left context only. Set model.causal = "
-        "false (and causal = false in the attention's table, e.g. [model.attention.dense]), or "
-        "train.objective = \"clm\" for a causal LM" +
-            where(config, "train.objective"));
-  if (objective == Objective::kCausalLm && !causal)
-    throw Error(
-        ErrorKind::kInvalidArgument,
-        "model.causal = false builds a bidirectional model, whose every position sees the "
-        "tokens after it: next-token prediction (train.objective = \"clm\", the default) would "
-        "read its own targets. Set train.objective = \"mlm\" (masked-token prediction), or "
-        "model.causal = true" +
-            where(config, "model.causal"));
-  if (objective == Objective::kMaskedLm) {
-    const double mask_rate = config_real(config, "train.mlm.mask_rate");
-    const double random_rate = config_real(config, "train.mlm.random_rate");
-    if (mask_rate + random_rate > 1.0 + 1e-12)
-      throw Error(ErrorKind::kInvalidArgument,
-                  "train.mlm.mask_rate + train.mlm.random_rate = " + std::to_string(mask_rate) +
-                      " + " + std::to_string(random_rate) +
-                      " exceeds 1: they split the selected positions (the rest keep their token); "
-                      "lower one of them" +
-                      where(config, "train.mlm.mask_rate"));
-  }
+  return objective_name(config) == "mlm" ? Objective::kMaskedLm : Objective::kCausalLm;
 }
 
 MlmObjective mlm_objective_from_config(const config::ResolvedConfig& config,
@@ -151,10 +111,12 @@ MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& tar
   sum.ignore_index = ignore_index;
   const engine::Tensor flat_targets = targets.reshape({-1}).contiguous().to(engine::DType::kI32);
   MaskedScore score;
-  score.loss_sum = engine::cross_entropy(logits, flat_targets, sum).item();
-  const engine::Tensor values = logits.contiguous().to(engine::DType::kF32);
+  score.loss_sum = engine::cross_entropy(logits, flat_targets.to(logits.device()), sum).item();
+  // Accuracy on the host (one copy of a device's logits: an evaluation reads values anyway).
+  const engine::Tensor values = logits.to(engine::DType::kF32).to(engine::cpu()).contiguous();
+  const engine::Tensor host_targets = flat_targets.to(engine::cpu());
   const float* z = values.data<float>();
-  const int32_t* t = flat_targets.data<int32_t>();
+  const int32_t* t = host_targets.data<int32_t>();
   const int64_t rows = logits.size(0), vocab = logits.size(1);
   for (int64_t r = 0; r < rows; ++r) {
     if (t[r] == ignore_index) continue;
@@ -165,8 +127,21 @@ MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& tar
   return score;
 }
 
-MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& split,
+MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenSource& split,
                            const EvalSettings& settings, const MlmObjective& objective) {
+  return evaluate_masked_batches(
+      model,
+      [&](int64_t b) {
+        const Batch window =
+            validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
+        return mask_batch(window, objective, mlm_validation_seed(b));
+      },
+      settings, objective.masking.ignore_index);
+}
+
+MlmEvalResult evaluate_masked_batches(model::LanguageModel& model,
+                                      const std::function<Batch(int64_t batch_index)>& batch_at,
+                                      const EvalSettings& settings, int64_t ignore_index) {
   if (settings.token_bytes == nullptr)
     throw Error(ErrorKind::kInternal,
                 "evaluate_mlm: EvalSettings::token_bytes is required (train::token_bytes)");
@@ -176,19 +151,17 @@ MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& 
   int64_t bytes = 0;
   LayerStats stats;
   for (int64_t b = 0; b < settings.batches; ++b) {
-    const Batch window =
-        validation_batch(split, b, settings.batches, settings.batch_size, settings.seq_len);
-    const Batch batch = mask_batch(window, objective, mlm_validation_seed(b));
+    const Batch batch = batch_at(b);
     const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
     const int64_t vocab = out.logits.size(-1);
-    const MaskedScore score = score_masked(out.logits.reshape({-1, vocab}), batch.targets,
-                                           objective.masking.ignore_index);
+    const MaskedScore score =
+        score_masked(out.logits.reshape({-1, vocab}), batch.targets, ignore_index);
     total.loss_sum += score.loss_sum;
     total.counted += score.counted;
     total.correct += score.correct;
     const int32_t* t = batch.targets.data<int32_t>();
     for (int64_t i = 0; i < batch.targets.numel(); ++i)
-      if (t[i] != objective.masking.ignore_index && t[i] < static_cast<int64_t>(table.bytes.size()))
+      if (t[i] != ignore_index && t[i] < static_cast<int64_t>(table.bytes.size()))
         bytes += table.bytes[static_cast<size_t>(t[i])];
     stats.add(out.stats);
   }
@@ -206,6 +179,121 @@ MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& 
                         ? static_cast<double>(total.correct) / static_cast<double>(total.counted)
                         : std::nan("");
   return result;
+}
+
+namespace {
+
+// [train.mlm]: BERT masking (Devlin et al. 2019, A.1). Declared whichever objective is chosen
+// (a config may keep the table while training "clm"); read only by "mlm".
+void declare_mlm_section(config::SchemaRegistry& schema) {
+  using Field = patchbay::Field;
+  config::HostSection section;
+  section.path = "train.mlm";
+  section.summary =
+      "masked-LM objective: which positions are predicted and how their inputs are corrupted";
+  section.fields = {
+      Field::real("select_rate", "0.15", "fraction of positions predicted (special tokens never)")
+          .range(1e-6, 1.0),
+      Field::real("mask_rate", "0.8", "of the predicted positions: input replaced by the mask token")
+          .range(0.0, 1.0),
+      Field::real("random_rate", "0.1",
+                  "of the predicted positions: input replaced by a random ordinary token "
+                  "(the rest, 1 - mask_rate - random_rate, keep their token)")
+          .range(0.0, 1.0),
+      Field::string("mask_token", "\"<|mask|>\"",
+                    "text of the mask token; must be one of the tokenizer's special tokens "
+                    "([tokenizer] special_tokens)"),
+  };
+  schema.add_section(std::move(section));
+}
+
+// Before validation: an empty [train.mlm] table, so apply_defaults writes its defaults into
+// the resolved config (what runs store).
+void add_mlm_defaults(config::ResolvedConfig& config) {
+  toml::table* train = config.table()["train"].as_table();
+  if (train != nullptr && !train->contains("mlm")) train->insert("mlm", toml::table{});
+}
+
+// After validation: a bidirectional model, and rates that split the selected positions.
+void check_mlm(const config::ResolvedConfig& config) {
+  if (config_bool(config, "model.causal", true))
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "train.objective = \"mlm\" needs a bidirectional model, but model.causal is true: a causal "
+        "model would predict each masked token from its left context only. Set model.causal = "
+        "false (and causal = false in the attention's table, e.g. [model.attention.dense]), or "
+        "train.objective = \"clm\" for a causal LM" +
+            where(config, "train.objective"));
+  const double mask_rate = config_real(config, "train.mlm.mask_rate");
+  const double random_rate = config_real(config, "train.mlm.random_rate");
+  if (mask_rate + random_rate > 1.0 + 1e-12)
+    throw Error(ErrorKind::kInvalidArgument,
+                "train.mlm.mask_rate + train.mlm.random_rate = " + std::to_string(mask_rate) +
+                    " + " + std::to_string(random_rate) +
+                    " exceeds 1: they split the selected positions (the rest keep their token); "
+                    "lower one of them" +
+                    where(config, "train.mlm.mask_rate"));
+}
+
+// The objective.hpp face of the functions above: training micro-batches masked with
+// mlm_training_seed(seed, step, micro), validation batches with mlm_validation_seed(index);
+// evaluation adds val_accuracy and "objective": "mlm"; no samples.
+class MaskedLmObjective final : public TrainingObjective {
+ public:
+  explicit MaskedLmObjective(MlmObjective mlm) : mlm_(std::move(mlm)) {}
+
+  const std::string& name() const override { return name_; }
+
+  Batch training_batch(const TokenWindows& windows, uint64_t seed, int64_t step,
+                       int64_t micro_step) const override {
+    return mask_batch(causal_batch(windows), mlm_, mlm_training_seed(seed, step, micro_step));
+  }
+
+  Batch validation_batch(const TokenWindows& windows, int64_t batch_index) const override {
+    return mask_batch(causal_batch(windows), mlm_, mlm_validation_seed(batch_index));
+  }
+
+  ObjectiveEvaluation evaluate(model::LanguageModel& model, const ValidationWindows& windows,
+                               const EvalSettings& settings) const override {
+    const MlmEvalResult masked = evaluate_masked_batches(
+        model, [&](int64_t b) { return validation_batch(windows(b), b); }, settings,
+        mlm_.masking.ignore_index);
+    ObjectiveEvaluation result;
+    result.eval = masked.eval;  // val_loss, val_tokens and val_bytes are the masked targets'
+    result.extra = {{"val_accuracy", masked.accuracy}, {"objective", name_}};
+    char summary[128];
+    std::snprintf(summary, sizeof summary, "masked-token accuracy %.4f (%lld of %lld)",
+                  masked.accuracy, static_cast<long long>(masked.correct),
+                  static_cast<long long>(masked.eval.tokens));
+    result.summary = summary;
+    return result;
+  }
+
+  bool makes_samples() const override { return false; }  // a bidirectional model
+
+  std::string batch_rule() const override {
+    return "BERT masks of window[0, T) from mlm_training_seed(seed, step, micro_step)";
+  }
+
+ private:
+  MlmObjective mlm_;
+  std::string name_ = "mlm";
+};
+
+}  // namespace
+
+ObjectiveEntry masked_lm_objective_entry() {
+  ObjectiveEntry entry;
+  entry.name = "mlm";
+  entry.summary = "BERT masked-token prediction of a bidirectional model (model.causal = false)";
+  entry.declare_options = declare_mlm_section;
+  entry.add_defaults = add_mlm_defaults;
+  entry.check = check_mlm;
+  entry.make = [](const ObjectiveContext& context) -> std::unique_ptr<TrainingObjective> {
+    return std::make_unique<MaskedLmObjective>(
+        mlm_objective_from_config(context.config, context.tokenizer));
+  };
+  return entry;
 }
 
 }  // namespace patchbay::train

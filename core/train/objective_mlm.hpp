@@ -1,7 +1,5 @@
-// The training objective ([train] objective) and the masked-language-model one in full.
-//
-//   "clm" (default): next-token prediction of a causal LM (model.causal = true): the batch's
-//                    targets are the inputs shifted by one (batches.hpp).
+// The masked-language-model objective, train.objective = "mlm" (objective.hpp is the seam;
+// objective_clm.cpp the default next-token one):
 //   "mlm":           BERT's masked-token prediction (Devlin et al. 2019, §3.1, A.1) for a
 //                    bidirectional model (model.causal = false). The batch's window of T ids is
 //                    corrupted by mask_tokens (mlm_masking.hpp, rates in [train.mlm]); the
@@ -11,8 +9,8 @@
 //                    tokenizer's special tokens ([train.mlm] mask_token, listed in
 //                    [tokenizer] special_tokens); no special token is ever selected or used as a
 //                    random replacement.
-// Each objective requires its model kind: mlm with a causal model, or clm with a
-// bidirectional one, is refused by check_objective with what to change.
+// Each objective requires its model kind: mlm with a causal model is refused by this entry's
+// check (clm with a bidirectional one by objective_clm.cpp's), with what to change.
 //
 // Masking is counter-based like the batches: training micro-batch (step, micro) is masked
 // with mlm_training_seed(run seed, step, micro), so a resumed run masks exactly as an
@@ -21,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,20 +31,14 @@
 #include "train/batches.hpp"
 #include "train/evaluator.hpp"
 #include "train/mlm_masking.hpp"
+#include "train/objective.hpp"
 
 namespace patchbay::train {
 
+// The two objectives of the first releases, for callers outside the trainer (patchbay eval
+// and generate); the trainer itself goes through objective.hpp. kMaskedLm for "mlm",
+// kCausalLm for every other name.
 enum class Objective { kCausalLm, kMaskedLm };
-
-// Before validation: a config with train.objective = "mlm" gets an empty [train.mlm] table,
-// so apply_defaults writes its defaults into the resolved config (what runs store).
-void add_objective_defaults(config::ResolvedConfig& config);
-
-// After validation (defaults applied): throws Error(kInvalidArgument) naming the keys when
-// train.objective and model.causal disagree, or when [train.mlm] mask_rate + random_rate > 1.
-void check_objective(const config::ResolvedConfig& config);
-
-// train.objective of a validated config (a config without the key means "clm").
 Objective objective_from_config(const config::ResolvedConfig& config);
 
 struct MlmObjective {
@@ -92,7 +85,12 @@ struct MlmEvalResult {
 // evaluate(): no gradients, dropout off), each masked with mlm_validation_seed(its index).
 // Every selected position counts (mask token, random and unchanged inputs alike, as BERT's
 // masked-LM accuracy); bits per byte divide by the bytes of those targets.
-MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenCache& split,
+MlmEvalResult evaluate_mlm(model::LanguageModel& model, const data::TokenSource& split,
                            const EvalSettings& settings, const MlmObjective& objective);
+
+// The same over any `settings.batches` masked batches, batch b from batch_at(b).
+MlmEvalResult evaluate_masked_batches(model::LanguageModel& model,
+                                      const std::function<Batch(int64_t batch_index)>& batch_at,
+                                      const EvalSettings& settings, int64_t ignore_index);
 
 }  // namespace patchbay::train

@@ -1,6 +1,9 @@
 // [train] options and training-config validation; see train_config.hpp.
-#include <cmath>
 #include "train/train_config.hpp"
+
+#include <cmath>
+#include <optional>
+#include <set>
 
 #include "common/error.hpp"
 #include "config/config_validator.hpp"
@@ -8,7 +11,7 @@
 #include "model/language_model.hpp"
 #include "parallel/parallel_config.hpp"
 #include "runtime/registry.hpp"
-#include "train/objective_mlm.hpp"
+#include "train/objective.hpp"
 
 namespace patchbay::train {
 
@@ -16,6 +19,8 @@ config::SchemaRegistry make_training_schema() {
   config::SchemaRegistry schema = config::make_host_schema();
   model::declare_model_sections(schema);
   parallel::declare_parallelism_section(schema);  // [parallelism], optional (core/parallel)
+  for (const ObjectiveEntry& objective : objective_entries())  // [train.mlm], ... (objective.hpp)
+    if (objective.declare_options) objective.declare_options(schema);
   return schema;
 }
 
@@ -43,11 +48,16 @@ void validate_training_config(config::ResolvedConfig& config, const config::Comp
     if (!root.contains(section)) root.insert(section, toml::table{});
   }
   if (!root.contains("optimizer")) root.insert("optimizer", toml::table{{"kind", "adamw"}});
-  add_objective_defaults(config);  // [train.mlm] for objective = "mlm" (objective_mlm.hpp)
+  // The chosen objective (objective.hpp): its name known, its tables added before validation
+  // (so their defaults are written), its own checks after (objective vs model.causal, rates).
+  const ObjectiveEntry& objective = find_objective(objective_name(config));
+  if (objective.add_defaults) objective.add_defaults(config);
   const config::SchemaRegistry schema = make_training_schema();
-  config::validate_config_or_throw(config, schema, lookup);
-  config::apply_defaults(config, schema, lookup);
-  check_objective(config);  // objective vs model.causal
+  with_data_sources_checked(config, [&] {
+    config::validate_config_or_throw(config, schema, lookup);
+    config::apply_defaults(config, schema, lookup);
+  });
+  if (objective.check) objective.check(config);
 }
 
 namespace {
@@ -125,7 +135,123 @@ TrainOptions train_options_from_config(const config::ResolvedConfig& config) {
                                                  ") must not exceed train.max_steps (" +
                                                  std::to_string(o.max_steps) + ")");
   validate(o.schedule);
+  o.objective = objective_name(config);
+  o.dropout = config_has_dropout(config);
   return o;
+}
+
+namespace {
+
+std::string source_where(const config::ResolvedConfig& config) {
+  const std::string location = config.locate("data.sources").to_string();
+  return location.empty() ? "" : " (data.sources set at " + location + ")";
+}
+
+// Checks one [[data.sources]] entry and writes its defaults (name, weight) into it.
+void check_source_entry(toml::table& entry, size_t index, const config::ResolvedConfig& config) {
+  const std::string at = "data.sources[" + std::to_string(index) + "]";
+  for (const auto& [key, value] : entry)
+    if (key.str() != "name" && key.str() != "prepared" && key.str() != "weight")
+      throw Error(ErrorKind::kInvalidArgument, at + "." + std::string(key.str()) +
+                                                   ": unknown key (a source has name, prepared and weight)" +
+                                                   source_where(config));
+  const std::optional<std::string> prepared = entry["prepared"].value<std::string>();
+  if (!prepared || prepared->empty())
+    throw Error(ErrorKind::kInvalidArgument, at + ".prepared: missing (the folder made by `patchbay data prepare "
+                                                  "--source ... --out DIR`)" + source_where(config));
+  const toml::node* weight = entry.get("weight");
+  if (weight != nullptr && !weight->value<double>())
+    throw Error(ErrorKind::kInvalidArgument, at + ".weight: must be a number" + source_where(config));
+  const double w = weight != nullptr ? *weight->value<double>() : 1.0;
+  if (!(w > 0) || !std::isfinite(w))
+    throw Error(ErrorKind::kInvalidArgument,
+                at + ".weight is " + std::to_string(w) +
+                    ": a weight must be a positive number (leave a source out rather than weigh it 0)" +
+                    source_where(config));
+  if (weight == nullptr) entry.insert("weight", 1.0);
+  if (entry.get("name") != nullptr && !entry["name"].value<std::string>())
+    throw Error(ErrorKind::kInvalidArgument, at + ".name: must be a string" + source_where(config));
+  if (entry.get("name") == nullptr) {
+    std::filesystem::path folder(*prepared);
+    while (!folder.empty() && folder.filename().empty()) folder = folder.parent_path();
+    entry.insert("name", folder.filename().string());
+  }
+}
+
+}  // namespace
+
+void with_data_sources_checked(config::ResolvedConfig& config, const std::function<void()>& validate) {
+  toml::table* data = config.table()["data"].as_table();
+  std::optional<toml::array> sources;
+  if (data != nullptr && data->contains("sources")) {
+    const toml::array* array = (*data)["sources"].as_array();
+    if (array == nullptr || array->empty())
+      throw Error(ErrorKind::kInvalidArgument,
+                  "data.sources must be a non-empty array of tables ([[data.sources]] with prepared = ... "
+                  "and weight = ...)" + source_where(config));
+    sources = *array;
+    data->erase("sources");
+  }
+  validate();
+  if (!sources) return;
+  std::set<std::string> names;
+  for (size_t i = 0; i < sources->size(); ++i) {
+    toml::table* entry = sources->get(i)->as_table();
+    if (entry == nullptr)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "data.sources[" + std::to_string(i) + "] must be a table" + source_where(config));
+    check_source_entry(*entry, i, config);
+    if (!names.insert(*(*entry)["name"].value<std::string>()).second)
+      throw Error(ErrorKind::kInvalidArgument, "data.sources[" + std::to_string(i) + "].name '" +
+                                                   *(*entry)["name"].value<std::string>() +
+                                                   "' is used twice: give each source its own name" +
+                                                   source_where(config));
+  }
+  data = config.table()["data"].as_table();
+  if (data != nullptr && !(*data)["prepared"].value<std::string>().value_or("").empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "data.prepared and data.sources are both set: a mixture lists every dataset in "
+                "[[data.sources]]; remove data.prepared" + source_where(config));
+  if (data != nullptr) data->insert("sources", std::move(*sources));
+}
+
+DataOptions data_options_from_config(const config::ResolvedConfig& config) {
+  DataOptions d;
+  d.corpus = config_string(config, "data.corpus");
+  d.validation_fraction = config_real(config, "data.validation_fraction");
+  d.split_seed = static_cast<uint64_t>(config_int(config, "data.seed"));
+  d.output_dir = config_string(config, "data.output_dir");
+  // Keys newer than some stored configs: absent means the single-corpus form, random order.
+  if (const toml::node* prepared = config.find("data.prepared")) d.prepared = prepared->value<std::string>().value_or("");
+  if (const toml::node* sampling = config.find("data.sampling"))
+    d.sampling = sampling->value<std::string>().value_or("auto");
+  if (const toml::node* sources = config.find("data.sources"); sources != nullptr && sources->is_array())
+    for (const toml::node& entry : *sources->as_array()) {
+      const toml::table& t = *entry.as_table();
+      d.sources.push_back({t["name"].value<std::string>().value_or(""), t["prepared"].value<std::string>().value_or(""),
+                           t["weight"].value<double>().value_or(1.0)});
+    }
+  return d;
+}
+
+bool config_has_dropout(const config::ResolvedConfig& config) {
+  const toml::node* model_dropout = config.find("model.dropout");
+  if (model_dropout != nullptr && model_dropout->value<double>().value_or(0.0) > 0) return true;
+  // A validated config keeps each used layer component's options in its per-kind table
+  // ([model.attention.dense] dropout = 0.1; config/component_options.hpp); flat keys are
+  // looked at too, for configs that did not go through validation.
+  for (const char* section : {"model.attention", "model.feedforward"}) {
+    const toml::node* node = config.find(section);
+    if (node == nullptr || !node->is_table()) continue;
+    if (node->as_table()->get("dropout") != nullptr &&
+        node->as_table()->get("dropout")->value<double>().value_or(0.0) > 0)
+      return true;
+    for (const auto& [name, options] : *node->as_table()) {
+      const toml::node* dropout = options.is_table() ? options.as_table()->get("dropout") : nullptr;
+      if (dropout != nullptr && dropout->value<double>().value_or(0.0) > 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace patchbay::train

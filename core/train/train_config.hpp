@@ -1,4 +1,6 @@
-// The training configuration: the [train] keys as typed options, and the one way a
+// The training configuration: the [train] and [data] keys as typed options (read once, then
+// passed down: the loop, the objective and the data reader take these structures, not the
+// config), and the one way a
 // training-related command (train, eval, bench train, tests) turns a loaded config into a
 // validated one — host sections plus the model's sections, component keys checked against
 // the plugins the registry found, defaults filled in.
@@ -10,7 +12,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "config/config_document.hpp"
 #include "config/schema_registry.hpp"
@@ -41,6 +45,28 @@ struct TrainOptions {
   uint64_t seed = 0;              // [run] seed: batches and everything random in the run
   std::string run_name;
   std::string precision = "f32";  // [train] precision: "f32" or "bf16" (matmul autocast, see train_step)
+  std::string objective = "clm";  // [train] objective: a name in objective.cpp's table
+  // Some layer has dropout > 0 (model.dropout or a [model.attention] / [model.feedforward]
+  // table's dropout): a resume then replays earlier forwards to advance its generators.
+  bool dropout = false;
+};
+
+// One [[data.sources]] table: a prepared dataset in a mixture (mixture_sampler.hpp).
+struct MixtureSourceOptions {
+  std::string name;                // default: the folder's name; unique
+  std::filesystem::path prepared;  // a `patchbay data prepare --source` folder
+  double weight = 1.0;             // > 0; shares are weight / sum of weights
+};
+
+// [data]: the corpus and its split (training_data.hpp prepares them).
+struct DataOptions {
+  std::string corpus = "kjv";          // "kjv" or a path
+  double validation_fraction = 0.1;    // share of documents held out
+  uint64_t split_seed = 1234;          // [data] seed of the document-hash split
+  std::filesystem::path output_dir;    // the prepared folder
+  std::filesystem::path prepared;      // a `patchbay data prepare --source` folder ("": corpus)
+  std::string sampling = "auto";       // auto | random | epochs | documents (window_sampler.hpp)
+  std::vector<MixtureSourceOptions> sources;  // [[data.sources]]: a mixture (empty: none)
 };
 
 // Host schema (make_host_schema) plus the model's sections.
@@ -61,6 +87,19 @@ LrSchedule lr_schedule_from_config(const config::ResolvedConfig& config);
 // Typed [train] options of a validated config. Throws Error(kInvalidArgument) naming the key
 // for rules the schema cannot state (min_lr > lr, warmup_steps > max_steps).
 TrainOptions train_options_from_config(const config::ResolvedConfig& config);
+
+// [[data.sources]] is an array of tables, which the schema cannot declare: it is lifted out of
+// the config, `validate` runs on the rest, and the array is checked by hand (each entry a table
+// of name / prepared / weight; prepared required, weight > 0, names unique, not together with
+// data.prepared) and put back with its defaults. Throws Error(kInvalidArgument) naming
+// data.sources[i].key and where it was set.
+void with_data_sources_checked(config::ResolvedConfig& config, const std::function<void()>& validate);
+
+// Typed [data] options of a validated config.
+DataOptions data_options_from_config(const config::ResolvedConfig& config);
+
+// Whether any layer of the config's model has dropout (TrainOptions::dropout).
+bool config_has_dropout(const config::ResolvedConfig& config);
 
 // Readers for validated configs ("train.batch_size"); throw Error(kInvalidArgument) naming the
 // key when it is missing or has another type.

@@ -80,7 +80,8 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     const Batch batch = micro_batch(m);
     const model::ForwardResult out = trainable.model->forward(batch.inputs, /*training=*/true);
     const int64_t vocab = out.logits.size(-1);
-    const engine::Tensor loss = engine::cross_entropy(out.logits.reshape({-1, vocab}), batch.targets.reshape({-1}));
+    const engine::Tensor loss = engine::cross_entropy(
+        out.logits.reshape({-1, vocab}), batch.targets.reshape({-1}).to(out.logits.device()));
     engine::Tensor total = loss;
     if (out.aux_loss.defined()) {
       total = total + out.aux_loss;

@@ -31,7 +31,9 @@
 #include "run/progress_bar.hpp"
 #include "train/checkpoint.hpp"
 #include "train/grad_clip.hpp"
-#include "train/objective_mlm.hpp"
+#include "train/mixture_evaluation.hpp"
+#include "train/mixture_sampler.hpp"
+#include "train/objective.hpp"
 #include "train/param_groups.hpp"
 #include "train/training_data.hpp"
 
@@ -75,25 +77,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-bool any_dropout(const config::ResolvedConfig& config, const model::ModelOptions& options) {
-  if (options.dropout > 0) return true;
-  // A validated config keeps each used layer component's options in its per-kind table
-  // ([model.attention.dense] dropout = 0.1; config/component_options.hpp); flat keys are
-  // looked at too, for configs that did not go through validation.
-  for (const char* section : {"model.attention", "model.feedforward"}) {
-    const toml::node* node = config.find(section);
-    if (node == nullptr || !node->is_table()) continue;
-    if (node->as_table()->get("dropout") != nullptr &&
-        node->as_table()->get("dropout")->value<double>().value_or(0.0) > 0)
-      return true;
-    for (const auto& [name, options] : *node->as_table()) {
-      const toml::node* dropout = options.is_table() ? options.as_table()->get("dropout") : nullptr;
-      if (dropout != nullptr && dropout->value<double>().value_or(0.0) > 0) return true;
-    }
-  }
-  return false;
 }
 
 std::string numeric_failure_message(int64_t step, const StepResult& r, const TrainOptions& o,
@@ -217,13 +200,32 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   TrainableModel trainable = build_trainable_model(
       config, registry, lookup, data.tokenizer.vocab_size(), tensor_parallel ? par.rank() : 0,
       tensor_parallel ? par.world_size() : 1);
-  // train.objective = "mlm": micro-batches are masked (counter-based seeds), evaluation scores
-  // the masked tokens, and there are no samples (objective_mlm.hpp).
-  std::optional<MlmObjective> mlm;
-  if (objective_from_config(config) == Objective::kMaskedLm) mlm = mlm_objective_from_config(config, data.tokenizer);
+  // The objective (objective.hpp) makes each batch from the data's windows, says which
+  // positions carry loss, what evaluation reports and whether samples make sense. Batches are
+  // made on the full global batch, then sharded: they do not depend on the ranks.
+  // Which windows each micro-batch reads is the data's business (data.sampling,
+  // window_sampler.hpp): a pure function of (seed, step, micro) and the global batch shape.
+  const std::unique_ptr<TrainingObjective> objective = make_objective(config, o, data.tokenizer);
+  const WindowSampler sampler(data.train, data.train.document_starts(), data.sampling, o.batch_size,
+                              o.grad_accum_steps, o.seq_len);
+  // [[data.sources]]: each row's source from the blend (mixture_sampler.hpp).
+  std::optional<MixtureSampler> mixture;
+  if (!data.mixture.empty()) {
+    std::vector<const data::TokenSequence*> streams;
+    std::vector<double> weights;
+    for (const MixtureData& m : data.mixture) {
+      streams.push_back(&m.train);
+      weights.push_back(m.weight);
+    }
+    mixture.emplace(streams, weights, data.sampling, o.batch_size, o.grad_accum_steps, o.seq_len);
+  }
   auto micro_batch_at = [&](int64_t step, int64_t micro) {
-    Batch batch = training_batch(data.train, o.seed, step, micro, o.batch_size, o.seq_len);
-    return mlm ? mask_batch(batch, *mlm, mlm_training_seed(o.seed, step, micro)) : batch;
+    return objective->training_batch(mixture ? mixture->training_windows(o.seed, step, micro)
+                                             : sampler.training_windows(o.seed, step, micro),
+                                     o.seed, step, micro);
+  };
+  const ValidationWindows validation = [&](int64_t b) {
+    return validation_windows(data.val, b, o.eval_batches, o.batch_size, o.seq_len);
   };
   model::LanguageModel& model = *trainable.model;
   if (o.seq_len > model.options().context_length)
@@ -374,7 +376,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   if (!request.resume.empty()) {
     const Checkpoint checkpoint = load_checkpoint(request.resume);
     start_step = checkpoint.step();
-    if (any_dropout(config, model.options()) && start_step > 0) {
+    if (o.dropout && start_step > 0) {
       // Advance every dropout generator (model and plugins) exactly as the first run did. This
       // runs before the restore below, so state that training forwards advance and the
       // checkpoint carries (Performer's redraw count) ends at the stored value, not past it.
@@ -442,12 +444,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     for (const auto& s : state) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
     metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
     metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
-    metadata[kMetaRng] = nlohmann::json{{"batch_seed", o.seed},
-                                        {"batch_rule", "splitmix64(seed, step, micro_step, row)"},
-                                        {"dropout", any_dropout(config, model.options())
-                                                        ? "replayed from step 0 on resume"
-                                                        : "off"}}
-                             .dump();
+    metadata[kMetaRng] =
+        nlohmann::json{{"batch_seed", o.seed},
+                       {"batch_rule", mixture ? mixture->rule() : sampler.rule()},
+                       {"objective_rule", objective->batch_rule()},
+                       {"dropout", o.dropout ? "replayed from step 0 on resume" : "off"}}
+            .dump();
     summary.last_checkpoint = save_checkpoint(o.run_dir, step, tensors, metadata);
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
   };
@@ -456,16 +458,15 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     // runs the split forward (its collectives need them all); rank 0 writes.
     if (!par.writer() && !tensor_parallel) return;
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
-    const MlmEvalResult masked = mlm ? evaluate_mlm(model, data.val, settings, *mlm) : MlmEvalResult{};
-    const EvalResult r = mlm ? masked.eval : evaluate(model, data.val, settings);
+    nlohmann::json per_source = nlohmann::json::object();
+    const ObjectiveEvaluation evaluation = mixture ? evaluate_mixture(*objective, model, data, settings, per_source)
+                                                   : objective->evaluate(model, validation, settings);
+    const EvalResult& r = evaluation.eval;
     nlohmann::json record = {{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity},
                              {"val_bpb", r.bits_per_byte}, {"val_tokens", r.tokens}, {"val_bytes", r.bytes}};
-    if (mlm) {  // val_loss, val_tokens and val_bytes are the masked targets'
-      record["val_accuracy"] = masked.accuracy;
-      record["objective"] = "mlm";
-      spdlog::info("step {}: masked-token accuracy {:.4f} ({} of {})", step, masked.accuracy, masked.correct,
-                   r.tokens);
-    }
+    record.update(per_source);  // val_loss.<source>, val_bpb.<source>, ... (mixtures)
+    record.update(evaluation.extra);  // the objective's own fields (mlm: val_accuracy, objective)
+    if (!evaluation.summary.empty()) spdlog::info("step {}: {}", step, evaluation.summary);
     r.layer_stats.write_to(record, "val_");
     if (metrics) metrics->append(record);
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
@@ -475,7 +476,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   auto run_sample = [&](int64_t step) {
     // A bidirectional model does not continue text. Tensor parallelism: every rank decodes (the
     // same seed and the same summed logits give the same tokens), rank 0 writes.
-    if (o.sample_tokens <= 0 || mlm || (!par.writer() && !tensor_parallel)) return;
+    if (o.sample_tokens <= 0 || !objective->makes_samples() || (!par.writer() && !tensor_parallel))
+      return;
     SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature, o.seed + static_cast<uint64_t>(step)};
     summary.last_sample = sample_text(model, data.tokenizer, settings);
     if (!par.writer()) return;
@@ -491,7 +493,6 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   for (int64_t step = start_step; step < o.max_steps; ++step) {
     if (request.before_step) request.before_step(step, trainable.parameters);
     const auto step_start = Clock::now();
-    // MLM masks are drawn on the full batch, then sharded: the masking does not depend on the ranks.
     const StepResult r =
         train_step(trainable, o, step, [&](int64_t micro) { return rank_batch(micro_batch_at(step, micro)); });
     train_seconds += seconds_since(step_start);
@@ -509,8 +510,13 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                       {"tokens_per_second", tokens_per_second},
                       {"elapsed_seconds", elapsed_seconds()},
                       {"train_seconds", train_seconds},
-                      {"tokens", done * tokens_per_step},
+                      {"tokens", done * tokens_per_step},  // tokens seen
                       {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
+      if (const std::optional<double> epoch = sampler.epochs_after(done); epoch && !mixture) record["epoch"] = *epoch;
+      for (size_t i = 0; mixture && i < data.mixture.size(); ++i) {
+        record["samples." + data.mixture[i].name] = mixture->samples_after(i, done);
+        record["epoch." + data.mixture[i].name] = mixture->epochs_after(i, done);
+      }
       r.layer_stats.write_to(record);
       // Data parallel: seconds spent waiting for gradient all-reduces after backward, summed
       // since the start (communication not hidden behind backward; `patchbay bench parallel`).

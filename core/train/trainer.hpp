@@ -7,15 +7,18 @@
 //                             elapsed_seconds, tokens, peak_memory_bytes, and the layers'
 //                             statistics ("blocks.<i>.ffn.expert_load", ...: layer_stats.hpp);
 //                             per evaluation: step, val_loss, val_ppl, val_bpb, val_tokens,
-//                             val_bytes, and the statistics prefixed "val_"; with
-//                             train.objective = "mlm" (objective_mlm.hpp) these are the masked
-//                             targets' figures, plus val_accuracy and "objective": "mlm"
+//                             val_bytes, and the statistics prefixed "val_", over the targets
+//                             that carry loss, plus the objective's own fields
+//                             (objective.hpp; mlm: val_accuracy and "objective": "mlm")
 //   <run_dir>/model_size.json parameters (with and without embeddings), FLOPs per token
 //   <run_dir>/tokenizer.txt   copy of the tokenizer file the run uses
 //   <run_dir>/checkpoints/    train/checkpoint.hpp
 //   <run_dir>/samples.txt     every printed sample, with its step
+// The objective (train.objective, objective.hpp) makes every batch from the data's windows;
+// the loop never asks which objective it is.
 // One update (step s, 0-based):
-//   for micro m in [0, G): batch(seed, s, m) -> logits -> loss_m = CE (+ aux loss);
+//   for micro m in [0, G): objective.training_batch(windows(seed, s, m)) -> logits
+//                          -> loss_m = CE over the targets that carry loss (+ aux loss);
 //                          backward(loss_m / G)          (gradients accumulate)
 //   norm = clip_grad_norm(params, grad_clip) (or the plain norm when grad_clip = 0)
 //   optimizer.step(learning_rate(schedule, s)); gradients dropped

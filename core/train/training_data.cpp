@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "config/component_view.hpp"
 #include "data/corpus.hpp"
+#include "data/prepared_dataset.hpp"
 #include "data/split.hpp"
 #include "data/tokenizer_io.hpp"
 #include "train/train_config.hpp"
@@ -70,13 +71,96 @@ runtime::TokenizerHandle load_config_tokenizer(const config::ResolvedConfig& con
   return tokenizer;
 }
 
+namespace {
+
+Sampling resolved_sampling(const DataOptions& options) {
+  if (options.sampling == "auto")
+    return options.prepared.empty() && options.sources.empty() ? Sampling::kRandom : Sampling::kEpochs;
+  return sampling_from_name(options.sampling);
+}
+
+// [data] prepared = DIR: the shards and the tokenizer they were made with.
+TrainingData open_prepared_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                         const config::ComponentSchemaLookup& lookup, const DataOptions& options) {
+  const data::PreparedDataset dataset = data::open_prepared_dataset(options.prepared);
+  const std::string kind = config_string(config, "tokenizer.kind");
+  if (kind != dataset.tokenizer_kind)
+    throw Error(ErrorKind::kInvalidArgument, "data.prepared '" + options.prepared.string() + "' was prepared with a '" +
+                                                 dataset.tokenizer_kind + "' tokenizer, but tokenizer.kind is '" + kind +
+                                                 "'; set tokenizer.kind = \"" + dataset.tokenizer_kind + "\"");
+  const toml::node* file_node = config.find("tokenizer.file");
+  const std::string given = file_node != nullptr ? file_node->value<std::string>().value_or("") : "";
+  const fs::path tokenizer_file = given.empty() ? dataset.tokenizer_file : fs::path(given);
+  if (!fs::is_regular_file(tokenizer_file))
+    throw Error(ErrorKind::kNotFound, "the tokenizer file '" + tokenizer_file.string() + "' that data.prepared '" +
+                                          options.prepared.string() + "' names is gone; set tokenizer.file to a copy of it");
+  const uint64_t hash = data::fnv1a64(data::read_text_file(tokenizer_file));
+  if (hash != dataset.tokenizer_hash)
+    throw Error(ErrorKind::kInvalidArgument,
+                "data.prepared '" + options.prepared.string() + "' was prepared with tokenizer " +
+                    hex64(dataset.tokenizer_hash) + ", but '" + tokenizer_file.string() + "' is tokenizer " + hex64(hash) +
+                    ": ids of two tokenizers never mix. Train with the tokenizer it was prepared with (" +
+                    dataset.tokenizer_file.string() + "), or prepare the data again with this one");
+  runtime::TokenizerHandle tokenizer = load_config_tokenizer(config, registry, lookup, tokenizer_file);
+  const Sampling sampling = resolved_sampling(options);
+  data::TokenSequence val = data::open_split(dataset, 1, false);
+  if (val.size() == 0)
+    throw Error(ErrorKind::kInvalidArgument, "data.prepared '" + options.prepared.string() +
+                                                 "' has no validation documents: prepare it with --val-fraction > 0");
+  spdlog::info("prepared dataset {}: {} train tokens in {} shards, {} val tokens; windows: {}",
+               options.prepared.string(), dataset.tokens[0], dataset.shards[0].size(), dataset.tokens[1],
+               sampling_name(sampling));
+  TrainingData data{std::move(tokenizer),
+                    kind,
+                    tokenizer_file,
+                    hash,
+                    data::open_split(dataset, 0, sampling == Sampling::kDocuments),
+                    std::move(val),
+                    dataset.bytes[0],
+                    dataset.bytes[1],
+                    options.prepared};
+  data.sampling = sampling;
+  return data;
+}
+
+// [[data.sources]]: the first dataset as above, then every one as a mixture member.
+TrainingData open_mixture_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
+                                        const config::ComponentSchemaLookup& lookup, const DataOptions& options) {
+  DataOptions first = options;
+  first.prepared = options.sources.front().prepared;
+  TrainingData data = open_prepared_training_data(config, registry, lookup, first);
+  for (const MixtureSourceOptions& source : options.sources) {
+    const data::PreparedDataset dataset = data::open_prepared_dataset(source.prepared);
+    if (dataset.tokenizer_hash != data.tokenizer_hash)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "data.sources '" + source.name + "' (" + source.prepared.string() + ") was prepared with tokenizer " +
+                      hex64(dataset.tokenizer_hash) + ", but '" + options.sources.front().name + "' with " +
+                      hex64(data.tokenizer_hash) + ": a mixture's datasets must share one tokenizer (ids of two "
+                      "tokenizers never mix). Prepare them again with the same --tokenizer");
+    MixtureData member{source.name, source.weight, data::open_split(dataset, 0, data.sampling == Sampling::kDocuments),
+                       data::open_split(dataset, 1, false), dataset.bytes[1]};
+    if (member.val.size() == 0)
+      throw Error(ErrorKind::kInvalidArgument, "data.sources '" + source.name +
+                                                   "' has no validation documents: prepare it with --val-fraction > 0");
+    spdlog::info("mixture source '{}': weight {}, {} train tokens, {} val tokens", source.name, source.weight,
+                 dataset.tokens[0], dataset.tokens[1]);
+    data.mixture.push_back(std::move(member));
+  }
+  return data;
+}
+
+}  // namespace
+
 TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
                                    const config::ComponentSchemaLookup& lookup) {
-  const std::string corpus_source = config_string(config, "data.corpus");
+  const DataOptions options = data_options_from_config(config);
+  if (!options.sources.empty()) return open_mixture_training_data(config, registry, lookup, options);
+  if (!options.prepared.empty()) return open_prepared_training_data(config, registry, lookup, options);
+  const std::string& corpus_source = options.corpus;
   data::SplitOptions split_options;
-  split_options.val_fraction = config_real(config, "data.validation_fraction");
-  split_options.seed = static_cast<uint64_t>(config_int(config, "data.seed"));
-  const fs::path prepared = config_string(config, "data.output_dir");  // [data]: the prepared folder itself
+  split_options.val_fraction = options.validation_fraction;
+  split_options.seed = options.split_seed;
+  const fs::path prepared = options.output_dir;  // [data]: the prepared folder itself
 
   if (!manifest_matches(prepared / "manifest.json", split_options) || !fs::is_regular_file(prepared / "train.txt") ||
       !fs::is_regular_file(prepared / "val.txt")) {
@@ -131,15 +215,21 @@ TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime
   };
   const auto [train_cache, train_bytes] = encode_split("train");
   const auto [val_cache, val_bytes] = encode_split("val");
-  return TrainingData{std::move(tokenizer),
+  TrainingData result{std::move(tokenizer),
                       kind,
                       tokenizer_file,
                       tokenizer_hash,
-                      data::TokenCache::open(train_cache),
-                      data::TokenCache::open(val_cache),
+                      data::TokenSequence::of(data::TokenCache::open(train_cache)),
+                      data::TokenSequence::of(data::TokenCache::open(val_cache)),
                       train_bytes,
                       val_bytes,
                       prepared};
+  result.sampling = resolved_sampling(options);
+  if (result.sampling == Sampling::kDocuments)
+    throw Error(ErrorKind::kInvalidArgument,
+                "data.sampling = \"documents\" needs document boundaries: a dataset prepared with "
+                "`patchbay data prepare --source ...` (data.prepared); the single-corpus [data] form has none");
+  return result;
 }
 
 }  // namespace patchbay::train

@@ -6,30 +6,51 @@
 //                                   trains a new one)
 //   .../{train,val}-<kind>-<h>.tokens  the splits encoded with it (data/token_cache.hpp),
 //                                   re-encoded when the header's tokenizer hash differs
-// The splits are memory-mapped; nothing is held in memory beyond the tokenizer.
+// Or, with [[data.sources]], several prepared datasets made with one tokenizer (refused,
+// naming both hashes, when two differ), read as a mixture (mixture_sampler.hpp).
+// Or, with [data] prepared = DIR, a dataset made by `patchbay data prepare --source ...`
+// (data/prepared_dataset.hpp): its train and val shards read as streams, the tokenizer it
+// was prepared with (refused, naming both hashes, when the config names another file).
+// The splits are memory-mapped; nothing is held in memory beyond the tokenizer (and, for
+// data.sampling = "documents", the documents' start offsets).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "config/config_document.hpp"
 #include "config/schema_registry.hpp"
-#include "data/token_cache.hpp"
+#include "data/token_sequence.hpp"
 #include "runtime/registry.hpp"
+#include "train/window_sampler.hpp"
 
 namespace patchbay::train {
+
+// One dataset of a mixture ([[data.sources]]).
+struct MixtureData {
+  std::string name;
+  double weight = 1.0;
+  data::TokenSequence train;
+  data::TokenSequence val;
+  uint64_t val_bytes = 0;
+};
 
 struct TrainingData {
   runtime::TokenizerHandle tokenizer;
   std::string tokenizer_kind;
   std::filesystem::path tokenizer_file;  // the cached, trained tokenizer
   uint64_t tokenizer_hash = 0;           // fnv1a64 of tokenizer_file's bytes
-  data::TokenCache train;
-  data::TokenCache val;
+  data::TokenSequence train;  // with document starts when sampling is kDocuments
+  data::TokenSequence val;
   uint64_t train_bytes = 0;
   uint64_t val_bytes = 0;  // bytes of val.txt (logged; bits per byte counts evaluated targets' bytes)
   std::filesystem::path prepared_dir;
+  Sampling sampling = Sampling::kRandom;  // data.sampling resolved ("auto": random / epochs)
+  // [[data.sources]]: every dataset of the mixture (train / val above are the first's); empty
+  // for a single dataset or corpus.
+  std::vector<MixtureData> mixture;
 };
 
 // Prepares (or reuses) everything above for a validated training config. Logs what it does.

@@ -97,8 +97,10 @@ constexpr const char* kNoBf16Operands =
     "them as q, k, v, dout";
 
 std::string attention_reference_forward(const AttentionParams& p) {
-  if (std::string e = attention_params_error(p, AttentionPass::forward); !e.empty()) return e;
+  // First: the reference's own limit holds on every CPU (the parameter check would name the
+  // missing AVX512-BF16 instead on a CPU without it).
   if (p.q_bf16 != nullptr) return kNoBf16Operands;
+  if (std::string e = attention_params_error(p, AttentionPass::forward); !e.empty()) return e;
   const std::int64_t group = p.heads / p.kv_heads;
   const std::int64_t tq = p.q_len, tk = p.kv_len, d = p.head_dim;
 #pragma omp parallel num_threads(thread_count(p))
@@ -126,8 +128,10 @@ std::string attention_reference_forward(const AttentionParams& p) {
 }
 
 std::string attention_reference_backward(const AttentionParams& p) {
-  if (std::string e = attention_params_error(p, AttentionPass::backward); !e.empty()) return e;
+  // First: the reference's own limit holds on every CPU (the parameter check would name the
+  // missing AVX512-BF16 instead on a CPU without it).
   if (p.q_bf16 != nullptr) return kNoBf16Operands;
+  if (std::string e = attention_params_error(p, AttentionPass::backward); !e.empty()) return e;
   const std::int64_t group = p.heads / p.kv_heads;
   const std::int64_t tq = p.q_len, tk = p.kv_len, d = p.head_dim;
   const double scale = p.scale;

@@ -29,9 +29,10 @@ size_t element_size(pb_dtype dtype) {
 }
 
 // Copies src into the (strided) view dst, element for element, converting to dst's dtype.
-// CPU tensors only: the cache lives where the parameters live.
+// The bytes pass through the host (copy_from_host is the table's only write into a view):
+// on a device that is a round trip per decoding step until the table has a device copy.
 void copy_into(Tensor& dst, const Tensor& src) {
-  Tensor packed = src.to(dst.dtype()).contiguous();
+  Tensor packed = patchbay::to_device(src.to(dst.dtype()).contiguous(), PB_DEVICE_CPU);
   const pb_ops_table* ops = dst.ops();
   patchbay::check_ops_status(
       ops,
@@ -96,12 +97,13 @@ void DenseAttention::init(const pb_layer_context& ctx) {
         PB_STATUS_INVALID_ARGUMENT,
         "attention 'dense' is configured with causal = false but the model is a causal language "
         "model; set causal = true (the default) or build a bidirectional model");
-  if (ctx.device_type != PB_DEVICE_CPU)
+  if (ctx.device_type != PB_DEVICE_CPU && !patchbay::has_device_tensors(ops_.table()))
     throw PluginError(PB_STATUS_UNSUPPORTED,
-                      "attention 'dense' keeps its parameters and KV cache on the CPU; "
-                      "device " +
-                          std::to_string(static_cast<int>(ctx.device_type)) +
-                          " is not supported yet");
+                      "attention 'dense' runs on a device through the host's to_device (ops "
+                      "table version 11); this host's table is version " +
+                          std::to_string(ops_.table()->version));
+  device_type_ = ctx.device_type;
+  device_index_ = ctx.device_index;
   if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
       ctx.param_dtype != PB_DTYPE_F16)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -171,7 +173,7 @@ void DenseAttention::init(const pb_layer_context& ctx) {
     const std::vector<double> all = alibi_slopes(n_heads_);  // this rank's heads only
     for (int64_t h = tp.rank * local_heads_; h < (tp.rank + 1) * local_heads_; ++h)
       slopes.push_back(static_cast<float>(all[static_cast<size_t>(h)]));
-    alibi_slopes_ = ops_.from_vector(slopes, {local_heads_});
+    alibi_slopes_ = on_device(ops_.from_vector(slopes, {local_heads_}));
   }
   dtype_ = ctx.param_dtype;
 
@@ -180,14 +182,18 @@ void DenseAttention::init(const pb_layer_context& ctx) {
   // split model starts equal to the one-process model.
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
   const int64_t c = d_model_, qkv_rows = c + 2 * n_kv_heads_ * head_dim_;
+  // Drawn on the CPU and moved: a seed gives the same layer on every device.
   qkv_weight_ = add_parameter(
       "qkv.weight",
-      tp.shard((ops_.randn({qkv_rows, c}, init_generator) * ctx.init_std).to(dtype_), 0, 3));
-  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({local_width_ + 2 * local_kv_width_}, dtype_));
+      on_device(
+          tp.shard((ops_.randn({qkv_rows, c}, init_generator) * ctx.init_std).to(dtype_), 0, 3)));
+  qkv_bias_ = add_parameter("qkv.bias",
+                            on_device(ops_.zeros({local_width_ + 2 * local_kv_width_}, dtype_)));
   proj_weight_ = add_parameter(
       "proj.weight",
-      tp.shard((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_), 1));
-  proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
+      on_device(
+          tp.shard((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_), 1)));
+  proj_bias_ = add_parameter("proj.bias", on_device(ops_.zeros({c}, dtype_)));
   tp.mark_partitioned("qkv.weight", 0, 3);
   tp.mark_partitioned("qkv.bias", 0, 3);
   tp.mark_partitioned("proj.weight", 1);
@@ -241,7 +247,8 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
 
 Tensor DenseAttention::rotate(const Tensor& x, int64_t position_offset) const {
   if (rope_frequencies_.empty()) return patchbay::rotary_embedding(x, position_offset, rope_theta_);
-  return rotary_with_frequencies(ops_, x, position_offset, rope_frequencies_);
+  return rotary_with_frequencies(ops_, x, position_offset, rope_frequencies_, device_type_,
+                                 device_index_);
 }
 
 Tensor DenseAttention::project_out(const Tensor& o) const {
@@ -274,8 +281,12 @@ std::unique_ptr<patchbay::AttentionState> DenseAttention::create_state(int64_t b
                                                   " exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
   const std::vector<int64_t> shape = {batch, local_kv_heads_, capacity, head_dim_};
-  return std::make_unique<KvCache>(batch, capacity, ops_.zeros(shape, dtype_),
-                                   ops_.zeros(shape, dtype_));
+  return std::make_unique<KvCache>(batch, capacity, on_device(ops_.zeros(shape, dtype_)),
+                                   on_device(ops_.zeros(shape, dtype_)));
+}
+
+Tensor DenseAttention::on_device(const Tensor& t) const {
+  return patchbay::to_device(t, device_type_, device_index_);
 }
 
 Tensor DenseAttention::forward_step(patchbay::AttentionState& state, const Tensor& x) {

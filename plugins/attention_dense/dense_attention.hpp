@@ -73,6 +73,8 @@ class DenseAttention : public patchbay::Attention {
   Heads project_heads(const patchbay::Tensor& x, int64_t position_offset, bool fused) const;
   // Rotary on x [B, heads, T, Dh] at positions offset + t with this layer's frequencies.
   patchbay::Tensor rotate(const patchbay::Tensor& x, int64_t position_offset) const;
+  // t moved to the layer's device (t itself on the CPU).
+  patchbay::Tensor on_device(const patchbay::Tensor& t) const;
   // o [B, H, T, Dh] -> merged [B, T, C] -> output projection.
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
   // The fused attention of q [B, H, Tq, Dh] over k, v [B, H, Tk, Dh] (queries at the last Tq
@@ -98,6 +100,9 @@ class DenseAttention : public patchbay::Attention {
   double rope_theta_ = 10000.0;
   std::vector<double> rope_frequencies_;  // [Dh / 2] when rope_scaling_ is not "none"
   pb_dtype dtype_ = PB_DTYPE_F32;
+  pb_device_type device_type_ =
+      PB_DEVICE_CPU;  // pb_layer_context's: parameters and cache live there
+  int32_t device_index_ = 0;
   std::unique_ptr<patchbay::Generator> dropout_generator_;  // seeded from ctx.seed
   patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
 };

@@ -41,7 +41,8 @@ std::vector<double> rope_frequencies(int64_t head_dim, double theta, const RopeS
 
 patchbay::Tensor rotary_with_frequencies(const patchbay::Ops& ops, const patchbay::Tensor& x,
                                          int64_t position_offset,
-                                         const std::vector<double>& frequencies) {
+                                         const std::vector<double>& frequencies,
+                                         pb_device_type device_type, int32_t device_index) {
   const int64_t t = x.size(x.dim() - 2), d = x.size(x.dim() - 1), half = d / 2;
   if (half != static_cast<int64_t>(frequencies.size()))
     throw patchbay::PluginError(PB_STATUS_INTERNAL,
@@ -56,8 +57,10 @@ patchbay::Tensor rotary_with_frequencies(const patchbay::Ops& ops, const patchba
       sin_table[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(angle));
     }
   const pb_dtype dtype = x.dtype();
-  const patchbay::Tensor cos = ops.from_vector(cos_table, {t, half}).to(dtype);  // [T, D/2]
-  const patchbay::Tensor sin = ops.from_vector(sin_table, {t, half}).to(dtype);
+  const patchbay::Tensor cos = patchbay::to_device(  // [T, D/2]
+      ops.from_vector(cos_table, {t, half}).to(dtype), device_type, device_index);
+  const patchbay::Tensor sin = patchbay::to_device(ops.from_vector(sin_table, {t, half}).to(dtype),
+                                                   device_type, device_index);
   const int64_t last = x.dim() - 1;
   const patchbay::Tensor x1 = x.slice(last, 0, half), x2 = x.slice(last, half, d);
   return ops.concat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, last);

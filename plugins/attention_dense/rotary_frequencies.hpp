@@ -32,8 +32,10 @@ struct RopeScaling {
 // high_freq_factor <= low_freq_factor under llama3.
 std::vector<double> rope_frequencies(int64_t head_dim, double theta, const RopeScaling& scaling);
 
+// The cos/sin tables are built on the CPU and moved to (device_type, device_index), x's device.
 patchbay::Tensor rotary_with_frequencies(const patchbay::Ops& ops, const patchbay::Tensor& x,
                                          int64_t position_offset,
-                                         const std::vector<double>& frequencies);
+                                         const std::vector<double>& frequencies,
+                                         pb_device_type device_type, int32_t device_index);
 
 }  // namespace patchbay_dense

@@ -39,8 +39,11 @@ LinformerAttention::LinformerAttention(const patchbay::Host& host,
 }
 
 void LinformerAttention::init(const pb_layer_context& ctx) {
-  if (ctx.device_type != PB_DEVICE_CPU)
-    throw PluginError(PB_STATUS_UNSUPPORTED, "attention 'linformer' runs on the CPU only");
+  if (ctx.device_type != PB_DEVICE_CPU && !patchbay::has_device_tensors(ops_.table()))
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "attention 'linformer' runs on a device through the host's to_device (ops "
+                      "table version 11); this host's table is version " +
+                          std::to_string(ops_.table()->version));
   if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
       ctx.param_dtype != PB_DTYPE_F16)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -62,22 +65,28 @@ void LinformerAttention::init(const pb_layer_context& ctx) {
   max_seq_len_ = ctx.max_seq_len;
   dtype_ = ctx.param_dtype;
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
+  // Drawn on the CPU and moved to the layer's device: a seed gives one layer on every device.
+  auto on_device = [&](const Tensor& t) {
+    return patchbay::to_device(t, ctx.device_type, ctx.device_index);
+  };
   const int64_t c = d_model_;
-  qkv_weight_ = add_parameter("qkv.weight",
-                              (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
-  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * c}, dtype_));
+  qkv_weight_ = add_parameter(
+      "qkv.weight", on_device((ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_)));
+  qkv_bias_ = add_parameter("qkv.bias", on_device(ops_.zeros({3 * c}, dtype_)));
   proj_weight_ = add_parameter(
-      "proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
-  proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
+      "proj.weight",
+      on_device((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_)));
+  proj_bias_ = add_parameter("proj.bias", on_device(ops_.zeros({c}, dtype_)));
   std::vector<int64_t> shape = {slots_, max_seq_len_};
   if (sharing_ == Sharing::kNone) shape.insert(shape.begin(), n_heads_);
   const double bound = 1.0 / std::sqrt(static_cast<double>(slots_));
-  proj_e_ = add_parameter("proj_e", ops_.uniform(shape, init_generator, -bound, bound).to(dtype_));
+  proj_e_ = add_parameter("proj_e",
+                          on_device(ops_.uniform(shape, init_generator, -bound, bound).to(dtype_)));
   if (sharing_ == Sharing::kKeyValue)
     proj_f_ = proj_e_;
   else
-    proj_f_ =
-        add_parameter("proj_f", ops_.uniform(shape, init_generator, -bound, bound).to(dtype_));
+    proj_f_ = add_parameter(
+        "proj_f", on_device(ops_.uniform(shape, init_generator, -bound, bound).to(dtype_)));
 }
 
 Tensor LinformerAttention::project_sequence(const Tensor& heads, const Tensor& p, int64_t t) const {

@@ -50,8 +50,12 @@ void Mlp::init(const pb_layer_context& ctx) {
   if (!(ctx.init_std >= 0) || !(ctx.residual_init_std >= 0)) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT, "layer context init_std and residual_init_std must be >= 0");
   }
-  if (ctx.device_type != PB_DEVICE_CPU) {
-    throw PluginError(PB_STATUS_UNSUPPORTED, "mlp creates its parameters on the CPU only (ops randn has no device)");
+  if (ctx.device_type != PB_DEVICE_CPU && !patchbay::has_device_tensors(host_.api()->ops)) {
+    throw PluginError(
+        PB_STATUS_UNSUPPORTED,
+        "mlp runs on a device through the host's to_device (ops table version 11); this host's "
+        "table is version " +
+            std::to_string(host_.api()->ops->version));
   }
   if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 && ctx.param_dtype != PB_DTYPE_F16) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT, "param_dtype must be a float dtype (f32, bf16, f16)");
@@ -76,32 +80,38 @@ void Mlp::init(const pb_layer_context& ctx) {
   }
   patchbay::NoGradGuard no_grad(ops.table());
   patchbay::Generator init_gen(ops.table(), ctx.seed);
+  // Drawn on the CPU, then moved to the layer's device: one seed, one model on every device.
+  auto on_device = [&](const Tensor& t) {
+    return patchbay::to_device(t, ctx.device_type, ctx.device_index);
+  };
   auto normal = [&](int64_t rows, int64_t cols, double std) {
     return ops.randn({rows, cols}, init_gen, ctx.param_dtype) * std;
   };
+  auto zeros = [&](int64_t n) { return on_device(ops.zeros({n}, ctx.param_dtype)); };
   // Draw order fc, gate, proj: fixed, so a seed always gives the same model. Under tensor
   // parallelism each rank draws the full matrices and keeps its shard (the same start as W = 1).
   const int64_t c = ctx.d_model;
   const int64_t f = ctx.d_ff;
   const int64_t local_f = f / tp.size;
   // Column-parallel fc / gate rows and row-parallel proj columns are marked for checkpoints.
-  fc_weight_ = register_parameter("fc.weight", tp.shard(normal(f, c, ctx.init_std), 0));
+  fc_weight_ = register_parameter("fc.weight", on_device(tp.shard(normal(f, c, ctx.init_std), 0)));
   tp.mark_partitioned("fc.weight", 0);
   if (bias_) {
-    fc_bias_ = register_parameter("fc.bias", ops.zeros({local_f}, ctx.param_dtype));
+    fc_bias_ = register_parameter("fc.bias", zeros(local_f));
     tp.mark_partitioned("fc.bias", 0);
   }
   if (activation_ == Activation::kSwiGlu) {
-    gate_weight_ = register_parameter("gate.weight", tp.shard(normal(f, c, ctx.init_std), 0));
+    gate_weight_ =
+        register_parameter("gate.weight", on_device(tp.shard(normal(f, c, ctx.init_std), 0)));
     tp.mark_partitioned("gate.weight", 0);
     if (bias_) {
-      gate_bias_ = register_parameter("gate.bias", ops.zeros({local_f}, ctx.param_dtype));
+      gate_bias_ = register_parameter("gate.bias", zeros(local_f));
       tp.mark_partitioned("gate.bias", 0);
     }
   }
-  proj_weight_ =
-      register_parameter("proj.weight", tp.shard(normal(c, f, ctx.residual_init_std), 1));
-  if (bias_) proj_bias_ = register_parameter("proj.bias", ops.zeros({c}, ctx.param_dtype));
+  proj_weight_ = register_parameter("proj.weight",
+                                    on_device(tp.shard(normal(c, f, ctx.residual_init_std), 1)));
+  if (bias_) proj_bias_ = register_parameter("proj.bias", zeros(c));
   tp.mark_partitioned("proj.weight", 1);
   dropout_gen_ = std::make_unique<patchbay::Generator>(ops.table(), ctx.seed ^ kDropoutStream);
 }

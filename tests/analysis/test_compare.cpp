@@ -101,3 +101,98 @@ TEST_CASE("scaling plot and fit file") {
   CHECK(read.A == doctest::Approx(300.0));
   CHECK(read.beta == doctest::Approx(0.29));
 }
+
+namespace {
+
+// A run whose attention kind has its own options table, as `patchbay train` stores it (only
+// the chosen kind's table), with the plugin file a third-party kind came from.
+void write_attention_run(const fs::path& dir, const std::string& kind, const std::string& table,
+                         int seed, double final_loss) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.toml")
+      << "[run]\nseed = " << seed << "\nplugin_paths = ["
+      << (kind == "mqa" ? "\"/opt/mqa/mqa.so\"" : "") << "]\n[model.attention]\nkind = \"" << kind
+      << "\"\n[model.attention." << kind << "]\n"
+      << table << "\n";
+  std::ofstream(dir / "metrics.jsonl") << "{\"step\":40,\"val_loss\":" << final_loss << "}\n";
+}
+
+}  // namespace
+
+TEST_CASE("compare labels rows by the keys that set them apart, not by what a kind implies") {
+  TempFolder temp;
+  std::vector<fs::path> dirs;
+  auto add = [&](const std::string& name, const std::string& kind, const std::string& table,
+                 double loss) {
+    dirs.push_back(temp.path / name);
+    write_attention_run(dirs.back(), kind, table, 0, loss);
+  };
+  add("dense", "dense", "causal = true", 2.0);
+  add("mqa", "mqa", "kv_heads = 1", 2.1);
+  add("sparse16", "sparse", "block_size = 16\nstride = 4", 2.2);
+  add("sparse32", "sparse", "block_size = 32\nstride = 4", 2.3);
+  const std::vector<RunGroup> groups = group_runs(collect_runs(dirs));
+  REQUIRE(groups.size() == 4);
+  CHECK(groups[0].label == "model.attention.kind=\"dense\"");
+  CHECK(groups[1].label == "model.attention.kind=\"mqa\"");
+  // An axis inside one kind's table still shows; the kind's constant keys do not.
+  CHECK(groups[2].label == "model.attention.kind=\"sparse\", model.attention.sparse.block_size=16");
+  CHECK(groups[3].label == "model.attention.kind=\"sparse\", model.attention.sparse.block_size=32");
+  // The full difference names every key, the plugin file included.
+  CHECK(groups[1].full_label.find("model.attention.mqa.kv_heads=1") != std::string::npos);
+  CHECK(groups[1].full_label.find("model.attention.dense.causal=<unset>") != std::string::npos);
+  CHECK(groups[1].full_label.find("run.plugin_paths=[\"/opt/mqa/mqa.so\"]") != std::string::npos);
+  CHECK(groups[0].full_label.find("model.attention.sparse.stride=<unset>") != std::string::npos);
+
+  // Two configurations told apart by their plugin file alone keep it in the label.
+  const std::vector<RunGroup> files = group_runs(collect_runs(
+      {dirs[1], [&] {
+         const fs::path other = temp.path / "mqa_elsewhere";
+         write_attention_run(other, "mqa", "kv_heads = 1", 0, 2.0);
+         std::ofstream(other / "config.toml")
+             << "[run]\nseed = 0\nplugin_paths = [\"/home/me/mqa.so\"]\n[model.attention]\nkind = "
+                "\"mqa\"\n[model.attention.mqa]\nkv_heads = 1\n";
+         return other;
+       }()}));
+  REQUIRE(files.size() == 2);
+  CHECK(files[1].label == "run.plugin_paths=[\"/home/me/mqa.so\"]");
+}
+
+TEST_CASE("compare plots stay readable with a dozen configurations") {
+  // Twelve kinds x two seeds: the images are written (look at them: PATCHBAY_KEEP_PLOTS=DIR
+  // keeps a copy) with every configuration numbered as in the table.
+  TempFolder temp;
+  std::vector<fs::path> dirs;
+  for (int k = 0; k < 12; ++k)
+    for (int seed = 0; seed < 2; ++seed) {
+      const std::string kind = "attention_kind_number_" + std::to_string(k);
+      dirs.push_back(temp.path / (kind + "_" + std::to_string(seed)));
+      fs::create_directories(dirs.back());
+      std::ofstream(dirs.back() / "config.toml")
+          << "[run]\nseed = " << seed << "\n[model]\npositional = \""
+          << (k % 2 ? "rotary" : "learned") << "\"\n[model.attention]\nkind = \"" << kind
+          << "\"\n[model.attention." << kind << "]\nwidth = " << k << "\n";
+      std::ofstream metrics(dirs.back() / "metrics.jsonl");
+      for (int step = 50; step <= 300; step += 50)
+        metrics << "{\"step\":" << step
+                << ",\"val_loss\":" << 2.0 + 1.5 * 50.0 / step + 0.02 * k + 0.01 * seed << "}\n";
+    }
+  const std::vector<RunGroup> groups = group_runs(collect_runs(dirs));
+  REQUIRE(groups.size() == 12);
+  CHECK(groups[3].label ==
+        "model.attention.kind=\"attention_kind_number_3\", model.positional=\"rotary\"");
+  const CompareTable table = build_compare_table(groups, 0);
+  CHECK(to_markdown(table).find("| 11 | model.attention.kind=\"attention_kind_number_11\"") !=
+        std::string::npos);
+  const std::vector<fs::path> images = write_compare_plots(groups, table, temp.path / "plots");
+  for (const fs::path& image : images) CHECK(fs::file_size(image) > 1000);
+  const std::string script = [&] {
+    std::ifstream in(temp.path / "plots" / "final_loss_bars.gp");
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  CHECK(script.find("\"#11 attention.kind=attention_kind_number_11, positional=rotary\" 11") !=
+        std::string::npos);
+  if (const char* keep = std::getenv("PATCHBAY_KEEP_PLOTS"))
+    fs::copy(temp.path / "plots", keep,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}

@@ -29,7 +29,7 @@ TEST_CASE("--help lists every command by group and the exit codes") {
   CHECK(contains(result.output, "\n  config\n"));
   CHECK(contains(result.output, "config check"));
   CHECK(contains(result.output, "config show"));
-  CHECK(contains(result.output, "--plugin-path DIR"));
+  CHECK(contains(result.output, "--plugin-path PATH  a plugin file (NAME.so) or a folder of them"));
   CHECK(contains(result.output, "Exit codes:"));
   CHECK(contains(result.output, "3  the config is invalid"));
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "../train/train_fixture.hpp"
 #include "config/config_loader.hpp"
@@ -140,6 +141,12 @@ const char* kLlamaModel =
     "positional = \"rotary\"\ntie_embeddings = false\nnorm_eps = 1e-6\n"
     "[model.feedforward]\nkind = \"mlp\"\nactivation = \"swiglu\"\nbias = false\n";
 
+std::string node_text(const toml::node& node) {
+  std::ostringstream out;
+  node.visit([&](const auto& value) { out << value; });
+  return out.str();
+}
+
 // Trains the tiny config 3 steps, exports, imports; returns (original run, hf dir, imported run).
 struct RoundTrip {
   fs::path run, hf, imported;
@@ -165,18 +172,28 @@ RoundTrip train_export_import(TinySetup& setup, const fs::path& folder,
   CHECK(exported.step == 3);
   CHECK(exported.tokenizer_exact);
   interop::HfImportOptions options;
-  options.overrides = {"data.corpus=\"" + (folder / "corpus.txt").string() + "\"",
-                       "data.output_dir=\"" + (folder / "data").string() + "\"",
-                       "data.validation_fraction=0.3",
-                       "train.batch_size=4",
-                       "train.seq_len=16",
-                       "train.max_steps=5",
-                       "train.eval_every=5",
-                       "train.eval_batches=2",
-                       "train.sample_tokens=4",
-                       "train.warmup_steps=1"};
+  // The data, batch and optimizer settings come with the export (patchbay_export.json); only
+  // the length of the fine-tuning is changed here.
+  options.overrides = {"train.max_steps=5", "train.eval_every=5", "train.sample_tokens=4"};
   const interop::HfImportResult imported =
       interop::import_from_hf(r.hf, r.imported, setup.registry, setup.lookup, options);
+  {  // the exported run's training settings, so `eval` reads the same windows
+    const config::ResolvedConfig before =
+        config::load_config_text(train::load_checkpoint(r.run).config_text(), "original");
+    const config::ResolvedConfig after =
+        config::load_config_text(train::load_checkpoint(r.imported).config_text(), "imported");
+    for (const char* key :
+         {"train.batch_size", "train.seq_len", "train.lr", "train.eval_batches",
+          "train.warmup_steps", "optimizer.kind", "optimizer.adamw.weight_decay", "data.corpus",
+          "data.output_dir", "data.validation_fraction", "run.seed"}) {
+      CAPTURE(key);
+      REQUIRE(before.find(key) != nullptr);
+      REQUIRE(after.find(key) != nullptr);
+      CHECK(node_text(*before.find(key)) == node_text(*after.find(key)));
+    }
+    CHECK(after.find("train.max_steps")->value<int64_t>() == 5);
+    CHECK(after.find("train.out_dir")->value<std::string>() == r.imported.string());
+  }
   CHECK(imported.shape.family == family);
   CHECK(imported.tokenizer_kind == "char");
   // The tokenizer survives the round trip byte for byte.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "onednn/bf16_through_f32.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "reference_math.hpp"
 
@@ -113,6 +114,22 @@ TEST_CASE("eltwise bf16 forward matches the formulas within one bf16 rounding") 
     std::vector<double> expected(src.size());
     for (std::size_t i = 0; i < src.size(); ++i) expected[i] = reference(kind, src[i]).value;
     check_close(testing::from_bf16(dst16), expected, 1.0 / 128.0, 1e-6, "bf16 forward");
+  }
+}
+
+// The path eltwise_forward takes for bf16 on CPUs without oneDNN bf16 kernels, called directly
+// so that it runs on every CPU: the f32 result of the same inputs, rounded to nearest even.
+TEST_CASE("eltwise bf16 through f32 equals the f32 primitive rounded to bf16") {
+  for (EltwiseKind kind : kAllKinds) {
+    const std::string name = eltwise_name(kind);
+    CAPTURE(name);
+    const std::vector<float> src = testing::from_bf16(testing::to_bf16(inputs_for(kind, 301)));
+    const std::vector<std::uint16_t> src16 = testing::to_bf16(src);
+    std::vector<std::uint16_t> dst16(src.size());
+    eltwise_forward_bf16_through_f32(kind, src16.data(), dst16.data(), 301);
+    std::vector<float> wide(src.size());
+    eltwise_forward(kind, DType::kF32, src.data(), wide.data(), 301);
+    CHECK(dst16 == testing::to_bf16(wide));
   }
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "onednn/bf16_through_f32.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "onednn/packed_weights.hpp"
 #include "reference_math.hpp"
@@ -51,6 +52,7 @@ struct Case {
   DType input = DType::kF32;
   DType output = DType::kF32;
   float alpha = 1.0f, beta = 0.0f;
+  bool through_f32 = false;  // call matmul_bf16_through_f32 directly (bf16 inputs)
 };
 
 void run_case(const Case& cs) {
@@ -84,7 +86,11 @@ void run_case(const Case& cs) {
             pc.batch_stride, pc.row_stride, pc.col_stride};
   args.alpha = cs.alpha;
   args.beta = cs.beta;
-  matmul(args);
+  if (cs.through_f32) {
+    matmul_bf16_through_f32(args);
+  } else {
+    matmul(args);
+  }
   if (cs.output == DType::kBF16) c = testing::from_bf16(c16);
 
   // Compare only the addressed elements of C (padding must stay untouched).
@@ -231,6 +237,36 @@ TEST_CASE("matmul bf16 inputs with f32 and bf16 outputs") {
       cs.b.transposed = (transposes & 2) != 0;
       cs.b.broadcast = transposes == 3;
       CAPTURE(transposes);
+      CAPTURE(static_cast<int>(output));
+      run_case(cs);
+    }
+  }
+}
+
+// The path matmul() takes for bf16 where oneDNN has no bf16 kernels (AVX2-only CPUs), called
+// directly so that it is tested on every CPU: transposes, a broadcast B, padded pitches,
+// alpha and beta into a bf16 C.
+TEST_CASE("bf16 through f32 matches the reference on every layout") {
+  for (DType output : {DType::kF32, DType::kBF16}) {
+    for (int variant = 0; variant < 6; ++variant) {
+      Case cs;
+      cs.batch = 3;
+      cs.m = 17;
+      cs.n = 29;
+      cs.k = 65;
+      cs.input = DType::kBF16;
+      cs.output = output;
+      cs.through_f32 = true;
+      cs.a.transposed = (variant & 1) != 0;
+      cs.b.transposed = (variant & 2) != 0;
+      cs.b.broadcast = variant == 3;
+      cs.c.pad = variant >= 4 ? 3 : 0;
+      cs.a.pad = variant == 5 ? 2 : 0;
+      if (variant >= 4) {
+        cs.alpha = 0.5f;
+        cs.beta = 2.0f;
+      }
+      CAPTURE(variant);
       CAPTURE(static_cast<int>(output));
       run_case(cs);
     }

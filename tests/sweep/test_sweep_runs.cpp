@@ -94,6 +94,20 @@ TEST_CASE("every job is validated before launch; ids are stable and differ betwe
   const auto again =
       sweep::resolve_jobs(good, sweep::expand_jobs(good), validate, folder.path / "other");
   CHECK(again[3].id == jobs[3].id);
+  // Jobs that use no third-party plugin keep their ids when plugin files are resolved; a job
+  // that uses one carries its file in run.plugin_paths and in its id.
+  const auto no_plugins = sweep::resolve_jobs(
+      good, sweep::expand_jobs(good), validate, folder.path / "sw",
+      [](const config::ResolvedConfig&) { return std::vector<sweep::PluginUse>{}; });
+  CHECK(no_plugins[2].id == jobs[2].id);
+  const auto with_plugin = sweep::resolve_jobs(
+      good, sweep::expand_jobs(good), validate, folder.path / "sw",
+      [](const config::ResolvedConfig&) {
+        return std::vector<sweep::PluginUse>{{"attention", "mine", "/opt/mine/mine.so"}};
+      });
+  CHECK(with_plugin[2].id != jobs[2].id);
+  REQUIRE(with_plugin[2].plugins.size() == 1);
+  CHECK(with_plugin[2].frozen_toml.find("/opt/mine/mine.so") != std::string::npos);
 
   // A typo in the third value only: the whole sweep fails before anything runs, naming the job.
   const sweep::SweepSpec typo = sweep::parse_sweep_spec(

@@ -1,4 +1,5 @@
-// [data]: the corpus and its deterministic train/validation split.
+// [data]: the corpus and its deterministic train/validation split, or a prepared dataset of
+// token shards (core/data/prepare.hpp), and the order training windows are read in.
 #include "config/host_schema.hpp"
 #include "patchbay/component.hpp"
 
@@ -15,6 +16,14 @@ void declare_data_section(SchemaRegistry& schema) {
       Field::real("validation_fraction", "0.1", "fraction of the corpus held out for validation").range(0.0, 0.5),
       Field::integer("seed", "1234", "seed of the train/validation split").range(0, 9007199254740992.0),
       Field::string("output_dir", "\"data\"", "folder for the prepared split and token caches"),
+      Field::string("prepared", "\"\"",
+                    "folder made by `patchbay data prepare --source ...` (token shards and manifest.json); "
+                    "when set, corpus, validation_fraction and seed are not used"),
+      Field::string("sampling", "\"auto\"",
+                    "order of training windows: random (with replacement), epochs (packed windows, each "
+                    "once per epoch, a seeded order), documents (windows from document starts, prepared "
+                    "data only); auto: random for corpus, epochs for prepared")
+          .choices("auto|random|epochs|documents"),
   };
   schema.add_section(std::move(section));
 }

@@ -1,5 +1,5 @@
 // [run]: what every command that does work shares: the run's name and folder, the seed,
-// and extra plugin folders. Relative paths are taken from the current directory.
+// extra plugin folders and the device. Relative paths are taken from the current directory.
 #include "config/host_schema.hpp"
 #include "patchbay/component.hpp"
 
@@ -13,9 +13,16 @@ void declare_run_section(SchemaRegistry& schema) {
   section.fields = {
       Field::string("name", "\"run\"", "name of the run; its folder is <output_dir>/<name>"),
       Field::string("output_dir", "\"runs\"", "folder holding run directories"),
-      Field::integer("seed", "0", "seed of every random choice in the run").range(0, 9007199254740992.0),
-      Field::strings("plugin_paths", "[]",
-                     "folders searched for plugins after --plugin-path and before the built-in folder"),
+      Field::integer("seed", "0", "seed of every random choice in the run")
+          .range(0, 9007199254740992.0),
+      Field::strings(
+          "plugin_paths", "[]",
+          "folders searched for plugins after --plugin-path and before the built-in folder"),
+      Field::string(
+          "device", "\"cpu\"",
+          "device train, eval, generate and bench train run on: cpu, or cuda (the first GPU; "
+          "needs a build with CUDA and a usable GPU; --device sets it)")
+          .choices("cpu|cuda"),
   };
   schema.add_section(std::move(section));
 }

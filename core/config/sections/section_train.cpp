@@ -17,57 +17,60 @@ HostSection train_section() {
   section.summary = "training loop: batch shape, steps, learning-rate schedule, clipping, cadences";
   section.fields = {
       Field::integer("batch_size", "8", "sequences per micro-batch").range(1, 1 << 20),
-      Field::integer("seq_len", "128", "tokens per sequence (at most model.context_length)").range(1, 1 << 20),
-      Field::integer("grad_accum_steps", "1", "micro-batches summed into one optimizer update").range(1, 1 << 16),
+      Field::integer("seq_len", "128", "tokens per sequence (at most model.context_length)")
+          .range(1, 1 << 20),
+      Field::integer("grad_accum_steps", "1", "micro-batches summed into one optimizer update")
+          .range(1, 1 << 16),
       Field::integer("max_steps", "1000", "optimizer updates of the whole run").range(1, kMaxInt),
-      Field::real("lr", "0.001", "peak learning rate (reached at the end of warmup)").range(0.0, 1e6),
+      Field::real("lr", "0.001", "peak learning rate (reached at the end of warmup)")
+          .range(0.0, 1e6),
       Field::real("min_lr", "0.0", "floor of the linear / cosine decay").range(0.0, 1e6),
-      Field::integer("warmup_steps", "0", "updates of linear warmup from 0 to lr").range(0, kMaxInt),
-      Field::string("schedule", "\"cosine\"", "learning-rate schedule after warmup (patchbay schedule CONFIG plots it)")
-          .choices("cosine|linear|constant|inverse_sqrt|wsd"),
-      Field::integer("decay_steps", "0", "wsd: updates of the final decay (0: decay_fraction of the updates after warmup)")
+      Field::integer("warmup_steps", "0", "updates of linear warmup from 0 to lr")
           .range(0, kMaxInt),
-      Field::real("decay_fraction", "0.2", "wsd: fraction of the post-warmup updates spent decaying").range(0.0, 1.0),
-      Field::string("decay_shape", "\"1-sqrt\"", "wsd: shape of the decay tail").choices("linear|cosine|1-sqrt"),
-      Field::real("grad_clip", "1.0", "global gradient-norm limit (0: no clipping)").range(0.0, 1e12),
-      Field::integer("eval_every", "200", "updates between validation passes (0: only at the end)").range(0, kMaxInt),
-      Field::integer("eval_batches", "20", "validation batches per evaluation (fixed, evenly spaced windows)")
-          .range(1, kMaxInt),
-      Field::integer("checkpoint_every", "500", "updates between checkpoints (0: only at the end)").range(0, kMaxInt),
-      Field::integer("log_every", "10", "updates between metrics.jsonl records").range(1, kMaxInt),
-      Field::integer("sample_every", "0", "updates between printed samples (0: only at the end)").range(0, kMaxInt),
-      Field::string("sample_prompt", "\"\"", "text the samples continue (empty: start from the first token)"),
-      Field::integer("sample_tokens", "200", "tokens per sample (0: no samples)").range(0, 1 << 20),
-      Field::real("sample_temperature", "0.8", "softmax temperature of the samples (0: greedy)").range(0.0, 100.0),
-      Field::string("out_dir", "\"\"", "run directory (empty: <run.output_dir>/<run.name>)"),
-      Field::string("device", "\"cpu\"", "device the run uses").choices("cpu"),
-      Field::string("objective", "\"clm\"",
-                    "clm: next-token prediction (needs model.causal = true); mlm: BERT masked-token "
-                    "prediction (needs model.causal = false; masking in [train.mlm])")
-          .choices("clm|mlm"),
-      Field::string("precision", "\"f32\"",
-                    "matmul precision: f32, or bf16 mixed precision (bf16 GEMMs with f32 accumulation; "
-                    "f32 master weights, optimizer state, reductions and checkpoints)")
-          .choices("f32|bf16"),
-  };
-  return section;
-}
-
-// [train.mlm]: BERT masking (Devlin et al. 2019, A.1) for train.objective = "mlm"
-// (core/train/objective_mlm.hpp). Ignored by the "clm" objective.
-HostSection mlm_section() {
-  HostSection section;
-  section.path = "train.mlm";
-  section.summary = "masked-LM objective: which positions are predicted and how their inputs are corrupted";
-  section.fields = {
-      Field::real("select_rate", "0.15", "fraction of positions predicted (special tokens never)").range(1e-6, 1.0),
-      Field::real("mask_rate", "0.8", "of the predicted positions: input replaced by the mask token").range(0.0, 1.0),
-      Field::real("random_rate", "0.1", "of the predicted positions: input replaced by a random ordinary token "
-                                        "(the rest, 1 - mask_rate - random_rate, keep their token)")
+      Field::string("schedule", "\"cosine\"",
+                    "learning-rate schedule after warmup (patchbay schedule CONFIG plots it)")
+          .choices("cosine|linear|constant|inverse_sqrt|wsd"),
+      Field::integer(
+          "decay_steps", "0",
+          "wsd: updates of the final decay (0: decay_fraction of the updates after warmup)")
+          .range(0, kMaxInt),
+      Field::real("decay_fraction", "0.2",
+                  "wsd: fraction of the post-warmup updates spent decaying")
           .range(0.0, 1.0),
-      Field::string("mask_token", "\"<|mask|>\"",
-                    "text of the mask token; must be one of the tokenizer's special tokens "
-                    "([tokenizer] special_tokens)"),
+      Field::string("decay_shape", "\"1-sqrt\"", "wsd: shape of the decay tail")
+          .choices("linear|cosine|1-sqrt"),
+      Field::real("grad_clip", "1.0", "global gradient-norm limit (0: no clipping)")
+          .range(0.0, 1e12),
+      Field::integer("eval_every", "200", "updates between validation passes (0: only at the end)")
+          .range(0, kMaxInt),
+      Field::integer("eval_batches", "20",
+                     "validation batches per evaluation (fixed, evenly spaced windows)")
+          .range(1, kMaxInt),
+      Field::integer("checkpoint_every", "500", "updates between checkpoints (0: only at the end)")
+          .range(0, kMaxInt),
+      Field::integer("log_every", "10", "updates between metrics.jsonl records").range(1, kMaxInt),
+      Field::integer("sample_every", "0", "updates between printed samples (0: only at the end)")
+          .range(0, kMaxInt),
+      Field::string("sample_prompt", "\"\"",
+                    "text the samples continue (empty: start from the first token)"),
+      Field::integer("sample_tokens", "200", "tokens per sample (0: no samples)").range(0, 1 << 20),
+      Field::real("sample_temperature", "0.8", "softmax temperature of the samples (0: greedy)")
+          .range(0.0, 100.0),
+      Field::string("out_dir", "\"\"", "run directory (empty: <run.output_dir>/<run.name>)"),
+      Field::string("device", "\"cpu\"",
+                    "kept for old configs (only \"cpu\"); the device is run.device")
+          .choices("cpu"),
+      // The names are checked against core/train/objective.cpp's table (a new objective is a
+      // new file there, not a new choice here).
+      Field::string("objective", "\"clm\"",
+                    "training objective (core/train/objective.cpp): clm: next-token prediction "
+                    "(needs model.causal = true); mlm: BERT masked-token prediction (needs "
+                    "model.causal = false; masking in [train.mlm])"),
+      Field::string(
+          "precision", "\"f32\"",
+          "matmul precision: f32, or bf16 mixed precision (bf16 GEMMs with f32 accumulation; "
+          "f32 master weights, optimizer state, reductions and checkpoints)")
+          .choices("f32|bf16"),
   };
   return section;
 }
@@ -104,7 +107,8 @@ void declare_train_sections(SchemaRegistry& schema) {
   schema.add_section(train_section());
   schema.add_section(optimizer_section());
   schema.add_section(eval_section());
-  schema.add_section(mlm_section());
+  // Each objective's own section ([train.mlm]) is declared by its file in core/train
+  // (objective.hpp: ObjectiveEntry::declare_options), through train::make_training_schema.
 }
 
 }  // namespace patchbay::config

@@ -8,6 +8,7 @@
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
+#include "engine/ops_device.hpp"
 
 namespace patchbay::engine {
 namespace {
@@ -98,13 +99,20 @@ PATCHBAY_REGISTER_KERNEL(FillKernel, "fill", DeviceType::kCpu, fill_cpu);
 }  // namespace
 
 void copy_(Tensor& dst, const Tensor& src) {
-  if (src.device() != dst.device())
-    throw Error(ErrorKind::kInvalidArgument,
-                "copy_: devices differ: " + src.str() + " -> " + dst.str());
   Tensor expanded;
   {
     NoGradGuard no_grad;
     expanded = src.detach().expand(dst.shape());
+    if (src.device() != dst.device()) {
+      // Across devices: one contiguous transfer of the source (straight into dst when the
+      // layouts agree), then dst's own copy kernel for strides and dtype.
+      if (src.shape() == dst.shape() && src.dtype() == dst.dtype() && src.is_contiguous() &&
+          dst.is_contiguous()) {
+        transfer_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(), dst.nbytes());
+        return;
+      }
+      expanded = to_device(src.detach(), dst.device()).expand(dst.shape());
+    }
   }
   find_kernel<CopyKernel>("copy", dst.device().type)(expanded, dst);
 }

@@ -52,11 +52,12 @@ extern "C" {
 #endif
 
 #define PB_OPS_TABLE_VERSION                                                            \
-  10 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
+  11 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
        5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);           \
        7: bias_activation; 8: matmul takes f32 with bf16 (no new field);                \
        9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism);                \
-       10: linear (fused linear layer) */
+       10: linear (fused linear layer);                                                 \
+       11: to_device, from_data_on_device (device tensors) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -191,12 +192,14 @@ typedef struct pb_ops_table {
   int32_t (*device_index)(const pb_tensor* t);
   int (*is_contiguous)(const pb_tensor* t);
 
-  /* ---- data access (CPU tensors) ---- */
-  /* Pointer to element 0 of the view (index with strides); valid while t lives. */
+  /* ---- data access (CPU tensors; copy_to_host / copy_from_host any device from version 11) ---- */
+  /* Pointer to element 0 of the view (index with strides); valid while t lives. CPU only. */
   pb_status* (*data_ptr)(pb_tensor* t, void** out);
-  /* Copies all elements in row-major order into dst (dst_bytes >= numel * element size). */
+  /* Copies all elements in row-major order into dst (dst_bytes >= numel * element size).
+   * From a device tensor (version 11) it waits for the device: call it where a value is read. */
   pb_status* (*copy_to_host)(const pb_tensor* t, void* dst, size_t dst_bytes);
-  /* Copies src (contiguous) into t's elements (row-major); src_bytes == numel * size. */
+  /* Copies src (contiguous) into t's elements (row-major); src_bytes == numel * size. Into a
+   * device tensor (version 11) src may be reused when the call returns. */
   pb_status* (*copy_from_host)(pb_tensor* t, const void* src, size_t src_bytes);
 
   /* ---- creation ---- */
@@ -296,7 +299,11 @@ typedef struct pb_ops_table {
    * element is kept with probability 1 - p (a draw from gen) and scaled by 1 / (1 - p). */
   pb_status* (*dropout)(const pb_tensor* x, double p, pb_generator* gen, int training,
                         pb_tensor** out);
-  /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D]; scale <= 0 means 1/sqrt(D); causal is bottom-right aligned. */
+  /* q [B,H,Tq,D], k/v [B,Hkv,Tk,D]; scale <= 0 means 1/sqrt(D); causal is bottom-right aligned.
+   * Query and key-value heads (this op and attention_with_options): H must be a multiple of
+   * Hkv (else PB_STATUS_INVALID_ARGUMENT); query head h attends with key-value head
+   * h / (H / Hkv), so consecutive groups of H / Hkv query heads share one: Hkv == H is
+   * multi-head, 1 < Hkv < H grouped-query, Hkv == 1 multi-query attention. */
   pb_status* (*attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v, int causal,
                           double scale, pb_tensor** out);
 
@@ -416,6 +423,25 @@ typedef struct pb_ops_table {
    * written, in the pass that streams the weight; elsewhere it runs those same ops. */
   pb_status* (*linear)(const pb_tensor* x, const pb_tensor* weight, const pb_tensor* bias,
                        const pb_unary_op* activation, pb_tensor** out);
+
+  /* ---- version 11 (device tensors: creation on a device, copies to and from the host) ---- */
+  /* Layers create their parameters on pb_layer_context's device: randn / uniform on the CPU
+   * (the same values on every device), then to_device. Ops run on the device of their
+   * operands (all on one device); an op the device has no kernel for fails naming the op and
+   * the device. A device the host cannot use (a build without CUDA, no GPU) fails with
+   * PB_STATUS_INVALID_ARGUMENT saying why.
+   * to_device: out = a copy of t on (device_type, device_index): contiguous, t's shape and
+   *   dtype, bit-exact (a new reference to t itself when it is already there).
+   *   Differentiable for float t: the gradient travels back to t's device. Host -> device
+   *   copies are queued without waiting for the device; device -> host ones return with the
+   *   data in place (they wait for the device). */
+  pb_status* (*to_device)(const pb_tensor* t, pb_device_type device_type, int32_t device_index,
+                          pb_tensor** out);
+  /* from_data on a device: a tensor on (device_type, device_index) holding a copy of the
+   * host memory `data` (numel elements of dtype, row-major); data may be reused on return. */
+  pb_status* (*from_data_on_device)(const void* data, const int64_t* shape, size_t ndim,
+                                    pb_dtype dtype, pb_device_type device_type,
+                                    int32_t device_index, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus

@@ -263,6 +263,27 @@ inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   return activation != nullptr ? y.unary(*activation) : y;
 }
 
+// ops->to_device (pb_ops_table version 11): x copied to (device_type, device_index), or x
+// itself when it is already there. A layer creates its parameters with randn / uniform on
+// the CPU and moves them to pb_layer_context's device with this. An older host has only the
+// CPU: there x itself for the CPU, and PluginError(PB_STATUS_UNSUPPORTED) for a device.
+inline bool has_device_tensors(const pb_ops_table* ops) {
+  return PB_HAS_FIELD(ops, pb_ops_table, to_device) && ops->to_device != nullptr;
+}
+
+inline Tensor to_device(const Tensor& x, pb_device_type device_type, int32_t device_index = 0) {
+  const pb_ops_table* ops = x.ops();
+  if (!has_device_tensors(ops)) {
+    if (device_type == PB_DEVICE_CPU) return x;
+    throw PluginError(PB_STATUS_UNSUPPORTED, "to_device: this host's ops table (version " +
+                                                 std::to_string(ops->version) +
+                                                 ") has no device tensors; they need version 11");
+  }
+  pb_tensor* out = nullptr;
+  check_ops_status(ops, ops->to_device(x.handle(), device_type, device_index, &out), "to_device");
+  return Tensor(ops, out);
+}
+
 // Seeded random generator (owned).
 class Generator {
  public:

@@ -14,6 +14,12 @@
 //     chunks of several tokens, give the whole-sequence forward's outputs within
 //     `decode_tolerance`; state_length counts the positions; a step past the capacity is
 //     PB_STATUS_OUT_OF_RANGE and a wrong batch or width is refused;
+//   - beam reordering (state_reorder, interface 1.1, when the layer has it): after a prefill,
+//     reordering the sequences (one forked, one dropped) then decoding more tokens gives what
+//     re-running each beam's prompt in a fresh state gives, within `decode_tolerance`; the
+//     length is unchanged and a wrong count or source is refused. A layer without it passes
+//     with a note (the host then re-runs the prompt per beam, slower); set
+//     `state_reorder_required` to make its absence a failure;
 //   - gradients of forward with respect to x and every parameter match central finite
 //     differences (patchbay/testing/gradcheck.hpp) on a tiny f32 configuration;
 //   - refusals at init: a causal context for a layer without CAP_CAUSAL (the "non-causal
@@ -197,6 +203,8 @@ struct AttentionConformanceOptions {
   // features): they must NOT require gradients (the optimizer then skips them) and the
   // finite-difference check leaves them out. Every other parameter must require gradients.
   std::vector<std::string> non_trainable_parameters;
+  // Fail (rather than note) when a layer with a decoding cache has no state_reorder.
+  bool state_reorder_required = false;
 };
 
 namespace attention_kit_detail {
@@ -283,6 +291,84 @@ inline Tensor decode_in_chunks(const AttentionUnderTest& layer, const Tensor& x,
     CHECK(state->length() == at);
   }
   return Ops(layer.ops()).concat(outputs, 1);
+}
+
+// The decoding outputs of `next` [B, Tn, C] after a prefill of `prompt` [B, P, C] in a fresh
+// state of `capacity` positions.
+inline Tensor prefill_then_step(const AttentionUnderTest& layer, const Tensor& prompt,
+                                const Tensor& next, int64_t capacity) {
+  std::unique_ptr<AttentionUnderTest::State> state = layer.state_create(prompt.size(0), capacity);
+  layer.forward_step(*state, prompt);
+  return layer.forward_step(*state, next);
+}
+
+// Three sequences prefilled, reordered to {2, 0, 0} (sequence 1 dropped, 0 forked), then two
+// more tokens per beam: each beam's outputs must equal a fresh state's that prefilled its
+// source's prompt and decoded the same tokens (what the host does without state_reorder).
+inline void check_state_reorder(const AttentionFactory& make,
+                                const AttentionConformanceOptions& o) {
+  AttentionUnderTest layer = ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+  const pb_attention_vtable* vt = layer.vtable();
+  const bool present =
+      PB_HAS_FIELD(vt, pb_attention_vtable, state_reorder) && vt->state_reorder != nullptr;
+  if (!present) {
+    if (o.state_reorder_required)
+      FAIL(
+          "the layer has no state_reorder (attention interface 1.1): beam search re-runs the "
+          "prompt for every beam");
+    MESSAGE(
+        "note: no state_reorder (attention interface 1.1); beam search will re-run the prompt "
+        "per beam (correct, slower). Override AttentionState::reorder to provide it.");
+    return;
+  }
+  NoGradGuard no_grad(layer.ops());
+  Ops ops(layer.ops());
+  const int64_t beams = 3, prompt_len = std::min<int64_t>(o.prefill, o.seq_len - 2), extra = 2;
+  Generator g(layer.ops(), o.seed + 31);
+  const Tensor prompt = ops.uniform({beams, prompt_len, o.d_model}, g, -1.0, 1.0);
+  const Tensor next = ops.uniform({beams, extra, o.d_model}, g, -1.0, 1.0);
+  std::unique_ptr<AttentionUnderTest::State> state = layer.state_create(beams, o.seq_len);
+  layer.forward_step(*state, prompt);
+  const std::vector<int64_t> source = {2, 0, 0};
+  pb_status* st = vt->state_reorder(layer.instance(), state->get(), source.data(), beams);
+  if (st != nullptr && layer.host()->status_code(st) == PB_STATUS_UNSUPPORTED &&
+      !o.state_reorder_required) {
+    layer.code_of(st);
+    MESSAGE(
+        "note: state_reorder answers UNSUPPORTED; beam search will re-run the prompt per "
+        "beam (correct, slower)");
+    return;
+  }
+  REQUIRE_MESSAGE(layer.code_of(st) == PB_STATUS_OK, "state_reorder failed");
+  CHECK(state->length() == prompt_len);
+  const std::vector<float> reordered = layer.forward_step(*state, next).to_vector();
+  CHECK(state->length() == prompt_len + extra);
+  const size_t per_beam = static_cast<size_t>(extra * o.d_model);
+  for (int64_t i = 0; i < beams; ++i) {
+    CAPTURE(i);
+    const int64_t s = source[static_cast<size_t>(i)];
+    const std::vector<float> expected =
+        prefill_then_step(layer, prompt.slice(0, s, s + 1), next.slice(0, i, i + 1), o.seq_len)
+            .to_vector();
+    const std::vector<float> got(
+        reordered.begin() + static_cast<std::ptrdiff_t>(i * per_beam),
+        reordered.begin() + static_cast<std::ptrdiff_t>((i + 1) * per_beam));
+    CHECK(max_abs_diff(got, expected) <= o.decode_tolerance);
+  }
+  // The check can fail: the dropped sequence's prompt gives other outputs than beam 0's.
+  const std::vector<float> dropped =
+      prefill_then_step(layer, prompt.slice(0, 1, 2), next.slice(0, 0, 1), o.seq_len).to_vector();
+  CHECK(max_abs_diff(std::vector<float>(reordered.begin(),
+                                        reordered.begin() + static_cast<std::ptrdiff_t>(per_beam)),
+                     dropped) > 10 * o.decode_tolerance);
+  // Refusals: a count other than the batch, a source out of range; the state is kept.
+  const std::vector<int64_t> short_source = {0, 1};
+  CHECK(layer.code_of(vt->state_reorder(layer.instance(), state->get(), short_source.data(), 2)) !=
+        PB_STATUS_OK);
+  const std::vector<int64_t> out_of_range = {0, 3, 1};
+  CHECK(layer.code_of(vt->state_reorder(layer.instance(), state->get(), out_of_range.data(),
+                                        beams)) != PB_STATUS_OK);
+  CHECK(state->length() == prompt_len + extra);
 }
 
 }  // namespace attention_kit_detail
@@ -423,6 +509,12 @@ inline void check_attention_conformance(const AttentionFactory& make,
       CHECK(state->length() == 3);  // refused steps leave the state as it was
       layer.forward_step(*state, x.slice(1, 3, 4));
       CHECK(state->length() == 4);
+    }
+  }
+
+  if (causal && probe.has_cache()) {
+    SUBCASE("state_reorder equals re-running each beam's prompt") {
+      detail::check_state_reorder(make, o);
     }
   }
 

@@ -1,0 +1,61 @@
+// Opening a prepared dataset for training; see prepared_dataset.hpp.
+#include "data/prepared_dataset.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "data/prepare.hpp"
+
+namespace patchbay::data {
+namespace fs = std::filesystem;
+
+PreparedDataset open_prepared_dataset(const fs::path& folder) {
+  const fs::path manifest_file = folder / "manifest.json";
+  if (!fs::is_regular_file(manifest_file))
+    throw Error(ErrorKind::kNotFound,
+                "'" + folder.string() +
+                    "' holds no manifest.json: it is not a prepared dataset. Make one "
+                    "with `patchbay data prepare --source PATH --tokenizer FILE --out " +
+                    folder.string() + "`");
+  nlohmann::json m;
+  try {
+    std::ifstream in(manifest_file);
+    m = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "'" + manifest_file.string() + "' is not valid JSON: " + e.what());
+  }
+  if (m.value("format", std::string()) != "patchbay-token-shards" || m.value("version", 0) != 1)
+    throw Error(ErrorKind::kInvalidArgument,
+                "'" + manifest_file.string() +
+                    "' is not a token-shard manifest of version 1 (format " +
+                    m.value("format", std::string("?")) + ")");
+  if (!m.value("complete", false))
+    throw Error(ErrorKind::kInvalidArgument,
+                "the preparation of '" + folder.string() +
+                    "' did not finish: run the same `patchbay data prepare` "
+                    "command again (it resumes)");
+  PreparedDataset d;
+  d.folder = folder;
+  const nlohmann::json& t = m.at("tokenizer");
+  d.tokenizer_kind = t.at("kind").get<std::string>();
+  d.tokenizer_file = t.at("file").get<std::string>();
+  d.tokenizer_hash = std::stoull(t.at("hash").get<std::string>(), nullptr, 16);
+  d.vocab_size = t.at("vocab_size").get<int64_t>();
+  d.eot_id = t.at("eot_id").get<int32_t>();
+  for (int split = 0; split < 3; ++split) {
+    const nlohmann::json& s = m.at("splits").at(kSplitNames[split]);
+    d.tokens[split] = s.at("tokens").get<uint64_t>();
+    d.bytes[split] = s.value("bytes", uint64_t{0});
+    for (const nlohmann::json& shard : s.at("shards"))
+      d.shards[split].push_back(folder / shard.at("file").get<std::string>());
+  }
+  return d;
+}
+
+TokenSequence open_split(const PreparedDataset& dataset, int split, bool with_documents) {
+  return TokenSequence::open(dataset.shards[split], dataset.tokenizer_hash, with_documents);
+}
+
+}  // namespace patchbay::data

@@ -1,0 +1,60 @@
+// Scoring token requests on a language model, as lm-evaluation-harness's HF backend does
+// (models/huggingface.py _loglikelihood_tokens, generate_until), batched:
+//
+//   input  = (context + continuation)[-(L+1):][:-1]      L = the model's context length;
+//            tokens cut from the left are counted (truncated_tokens)
+//   logits = model(input rows padded on the right)        [B, T, V]; causal, so padding after
+//            a row's end changes nothing before it
+//   logprob = Σ log_softmax(logits)[pos, token] over the continuation's positions
+//   is_greedy = every continuation token is the argmax at its position (first max on ties)
+//
+// Requests are sorted longest first (then by tokens), as lm-eval's Collator, and cut into
+// batches of `batch_size` rows. Requests whose input rows are equal share one row: all the
+// one-token choices of an item, scored with one forward of the context (lm-eval's
+// group_by="contexts" cache); the result is the same as scoring each alone.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "eval/token_requests.hpp"
+#include "model/language_model.hpp"
+
+namespace patchbay::eval {
+
+struct LoglikelihoodResult {
+  double logprob = 0;
+  bool is_greedy = false;
+  int64_t truncated_tokens = 0;  // context tokens cut from the left to fit the model
+};
+
+struct ScoringStats {
+  int64_t requests = 0;
+  int64_t rows = 0;  // distinct input rows forwarded
+  int64_t batches = 0;
+  int64_t tokens = 0;  // tokens forwarded (padding excluded)
+  int64_t truncated_requests = 0;
+};
+
+// Throws Error(kInvalidArgument) for a continuation longer than the model's context.
+std::vector<LoglikelihoodResult> score_loglikelihood(model::LanguageModel& model,
+                                                     const std::vector<TokenPair>& requests,
+                                                     int64_t batch_size,
+                                                     ScoringStats* stats = nullptr);
+
+struct GenerationResult {
+  std::string text;  // cut at the first stop string
+  int64_t tokens = 0;
+  int64_t truncated_tokens = 0;  // prompt tokens cut from the left (to L - max_gen_toks)
+};
+
+// Greedy decoding through the KV cache, one prompt at a time (longest first): the prompt is
+// left-truncated to L - max_gen_toks tokens (lm-eval: max_ctx_len), decoding stops at a stop
+// token (EOS), after max_gen_toks tokens, or once the text contains a stop string; the text is
+// cut at the first stop string. Needs L > max_gen_toks (Error(kInvalidArgument) otherwise).
+std::vector<GenerationResult> generate_until(model::LanguageModel& model, const TextCodec& codec,
+                                             const std::vector<std::string>& prompts,
+                                             const std::vector<std::string>& until,
+                                             int64_t max_gen_toks);
+
+}  // namespace patchbay::eval

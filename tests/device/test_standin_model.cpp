@@ -1,0 +1,204 @@
+// The language model on the host stand-in device (cuda:0 backed by host memory, CPU kernels
+// aliased; core/engine/host_standin_device.hpp), with the real built-in plugins
+// attention_dense, ffn_mlp and attention_linformer loaded through the registry: every parameter
+// lives on the device, the forward and backward give the CPU model's bits and copy nothing back to
+// the host, KV-cache decoding works there, a device model's checkpoint loads into a CPU model, and
+// a plugin with CPU-only code (attention_lsh) refuses the device naming itself.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/host_standin_device.hpp"
+#include "engine/ops.hpp"
+#include "engine/ops_indexing.hpp"
+#include "engine/ops_table.hpp"
+#include "model/language_model.hpp"
+#include "patchbay/testing/temp_dir.hpp"
+#include "runtime/registry.hpp"
+#include "train/checkpoint.hpp"
+
+namespace {
+
+namespace eng = patchbay::engine;
+namespace pm = patchbay::model;
+namespace rt = patchbay::runtime;
+
+rt::Registry& registry() {
+  static rt::Registry* instance = [] {
+    rt::set_host_ops(eng::host_ops_table());
+    const pb_host_api* host = rt::host_api();
+    eng::set_ops_status_functions(
+        {host->status_create, host->status_code, host->status_message, host->status_free});
+    const char* env = std::getenv("PATCHBAY_PLUGIN_PATH");
+    REQUIRE_MESSAGE(env != nullptr, "PATCHBAY_PLUGIN_PATH is not set (run through ctest)");
+    auto* r = new rt::Registry(host);
+    for (const char* file :
+         {"attention_dense.so", "ffn_mlp.so", "attention_lsh.so", "attention_linformer.so"})
+      r->scan_file(std::filesystem::path(env) / file);
+    for (const rt::RefusedPlugin& refused : r->refused()) FAIL_CHECK(refused.reason);
+    return r;
+  }();
+  return *instance;
+}
+
+pm::ModelOptions tiny(eng::Device device, uint64_t seed = 7) {
+  pm::ModelOptions o;
+  o.vocab_size = 11;
+  o.context_length = 8;
+  o.n_layers = 2;
+  o.n_heads = 2;
+  o.d_model = 16;
+  o.d_ff = 64;
+  o.init_std = 0.2;
+  o.seed = seed;
+  o.device = device;
+  return o;
+}
+
+eng::Tensor tokens(int64_t batch, int64_t length) {
+  std::vector<int64_t> ids;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < length; ++t) ids.push_back((7 * t + 3 * b + (t * t) % 5) % 11);
+  return eng::Tensor::from_data(ids.data(), {batch, length}, eng::DType::kI64);
+}
+
+std::vector<unsigned char> bytes_of(const eng::Tensor& t) {
+  eng::Tensor c = t.to(eng::cpu()).contiguous();
+  std::vector<unsigned char> out(c.nbytes());
+  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
+  return out;
+}
+
+float max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
+  const std::vector<float> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  float worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+// Mean next-token loss of a forward pass (targets: the inputs shifted by one, wrapped).
+eng::Tensor loss_of(pm::LanguageModel& model, const eng::Tensor& ids) {
+  eng::Tensor logits = model.forward(ids, /*training=*/true).logits;
+  eng::Tensor targets =
+      eng::concat({eng::narrow(ids, 1, 1, ids.size(1) - 1), eng::narrow(ids, 1, 0, 1)}, 1);
+  return eng::cross_entropy(logits.reshape({-1, 11}), targets.reshape({-1}).to(logits.device()));
+}
+
+}  // namespace
+
+TEST_CASE("the model on the stand-in device: parameters there, CPU bits, no copy back") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto on_cpu = pm::LanguageModel::build(tiny(eng::cpu()), {}, registry());
+  auto on_dev = pm::LanguageModel::build(tiny(dev), {}, registry());
+  const std::vector<pm::NamedParameter> cpu_params = on_cpu->parameters();
+  const std::vector<pm::NamedParameter> dev_params = on_dev->parameters();
+  REQUIRE(cpu_params.size() == dev_params.size());
+  for (size_t i = 0; i < dev_params.size(); ++i) {
+    CAPTURE(dev_params[i].name);
+    CHECK(dev_params[i].tensor.device() == dev);
+    CHECK(dev_params[i].tensor.requires_grad());
+    CHECK(bytes_of(dev_params[i].tensor) == bytes_of(cpu_params[i].tensor));  // same init
+  }
+
+  const eng::Tensor ids = tokens(2, 8);  // on the host, as the trainer makes them
+  const size_t copies_back = eng::standin_transfer_counts().device_to_host;
+  eng::Tensor dev_loss = loss_of(*on_dev, ids);
+  CHECK(dev_loss.device() == dev);
+  eng::backward(dev_loss);
+  CHECK(eng::standin_transfer_counts().device_to_host == copies_back);
+
+  eng::Tensor cpu_loss = loss_of(*on_cpu, ids);
+  eng::backward(cpu_loss);
+  CHECK(bytes_of(dev_loss) == bytes_of(cpu_loss));
+  for (size_t i = 0; i < dev_params.size(); ++i) {
+    CAPTURE(dev_params[i].name);
+    REQUIRE(dev_params[i].tensor.grad().defined());
+    CHECK(dev_params[i].tensor.grad().device() == dev);
+    if (dev_params[i].name == "wte.weight") {
+      // The tied embedding's two gradients meet in another order: on the CPU the embedding's
+      // rows are added into the head's gradient in place (autograd's add-into form, CPU
+      // only), elsewhere its dense gradient is built first and then added. Same sum, one
+      // rounding apart.
+      CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) < 1e-6f);
+    } else {
+      CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
+    }
+  }
+}
+
+TEST_CASE("KV-cache decoding on the stand-in device gives the full forward's logits") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto model = pm::LanguageModel::build(tiny(dev), {}, registry());
+  eng::NoGradGuard no_grad;
+  const eng::Tensor ids = tokens(1, 6);
+  const eng::Tensor full = model->forward(ids, false).logits;
+  pm::DecodeState state = model->start_decoding(1, 8);
+  eng::Tensor first = model->decode_step(state, eng::narrow(ids, 1, 0, 5).contiguous());
+  eng::Tensor last = model->decode_step(state, eng::narrow(ids, 1, 5, 1).contiguous());
+  CHECK(last.device() == dev);
+  const std::vector<float> want = eng::narrow(full, 1, 5, 1).to_vector();
+  const std::vector<float> got = last.to_vector();
+  REQUIRE(want.size() == got.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  CHECK(first.shape() == eng::Shape{1, 5, 11});
+}
+
+TEST_CASE("a device model's checkpoint loads into a CPU model, which then computes the same") {
+  const eng::Device dev = eng::install_host_standin_device();
+  patchbay::testing::TempDir dir("device_model_checkpoint");
+  auto on_dev = pm::LanguageModel::build(tiny(dev, 3), {}, registry());
+  std::vector<patchbay::train::NamedTensor> saved;
+  for (const pm::NamedParameter& p : on_dev->parameters()) saved.push_back({p.name, p.tensor});
+  const auto file = patchbay::train::save_checkpoint(dir.path(), 1, saved, {});
+
+  auto on_cpu = pm::LanguageModel::build(tiny(eng::cpu(), 99), {}, registry());  // other init
+  std::vector<patchbay::train::NamedTensor> targets;
+  for (const pm::NamedParameter& p : on_cpu->parameters()) targets.push_back({p.name, p.tensor});
+  patchbay::train::Checkpoint(file).load_into(targets);
+  eng::NoGradGuard no_grad;
+  const eng::Tensor ids = tokens(1, 8);
+  CHECK(bytes_of(on_cpu->forward(ids, false).logits) ==
+        bytes_of(on_dev->forward(ids, false).logits));
+}
+
+TEST_CASE("linformer (ops composed in the plugin) runs on the device unchanged") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto options = [&](eng::Device device) {
+    pm::ModelOptions o = tiny(device);
+    o.causal = false;  // plain Linformer mixes positions: a bidirectional encoder
+    o.attention_kinds = {"linformer"};
+    return o;
+  };
+  pm::ComponentTables tables;
+  tables.attention = toml::table{{"kind", "linformer"}, {"k", 4}};  // k <= max_seq_len = 8
+  auto on_cpu = pm::LanguageModel::build(options(eng::cpu()), tables, registry());
+  auto on_dev = pm::LanguageModel::build(options(dev), tables, registry());
+  for (const pm::NamedParameter& p : on_dev->parameters()) CHECK(p.tensor.device() == dev);
+  eng::NoGradGuard no_grad;
+  const eng::Tensor ids = tokens(2, 8);
+  CHECK(bytes_of(on_dev->forward(ids, false).logits) ==
+        bytes_of(on_cpu->forward(ids, false).logits));
+}
+
+TEST_CASE("a layer with CPU-only code refuses the device, naming itself") {
+  const eng::Device dev = eng::install_host_standin_device();
+  pm::ModelOptions o = tiny(dev);
+  o.attention_kinds = {"lsh"};
+  pm::ComponentTables tables;
+  try {
+    (void)pm::LanguageModel::build(o, tables, registry());
+    FAIL("expected attention 'lsh' to refuse cuda:0");
+  } catch (const patchbay::Error& e) {
+    const std::string message = e.what();
+    CHECK(message.find("lsh") != std::string::npos);
+    CHECK(message.find("CPU") != std::string::npos);
+  }
+}
