@@ -47,9 +47,18 @@ class HfWeights {
       files_.push_back(std::make_unique<run::SafetensorsFile>(dir / "model.safetensors"));
     } else if (fs::is_regular_file(dir / "model.safetensors.index.json")) {
       std::set<std::string> shards;
-      for (const auto& [name, shard] :
-           read_json(dir / "model.safetensors.index.json").at("weight_map").items())
+      const fs::path index = dir / "model.safetensors.index.json";
+      const json map = read_json(index);
+      if (!map.is_object() || !map.contains("weight_map") || !map["weight_map"].is_object())
+        throw Error(ErrorKind::kInvalidArgument,
+                    "cannot import: " + index.string() + " has no \"weight_map\" object (tensor name -> shard file)");
+      for (const auto& [name, shard] : map["weight_map"].items()) {
+        if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
+          throw Error(ErrorKind::kInvalidArgument, "cannot import: " + index.string() + ": weight_map[\"" + name +
+                                                       "\"] is " + shard.dump() + "; expected a file name in " +
+                                                       dir.string());
         shards.insert(shard.get<std::string>());
+      }
       for (const std::string& shard : shards)
         files_.push_back(std::make_unique<run::SafetensorsFile>(dir / shard));
     } else {
@@ -112,6 +121,37 @@ bool is_ignorable_buffer(const std::string& name) {
   return ends_with(".attn.bias") || ends_with(".attn.masked_bias") ||
          ends_with("rotary_emb.inv_freq");
 }
+
+void check_weights_match(const HfModelShape& shape, const HfWeights& weights) {
+  std::set<std::string> used;
+  for (const TensorRule& rule : hf_tensor_rules(shape)) {
+    if (rule.patchbay_absent || rule.hf_absent) continue;
+    for (const HfTensorPart& part : rule.parts) {
+      std::string found_as;
+      const run::StoredTensor* stored = weights.find(part.hf_name, &found_as);
+      if (stored == nullptr)
+        throw Error(ErrorKind::kInvalidArgument,
+                    "cannot import: tensor '" + part.hf_name +
+                        "' is missing from the safetensors (config.json implies it; are its sizes right?)");
+      const std::vector<int64_t> expected = hf_part_shape(rule.patchbay_shape, part);
+      if (stored->shape != expected)
+        throw Error(ErrorKind::kInvalidArgument, "cannot import: tensor '" + part.hf_name + "' has shape " +
+                                                     engine::shape_str(stored->shape) + "; config.json implies " +
+                                                     engine::shape_str(expected) + " (are its sizes right?)");
+      used.insert(found_as);
+    }
+  }
+  std::string unused;
+  for (const std::string& name : weights.names())
+    if (used.count(name) == 0 && !is_ignorable_buffer(name) &&
+        !(name == "lm_head.weight" && shape.options.tie_embeddings))
+      unused += (unused.empty() ? "" : ", ") + name;
+  if (!unused.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "cannot import: tensors without a Patchbay counterpart: " + unused.substr(0, 2000) +
+                    " (config.json does not describe them)");
+}
+
 
 std::string toml_string(const std::string& text) {
   return json(text).dump();
@@ -202,6 +242,10 @@ HfImportResult import_from_hf(const fs::path& hf_dir, const fs::path& run_dir,
   train::validate_training_config(config, lookup);
   const std::string config_text = config::to_toml(config);
 
+  // Every tensor present with the shape config.json implies, and none left over, before the
+  // model is built: a config.json whose sizes disagree with the weights (missing keys, a typo)
+  // must not allocate a model of its own size first.
+  check_weights_match(shape, weights);
   train::TrainableModel trainable =
       train::build_trainable_model(config, registry, lookup, tokenizer.vocab_size);
   std::set<std::string> used_hf;
