@@ -19,6 +19,8 @@ packages=(
   gnuplot-nox             # PNG/SVG plots of patchbay compare and patchbay scaling fit
   openmpi-bin             # mpirun for multi-process training (parallel_mpi plugin) and its tests
   libopenmpi-dev          # MPI headers and library the parallel_mpi plugin builds against (CMake FindMPI)
+  clang-14                # libFuzzer targets of tests/fuzz (scripts/fuzz.sh, CI's sanitizer stage)
+  libclang-rt-14-dev      # clang's fuzzer, ASan and UBSan runtimes for those targets
 )
 
 missing=()
