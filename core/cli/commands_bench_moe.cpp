@@ -194,7 +194,9 @@ MoeCase make_moe_case(rt::Registry& registry, const BenchOptions& o, const std::
   return c;
 }
 
-std::vector<int64_t> parse_list(const std::string& text) { return parse_int_list(text, "--scaling", 1); }
+std::vector<int64_t> parse_list(const std::string& text) {
+  return parse_int_list(text, "--scaling", 1);
+}
 
 int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& global) {
   BenchOptions o;

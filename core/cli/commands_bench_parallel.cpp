@@ -64,7 +64,9 @@ struct BenchOptions {
   bool skip_training = false;
 };
 
-std::vector<int64_t> parse_sizes(const std::string& text) { return parse_int_list(text, "--sizes", 1); }
+std::vector<int64_t> parse_sizes(const std::string& text) {
+  return parse_int_list(text, "--sizes", 1);
+}
 
 std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }
 

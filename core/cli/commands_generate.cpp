@@ -90,7 +90,8 @@ constexpr std::uintmax_t kMaxGrammarFileBytes = 16u << 20;
 void check_constraint_options(bool grammar_given, const std::string& grammar_file, bool regex_given,
                               const std::string& regex) {
   if (grammar_given && grammar_file.empty())
-    throw Error(ErrorKind::kInvalidArgument, "generate: --grammar needs a .gbnf file; it was given ''");
+    throw Error(ErrorKind::kInvalidArgument,
+                "generate: --grammar needs a .gbnf file; it was given ''");
   if (regex_given && regex.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "generate: --regex needs a regular expression; it was given '' (drop the option to "
@@ -102,9 +103,11 @@ void check_constraint_options(bool grammar_given, const std::string& grammar_fil
     throw Error(ErrorKind::kNotFound, "generate: --grammar " + grammar_file + ": no such file");
   if (!std::filesystem::is_regular_file(status))
     throw Error(ErrorKind::kInvalidArgument,
-                "generate: --grammar " + grammar_file + ": not a regular file (expected a .gbnf text file)");
+                "generate: --grammar " + grammar_file +
+                    ": not a regular file (expected a .gbnf text file)");
   if (std::filesystem::file_size(grammar_file, ec) > kMaxGrammarFileBytes)
-    throw Error(ErrorKind::kInvalidArgument, "generate: --grammar " + grammar_file + ": larger than " +
+    throw Error(ErrorKind::kInvalidArgument, "generate: --grammar " + grammar_file +
+                                                 ": larger than " +
                                                  std::to_string(kMaxGrammarFileBytes >> 20) +
                                                  " MiB; a grammar is a short text file");
 }
@@ -194,7 +197,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   if (values.count("grammar") != 0 && values.count("regex") != 0) {
     throw Error(ErrorKind::kInvalidArgument, "generate: give --grammar or --regex, not both");
   }
-  check_constraint_options(values.count("grammar") != 0, grammar_file, values.count("regex") != 0, regex);
+  check_constraint_options(values.count("grammar") != 0, grammar_file, values.count("regex") != 0,
+                           regex);
   // A grammar entry goes first, so truncation (top_k, top_p) picks among allowed tokens.
   const auto add_constraint = [&](toml::array& entries) {
     if (!grammar_file.empty()) {

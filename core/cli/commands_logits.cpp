@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cli/command.hpp"
-#include "cli/int_list.hpp"
 #include "cli/component_lookup.hpp"
+#include "cli/int_list.hpp"
 #include "common/error.hpp"
 #include "config/config_loader.hpp"
 #include "data/tokenizer_io.hpp"
@@ -27,7 +27,8 @@ namespace fs = std::filesystem;
 
 std::vector<int32_t> parse_ids(const std::string& text) {
   std::vector<int32_t> ids;
-  for (const int64_t id : parse_int_list(text, "--ids", 0, INT32_MAX)) ids.push_back(static_cast<int32_t>(id));
+  for (const int64_t id : parse_int_list(text, "--ids", 0, INT32_MAX))
+    ids.push_back(static_cast<int32_t>(id));
   return ids;
 }
 

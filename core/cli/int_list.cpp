@@ -8,7 +8,8 @@
 
 namespace patchbay::cli {
 
-std::vector<int64_t> parse_int_list(const std::string& text, const std::string& option, int64_t min, int64_t max) {
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& option, int64_t min,
+                                    int64_t max) {
   std::vector<int64_t> values;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
@@ -17,8 +18,9 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (error != std::errc() || end != item.data() + item.size() || value < min || value > max)
       throw Error(ErrorKind::kInvalidArgument,
-                  option + ": '" + item.substr(0, 40) + "' is not an integer in [" + std::to_string(min) + ", " +
-                      std::to_string(max) + "]; expected comma-separated integers, e.g. 1,2,8");
+                  option + ": '" + item.substr(0, 40) + "' is not an integer in [" +
+                      std::to_string(min) + ", " + std::to_string(max) +
+                      "]; expected comma-separated integers, e.g. 1,2,8");
     values.push_back(value);
   }
   return values;

@@ -62,12 +62,14 @@ class Composer {
                                 : "check the path (relative to the current directory)";
       fail(std::move(issue));
     }
-    if (const std::uintmax_t bytes = fs::file_size(display, error); !error && bytes > kMaxConfigFileBytes) {
+    if (const std::uintmax_t bytes = fs::file_size(display, error);
+        !error && bytes > kMaxConfigFileBytes) {
       ConfigIssue issue;
       issue.where = included_from.value_or(SourceLocation{display.string(), 0});
       issue.key_path = included_from ? "include" : "";
       issue.problem = "config file too large";
-      issue.expected = "a TOML file of at most " + std::to_string(kMaxConfigFileBytes >> 20) + " MiB";
+      issue.expected =
+          "a TOML file of at most " + std::to_string(kMaxConfigFileBytes >> 20) + " MiB";
       issue.found = "'" + display.string() + "' of " + std::to_string(bytes) + " bytes";
       issue.fix = "check the path: a config is a small text file";
       fail(std::move(issue));

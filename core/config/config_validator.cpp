@@ -274,16 +274,19 @@ class Validator {
 
   // Values that name one folder of a path (run.name: runs/<name>/) must be one valid file
   // name, so the run directory can be made: no '/', not "." or "..", at most 255 bytes.
-  static std::optional<ValueProblem> check_path_component(const std::string& key_path, const toml::node& node) {
+  static std::optional<ValueProblem> check_path_component(const std::string& key_path,
+                                                          const toml::node& node) {
     if (key_path != "run.name" || !node.is_string()) return std::nullopt;
     const std::string& name = node.as_string()->get();
-    if (!name.empty() && name.size() <= 255 && name.find('/') == std::string::npos && name != "." && name != ".." &&
-        name.find('\0') == std::string::npos)
+    if (!name.empty() && name.size() <= 255 && name.find('/') == std::string::npos && name != "." &&
+        name != ".." && name.find('\0') == std::string::npos)
       return std::nullopt;
     ValueProblem problem;
     problem.problem = "not a usable folder name";
-    problem.expected = "one folder name of 1 to 255 bytes, without '/' (the run directory is <output_dir>/<name>)";
-    problem.found = name.size() > 60 ? "a name of " + std::to_string(name.size()) + " bytes" : "\"" + name + "\"";
+    problem.expected =
+        "one folder name of 1 to 255 bytes, without '/' (the run directory is <output_dir>/<name>)";
+    problem.found = name.size() > 60 ? "a name of " + std::to_string(name.size()) + " bytes"
+                                     : "\"" + name + "\"";
     problem.fix = "choose a shorter name; put folders in run.output_dir";
     return problem;
   }

@@ -55,8 +55,8 @@ std::string plugin_of(const std::vector<UsedComponent>& components, const std::s
 [[noreturn]] void wrong_type(const char* key, const json& value, const char* expected) {
   std::string shown = value.dump();
   if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
-  throw Error(ErrorKind::kInvalidArgument,
-              std::string("cannot import: config.json ") + key + " = " + shown + "; expected " + expected);
+  throw Error(ErrorKind::kInvalidArgument, std::string("cannot import: config.json ") + key +
+                                               " = " + shown + "; expected " + expected);
 }
 
 const json* field(const json& config, const char* key) {
@@ -68,7 +68,8 @@ const json* field(const json& config, const char* key) {
 int64_t get_int(const json& config, const char* key, int64_t fallback) {
   const json* v = field(config, key);
   if (v == nullptr) return fallback;
-  if (!v->is_number_integer() || (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t{1} << 62)))
+  if (!v->is_number_integer() ||
+      (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t{1} << 62)))
     wrong_type(key, *v, "an integer");
   return v->get<int64_t>();
 }
@@ -98,8 +99,9 @@ std::string get_string(const json& config, const char* key, const std::string& f
 int64_t get_size(const json& config, const char* key, const char* what) {
   const json* v = field(config, key);
   if (v == nullptr)
-    throw Error(ErrorKind::kInvalidArgument, std::string("cannot import: config.json has no ") + key + " (" + what +
-                                                 "); add it (transformers writes it with save_pretrained)");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("cannot import: config.json has no ") + key + " (" + what +
+                    "); add it (transformers writes it with save_pretrained)");
   const int64_t size = get_int(config, key, 0);
   if (size < 1 || size > (int64_t{1} << 31)) wrong_type(key, *v, "a positive integer");
   return size;
@@ -261,7 +263,8 @@ json hf_generation_config_json(const HfModelShape& /*shape*/, std::optional<int6
 
 HfModelShape hf_shape_from_config_json(const json& config) {
   if (!config.is_object())
-    throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json is a JSON " + std::string(config.type_name()) +
+    throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json is a JSON " +
+                                                 std::string(config.type_name()) +
                                                  ", not an object");
   const std::string type = get_string(config, "model_type", "");
   if (type != "gpt2" && type != "llama")

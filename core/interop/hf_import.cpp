@@ -51,12 +51,13 @@ class HfWeights {
       const json map = read_json(index);
       if (!map.is_object() || !map.contains("weight_map") || !map["weight_map"].is_object())
         throw Error(ErrorKind::kInvalidArgument,
-                    "cannot import: " + index.string() + " has no \"weight_map\" object (tensor name -> shard file)");
+                    "cannot import: " + index.string() +
+                        " has no \"weight_map\" object (tensor name -> shard file)");
       for (const auto& [name, shard] : map["weight_map"].items()) {
         if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
-          throw Error(ErrorKind::kInvalidArgument, "cannot import: " + index.string() + ": weight_map[\"" + name +
-                                                       "\"] is " + shard.dump() + "; expected a file name in " +
-                                                       dir.string());
+          throw Error(ErrorKind::kInvalidArgument,
+                      "cannot import: " + index.string() + ": weight_map[\"" + name + "\"] is " +
+                          shard.dump() + "; expected a file name in " + dir.string());
         shards.insert(shard.get<std::string>());
       }
       for (const std::string& shard : shards)
@@ -130,14 +131,16 @@ void check_weights_match(const HfModelShape& shape, const HfWeights& weights) {
       std::string found_as;
       const run::StoredTensor* stored = weights.find(part.hf_name, &found_as);
       if (stored == nullptr)
-        throw Error(ErrorKind::kInvalidArgument,
-                    "cannot import: tensor '" + part.hf_name +
-                        "' is missing from the safetensors (config.json implies it; are its sizes right?)");
+        throw Error(
+            ErrorKind::kInvalidArgument,
+            "cannot import: tensor '" + part.hf_name +
+                "' is missing from the safetensors (config.json implies it; are its sizes right?)");
       const std::vector<int64_t> expected = hf_part_shape(rule.patchbay_shape, part);
       if (stored->shape != expected)
-        throw Error(ErrorKind::kInvalidArgument, "cannot import: tensor '" + part.hf_name + "' has shape " +
-                                                     engine::shape_str(stored->shape) + "; config.json implies " +
-                                                     engine::shape_str(expected) + " (are its sizes right?)");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "cannot import: tensor '" + part.hf_name + "' has shape " +
+                        engine::shape_str(stored->shape) + "; config.json implies " +
+                        engine::shape_str(expected) + " (are its sizes right?)");
       used.insert(found_as);
     }
   }
@@ -151,7 +154,6 @@ void check_weights_match(const HfModelShape& shape, const HfWeights& weights) {
                 "cannot import: tensors without a Patchbay counterpart: " + unused.substr(0, 2000) +
                     " (config.json does not describe them)");
 }
-
 
 std::string toml_string(const std::string& text) {
   return json(text).dump();

@@ -28,7 +28,8 @@ fs::path run_dir_of_resume_path(const fs::path& resume) {
     return clean;
   }
   const fs::path folder = clean.has_parent_path() ? clean.parent_path() : fs::path(".");
-  if (folder.filename() == "checkpoints") return folder.has_parent_path() ? folder.parent_path() : fs::path(".");
+  if (folder.filename() == "checkpoints")
+    return folder.has_parent_path() ? folder.parent_path() : fs::path(".");
   return folder;
 }
 
@@ -62,20 +63,23 @@ RunDirectoryLock::RunDirectoryLock(const fs::path& run_dir) {
   const fs::path file = run_dir / kFileName;
   fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    throw Error(ErrorKind::kIo, "cannot open the run directory's lock file '" + file.string() + "' (" +
-                                    std::strerror(errno) + "); check that the run directory is writable");
+    throw Error(ErrorKind::kIo, "cannot open the run directory's lock file '" + file.string() +
+                                    "' (" + std::strerror(errno) +
+                                    "); check that the run directory is writable");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     const std::string owner = describe_owner(fd_);
     ::close(fd_);
     fd_ = -1;
     if (err != EWOULDBLOCK)
-      throw Error(ErrorKind::kIo, "cannot lock '" + file.string() + "' (" + std::strerror(err) + ")");
-    throw Error(ErrorKind::kIo, "run directory '" + run_dir.string() + "' is in use by another process (" +
-                                    (owner.empty() ? std::string("its pid is not recorded") : owner) +
-                                    "). Two processes writing one run would interleave its metrics and "
-                                    "checkpoints: wait for that one to finish or stop it, or train under "
-                                    "another name (--set run.name=...).");
+      throw Error(ErrorKind::kIo,
+                  "cannot lock '" + file.string() + "' (" + std::strerror(err) + ")");
+    throw Error(ErrorKind::kIo,
+                "run directory '" + run_dir.string() + "' is in use by another process (" +
+                    (owner.empty() ? std::string("its pid is not recorded") : owner) +
+                    "). Two processes writing one run would interleave its metrics and "
+                    "checkpoints: wait for that one to finish or stop it, or train under "
+                    "another name (--set run.name=...).");
   }
   const std::string owner = "pid " + std::to_string(::getpid()) + ": " + own_command_line() + "\n";
   if (::ftruncate(fd_, 0) == 0) {

@@ -52,9 +52,11 @@ uint64_t data_checksum(const std::vector<TensorToWrite>& tensors) {
 // One tensor's header entry: {"dtype": "F32", "shape": [...], "data_offsets": [b, e]}, every
 // field of the right JSON type, dims non-negative, the byte count free of overflow.
 StoredTensor parse_entry(const std::filesystem::path& path, const std::string& name,
-                         const nlohmann::ordered_json& entry, std::pair<uint64_t, uint64_t>& range) {
+                         const nlohmann::ordered_json& entry,
+                         std::pair<uint64_t, uint64_t>& range) {
   const std::string where = "tensor '" + name + "'";
-  if (!entry.is_object()) corrupt(path, where + " is described by " + std::string(entry.type_name()) + ", not an object");
+  if (!entry.is_object())
+    corrupt(path, where + " is described by " + std::string(entry.type_name()) + ", not an object");
   const auto dtype = entry.find("dtype");
   const auto shape = entry.find("shape");
   const auto offsets = entry.find("data_offsets");
@@ -80,33 +82,40 @@ StoredTensor parse_entry(const std::filesystem::path& path, const std::string& n
   }
   if (!offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
       !(*offsets)[1].is_number_unsigned())
-    corrupt(path, where + " has data_offsets " + offsets->dump() + "; expected [begin, end], non-negative integers");
+    corrupt(path, where + " has data_offsets " + offsets->dump() +
+                      "; expected [begin, end], non-negative integers");
   range = {(*offsets)[0].get<uint64_t>(), (*offsets)[1].get<uint64_t>()};
-  if (range.first > range.second) corrupt(path, where + " has data_offsets that end before they begin");
+  if (range.first > range.second)
+    corrupt(path, where + " has data_offsets that end before they begin");
   if (range.second - range.first != bytes)
     corrupt(path, where + " byte range (" + std::to_string(range.second - range.first) +
-                      " bytes) does not match its shape and dtype (" + std::to_string(bytes) + " bytes)");
+                      " bytes) does not match its shape and dtype (" + std::to_string(bytes) +
+                      " bytes)");
   return t;
 }
 
 // The ranges, in file order, must tile [0, data_size): each byte belongs to exactly one tensor.
 void check_ranges_tile(const std::filesystem::path& path, const std::vector<std::string>& names,
-                       const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t data_size) {
+                       const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                       uint64_t data_size) {
   std::vector<std::size_t> order(ranges.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ranges[a] < ranges[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return ranges[a] < ranges[b]; });
   uint64_t covered = 0;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const auto& [begin, end] = ranges[order[k]];
     if (end > data_size)
-      corrupt(path, "tensor '" + names[order[k]] + "' has data offsets outside the file (bytes " + std::to_string(begin) +
-                        ".." + std::to_string(end) + " of a " + std::to_string(data_size) + "-byte data section)");
+      corrupt(path, "tensor '" + names[order[k]] + "' has data offsets outside the file (bytes " +
+                        std::to_string(begin) + ".." + std::to_string(end) + " of a " +
+                        std::to_string(data_size) + "-byte data section)");
     if (begin < covered)
-      corrupt(path, "tensors '" + names[order[k - 1]] + "' and '" + names[order[k]] + "' overlap (at byte " +
-                        std::to_string(begin) + " of the data section)");
+      corrupt(path, "tensors '" + names[order[k - 1]] + "' and '" + names[order[k]] +
+                        "' overlap (at byte " + std::to_string(begin) + " of the data section)");
     if (begin > covered)
       corrupt(path, "bytes " + std::to_string(covered) + ".." + std::to_string(begin) +
-                        " of the data section belong to no tensor (a gap before '" + names[order[k]] + "')");
+                        " of the data section belong to no tensor (a gap before '" +
+                        names[order[k]] + "')");
     covered = end;
   }
   if (covered != data_size)
@@ -170,7 +179,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
   in.seekg(0);
   in.read(reinterpret_cast<char*>(bytes_.data()), static_cast<std::streamsize>(size));
   if (!in || static_cast<std::size_t>(in.gcount()) != size)
-    throw Error(ErrorKind::kIo, "cannot read safetensors file '" + path.string() + "' (" + std::to_string(size) +
+    throw Error(ErrorKind::kIo, "cannot read safetensors file '" + path.string() + "' (" +
+                                    std::to_string(size) +
                                     " bytes expected); check that it is a regular, readable file");
   parse();
 }
@@ -194,7 +204,8 @@ void SafetensorsFile::parse() {
   } catch (const nlohmann::json::exception& e) {
     corrupt(path, std::string("header is not JSON (") + e.what() + ")");
   }
-  if (!header.is_object()) corrupt(path, "header is a JSON " + std::string(header.type_name()) + ", not an object");
+  if (!header.is_object())
+    corrupt(path, "header is a JSON " + std::string(header.type_name()) + ", not an object");
   const std::size_t data_begin = 8 + n;
   const std::size_t data_size = size - data_begin;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
@@ -213,14 +224,15 @@ void SafetensorsFile::parse() {
   }
   check_ranges_tile(path, order_, ranges, data_size);
   for (std::size_t i = 0; i < order_.size(); ++i)
-    tensors_[order_[i]].data =
-        std::span<const std::byte>(bytes_.data() + data_begin + ranges[i].first, ranges[i].second - ranges[i].first);
+    tensors_[order_[i]].data = std::span<const std::byte>(
+        bytes_.data() + data_begin + ranges[i].first, ranges[i].second - ranges[i].first);
   const auto stored = metadata_.find(kDataChecksumKey);
   if (stored != metadata_.end()) {
-    const std::string actual = hex64(xxhash64(std::span<const std::byte>(bytes_.data() + data_begin, data_size)));
+    const std::string actual =
+        hex64(xxhash64(std::span<const std::byte>(bytes_.data() + data_begin, data_size)));
     if (stored->second != actual)
-      corrupt(path, "the data section's checksum is " + actual + ", the header records " + stored->second +
-                        " (the tensors' bytes changed after it was written)");
+      corrupt(path, "the data section's checksum is " + actual + ", the header records " +
+                        stored->second + " (the tensors' bytes changed after it was written)");
     checksum_check_ = ChecksumCheck::kVerified;
   }
 }

@@ -76,7 +76,8 @@ uint64_t Xxhash64::digest() const {
   hash += total_;
   const unsigned char* p = buffer_;
   std::size_t n = buffered_;
-  for (; n >= 8; p += 8, n -= 8) hash = rotl(hash ^ round_lane(0, read64(p)), 27) * kPrime1 + kPrime4;
+  for (; n >= 8; p += 8, n -= 8)
+    hash = rotl(hash ^ round_lane(0, read64(p)), 27) * kPrime1 + kPrime4;
   if (n >= 4) {
     hash = rotl(hash ^ (read32(p) * kPrime1), 23) * kPrime2 + kPrime3;
     p += 4;
@@ -100,7 +101,8 @@ uint64_t xxhash64(std::span<const std::byte> bytes, uint64_t seed) {
 std::string hex64(uint64_t value) {
   static const char kDigits[] = "0123456789abcdef";
   std::string text(16, '0');
-  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<std::size_t>(i)] = kDigits[value & 15];
+  for (int i = 15; i >= 0; --i, value >>= 4)
+    text[static_cast<std::size_t>(i)] = kDigits[value & 15];
   return text;
 }
 

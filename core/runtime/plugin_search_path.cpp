@@ -91,7 +91,8 @@ std::vector<fs::path> plugin_files(const std::vector<fs::path>& search_path) {
         }
       }
       if (ec)  // e.g. a folder without read permission: its plugins cannot be listed
-        spdlog::warn("cannot read plugin folder '{}' ({}); its plugins are skipped", entry.string(), ec.message());
+        spdlog::warn("cannot read plugin folder '{}' ({}); its plugins are skipped", entry.string(),
+                     ec.message());
       std::sort(in_folder.begin(), in_folder.end());
       for (const fs::path& f : in_folder) add(f);
     } else if (fs::exists(entry, ec)) {

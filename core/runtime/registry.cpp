@@ -1,14 +1,13 @@
 // The plugin registry (contract in registry.hpp): scanning, loading, lookup, creation.
 #include "runtime/registry.hpp"
 
+#include <link.h>
 #include <spdlog/spdlog.h>
 
-#include <link.h>
-
 #include <algorithm>
+#include <boost/dll/shared_library.hpp>
 #include <cstdint>
 #include <stdexcept>
-#include <boost/dll/shared_library.hpp>
 
 #include "patchbay/component.hpp"
 #include "runtime/plugin_validation.hpp"
@@ -39,7 +38,8 @@ bool in_code_of_same_object(const void* address, const void* anchor) {
           if (ph.p_type != PT_LOAD) continue;
           const uintptr_t begin = info->dlpi_addr + ph.p_vaddr, end = begin + ph.p_memsz;
           if (q.anchor >= begin && q.anchor < end) anchor_here = true;
-          if ((ph.p_flags & PF_X) != 0 && q.address >= begin && q.address < end) address_in_code = true;
+          if ((ph.p_flags & PF_X) != 0 && q.address >= begin && q.address < end)
+            address_in_code = true;
         }
         if (!anchor_here) return 0;
         q.anchor_here = true;
@@ -69,9 +69,10 @@ class PluginLibrary {
       throw BadEntry(std::string("its entry '") + PB_PLUGIN_ENTRY_SYMBOL +
                      "' is a NULL pointer; export the entry with PATCHBAY_PLUGIN (sdk/ABI.md)");
     if (!in_code_of_same_object(target, alias))
-      throw BadEntry(std::string("its entry '") + PB_PLUGIN_ENTRY_SYMBOL +
-                     "' does not point at code in the plugin (it must be Boost.DLL's alias, a pointer "
-                     "to the entry function, as PATCHBAY_PLUGIN exports it; sdk/ABI.md)");
+      throw BadEntry(
+          std::string("its entry '") + PB_PLUGIN_ENTRY_SYMBOL +
+          "' does not point at code in the plugin (it must be Boost.DLL's alias, a pointer "
+          "to the entry function, as PATCHBAY_PLUGIN exports it; sdk/ABI.md)");
     using Entry = const pb_plugin_descriptor* (*)();
     return reinterpret_cast<Entry>(target)();
   }

@@ -57,7 +57,8 @@ std::string file_name_for_step(int64_t step) { return "step_" + std::to_string(s
 
 // A non-negative decimal integer of at most 18 digits (no sign, no spaces), or -1.
 int64_t parse_count(const std::string& text) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) return -1;
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
   int64_t value = -1;
   std::from_chars(text.data(), text.data() + text.size(), value);
   return value;
@@ -84,12 +85,13 @@ void verify_json_metadata(const fs::path& file, const std::map<std::string, std:
     }
   };
   if (const auto components = parsed(kMetaComponents)) {
-    if (!components->is_array()) corrupt(file, std::string("metadata '") + kMetaComponents + "' is not a JSON array");
+    if (!components->is_array())
+      corrupt(file, std::string("metadata '") + kMetaComponents + "' is not a JSON array");
     for (const nlohmann::json& c : *components) {
       for (const char* field : {"kind", "name", "plugin_file"})
         if (!c.is_object() || !c.contains(field))
-          corrupt(file, std::string("metadata '") + kMetaComponents + "' has an entry without '" + field +
-                            "': " + c.dump().substr(0, 200));
+          corrupt(file, std::string("metadata '") + kMetaComponents + "' has an entry without '" +
+                            field + "': " + c.dump().substr(0, 200));
       for (const auto& [key, value] : c.items())
         if (!value.is_string())
           corrupt(file, std::string("metadata '") + kMetaComponents + "' has a non-string '" + key +
@@ -97,8 +99,10 @@ void verify_json_metadata(const fs::path& file, const std::map<std::string, std:
     }
   }
   if (const auto search = parsed(kMetaPluginSearchPath)) {
-    if (!search->is_array() || !std::all_of(search->begin(), search->end(), [](const auto& e) { return e.is_string(); }))
-      corrupt(file, std::string("metadata '") + kMetaPluginSearchPath + "' is not a JSON array of strings");
+    if (!search->is_array() ||
+        !std::all_of(search->begin(), search->end(), [](const auto& e) { return e.is_string(); }))
+      corrupt(file, std::string("metadata '") + kMetaPluginSearchPath +
+                        "' is not a JSON array of strings");
   }
 }
 
@@ -124,22 +128,28 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, const std::vecto
   return file;
 }
 
-Checkpoint::Checkpoint(const fs::path& file) : file_(std::make_shared<run::SafetensorsFile>(file)) { verify(); }
+Checkpoint::Checkpoint(const fs::path& file) : file_(std::make_shared<run::SafetensorsFile>(file)) {
+  verify();
+}
 
 void Checkpoint::verify() {
   const fs::path& file = path();
   const auto& meta = file_->metadata();
   const auto format = meta.find(kMetaFormat);
   if (format == meta.end() || format->second != kCheckpointFormat)
-    throw Error(ErrorKind::kIo, file.string() + ": not a patchbay checkpoint (metadata '" + std::string(kMetaFormat) +
-                                    "' should be '" + kCheckpointFormat + "')");
+    throw Error(ErrorKind::kIo, file.string() + ": not a patchbay checkpoint (metadata '" +
+                                    std::string(kMetaFormat) + "' should be '" + kCheckpointFormat +
+                                    "')");
   const auto step = meta.find(kMetaStep);
   if (step == meta.end()) corrupt(file, std::string("its metadata has no '") + kMetaStep + "'");
   step_ = parse_count(step->second);
   if (step_ < 0)
-    corrupt(file, "metadata 'step' is '" + step->second.substr(0, 40) + "'; expected a non-negative integer");
-  if (const auto tokens = meta.find(kMetaTokensSeen); tokens != meta.end() && parse_count(tokens->second) < 0)
-    corrupt(file, "metadata 'tokens_seen' is '" + tokens->second.substr(0, 40) + "'; expected a non-negative integer");
+    corrupt(file, "metadata 'step' is '" + step->second.substr(0, 40) +
+                      "'; expected a non-negative integer");
+  if (const auto tokens = meta.find(kMetaTokensSeen);
+      tokens != meta.end() && parse_count(tokens->second) < 0)
+    corrupt(file, "metadata 'tokens_seen' is '" + tokens->second.substr(0, 40) +
+                      "'; expected a non-negative integer");
   if (const auto elapsed = meta.find(kMetaElapsedSeconds); elapsed != meta.end()) {
     char* end = nullptr;
     const double seconds = std::strtod(elapsed->second.c_str(), &end);
@@ -147,21 +157,25 @@ void Checkpoint::verify() {
       corrupt(file, "metadata 'elapsed_seconds' is '" + elapsed->second.substr(0, 40) +
                         "'; expected a non-negative number");
   }
-  if (!meta.count(kMetaConfig)) corrupt(file, std::string("its metadata has no '") + kMetaConfig + "'");
+  if (!meta.count(kMetaConfig))
+    corrupt(file, std::string("its metadata has no '") + kMetaConfig + "'");
   verify_json_metadata(file, meta);
   for (const std::string& name : file_->names()) {
     const int64_t at = run::first_non_finite(file_->tensor(name));
     if (at >= 0)
-      corrupt(file, "tensor '" + name + "' holds a NaN or infinite value (element " + std::to_string(at) +
-                        "); a model cannot be evaluated or trained from it");
+      corrupt(file, "tensor '" + name + "' holds a NaN or infinite value (element " +
+                        std::to_string(at) + "); a model cannot be evaluated or trained from it");
   }
   if (file_->checksum_check() == run::ChecksumCheck::kAbsent)
-    spdlog::warn("{}: written before checkpoints carried a checksum; its data was not verified by one "
-                 "(its layout, metadata and values were)",
-                 file.string());
+    spdlog::warn(
+        "{}: written before checkpoints carried a checksum; its data was not verified by one "
+        "(its layout, metadata and values were)",
+        file.string());
 }
 
-bool Checkpoint::checksum_verified() const { return file_->checksum_check() == run::ChecksumCheck::kVerified; }
+bool Checkpoint::checksum_verified() const {
+  return file_->checksum_check() == run::ChecksumCheck::kVerified;
+}
 
 const std::string& Checkpoint::meta(const std::string& key) const {
   const auto it = file_->metadata().find(key);
@@ -211,7 +225,8 @@ std::vector<fs::path> step_checkpoints(const fs::path& folder) {
       const int64_t step = step_of_file_name(entry.path().filename().string());
       if (step >= 0 && entry.is_regular_file(ec)) found.emplace_back(step, entry.path());
     }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<fs::path> files;
   for (auto& f : found) files.push_back(std::move(f.second));
   return files;
@@ -242,7 +257,8 @@ fs::path checkpoint_folder(const fs::path& path) {
 
 std::string file_list(const std::vector<fs::path>& files) {
   std::string names;
-  for (std::size_t i = 0; i < files.size() && i < 8; ++i) names += (i ? ", " : "") + files[i].filename().string();
+  for (std::size_t i = 0; i < files.size() && i < 8; ++i)
+    names += (i ? ", " : "") + files[i].filename().string();
   if (files.size() > 8) names += ", ... (" + std::to_string(files.size()) + " in all)";
   return names;
 }
@@ -255,7 +271,8 @@ fs::path follow_latest(const fs::path& folder) {
   std::string name;
   std::getline(in, name);
   if (name.empty() || name.find('/') != std::string::npos || !fs::is_regular_file(folder / name)) {
-    spdlog::warn("{} names '{}', which is not a checkpoint file in that folder", latest.string(), name.substr(0, 100));
+    spdlog::warn("{} names '{}', which is not a checkpoint file in that folder", latest.string(),
+                 name.substr(0, 100));
     return {};
   }
   return folder / name;
@@ -271,9 +288,10 @@ fs::path resolve_checkpoint_path(const fs::path& path) {
     const std::vector<fs::path> steps = step_checkpoints(folder);
     if (!steps.empty()) return steps.front();
   }
-  throw Error(ErrorKind::kNotFound, "no checkpoint at " + path.string() +
-                                        ": expected a .safetensors file, or a run directory holding "
-                                        "checkpoints/latest or checkpoints/step_<N>.safetensors");
+  throw Error(ErrorKind::kNotFound,
+              "no checkpoint at " + path.string() +
+                  ": expected a .safetensors file, or a run directory holding "
+                  "checkpoints/latest or checkpoints/step_<N>.safetensors");
 }
 
 Checkpoint load_checkpoint(const fs::path& path, CorruptCheckpoint on_corrupt) {
@@ -291,10 +309,11 @@ Checkpoint load_checkpoint(const fs::path& path, CorruptCheckpoint on_corrupt) {
       const std::vector<fs::path> steps = step_checkpoints(folder);
       std::optional<Checkpoint> newest = newest_intact_checkpoint(folder);
       if (!newest)
-        throw Error(ErrorKind::kIo, (folder / "latest").string() + " is missing and none of " + file_list(steps) +
+        throw Error(ErrorKind::kIo, (folder / "latest").string() + " is missing and none of " +
+                                        file_list(steps) +
                                         " is intact; the run has no usable checkpoint");
-      spdlog::warn("{} is missing; its step files are {}; using the newest intact one, {}", (folder / "latest").string(),
-                   file_list(steps), newest->path().string());
+      spdlog::warn("{} is missing; its step files are {}; using the newest intact one, {}",
+                   (folder / "latest").string(), file_list(steps), newest->path().string());
       return std::move(*newest);
     }
   }
@@ -307,11 +326,14 @@ Checkpoint load_checkpoint(const fs::path& path, CorruptCheckpoint on_corrupt) {
       spdlog::warn("{}; using the newest intact checkpoint, {}", e.what(), intact->path().string());
       return std::move(*intact);
     }
-    if (!intact) throw Error(ErrorKind::kIo, std::string(e.what()) + ". No other checkpoint in " + folder.string() + " is intact.");
-    throw Error(ErrorKind::kIo, std::string(e.what()) + ". The newest intact checkpoint is " + intact->path().string() +
-                                    " (step " + std::to_string(intact->step()) +
-                                    "): name it instead, or resume with `patchbay train --resume RUN "
-                                    "--resume-from-intact`.");
+    if (!intact)
+      throw Error(ErrorKind::kIo, std::string(e.what()) + ". No other checkpoint in " +
+                                      folder.string() + " is intact.");
+    throw Error(ErrorKind::kIo,
+                std::string(e.what()) + ". The newest intact checkpoint is " +
+                    intact->path().string() + " (step " + std::to_string(intact->step()) +
+                    "): name it instead, or resume with `patchbay train --resume RUN "
+                    "--resume-from-intact`.");
   }
 }
 

@@ -19,13 +19,16 @@ void preflight_training_config(const config::ResolvedConfig& config, runtime::Re
   const TrainOptions options = train_options_from_config(config);
   if (options.seq_len > model_options.context_length)
     throw Error(ErrorKind::kInvalidArgument,
-                "train.seq_len (" + std::to_string(options.seq_len) + ", " + config.locate("train.seq_len").to_string() +
-                    ") exceeds model.context_length (" + std::to_string(model_options.context_length) +
+                "train.seq_len (" + std::to_string(options.seq_len) + ", " +
+                    config.locate("train.seq_len").to_string() +
+                    ") exceeds model.context_length (" +
+                    std::to_string(model_options.context_length) +
                     "); lower train.seq_len or raise model.context_length");
   check_objective(config);
   const config::SelectedComponent optimizer =
       config::select_component(config, make_training_schema(), lookup, "optimizer");
-  (void)registry.create(PB_KIND_OPTIMIZER, optimizer.name, *optimizer.config.view());  // its own checks
+  (void)registry.create(PB_KIND_OPTIMIZER, optimizer.name,
+                        *optimizer.config.view());  // its own checks
 }
 
 }  // namespace patchbay::train

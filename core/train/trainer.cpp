@@ -184,7 +184,8 @@ fs::path intact_or_newest_intact(const fs::path& checkpoint) {
   try {
     return Checkpoint(checkpoint).path();
   } catch (const Error&) {
-    const std::optional<Checkpoint> intact = newest_intact_checkpoint(checkpoint.parent_path(), checkpoint);
+    const std::optional<Checkpoint> intact =
+        newest_intact_checkpoint(checkpoint.parent_path(), checkpoint);
     return intact ? intact->path() : fs::path();
   }
 }
@@ -402,7 +403,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
   if (!request.resume.empty()) {
     const Checkpoint checkpoint = load_checkpoint(
-        request.resume, request.resume_from_intact ? CorruptCheckpoint::kUseNewestIntact : CorruptCheckpoint::kRefuse);
+        request.resume, request.resume_from_intact ? CorruptCheckpoint::kUseNewestIntact
+                                                   : CorruptCheckpoint::kRefuse);
     start_step = checkpoint.step();
     if (any_dropout(config, model.options()) && start_step > 0) {
       // Advance every dropout generator (model and plugins) exactly as the first run did. This
@@ -557,7 +559,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     }
     if (!r.finite) {
       summary.numeric_failure = true;
-      summary.failure_message = numeric_failure_message(step, r, o, intact_or_newest_intact(summary.last_checkpoint));
+      summary.failure_message =
+          numeric_failure_message(step, r, o, intact_or_newest_intact(summary.last_checkpoint));
       summary.last_loss = r.loss;
       if (progress) progress->finish("stopped: non-finite values");
       spdlog::error("{}", summary.failure_message);

@@ -454,9 +454,10 @@ class Parser {
       cycle += grammar_.names[rules[i]] + " -> ";
     }
     cycle += grammar_.names[next];
-    fail_at(defined_at_[next], "left recursion detected (" + cycle +
-                                   "): rewrite it with repetition, e.g. expr ::= term (\"+\" "
-                                   "term)*; a repetition of something that can be empty also loops");
+    fail_at(defined_at_[next],
+            "left recursion detected (" + cycle +
+                "): rewrite it with repetition, e.g. expr ::= term (\"+\" "
+                "term)*; a repetition of something that can be empty also loops");
   }
 
   std::string_view src_;

@@ -1,12 +1,12 @@
 // GrammarAutomaton (see grammar_automaton.hpp).
 #include "grammar_automaton.hpp"
 
-#include "gbnf_parser.hpp"
-
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+
+#include "gbnf_parser.hpp"
 
 namespace sampler_grammar {
 namespace {

@@ -32,7 +32,8 @@ constexpr size_t kMaxGrammarFileBytes = size_t{16} << 20;
 std::string read_grammar_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr)
-    throw PluginError(PB_STATUS_IO_ERROR, "grammar: cannot open gbnf_file '" + path + "': " + std::strerror(errno));
+    throw PluginError(PB_STATUS_IO_ERROR,
+                      "grammar: cannot open gbnf_file '" + path + "': " + std::strerror(errno));
   std::string text;
   char chunk[1 << 16];
   size_t n = 0;
@@ -40,9 +41,11 @@ std::string read_grammar_file(const std::string& path) {
     text.append(chunk, n);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) throw PluginError(PB_STATUS_IO_ERROR, "grammar: error while reading gbnf_file '" + path + "'");
+  if (failed)
+    throw PluginError(PB_STATUS_IO_ERROR, "grammar: error while reading gbnf_file '" + path + "'");
   if (text.size() > kMaxGrammarFileBytes)
-    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "grammar: gbnf_file '" + path + "' is larger than " +
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "grammar: gbnf_file '" + path +
+                                                      "' is larger than " +
                                                       std::to_string(kMaxGrammarFileBytes >> 20) +
                                                       " MiB; a grammar is a short text file");
   return text;

@@ -18,9 +18,13 @@ using patchbay::testing::run_patchbay;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
-std::string fixture(const std::string& name) { return std::string("'") + PATCHBAY_CLI_FIXTURES + "/" + name + "'"; }
+std::string fixture(const std::string& name) {
+  return std::string("'") + PATCHBAY_CLI_FIXTURES + "/" + name + "'";
+}
 
 }  // namespace
 
@@ -35,9 +39,11 @@ TEST_CASE("--set with an integer beyond 64 bits says so, not 'remove the quotes'
 
 TEST_CASE("a run name that cannot be a folder is refused by the schema") {
   const patchbay::testing::TempDir scratch("cli_run_name");
-  for (const std::string& name : {std::string(10 << 20, 'x'), std::string(300, 'y'), std::string("a/b")}) {
+  for (const std::string& name :
+       {std::string(10 << 20, 'x'), std::string(300, 'y'), std::string("a/b")}) {
     INFO("name of " << name.size() << " bytes");
-    std::ofstream(scratch / "long.toml") << "[run]\nname = \"" << name << "\"\n[data]\ncorpus = \"kjv\"\n";
+    std::ofstream(scratch / "long.toml")
+        << "[run]\nname = \"" << name << "\"\n[data]\ncorpus = \"kjv\"\n";
     const CommandResult r = run_patchbay("config check '" + (scratch / "long.toml").string() + "'");
     CHECK(r.exit_code == 3);
     CHECK(contains(r.output, "run.name"));
@@ -61,9 +67,11 @@ TEST_CASE("a plugin folder that cannot be read is warned about, naming it") {
   std::ofstream(locked / "a.so") << "x";
   ::chmod(locked.c_str(), 0);
   // root reads every folder: run the command as nobody then (setpriv, util-linux).
-  const std::string as_user = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
-  const CommandResult r = patchbay::testing::run_shell(as_user + "env -u PATCHBAY_PLUGIN_PATH '" + PATCHBAY_EXECUTABLE +
-                                                       "' --plugin-path '" + locked.string() + "' plugins list 2>&1");
+  const std::string as_user =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const CommandResult r =
+      patchbay::testing::run_shell(as_user + "env -u PATCHBAY_PLUGIN_PATH '" + PATCHBAY_EXECUTABLE +
+                                   "' --plugin-path '" + locked.string() + "' plugins list 2>&1");
   ::chmod(locked.c_str(), 0755);
   CHECK(contains(r.output, "cannot read plugin folder '" + locked.string() + "'"));
 }

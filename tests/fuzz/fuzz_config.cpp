@@ -11,7 +11,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::filesystem::path base = [] {
-    const auto dir = std::filesystem::temp_directory_path() / ("patchbay_fuzz_config_" + std::to_string(::getpid()));
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("patchbay_fuzz_config_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     return dir;
   }();

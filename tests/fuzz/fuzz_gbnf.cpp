@@ -9,8 +9,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input = patchbay_fuzz::text(data, size);
   const size_t newline = input.find('\n');
-  const std::string_view sample = newline == std::string_view::npos ? std::string_view() : input.substr(0, newline);
-  const std::string_view grammar = newline == std::string_view::npos ? input : input.substr(newline + 1);
+  const std::string_view sample =
+      newline == std::string_view::npos ? std::string_view() : input.substr(0, newline);
+  const std::string_view grammar =
+      newline == std::string_view::npos ? input : input.substr(newline + 1);
   try {
     const sampler_grammar::Grammar g = sampler_grammar::parse_gbnf(grammar);
     sampler_grammar::GrammarAutomaton automaton(g);

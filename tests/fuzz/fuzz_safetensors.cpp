@@ -7,10 +7,12 @@
 #include "run/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
+  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data),
+                               reinterpret_cast<const std::byte*>(data) + size);
   try {
     patchbay::run::SafetensorsFile file(std::move(bytes), "fuzz.safetensors");
-    for (const std::string& name : file.names()) (void)patchbay::run::first_non_finite(file.tensor(name));
+    for (const std::string& name : file.names())
+      (void)patchbay::run::first_non_finite(file.tensor(name));
   } catch (const patchbay::Error&) {
   }
   return 0;

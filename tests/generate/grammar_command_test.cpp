@@ -107,11 +107,14 @@ TEST_CASE("patchbay generate --regex / --grammar constrain sampled and beam outp
                 bad.output);
 }
 
-TEST_CASE("generate refuses empty constraints, devices and hostile nesting with an error, never a crash") {
+TEST_CASE(
+    "generate refuses empty constraints, devices and hostile nesting with an error, never a "
+    "crash") {
   const patchbay::testing::TempDir scratch("grammar_cmd_bad");
   const fs::path& dir = scratch.path();
   save_run(dir);
-  const std::string generate = std::string(PATCHBAY_EXECUTABLE) + " generate " + (dir / "run").string() + " --prompt the -n 4";
+  const std::string generate = std::string(PATCHBAY_EXECUTABLE) + " generate " +
+                               (dir / "run").string() + " --prompt the -n 4";
   const CommandResult empty_regex = run_shell(generate + " --regex '' 2>&1");
   CHECK(empty_regex.exit_code == 2);
   CHECK(empty_regex.output.find("--regex needs a regular expression") != std::string::npos);
@@ -125,10 +128,12 @@ TEST_CASE("generate refuses empty constraints, devices and hostile nesting with 
   const std::string nested = std::string(60000, '(') + "a" + std::string(60000, ')');
   const CommandResult deep = run_shell(generate + " --regex '" + nested + "' 2>&1");
   CHECK(deep.exit_code > 0);  // an error exit, not a signal (-1)
-  CHECK_MESSAGE(deep.output.find("groups nest deeper than") != std::string::npos, deep.output.substr(0, 400));
-  std::ofstream(dir / "deep.gbnf") << "root ::= " << std::string(100000, '(') << "\"x\"" << std::string(100000, ')')
-                                   << "\n";
-  const CommandResult deep_file = run_shell(generate + " --grammar " + (dir / "deep.gbnf").string() + " 2>&1");
+  CHECK_MESSAGE(deep.output.find("groups nest deeper than") != std::string::npos,
+                deep.output.substr(0, 400));
+  std::ofstream(dir / "deep.gbnf")
+      << "root ::= " << std::string(100000, '(') << "\"x\"" << std::string(100000, ')') << "\n";
+  const CommandResult deep_file =
+      run_shell(generate + " --grammar " + (dir / "deep.gbnf").string() + " 2>&1");
   CHECK(deep_file.exit_code > 0);
   CHECK(deep_file.output.find("groups nest deeper than") != std::string::npos);
 }

@@ -259,8 +259,9 @@ TEST_CASE(
   std::string implied = "config.json implies [";  // appended: GCC 12 -Wrestrict on "lit" + string
   implied += std::to_string(vocab);
   implied += ", 65536]";
-  CHECK_THROWS_WITH_AS(interop::import_from_hf(big, folder / "imported_big", setup.registry, setup.lookup, options),
-                       doctest::Contains(implied.c_str()), Error);
+  CHECK_THROWS_WITH_AS(
+      interop::import_from_hf(big, folder / "imported_big", setup.registry, setup.lookup, options),
+      doctest::Contains(implied.c_str()), Error);
   CHECK_FALSE(fs::exists(folder / "imported_big" / "checkpoints"));
 }
 
@@ -402,8 +403,9 @@ TEST_CASE("models without a transformers counterpart are refused naming the comp
 }
 
 TEST_CASE("import refuses config.json fields without a Patchbay counterpart") {
-  json llama = {{"model_type", "llama"},    {"vocab_size", 10},       {"hidden_size", 16},
-                {"num_attention_heads", 4}, {"num_hidden_layers", 1}, {"intermediate_size", 32},
+  json llama = {{"model_type", "llama"},    {"vocab_size", 10},
+                {"hidden_size", 16},        {"num_attention_heads", 4},
+                {"num_hidden_layers", 1},   {"intermediate_size", 32},
                 {"num_key_value_heads", 2}, {"max_position_embeddings", 64}};
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama),
                        doctest::Contains("num_key_value_heads = 2"), Error);
@@ -426,18 +428,22 @@ TEST_CASE("config.json sizes of the wrong type or missing are refused naming the
   bad = gpt2;
   bad["n_embd"] = "32";
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
-                       doctest::Contains("config.json n_embd = \"32\"; expected an integer"), Error);
+                       doctest::Contains("config.json n_embd = \"32\"; expected an integer"),
+                       Error);
   bad = gpt2;
   bad.erase("n_layer");
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
-                       doctest::Contains("config.json has no n_layer (the number of layers)"), Error);
+                       doctest::Contains("config.json has no n_layer (the number of layers)"),
+                       Error);
   bad = gpt2;
   bad["tie_word_embeddings"] = "yes";
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
-                       doctest::Contains("tie_word_embeddings = \"yes\"; expected true or false"), Error);
+                       doctest::Contains("tie_word_embeddings = \"yes\"; expected true or false"),
+                       Error);
   bad = gpt2;
   bad["model_type"] = 7;
-  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad), doctest::Contains("model_type = 7; expected a string"),
-                       Error);
-  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(json::array()), doctest::Contains("not an object"), Error);
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
+                       doctest::Contains("model_type = 7; expected a string"), Error);
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(json::array()),
+                       doctest::Contains("not an object"), Error);
 }

@@ -113,15 +113,18 @@ TEST_CASE("a NULL required callback is refused after loading") {
                              "is NULL"));
 }
 
-TEST_CASE("an entry alias holding NULL, or an entry that is not the alias, is refused, never called") {
+TEST_CASE(
+    "an entry alias holding NULL, or an entry that is not the alias, is refused, never called") {
   const auto null_entry = fixture("null_entry");
   const std::string null_reason = refusal_of(null_entry);
-  CHECK(contains(null_reason, null_entry.string() + ": its entry 'patchbay_plugin_entry' is a NULL pointer"));
+  CHECK(contains(null_reason,
+                 null_entry.string() + ": its entry 'patchbay_plugin_entry' is a NULL pointer"));
   CHECK(contains(null_reason, "PATCHBAY_PLUGIN"));
   const auto function_entry = fixture("function_entry");
   const std::string function_reason = refusal_of(function_entry);
-  CHECK(contains(function_reason, function_entry.string() +
-                                      ": its entry 'patchbay_plugin_entry' does not point at code in the plugin"));
+  CHECK(contains(function_reason,
+                 function_entry.string() +
+                     ": its entry 'patchbay_plugin_entry' does not point at code in the plugin"));
 }
 
 TEST_CASE("metadata that disagrees with the descriptor is refused") {

@@ -25,7 +25,8 @@ pid_t dead_pid() {
 }
 }  // namespace
 
-TEST_CASE("the run directory of a --resume path: the run, its checkpoints folder or a checkpoint in it") {
+TEST_CASE(
+    "the run directory of a --resume path: the run, its checkpoints folder or a checkpoint in it") {
   const patchbay::testing::TempDir scratch("run_directory");
   const fs::path run = scratch / "moved" / "run";
   fs::create_directories(run / "checkpoints");
@@ -58,7 +59,8 @@ TEST_CASE("a lock file left by a killed process does not block") {
   const patchbay::testing::TempDir scratch("run_directory");
   const fs::path run = scratch / "run";
   fs::create_directories(run);
-  std::ofstream(run / RunDirectoryLock::kFileName) << "pid " << dead_pid() << ": patchbay train x.toml\n";
+  std::ofstream(run / RunDirectoryLock::kFileName)
+      << "pid " << dead_pid() << ": patchbay train x.toml\n";
   CHECK_NOTHROW(RunDirectoryLock{run});
 }
 

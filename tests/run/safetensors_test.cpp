@@ -4,9 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
@@ -156,18 +156,23 @@ TEST_CASE("fields of the wrong JSON type are errors naming the tensor, never int
       {R"([1,2,3])", "header is a JSON array, not an object"},
       {R"({"a":{"dtype":5,"shape":[1],"data_offsets":[0,4]}})", "dtype that is not a string"},
       {R"({"a":{"dtype":"F32","shape":"x","data_offsets":[0,4]}})", "shape that is not an array"},
-      {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "dims must be non-negative integers"},
-      {R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "dims must be non-negative integers"},
-      {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", "too large"},
+      {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+       "dims must be non-negative integers"},
+      {R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})",
+       "dims must be non-negative integers"},
+      {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",
+       "too large"},
       {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,"4"]}})", "expected [begin, end]"},
       {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", "end before they begin"},
       {R"({"a":7})", "not an object"},
-      {R"({"__metadata__":[1],"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "__metadata__ is not"},
+      {R"({"__metadata__":[1],"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+       "__metadata__ is not"},
   };
   int i = 0;
   for (const Case& c : cases) {
     INFO(c.header);
-    std::string name = "t";  // appended piecewise: GCC 12's -Wrestrict misfires on "t" + std::string
+    std::string name =
+        "t";  // appended piecewise: GCC 12's -Wrestrict misfires on "t" + std::string
     name += std::to_string(i++);
     const std::string message = error_of(write_raw(scratch / name, c.header, four));
     CHECK(message.find(c.expected) != std::string::npos);
@@ -194,8 +199,9 @@ TEST_CASE("the data checksum is written, verified, and its absence is reported, 
   }
   CHECK(error_of(path).find("checksum") != std::string::npos);
   // A file from before checksums (or another tool): loads, and says the check was skipped.
-  const auto old = write_raw(scratch / "old.safetensors",
-                             R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0'));
+  const auto old =
+      write_raw(scratch / "old.safetensors",
+                R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0'));
   SafetensorsFile file(old);
   CHECK(file.checksum_check() == ChecksumCheck::kAbsent);
 }

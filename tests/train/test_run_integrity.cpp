@@ -41,7 +41,9 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // `patchbay ARGS` with one OpenMP thread (a tiny model on a shared machine).
 CommandResult cli(const std::string& arguments) {
@@ -73,12 +75,15 @@ struct TrainedRun {
     REQUIRE(fs::exists(run / "checkpoints" / "step_3.safetensors"));
     REQUIRE(fs::exists(run / "checkpoints" / "step_6.safetensors"));
   }
-  fs::path checkpoint(int step) const { return run / "checkpoints" / cat("step_", std::to_string(step), ".safetensors"); }
+  fs::path checkpoint(int step) const {
+    return run / "checkpoints" / cat("step_", std::to_string(step), ".safetensors");
+  }
 };
 
 // Rewrites a checkpoint with changed metadata and tensors (as a corrupting tool would, with
 // a valid checksum over the changed data, so only the field checks can catch it).
-void rewrite_checkpoint(const fs::path& file, const std::map<std::string, std::string>& meta_changes,
+void rewrite_checkpoint(const fs::path& file,
+                        const std::map<std::string, std::string>& meta_changes,
                         const std::string& nan_tensor = "") {
   patchbay::run::SafetensorsFile original(file);
   std::map<std::string, std::string> meta = original.metadata();
@@ -120,7 +125,8 @@ TEST_CASE("a copied run resumes in its copy and leaves the original's files unto
   fs::copy(t.run, copy, fs::copy_options::recursive);
   const std::string metrics_before = read_text(t.run / "metrics.jsonl");
   const std::string latest_before = read_text(t.run / "checkpoints" / "latest");
-  const CommandResult r = cli(cat("train --resume ", quoted(copy), " --no-progress --set train.max_steps=9"));
+  const CommandResult r =
+      cli(cat("train --resume ", quoted(copy), " --no-progress --set train.max_steps=9"));
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(read_text(t.run / "metrics.jsonl") == metrics_before);
   CHECK(read_text(t.run / "checkpoints" / "latest") == latest_before);
@@ -134,7 +140,8 @@ TEST_CASE("a second process training into a locked run directory is refused, nam
   TrainedRun t;
   const patchbay::run::RunDirectoryLock held(t.run);  // this test process is "the other trainer"
   const std::string metrics_before = read_text(t.run / "metrics.jsonl");
-  const CommandResult r = cli(cat("train --resume ", quoted(t.run), " --no-progress --set train.max_steps=9"));
+  const CommandResult r =
+      cli(cat("train --resume ", quoted(t.run), " --no-progress --set train.max_steps=9"));
   CHECK(r.exit_code == 5);
   CHECK(contains(r.output, cat("in use by another process (pid ", std::to_string(::getpid()))));
   CHECK(read_text(t.run / "metrics.jsonl") == metrics_before);
@@ -169,7 +176,8 @@ TEST_CASE("a deleted `latest` resumes from the newest intact step file, naming t
   TrainedRun t;
   fs::remove(t.run / "checkpoints" / "latest");
   flip_data_byte(t.checkpoint(6));
-  const CommandResult r = cli(cat("train --resume ", quoted(t.run), " --no-progress --set train.max_steps=8"));
+  const CommandResult r =
+      cli(cat("train --resume ", quoted(t.run), " --no-progress --set train.max_steps=8"));
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(contains(r.output, "step_6.safetensors, step_3.safetensors"));
   CHECK(contains(r.output, "steps: 3 -> 8"));
@@ -183,7 +191,8 @@ TEST_CASE("a malformed step in the metadata is refused naming the field, before 
     rewrite_checkpoint(t.checkpoint(6), {{"step", step}});
     const CommandResult r = cli(cat("train --resume ", quoted(t.checkpoint(6)), " --no-progress"));
     CHECK(r.exit_code == 5);
-    CHECK(contains(r.output, cat("metadata 'step' is '", std::string(step), "'; expected a non-negative integer")));
+    CHECK(contains(r.output, cat("metadata 'step' is '", std::string(step),
+                                 "'; expected a non-negative integer")));
     CHECK_FALSE(contains(r.output, "internal"));
     CHECK(read_text(t.run / "metrics.jsonl") == metrics_before);
   }
@@ -208,7 +217,8 @@ TEST_CASE("a checkpoint from before checksums loads and says the check was skipp
   {
     const std::string bytes = read_text(t.checkpoint(6));
     uint64_t n = 0;
-    for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    for (int i = 0; i < 8; ++i)
+      n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
     nlohmann::ordered_json header = nlohmann::ordered_json::parse(bytes.substr(8, n));
     header["__metadata__"].erase(patchbay::run::kDataChecksumKey);
     header_text = header.dump();
@@ -231,9 +241,11 @@ TEST_CASE("a temporary left by a killed checkpoint write is removed on the next 
     ::waitpid(child, nullptr, 0);
     return child;
   }();
-  const fs::path left = t.run / "checkpoints" / cat("step_9.safetensors.tmp-", std::to_string(gone));
+  const fs::path left =
+      t.run / "checkpoints" / cat("step_9.safetensors.tmp-", std::to_string(gone));
   std::ofstream(left) << "half a checkpoint";
-  const CommandResult r = cli(cat("train --resume ", quoted(t.run), " --no-progress --set train.max_steps=7"));
+  const CommandResult r =
+      cli(cat("train --resume ", quoted(t.run), " --no-progress --set train.max_steps=7"));
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK_FALSE(fs::exists(left));
   CHECK(contains(r.output, "left by a write that was killed"));
@@ -243,19 +255,23 @@ TEST_CASE("the numeric-failure message names only a checkpoint that verifies") {
   patchbay::train::testing::TinySetup setup;
   const auto folder = patchbay::train::testing::fresh_folder("nan_intact");
   patchbay::train::testing::write_tiny_corpus(folder);
-  const auto config = setup.config(patchbay::train::testing::tiny_config_text(folder), {"train.checkpoint_every=2"});
+  const auto config = setup.config(patchbay::train::testing::tiny_config_text(folder),
+                                   {"train.checkpoint_every=2"});
   patchbay::train::TrainRequest request;
   request.show_progress = false;
   request.print_samples = false;
-  request.before_step = [&](int64_t step, const std::vector<patchbay::model::NamedParameter>& params) {
+  request.before_step = [&](int64_t step,
+                            const std::vector<patchbay::model::NamedParameter>& params) {
     if (step != 4) return;
     flip_data_byte(folder / "run" / "checkpoints" / "step_4.safetensors");  // the disk corrupts it
     params[0].tensor.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
   };
-  const patchbay::train::TrainSummary summary = patchbay::train::train_model(config, setup.registry, setup.lookup, request);
+  const patchbay::train::TrainSummary summary =
+      patchbay::train::train_model(config, setup.registry, setup.lookup, request);
   REQUIRE(summary.numeric_failure);
   CHECK(summary.failure_message.find("step_4.safetensors") == std::string::npos);
-  CHECK(summary.failure_message.find(cat("the last good checkpoint is ",
-                                         (folder / "run" / "checkpoints" / "step_2.safetensors").string())) !=
+  CHECK(summary.failure_message.find(
+            cat("the last good checkpoint is ",
+                (folder / "run" / "checkpoints" / "step_2.safetensors").string())) !=
         std::string::npos);
 }
