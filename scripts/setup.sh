@@ -22,6 +22,8 @@ packages=(
   libyaml-cpp-dev         # lm-evaluation-harness task files (YAML) for patchbay eval --tasks (core/eval)
   zlib1g-dev              # gzip-compressed sources of patchbay data prepare (core/data/input_stream)
   libzstd-dev             # zstd-compressed sources of patchbay data prepare (core/data/input_stream)
+  clang-14                # libFuzzer targets of tests/fuzz (scripts/fuzz.sh, CI's sanitizer stage)
+  libclang-rt-14-dev      # clang's fuzzer, ASan and UBSan runtimes for those targets
 )
 
 missing=()

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/int_list.hpp"
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
 #include "engine/generator.hpp"
@@ -194,13 +195,7 @@ MoeCase make_moe_case(rt::Registry& registry, const BenchOptions& o, const std::
 }
 
 std::vector<int64_t> parse_list(const std::string& text) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(std::stoll(item));
-  }
-  return out;
+  return parse_int_list(text, "--scaling", 1);
 }
 
 int run_bench_moe(const std::vector<std::string>& args, const GlobalOptions& global) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/int_list.hpp"
 #include "common/error.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops_table.hpp"
@@ -64,11 +65,7 @@ struct BenchOptions {
 };
 
 std::vector<int64_t> parse_sizes(const std::string& text) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(std::stoll(item));
-  return out;
+  return parse_int_list(text, "--sizes", 1);
 }
 
 std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }

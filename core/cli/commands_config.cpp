@@ -8,8 +8,11 @@
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
+#include "common/error.hpp"
 #include "config/config_loader.hpp"
 #include "config/config_printer.hpp"
+#include "train/config_preflight.hpp"
+#include "train/train_config.hpp"
 
 namespace patchbay::cli {
 namespace {
@@ -80,10 +83,26 @@ int run_config_check(const std::vector<std::string>& args, const GlobalOptions& 
   const ConfigCommandLine command_line = parse_config_command_line(
       args, "check",
       "Validates a config (includes and --set applied) against the host sections and the schemas\n"
-      "of the components it names. Exit 0 when valid; exit 3 listing every problem otherwise.",
+      "of the components it names, then what `patchbay train` checks before its first\n"
+      "step (n_heads dividing d_model, seq_len within the context, the optimizer plugin's own\n"
+      "rules). Exit 0 when valid; exit 3 listing every problem otherwise.",
       false);
   if (command_line.help) return kExitOk;
-  load_validated_config(command_line.file, command_line.overrides, global);
+  const ValidatedConfig validated =
+      load_validated_config(command_line.file, command_line.overrides, global);
+  // What `train` would refuse before its first step, checked here too (train/config_preflight.hpp);
+  // without plugins only the schemas could be checked, and the warning above says so.
+  if (validated.components.registry && validated.components.lookup) {
+    config::ResolvedConfig training = validated.config;
+    train::validate_training_config(training, validated.components.lookup);
+    try {
+      train::preflight_training_config(training, *validated.components.registry,
+                                       validated.components.lookup);
+    } catch (const Error& e) {
+      std::cerr << "error: " << command_line.file << ": " << e.what() << "\n";
+      return kExitConfig;
+    }
+  }
   std::cout << command_line.file << ": valid\n";
   return kExitOk;
 }

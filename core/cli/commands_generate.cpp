@@ -83,6 +83,36 @@ toml::array chain_entries(const std::string& chain_file,
   return entries;
 }
 
+// --grammar FILE must be a readable regular file of at most kMaxGrammarFileBytes (a device
+// such as /dev/zero would be read without end); --grammar '' and --regex '' are refused rather
+// than silently generating without a constraint.
+constexpr std::uintmax_t kMaxGrammarFileBytes = 16u << 20;
+
+void check_constraint_options(bool grammar_given, const std::string& grammar_file, bool regex_given,
+                              const std::string& regex) {
+  if (grammar_given && grammar_file.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "generate: --grammar needs a .gbnf file; it was given ''");
+  if (regex_given && regex.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "generate: --regex needs a regular expression; it was given '' (drop the option to "
+                "generate without a constraint)");
+  if (!grammar_given) return;
+  std::error_code ec;
+  const auto status = std::filesystem::status(grammar_file, ec);
+  if (ec || !std::filesystem::exists(status))
+    throw Error(ErrorKind::kNotFound, "generate: --grammar " + grammar_file + ": no such file");
+  if (!std::filesystem::is_regular_file(status))
+    throw Error(ErrorKind::kInvalidArgument,
+                "generate: --grammar " + grammar_file +
+                    ": not a regular file (expected a .gbnf text file)");
+  if (std::filesystem::file_size(grammar_file, ec) > kMaxGrammarFileBytes)
+    throw Error(ErrorKind::kInvalidArgument, "generate: --grammar " + grammar_file +
+                                                 ": larger than " +
+                                                 std::to_string(kMaxGrammarFileBytes >> 20) +
+                                                 " MiB; a grammar is a short text file");
+}
+
 int run_generate(const std::vector<std::string>& args, const GlobalOptions& global) {
   std::string checkpoint_path, prompt, chain_file;
   int64_t max_new_tokens = 200;
@@ -167,9 +197,11 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   if (values.count("min-p") != 0) overrides.min_p = min_p;
   if (values.count("repetition-penalty") != 0) overrides.repetition_penalty = repetition_penalty;
   if (values.count("seed") != 0) overrides.seed = seed;
-  if (!grammar_file.empty() && !regex.empty()) {
+  if (values.count("grammar") != 0 && values.count("regex") != 0) {
     throw Error(ErrorKind::kInvalidArgument, "generate: give --grammar or --regex, not both");
   }
+  check_constraint_options(values.count("grammar") != 0, grammar_file, values.count("regex") != 0,
+                           regex);
   // A grammar entry goes first, so truncation (top_k, top_p) picks among allowed tokens.
   const auto add_constraint = [&](toml::array& entries) {
     if (!grammar_file.empty()) {

@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
+#include "cli/int_list.hpp"
 #include "common/error.hpp"
 #include "config/config_loader.hpp"
 #include "data/tokenizer_io.hpp"
@@ -26,10 +27,8 @@ namespace fs = std::filesystem;
 
 std::vector<int32_t> parse_ids(const std::string& text) {
   std::vector<int32_t> ids;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) ids.push_back(static_cast<int32_t>(std::stol(item)));
+  for (const int64_t id : parse_int_list(text, "--ids", 0, INT32_MAX))
+    ids.push_back(static_cast<int32_t>(id));
   return ids;
 }
 

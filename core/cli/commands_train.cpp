@@ -2,7 +2,9 @@
 // a config describes (core/train/trainer.hpp) in its run directory. With --resume and no
 // CONFIG, the checkpoint's own resolved config is used.
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "cli/component_lookup.hpp"
 #include "cli/device_option.hpp"
 #include "config/config_loader.hpp"
+#include "run/run_directory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -21,6 +24,7 @@ namespace po = boost::program_options;
 int run_train(const std::vector<std::string>& args, const GlobalOptions& global) {
   std::string config_file, resume;
   bool overwrite = false;
+  bool resume_from_intact = false;
   std::vector<std::string> overrides;
   std::string device;
   bool no_progress = false;
@@ -28,6 +32,8 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
       "set", po::value(&overrides)->composing(), "override a key: --set train.lr=3e-4 (repeatable)")(
       "resume", po::value(&resume), "continue a run: its directory or one of its checkpoints")(
+      "resume-from-intact", po::bool_switch(&resume_from_intact),
+      "with --resume: when the checkpoint is corrupt, continue from the run's newest intact one")(
       "overwrite", po::bool_switch(&overwrite), "replace an earlier run in the same run directory")(
       "no-progress", po::bool_switch(&no_progress), "no progress bar (metrics and log only)");
   add_device_option(options, device);
@@ -40,8 +46,11 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
                  "Trains the model CONFIG describes: prepares the corpus and tokenizer (cached under\n"
                  "[data] output_dir), writes config.toml, train.log, metrics.jsonl, samples.txt and\n"
                  "checkpoints/ in the run directory ([train] out_dir, default <run.output_dir>/<run.name>).\n"
-                 "--resume continues a run bit-identically (CPU); without CONFIG it uses the checkpoint's\n"
-                 "own config. Exit code 6 when the loss or gradient norm becomes NaN/Inf.\n\n"
+                 "--resume continues a run bit-identically (CPU) in the run directory it names (a moved or\n"
+                 "copied run resumes where it now is); without CONFIG it uses the checkpoint's own config.\n"
+                 "A run directory is trained by one process at a time (a lock file names the owner).\n"
+                 "Exit code 5 for a corrupt checkpoint (the newest intact one is named), 6 when the loss\n"
+                 "or gradient norm becomes NaN/Inf.\n\n"
               << options;
     return kExitOk;
   }
@@ -50,22 +59,34 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
     std::cerr << "patchbay train: give a CONFIG file (or --resume RUN_DIR); see patchbay train --help\n";
     return kExitUsage;
   }
+  if (resume_from_intact && resume.empty()) {
+    std::cerr << "patchbay train: --resume-from-intact needs --resume RUN_DIR; see patchbay train --help\n";
+    return kExitUsage;
+  }
+  const train::CorruptCheckpoint on_corrupt =
+      resume_from_intact ? train::CorruptCheckpoint::kUseNewestIntact : train::CorruptCheckpoint::kRefuse;
+  std::optional<train::Checkpoint> resumed;  // read and verified once, before anything is written
+  if (!resume.empty()) resumed = train::load_checkpoint(resume, on_corrupt);
   config::ResolvedConfig config;
   if (!config_file.empty()) {
     config = config::load_config(config_file, overrides);
   } else {
-    const train::Checkpoint checkpoint = train::load_checkpoint(resume);
-    config = config::load_config_text(checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
+    config = config::load_config_text(resumed->config_text(), resumed->path().string() + " (stored config)");
     for (const std::string& assignment : overrides) config::apply_set_override(config, assignment);
   }
   (void)apply_device_option(config, device);
   // A resumed run finds the plugins it was trained with (recorded in its checkpoints).
-  const RecordedPlugins recorded = resume.empty() ? RecordedPlugins{} : recorded_plugins(train::load_checkpoint(resume));
+  const RecordedPlugins recorded = resumed ? recorded_plugins(*resumed) : RecordedPlugins{};
   const ComponentLookup components = make_component_lookup(global, config, recorded);
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
   train::TrainRequest request;
-  request.resume = resume;
+  if (resumed) {
+    request.resume = resumed->path();  // the verified file (the intact one, when it fell back)
+    // --resume DIR writes into DIR, wherever the run was first trained (its config's out_dir).
+    request.run_dir = run::run_dir_of_resume_path(resumed->path());
+    resumed.reset();  // the trainer reads it again; do not hold two copies while it trains
+  }
   request.overwrite = overwrite;
   request.show_progress = !no_progress;
   const train::TrainSummary summary = train::train_model(config, *components.registry, components.lookup, request);

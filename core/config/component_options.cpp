@@ -129,8 +129,9 @@ std::vector<std::string> option_problems(const toml::table& options,
   std::vector<std::string> valid;
   for (const pb_config_field& field : fields) valid.emplace_back(field.key);
   for (const auto& [key, node] : options) {
+    const std::string_view name = key.str();  // (clang 14, the fuzz build, cannot capture bindings)
     const auto field = std::find_if(fields.begin(), fields.end(),
-                                    [&](const pb_config_field& f) { return key.str() == f.key; });
+                                    [&](const pb_config_field& f) { return name == f.key; });
     if (field == fields.end()) {
       const std::vector<std::string> close = closest_names(key.str(), valid);
       problems.push_back(

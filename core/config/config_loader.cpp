@@ -2,6 +2,7 @@
 // apply --set overrides. Sources are tracked per key path (config_document.hpp).
 #include "config/config_loader.hpp"
 
+#include <cctype>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -41,6 +42,9 @@ void merge_into(toml::table& target, ResolvedConfig::SourceMap& target_sources, 
   }
 }
 
+// A config (or an included file) larger than this is refused before parsing.
+constexpr std::uintmax_t kMaxConfigFileBytes = std::uintmax_t{16} << 20;
+
 class Composer {
  public:
   // `display` is the path as the user would write it (for messages); `included_from` is
@@ -56,6 +60,18 @@ class Composer {
       issue.found = "'" + display.string() + "' does not exist or is not a file";
       issue.fix = included_from ? "include paths are relative to the including file; fix the path"
                                 : "check the path (relative to the current directory)";
+      fail(std::move(issue));
+    }
+    if (const std::uintmax_t bytes = fs::file_size(display, error);
+        !error && bytes > kMaxConfigFileBytes) {
+      ConfigIssue issue;
+      issue.where = included_from.value_or(SourceLocation{display.string(), 0});
+      issue.key_path = included_from ? "include" : "";
+      issue.problem = "config file too large";
+      issue.expected =
+          "a TOML file of at most " + std::to_string(kMaxConfigFileBytes >> 20) + " MiB";
+      issue.found = "'" + display.string() + "' of " + std::to_string(bytes) + " bytes";
+      issue.fix = "check the path: a config is a small text file";
       fail(std::move(issue));
     }
     const fs::path canonical = fs::weakly_canonical(display, error);
@@ -217,6 +233,16 @@ std::optional<std::vector<std::string>> parse_key_path(std::string_view text) {
 }
 
 // A one-entry table {value = <parsed>} for an override's value text.
+// Digits with an optional sign (and TOML's '_' separators): what TOML reads as an integer
+// unless it overflows 64 bits.
+bool looks_like_integer(const std::string& text) {
+  const size_t start = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  if (start == text.size()) return false;
+  for (size_t i = start; i < text.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '_') return false;
+  return true;
+}
+
 toml::table parse_override_value(const std::string& text) {
   try {
     toml::table parsed = toml::parse("value = " + text);
@@ -282,7 +308,18 @@ void apply_set_override(ResolvedConfig& config, std::string_view assignment) {
     table = node->as_table();
   }
   path = join_key_path(path, keys->back());
-  toml::table value = parse_override_value(trim(assignment.substr(equals + 1)));
+  const std::string text = trim(assignment.substr(equals + 1));
+  toml::table value = parse_override_value(text);
+  if (value.get("value")->is_string() && looks_like_integer(text)) {
+    ConfigIssue issue;  // TOML refused it as a number: taken as a string it would mislead
+    issue.where = where;
+    issue.key_path = path;
+    issue.problem = "integer out of range";
+    issue.expected = "an integer in [-9223372036854775808, 9223372036854775807] (64-bit)";
+    issue.found = text.size() > 40 ? text.substr(0, 40) + "..." : text;
+    issue.fix = "write a smaller number";
+    fail(std::move(issue));
+  }
   table->insert_or_assign(keys->back(), std::move(*value.get("value")));
   config.erase_sources_under(path);
   record_sources_at(*table->get(keys->back()), path, where, config.sources());

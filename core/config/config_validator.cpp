@@ -259,7 +259,8 @@ class Validator {
   }
 
   void check_field_value(const pb_config_field& field, const std::string& key_path, const toml::node& node) {
-    const std::optional<ValueProblem> problem = check_value(field, node);
+    std::optional<ValueProblem> problem = check_value(field, node);
+    if (!problem) problem = check_path_component(key_path, node);
     if (!problem) return;
     ConfigIssue issue;
     issue.key_path = key_path + problem->item_suffix;
@@ -269,6 +270,25 @@ class Validator {
     issue.found = problem->found;
     issue.fix = problem->fix;
     issues_.push_back(std::move(issue));
+  }
+
+  // Values that name one folder of a path (run.name: runs/<name>/) must be one valid file
+  // name, so the run directory can be made: no '/', not "." or "..", at most 255 bytes.
+  static std::optional<ValueProblem> check_path_component(const std::string& key_path,
+                                                          const toml::node& node) {
+    if (key_path != "run.name" || !node.is_string()) return std::nullopt;
+    const std::string& name = node.as_string()->get();
+    if (!name.empty() && name.size() <= 255 && name.find('/') == std::string::npos && name != "." &&
+        name != ".." && name.find('\0') == std::string::npos)
+      return std::nullopt;
+    ValueProblem problem;
+    problem.problem = "not a usable folder name";
+    problem.expected =
+        "one folder name of 1 to 255 bytes, without '/' (the run directory is <output_dir>/<name>)";
+    problem.found = name.size() > 60 ? "a name of " + std::to_string(name.size()) + " bytes"
+                                     : "\"" + name + "\"";
+    problem.fix = "choose a shorter name; put folders in run.output_dir";
+    return problem;
   }
 
   // `component_kind_label` is set for the flat keys of a component section: the fix then also

@@ -13,6 +13,10 @@
 namespace patchbay::config {
 namespace {
 
+// Longest string value any field takes: a config is a small text file, and a 10 MB value (a
+// pasted file, a runaway generator) would only fail later, somewhere less clear.
+constexpr std::size_t kMaxStringValueBytes = std::size_t{16} << 20;
+
 std::string format_number(pb_value_type type, double number) {
   char text[64];
   if (type == PB_TYPE_INT) {
@@ -116,6 +120,20 @@ std::optional<ValueProblem> check_value(const pb_config_field& field, const toml
       return check_number(field, value.as_floating_point()->get(), value);
     case PB_TYPE_STRING: {
       if (!value.is_string()) return wrong_type(field, value);
+      if (value.as_string()->get().size() > kMaxStringValueBytes) {
+        ValueProblem problem;
+        problem.problem = "value too long";
+        // Appended piecewise (GCC 12's -Wrestrict misfires on "literal" + std::string here).
+        problem.expected = describe_expectation(field);
+        problem.expected += " of at most ";
+        problem.expected += std::to_string(kMaxStringValueBytes >> 20);
+        problem.expected += " MiB";
+        problem.found = "a string of ";
+        problem.found += std::to_string(value.as_string()->get().size());
+        problem.found += " bytes";
+        problem.fix = "shorten it (long texts belong in files the config names)";
+        return problem;
+      }
       const std::vector<std::string> choices = split_choices(field);
       const std::string& text = value.as_string()->get();
       if (choices.empty()) return std::nullopt;
@@ -142,7 +160,9 @@ std::optional<ValueProblem> check_value(const pb_config_field& field, const toml
         problem.expected = "a string (every item of " + describe_expectation(field) + ")";
         problem.found = describe_value(item);
         problem.fix = "quote the item: \"...\"";
-        problem.item_suffix = "[" + std::to_string(i) + "]";
+        problem.item_suffix = "[";  // piecewise: see above (-Wrestrict)
+        problem.item_suffix += std::to_string(i);
+        problem.item_suffix += "]";
         return problem;
       }
       return std::nullopt;

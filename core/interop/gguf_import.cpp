@@ -80,6 +80,14 @@ class GgufTensors : public ImportTensorSource {
     *found_as = it->second.first;
     return true;
   }
+  bool stored_shape(const std::string& hf_name, std::vector<int64_t>* shape,
+                    std::string* found_as) const override {
+    const auto it = by_hf_.find(hf_name);
+    if (it == by_hf_.end()) return false;
+    *shape = file_.tensor(it->second.first)->shape();
+    *found_as = it->second.first;
+    return true;
+  }
   std::vector<std::string> names() const override {
     std::vector<std::string> all;
     for (const GgufTensorInfo& t : file_.tensors()) all.push_back(t.name);

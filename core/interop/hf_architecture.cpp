@@ -50,13 +50,61 @@ std::string plugin_of(const std::vector<UsedComponent>& components, const std::s
                                                " has no Patchbay counterpart (" + why + ")");
 }
 
+// Typed readers of config.json fields: absent (or null) gives the fallback; present with another
+// JSON type (n_head = 2.5, n_embd = "32") is an error naming the field, never a silent default.
+[[noreturn]] void wrong_type(const char* key, const json& value, const char* expected) {
+  std::string shown = value.dump();
+  if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
+  throw Error(ErrorKind::kInvalidArgument, std::string("cannot import: config.json ") + key +
+                                               " = " + shown + "; expected " + expected);
+}
+
+const json* field(const json& config, const char* key) {
+  if (!config.is_object()) return nullptr;
+  const auto it = config.find(key);
+  return it == config.end() || it->is_null() ? nullptr : &*it;
+}
+
 int64_t get_int(const json& config, const char* key, int64_t fallback) {
-  return config.contains(key) && config[key].is_number_integer() ? config[key].get<int64_t>()
-                                                                 : fallback;
+  const json* v = field(config, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number_integer() ||
+      (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t{1} << 62)))
+    wrong_type(key, *v, "an integer");
+  return v->get<int64_t>();
 }
 
 double get_real(const json& config, const char* key, double fallback) {
-  return config.contains(key) && config[key].is_number() ? config[key].get<double>() : fallback;
+  const json* v = field(config, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) wrong_type(key, *v, "a number");
+  return v->get<double>();
+}
+
+bool get_bool(const json& config, const char* key, bool fallback) {
+  const json* v = field(config, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) wrong_type(key, *v, "true or false");
+  return v->get<bool>();
+}
+
+std::string get_string(const json& config, const char* key, const std::string& fallback) {
+  const json* v = field(config, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) wrong_type(key, *v, "a string");
+  return v->get<std::string>();
+}
+
+// A size the model cannot be built without: present, and a positive integer below 2^31.
+int64_t get_size(const json& config, const char* key, const char* what) {
+  const json* v = field(config, key);
+  if (v == nullptr)
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("cannot import: config.json has no ") + key + " (" + what +
+                    "); add it (transformers writes it with save_pretrained)");
+  const int64_t size = get_int(config, key, 0);
+  if (size < 1 || size > (int64_t{1} << 31)) wrong_type(key, *v, "a positive integer");
+  return size;
 }
 
 std::string toml_real(double value) {
@@ -242,21 +290,28 @@ json hf_generation_config_json(const HfModelShape& /*shape*/, std::optional<int6
 }
 
 HfModelShape hf_shape_from_config_json(const json& config) {
-  const std::string type = config.value("model_type", "");
+  if (!config.is_object())
+    throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json is a JSON " +
+                                                 std::string(config.type_name()) +
+                                                 ", not an object");
+  const std::string type = get_string(config, "model_type", "");
+  if (type != "gpt2" && type != "llama")
+    throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json model_type '" + type +
+                                                 "' has no Patchbay mapping (supported: gpt2 -> "
+                                                 "GPT2LMHeadModel, llama -> LlamaForCausalLM)");
   HfModelShape shape;
   model::ModelOptions& o = shape.options;
-  o.vocab_size = get_int(config, "vocab_size", 0);
-  const json extra = config.value("patchbay", json::object());
+  o.vocab_size = get_size(config, "vocab_size", "the vocabulary size");
+  const json extra = field(config, "patchbay") != nullptr ? config["patchbay"] : json::object();
+  if (!extra.is_object()) wrong_type("patchbay", extra, "an object");
   if (type == "gpt2") {
     shape.family = HfFamily::kGpt2;
-    o.context_length = get_int(config, "n_positions", 1024);
-    o.d_model = get_int(config, "n_embd", 768);
-    o.n_layers = get_int(config, "n_layer", 12);
-    o.n_heads = get_int(config, "n_head", 12);
-    o.d_ff = config.contains("n_inner") && config["n_inner"].is_number_integer()
-                 ? config["n_inner"].get<int64_t>()
-                 : 4 * o.d_model;
-    const std::string act = config.value("activation_function", "gelu_new");
+    o.context_length = get_size(config, "n_positions", "the context length");
+    o.d_model = get_size(config, "n_embd", "the hidden size");
+    o.n_layers = get_size(config, "n_layer", "the number of layers");
+    o.n_heads = get_size(config, "n_head", "the number of attention heads");
+    o.d_ff = get_int(config, "n_inner", 4 * o.d_model);
+    const std::string act = get_string(config, "activation_function", "gelu_new");
     if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
       shape.activation = "gelu";
     } else if (act == "gelu") {
@@ -271,22 +326,22 @@ HfModelShape hf_shape_from_config_json(const json& config) {
     o.positional = model::PositionalKind::kLearned;
     o.norm_eps = get_real(config, "layer_norm_epsilon", 1e-5);
     o.dropout = get_real(config, "resid_pdrop", 0.0);
-    o.tie_embeddings = config.value("tie_word_embeddings", true);
-    if (!config.value("scale_attn_weights", true))
+    o.tie_embeddings = get_bool(config, "tie_word_embeddings", true);
+    if (!get_bool(config, "scale_attn_weights", true))
       unsupported_field("scale_attn_weights", "false",
                         "attention always scales by 1/sqrt(head dim)");
-    if (config.value("scale_attn_by_inverse_layer_idx", false))
+    if (get_bool(config, "scale_attn_by_inverse_layer_idx", false))
       unsupported_field("scale_attn_by_inverse_layer_idx", "true",
                         "no per-layer attention scaling");
-    if (config.value("add_cross_attention", false))
+    if (get_bool(config, "add_cross_attention", false))
       unsupported_field("add_cross_attention", "true", "decoder-only models only");
   } else if (type == "llama") {
     shape.family = HfFamily::kLlama;
-    o.context_length = get_int(config, "max_position_embeddings", 2048);
-    o.d_model = get_int(config, "hidden_size", 4096);
-    o.n_layers = get_int(config, "num_hidden_layers", 32);
-    o.n_heads = get_int(config, "num_attention_heads", 32);
-    o.d_ff = get_int(config, "intermediate_size", 11008);
+    o.context_length = get_size(config, "max_position_embeddings", "the context length");
+    o.d_model = get_size(config, "hidden_size", "the hidden size");
+    o.n_layers = get_size(config, "num_hidden_layers", "the number of layers");
+    o.n_heads = get_size(config, "num_attention_heads", "the number of attention heads");
+    o.d_ff = get_size(config, "intermediate_size", "the feed-forward width");
     const int64_t kv = get_int(config, "num_key_value_heads", o.n_heads);
     if (kv < 1 || o.n_heads % kv != 0)
       unsupported_field("num_key_value_heads", std::to_string(kv),
@@ -297,7 +352,7 @@ HfModelShape hf_shape_from_config_json(const json& config) {
     if (head_dim * o.n_heads != o.d_model)
       unsupported_field("head_dim", std::to_string(head_dim),
                         "the head dim must be hidden_size / heads");
-    const std::string act = config.value("hidden_act", "silu");
+    const std::string act = get_string(config, "hidden_act", "silu");
     if (act != "silu")
       unsupported_field("hidden_act", "\"" + act + "\"", "the swiglu mlp uses silu");
     shape.activation = "swiglu";
@@ -305,12 +360,13 @@ HfModelShape hf_shape_from_config_json(const json& config) {
     o.positional = model::PositionalKind::kRotary;
     o.norm_eps = get_real(config, "rms_norm_eps", 1e-6);
     o.rope_theta = get_real(config, "rope_theta", 10000.0);
-    const json rope = config.contains("rope_parameters") && config["rope_parameters"].is_object()
-                          ? config["rope_parameters"]
-                          : config.value("rope_scaling", json());
+    const json rope = field(config, "rope_parameters") != nullptr ? config["rope_parameters"]
+                      : field(config, "rope_scaling") != nullptr  ? config["rope_scaling"]
+                                                                  : json();
+    if (!rope.is_null() && !rope.is_object()) wrong_type("rope_parameters", rope, "an object");
     if (rope.is_object()) {
       const std::string rope_type =
-          rope.value("rope_type", rope.value("type", std::string("default")));
+          get_string(rope, "rope_type", get_string(rope, "type", "default"));
       if (rope_type == "llama3") {
         HfRopeScaling& r = shape.rope_scaling;
         r.llama3 = true;
@@ -329,9 +385,9 @@ HfModelShape hf_shape_from_config_json(const json& config) {
       }
       o.rope_theta = get_real(rope, "rope_theta", o.rope_theta);
     }
-    shape.attention_bias = config.value("attention_bias", false);
-    shape.mlp_bias = config.value("mlp_bias", false);
-    o.tie_embeddings = config.value("tie_word_embeddings", false);
+    shape.attention_bias = get_bool(config, "attention_bias", false);
+    shape.mlp_bias = get_bool(config, "mlp_bias", false);
+    o.tie_embeddings = get_bool(config, "tie_word_embeddings", false);
     o.dropout = get_real(extra, "dropout", 0.0);
     if (get_int(config, "pretraining_tp", 1) > 1)
       unsupported_field("pretraining_tp", std::to_string(get_int(config, "pretraining_tp", 1)),

@@ -50,9 +50,19 @@ class HfWeights : public ImportTensorSource {
       files_.push_back(std::make_unique<run::SafetensorsFile>(dir / "model.safetensors"));
     } else if (fs::is_regular_file(dir / "model.safetensors.index.json")) {
       std::set<std::string> shards;
-      for (const auto& [name, shard] :
-           read_json(dir / "model.safetensors.index.json").at("weight_map").items())
+      const fs::path index = dir / "model.safetensors.index.json";
+      const json map = read_json(index);
+      if (!map.is_object() || !map.contains("weight_map") || !map["weight_map"].is_object())
+        throw Error(ErrorKind::kInvalidArgument,
+                    "cannot import: " + index.string() +
+                        " has no \"weight_map\" object (tensor name -> shard file)");
+      for (const auto& [name, shard] : map["weight_map"].items()) {
+        if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
+          throw Error(ErrorKind::kInvalidArgument,
+                      "cannot import: " + index.string() + ": weight_map[\"" + name + "\"] is " +
+                          shard.dump() + "; expected a file name in " + dir.string());
         shards.insert(shard.get<std::string>());
+      }
       for (const std::string& shard : shards)
         files_.push_back(std::make_unique<run::SafetensorsFile>(dir / shard));
     } else {
@@ -77,6 +87,12 @@ class HfWeights : public ImportTensorSource {
     return nullptr;
   }
   bool fetch(const std::string& hf_name, HostTensor* out, std::string* found_as) override;
+  bool stored_shape(const std::string& hf_name, std::vector<int64_t>* shape,
+                    std::string* found_as) const override {
+    const run::StoredTensor* stored = find(hf_name, found_as);
+    if (stored != nullptr) *shape = stored->shape;
+    return stored != nullptr;
+  }
   bool ignorable(const std::string& name) const override;
   std::vector<std::string> names() const override {
     std::vector<std::string> all;

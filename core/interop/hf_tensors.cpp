@@ -112,11 +112,16 @@ HostTensor slice_for_hf(const HostTensor& whole_tensor, const HfTensorPart& part
   return out;
 }
 
+std::vector<int64_t> hf_part_shape(const std::vector<int64_t>& whole, const HfTensorPart& part) {
+  const int64_t cols = whole.size() == 2 ? whole[1] : 1;
+  return whole.size() == 1 ? std::vector<int64_t>{part.rows}
+         : part.transpose  ? std::vector<int64_t>{cols, part.rows}
+                           : std::vector<int64_t>{part.rows, cols};
+}
+
 void place_from_hf(HostTensor& whole_tensor, const HfTensorPart& part, const HostTensor& hf) {
   const int64_t cols = whole_tensor.shape.size() == 2 ? whole_tensor.shape[1] : 1;
-  std::vector<int64_t> expected = whole_tensor.shape.size() == 1 ? std::vector<int64_t>{part.rows}
-                                  : part.transpose ? std::vector<int64_t>{cols, part.rows}
-                                                   : std::vector<int64_t>{part.rows, cols};
+  const std::vector<int64_t> expected = hf_part_shape(whole_tensor.shape, part);
   if (hf.shape != expected)
     throw Error(ErrorKind::kInvalidArgument, "tensor '" + part.hf_name + "' has shape " +
                                                  shape_text(hf.shape) + "; config.json implies " +

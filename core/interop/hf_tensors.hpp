@@ -64,6 +64,9 @@ struct HostTensor {
   std::vector<float> data;
 };
 
+// The shape the HF tensor `part` of a Patchbay tensor of shape `whole` has.
+std::vector<int64_t> hf_part_shape(const std::vector<int64_t>& whole, const HfTensorPart& part);
+
 // The HF tensor `part` of the Patchbay tensor `whole` (shape as the rule says).
 HostTensor slice_for_hf(const HostTensor& whole, const HfTensorPart& part);
 // Writes the HF tensor back into rows of `whole` (the inverse of slice_for_hf). Throws

@@ -31,9 +31,46 @@ std::string toml_string(const std::string& text) {
 
 }  // namespace
 
+// Every tensor the shape implies is present with that shape, and none is left over, read from
+// the source's index alone: a configuration whose sizes disagree with the weights (a missing
+// or mistyped key) is refused before anything of the configuration's size is allocated.
+void check_source_shapes(const HfModelShape& shape, const ImportTensorSource& source,
+                         const std::string& origin) {
+  std::set<std::string> used;
+  for (const TensorRule& rule : hf_tensor_rules(shape)) {
+    if (rule.patchbay_absent || rule.hf_absent) continue;
+    for (const HfTensorPart& part : rule.parts) {
+      std::string found_as;
+      std::vector<int64_t> stored;
+      if (!source.stored_shape(part.hf_name, &stored, &found_as))
+        throw Error(ErrorKind::kInvalidArgument,
+                    "cannot import: tensor '" + part.hf_name + "' is missing from " + origin +
+                        " (its configuration implies it; are the configuration's sizes right?)");
+      const std::vector<int64_t> expected = hf_part_shape(rule.patchbay_shape, part);
+      if (stored != expected)
+        throw Error(ErrorKind::kInvalidArgument,
+                    "cannot import: tensor '" + part.hf_name + "' of " + origin + " has shape " +
+                        engine::shape_str(stored) + "; its configuration implies " +
+                        engine::shape_str(expected) + " (are the configuration's sizes right?)");
+      used.insert(found_as);
+    }
+  }
+  std::string unused;
+  for (const std::string& name : source.names())
+    if (used.count(name) == 0 && !source.ignorable(name) &&
+        !(name == "lm_head.weight" && shape.options.tie_embeddings))
+      unused += (unused.empty() ? "" : ", ") + name;
+  if (!unused.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "cannot import: tensors of " + origin + " without a Patchbay counterpart: " +
+                    unused.substr(0, 2000) +
+                    " (the model's configuration does not describe them)");
+}
+
 std::map<std::string, HostTensor> patchbay_tensors_from(const HfModelShape& shape,
                                                         ImportTensorSource& source,
                                                         const std::string& origin) {
+  check_source_shapes(shape, source, origin);
   std::map<std::string, HostTensor> out;
   std::set<std::string> used;
   for (const TensorRule& rule : hf_tensor_rules(shape)) {
@@ -132,10 +169,11 @@ HfImportResult write_imported_run(const ImportedRunInputs& inputs, ImportTensorS
   train::validate_training_config(config, lookup);
   const std::string config_text = config::to_toml(config);
 
-  train::TrainableModel trainable =
-      train::build_trainable_model(config, registry, lookup, tokenizer.vocab_size);
+  // The weights' shapes are checked (patchbay_tensors_from) before the model is built.
   const std::map<std::string, HostTensor> values =
       patchbay_tensors_from(shape, weights, inputs.origin);
+  train::TrainableModel trainable =
+      train::build_trainable_model(config, registry, lookup, tokenizer.vocab_size);
   for (const model::NamedParameter& p : trainable.parameters) {
     const auto it = values.find(p.name);
     if (it == values.end())

@@ -27,6 +27,10 @@ class ImportTensorSource {
   // The tensor `hf_name`, or false when the source has none. `found_as`: the name it was
   // found under (counted as used).
   virtual bool fetch(const std::string& hf_name, HostTensor* out, std::string* found_as) = 0;
+  // The stored shape of `hf_name` (in the naming of HostTensor::shape) without reading or
+  // converting its data; false when the source has none.
+  virtual bool stored_shape(const std::string& hf_name, std::vector<int64_t>* shape,
+                            std::string* found_as) const = 0;
   // Every tensor name the source holds, in the naming of `found_as`.
   virtual std::vector<std::string> names() const = 0;
   // Names that carry no parameters and may stay unused (rotary buffers, attention masks).

@@ -2,8 +2,11 @@
 //   [u64 little-endian N][N bytes of JSON header, space-padded to a multiple of 8][data]
 // header: {"__metadata__": {string: string}, "<name>": {"dtype": "F32", "shape": [..],
 //          "data_offsets": [begin, end]}}  with offsets relative to the data section.
-// Writes are atomic (run/atomic_file.hpp); reads validate every offset against the file size
-// so a truncated or foreign file is an error naming the file, never a crash.
+// Writes are atomic (run/atomic_file.hpp) and store the XXH64 of the data section in the
+// metadata (kDataChecksumKey). Reads validate the header's every field and type, that the
+// tensors' byte ranges tile the data section exactly (no overlap, no gap, no tail: the
+// safetensors rule), and the checksum when the file has one; a truncated, corrupted or foreign
+// file is an Error(kIo) naming the file and what is wrong (exit code 5), never a crash.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +18,9 @@
 #include <vector>
 
 namespace patchbay::run {
+
+// Metadata key of the data section's checksum: 16 lowercase hex digits of its XXH64.
+inline constexpr const char* kDataChecksumKey = "data.xxh64";
 
 enum class StoredDType { kF32, kF16, kBF16, kI32, kI64, kU8 };
 
@@ -39,10 +45,18 @@ struct StoredTensor {
   std::span<const std::byte> data;  // points into the SafetensorsFile; valid while it lives
 };
 
+// Whether a file's data section was checked against a stored checksum.
+enum class ChecksumCheck { kVerified, kAbsent };
+
 // A whole safetensors file read into memory and indexed.
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::filesystem::path& path);  // throws patchbay::Error
+  // Parses bytes already in memory; `label` names them in errors (the fuzz targets use this).
+  SafetensorsFile(std::vector<std::byte> bytes, const std::filesystem::path& label);
+
+  // kAbsent: a file written before checksums (or by another tool); its ranges were still checked.
+  ChecksumCheck checksum_check() const { return checksum_check_; }
 
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   std::vector<std::string> names() const;  // in file order
@@ -52,11 +66,18 @@ class SafetensorsFile {
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  void parse();
+
   std::filesystem::path path_;
   std::vector<std::byte> bytes_;
   std::map<std::string, std::string> metadata_;
   std::map<std::string, StoredTensor> tensors_;
   std::vector<std::string> order_;
+  ChecksumCheck checksum_check_ = ChecksumCheck::kAbsent;
 };
+
+// The index of the first NaN or infinite element of a floating-point tensor (F32, F16, BF16),
+// or -1 when every element is finite (and always for integer tensors).
+int64_t first_non_finite(const StoredTensor& tensor);
 
 }  // namespace patchbay::run

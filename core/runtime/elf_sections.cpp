@@ -57,8 +57,12 @@ ElfFile::ElfFile(const std::filesystem::path& file) : in_(file, std::ios::binary
   const auto shentsize = read_le<uint16_t>(header, 0x3A);
   const auto shnum = read_le<uint16_t>(header, 0x3C);
   const auto shstrndx = read_le<uint16_t>(header, 0x3E);
-  if (shnum == 0) return;  // no sections: nothing to describe
-  if (shentsize < kSectionHeaderSize) malformed("section header entries too small");
+  // Boost.DLL's library_info, which runs after this reader, reads entries 64 bytes apart at
+  // e_shoff whatever e_shentsize says, and the name table as a run of NUL-terminated strings
+  // up to its end (a fuzzed file with an empty one was undefined behaviour there): both are
+  // required to be what real linkers write.
+  if (shnum == 0) malformed("no section header table");
+  if (shentsize != kSectionHeaderSize) malformed("section header entries are not 64 bytes");
   const std::string table = read(shoff, uint64_t{shnum} * shentsize);
   if (shstrndx >= shnum) malformed("section name table index out of range");
 
@@ -73,7 +77,11 @@ ElfFile::ElfFile(const std::filesystem::path& file) : in_(file, std::ios::binary
     s.entry_size = read_le<uint64_t>(table, at + 0x38);
     sections_.push_back(std::move(s));
   }
-  const std::string names = contents(sections_[shstrndx]);
+  const Section& name_table = sections_[shstrndx];
+  if (name_table.type == kSectionNoBits || name_table.size == 0)
+    malformed("the section name table is empty");
+  const std::string names = contents(name_table);
+  if (names.back() != '\0') malformed("the section name table does not end with a NUL byte");
   for (Section& s : sections_) s.name = c_string_at(names, s.name_offset);
 }
 

@@ -91,6 +91,7 @@ PluginMetadata parse_plugin_metadata(std::string_view text) {
       continue;
     }
     const std::vector<std::string_view> w = words(line);
+    if (w.empty()) continue;  // a line of blanks
     const std::string_view key = w.front();
     auto expect = [&](size_t n) {
       if (w.size() != n) {

@@ -1,6 +1,8 @@
 // The plugin search path (order and rules in plugin_search_path.hpp).
 #include "runtime/plugin_search_path.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <cstdlib>
@@ -39,6 +41,14 @@ std::vector<fs::path> plugin_search_path(const SearchPathOptions& options) {
     if (const char* env = std::getenv("PATCHBAY_PLUGIN_PATH")) split_colon_list(env, entries);
   }
   entries.insert(entries.end(), options.config_paths.begin(), options.config_paths.end());
+  // The entries a user named (not the default folders, which may well be absent): a typo
+  // there would otherwise look like a plugin that does not exist.
+  for (const std::string& entry : entries) {
+    std::error_code ec;
+    if (!entry.empty() && !fs::exists(entry, ec))
+      spdlog::warn("plugin path entry '{}' does not exist{}; it is skipped", entry,
+                   ec ? " (" + ec.message() + ")" : std::string());
+  }
   if (options.use_default_folders) {
     // An installed host (its <prefix>/lib/patchbay/plugins exists) uses the plugins installed
     // with it: searching the build folder too would find every built-in plugin twice and
@@ -80,6 +90,9 @@ std::vector<fs::path> plugin_files(const std::vector<fs::path>& search_path) {
           in_folder.push_back(e.path());
         }
       }
+      if (ec)  // e.g. a folder without read permission: its plugins cannot be listed
+        spdlog::warn("cannot read plugin folder '{}' ({}); its plugins are skipped", entry.string(),
+                     ec.message());
       std::sort(in_folder.begin(), in_folder.end());
       for (const fs::path& f : in_folder) add(f);
     } else if (fs::exists(entry, ec)) {

@@ -1,16 +1,56 @@
 // The plugin registry (contract in registry.hpp): scanning, loading, lookup, creation.
 #include "runtime/registry.hpp"
 
+#include <link.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <boost/dll/shared_library.hpp>
+#include <cstdint>
+#include <stdexcept>
 
 #include "patchbay/component.hpp"
 #include "runtime/plugin_validation.hpp"
 
 namespace patchbay::runtime {
 namespace fs = std::filesystem;
+
+namespace {
+
+// A plugin whose entry symbol is not what PATCHBAY_PLUGIN exports: refused, never called.
+struct BadEntry : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Whether `address` lies in an executable segment of the loaded object that also holds
+// `anchor` (the entry alias itself): only then is it the plugin's own code.
+bool in_code_of_same_object(const void* address, const void* anchor) {
+  struct Query {
+    uintptr_t address, anchor;
+    bool anchor_here = false, address_in_code = false;
+  } query{reinterpret_cast<uintptr_t>(address), reinterpret_cast<uintptr_t>(anchor)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& q = *static_cast<Query*>(data);
+        bool anchor_here = false, address_in_code = false;
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          const uintptr_t begin = info->dlpi_addr + ph.p_vaddr, end = begin + ph.p_memsz;
+          if (q.anchor >= begin && q.anchor < end) anchor_here = true;
+          if ((ph.p_flags & PF_X) != 0 && q.address >= begin && q.address < end)
+            address_in_code = true;
+        }
+        if (!anchor_here) return 0;
+        q.anchor_here = true;
+        q.address_in_code = address_in_code;
+        return 1;  // found the object: stop
+      },
+      &query);
+  return query.anchor_here && query.address_in_code;
+}
+
+}  // namespace
 
 // A loaded plugin library; the descriptor points into it.
 class PluginLibrary {
@@ -19,9 +59,22 @@ class PluginLibrary {
       : library_(file.string(),
                  boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local) {}
   const pb_plugin_descriptor* call_entry() {
-    // The alias is a pointer variable holding the entry function's address.
-    auto& entry = library_.get_alias<const pb_plugin_descriptor*()>(PB_PLUGIN_ENTRY_SYMBOL);
-    return entry();
+    // The alias is a pointer variable holding the entry function's address. It is checked
+    // before the call: NULL, or anything but code of this library (e.g. a plain function
+    // exported under the alias's name, whose first instruction bytes would be read as the
+    // address), is refused instead of jumped to.
+    void* const* alias = &library_.get<void*>(PB_PLUGIN_ENTRY_SYMBOL);
+    void* const target = *alias;
+    if (target == nullptr)
+      throw BadEntry(std::string("its entry '") + PB_PLUGIN_ENTRY_SYMBOL +
+                     "' is a NULL pointer; export the entry with PATCHBAY_PLUGIN (sdk/ABI.md)");
+    if (!in_code_of_same_object(target, alias))
+      throw BadEntry(
+          std::string("its entry '") + PB_PLUGIN_ENTRY_SYMBOL +
+          "' does not point at code in the plugin (it must be Boost.DLL's alias, a pointer "
+          "to the entry function, as PATCHBAY_PLUGIN exports it; sdk/ABI.md)");
+    using Entry = const pb_plugin_descriptor* (*)();
+    return reinterpret_cast<Entry>(target)();
   }
 
  private:
@@ -159,6 +212,8 @@ bool Registry::load(size_t index, bool throw_on_failure) {
       return true;
     }
     problem = join(problems, "; ");
+  } catch (const BadEntry& e) {
+    problem = e.what();
   } catch (const std::exception& e) {
     problem = std::string("cannot be loaded: ") + e.what() +
               "; check that its dependencies are installed (ldd shows missing ones)";

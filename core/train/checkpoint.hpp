@@ -10,12 +10,19 @@
 //   <run_dir>/checkpoints/latest   one line "step_<N>.safetensors", replaced atomically
 //                                  after the checkpoint file itself is in place
 // A crash at any point leaves the previous `latest` and its file intact.
+// Reading verifies a checkpoint before anything uses it (docs/reliability.md): the
+// safetensors layout and the data checksum (run/safetensors.hpp; a checkpoint written before
+// checksums loads with the check skipped and a warning saying so), every float tensor finite,
+// the format and the numeric metadata (step, tokens_seen, elapsed_seconds) well formed. A
+// checkpoint that fails is corrupt: Error(kIo), exit code 5, naming the newest intact
+// checkpoint of the same run when there is one.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,7 +75,9 @@ class Checkpoint {
   // The metadata value; Error(kNotFound) naming the key and the file when absent.
   const std::string& meta(const std::string& key) const;
   const std::string& config_text() const { return meta(kMetaConfig); }
-  int64_t step() const;
+  int64_t step() const { return step_; }
+  // false: written before checkpoints carried a checksum, so the data was not verified by one.
+  bool checksum_verified() const;
   std::vector<std::string> names() const { return file_->names(); }
   bool contains(const std::string& name) const { return file_->contains(name); }
   // A fresh engine tensor holding a copy of the stored one (Error(kNotFound) when absent).
@@ -81,14 +90,35 @@ class Checkpoint {
   void load_into(const std::vector<NamedTensor>& parameters) const;
 
  private:
+  void verify();
+
   std::shared_ptr<run::SafetensorsFile> file_;
+  int64_t step_ = 0;
 };
 
-// A checkpoint file, a run directory or its checkpoints/ folder (both: follow `latest`).
+// What load_checkpoint does when the checkpoint it was pointed at is corrupt.
+enum class CorruptCheckpoint {
+  kRefuse,           // Error(kIo) naming the problem and the newest intact checkpoint
+  kUseNewestIntact,  // warn, then load the newest intact step_<N> of the same folder
+};
+
+// The step_<N>.safetensors files of a checkpoints/ folder, newest (highest N) first.
+std::vector<std::filesystem::path> step_checkpoints(const std::filesystem::path& folder);
+
+// The newest checkpoint of `folder` (a checkpoints/ folder) that loads and verifies, skipping
+// `except`; nullopt when none does.
+std::optional<Checkpoint> newest_intact_checkpoint(const std::filesystem::path& folder,
+                                                   const std::filesystem::path& except = {});
+
+// A checkpoint file, a run directory or its checkpoints/ folder (both: follow `latest`; when
+// `latest` is missing or names a missing file but step_<N> files exist, the newest of them).
 // Throws Error(kNotFound) saying what was looked for.
 std::filesystem::path resolve_checkpoint_path(const std::filesystem::path& path);
 
-// resolve_checkpoint_path + read (the entry point eval and generate use).
-Checkpoint load_checkpoint(const std::filesystem::path& path);
+// resolve_checkpoint_path + read and verify (the entry point train --resume, eval and generate
+// use). Without `latest`, the newest intact step_<N> is used (with a warning naming the files);
+// a corrupt one is handled as `on_corrupt` says.
+Checkpoint load_checkpoint(const std::filesystem::path& path,
+                           CorruptCheckpoint on_corrupt = CorruptCheckpoint::kRefuse);
 
 }  // namespace patchbay::train

@@ -29,6 +29,7 @@
 #include "run/atomic_file.hpp"
 #include "run/metrics_log.hpp"
 #include "run/progress_bar.hpp"
+#include "run/run_directory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/grad_clip.hpp"
 #include "train/mixture_evaluation.hpp"
@@ -150,6 +151,28 @@ void copy_slices_into(const std::vector<NamedTensor>& slices,
   }
 }
 
+TrainOptions with_run_dir(TrainOptions options, const fs::path& run_dir) {
+  if (!run_dir.empty() && run_dir.lexically_normal() != options.run_dir.lexically_normal()) {
+    spdlog::info("writing into {} (the run resumed), not the config's {}", run_dir.string(),
+                 options.run_dir.string());
+    options.run_dir = run_dir;
+  }
+  return options;
+}
+
+// `checkpoint` when it loads and verifies, else the newest intact one beside it (or none), so
+// a failure message never points at a checkpoint that cannot be resumed.
+fs::path intact_or_newest_intact(const fs::path& checkpoint) {
+  if (checkpoint.empty()) return checkpoint;
+  try {
+    return Checkpoint(checkpoint).path();
+  } catch (const Error&) {
+    const std::optional<Checkpoint> intact =
+        newest_intact_checkpoint(checkpoint.parent_path(), checkpoint);
+    return intact ? intact->path() : fs::path();
+  }
+}
+
 // A fresh run must not mix its metrics and checkpoints with an earlier run's.
 void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
   const fs::path produced[] = {run_dir / "checkpoints", run_dir / "metrics.jsonl",
@@ -172,10 +195,17 @@ void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
 TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Registry& registry,
                             const config::ComponentSchemaLookup& lookup, const TrainRequest& request,
                             parallel::ParallelRun& par) {
-  const TrainOptions o = train_options_from_config(config);
+  const TrainOptions o = with_run_dir(train_options_from_config(config), request.run_dir);
   TrainSummary summary;
   summary.run_dir = o.run_dir;
   summary.writer = par.writer();
+  std::optional<run::RunDirectoryLock> run_dir_lock;  // one writer per run directory
+  if (par.writer()) {
+    run_dir_lock.emplace(o.run_dir);
+    for (const fs::path& folder : {o.run_dir, o.run_dir / "checkpoints"})
+      for (const fs::path& left : run::remove_stale_temporaries(folder))
+        spdlog::info("removed {}, left by a write that was killed", left.string());
+  }
   if (request.resume.empty() && par.writer()) claim_fresh_run_dir(o.run_dir, request.overwrite);
   fs::create_directories(o.run_dir);
   if (par.writer()) logging::add_run_log_file(o.run_dir / "train.log");
@@ -374,7 +404,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   int64_t start_step = 0;
   double elapsed_before = 0;  // training seconds of the earlier parts of a resumed run
   if (!request.resume.empty()) {
-    const Checkpoint checkpoint = load_checkpoint(request.resume);
+    const Checkpoint checkpoint = load_checkpoint(
+        request.resume, request.resume_from_intact ? CorruptCheckpoint::kUseNewestIntact
+                                                   : CorruptCheckpoint::kRefuse);
     start_step = checkpoint.step();
     if (o.dropout && start_step > 0) {
       // Advance every dropout generator (model and plugins) exactly as the first run did. This
@@ -533,7 +565,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     }
     if (!r.finite) {
       summary.numeric_failure = true;
-      summary.failure_message = numeric_failure_message(step, r, o, summary.last_checkpoint);
+      summary.failure_message =
+          numeric_failure_message(step, r, o, intact_or_newest_intact(summary.last_checkpoint));
       summary.last_loss = r.loss;
       if (progress) progress->finish("stopped: non-finite values");
       spdlog::error("{}", summary.failure_message);

@@ -113,6 +113,13 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
 
 struct TrainRequest {
   std::filesystem::path resume;  // empty: a fresh run
+  // The run directory to write; empty: the config's (train.out_dir or run.output_dir/run.name).
+  // `patchbay train --resume DIR` sets it to DIR's run directory, so a moved or copied run
+  // resumes in place (run/run_directory.hpp). The writer holds DIR's lock while it trains.
+  std::filesystem::path run_dir;
+  // A corrupt checkpoint to resume from: refused naming the newest intact one (false), or that
+  // one used (true; `--resume-from-intact`).
+  bool resume_from_intact = false;
   // A fresh run refuses a run directory that already holds metrics or checkpoints unless
   // this is set; then those files are removed first.
   bool overwrite = false;

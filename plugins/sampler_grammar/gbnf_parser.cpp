@@ -3,7 +3,7 @@
 // rules, start rule, left recursion).
 #include "gbnf_parser.hpp"
 
-#include <functional>
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <vector>
@@ -281,6 +281,8 @@ class Parser {
         out.push_back({Op::RuleRef, symbol(name, here)});
         have_item = true;
       } else if (c == '(') {
+        if (++depth_ >= kMaxNesting)
+          fail("groups nest deeper than " + std::to_string(kMaxNesting - 1) + " levels");
         ++pos_;
         skip_space(true);
         const uint32_t sub = generated_symbol(rule_name);
@@ -289,6 +291,7 @@ class Parser {
           fail("expected ')' to close the group opened at " + where(here) + ", found " +
                shown(peek()));
         ++pos_;
+        --depth_;
         last_start = out.size();
         out.push_back({Op::RuleRef, sub});
         have_item = true;
@@ -409,38 +412,58 @@ class Parser {
         }
       }
     }
+    // Depth-first search with an explicit stack (a chain of 100K rules must not overflow the
+    // call stack): a leftmost edge back to a rule on the path is left recursion.
     std::vector<int> color(n, 0);  // 0 new, 1 on the path, 2 done
-    std::vector<uint32_t> path;
-    std::function<void(uint32_t)> visit = [&](uint32_t r) {
-      color[r] = 1;
-      path.push_back(r);
-      for (uint32_t next : leftmost[r]) {
-        if (color[next] == 1) {
-          std::string cycle;
-          bool on = false;
-          for (uint32_t p : path) {
-            on = on || p == next;
-            if (on) cycle += grammar_.names[p] + " -> ";
-          }
-          cycle += grammar_.names[next];
-          fail_at(defined_at_[next],
-                  "left recursion detected (" + cycle +
-                      "): rewrite it with repetition, e.g. expr ::= term (\"+\" term)*; "
-                      "a repetition of something that can be empty also loops");
+    std::vector<std::pair<uint32_t, size_t>> path;  // rule, index of its next leftmost edge
+    for (uint32_t start = 0; start < n; ++start) {
+      if (color[start] != 0) continue;
+      color[start] = 1;
+      path.push_back({start, 0});
+      while (!path.empty()) {
+        auto& [r, edge] = path.back();
+        if (edge == leftmost[r].size()) {
+          color[r] = 2;
+          path.pop_back();
+          continue;
         }
-        if (color[next] == 0) visit(next);
+        const uint32_t next = leftmost[r][edge++];
+        if (color[next] == 1) report_left_recursion(path, next);
+        if (color[next] == 0) {
+          color[next] = 1;
+          path.push_back({next, 0});
+        }
       }
-      path.pop_back();
-      color[r] = 2;
-    };
-    for (uint32_t r = 0; r < n; ++r) {
-      if (color[r] == 0) visit(r);
     }
+  }
+
+  [[noreturn]] void report_left_recursion(const std::vector<std::pair<uint32_t, size_t>>& path,
+                                          uint32_t next) const {
+    std::vector<uint32_t> rules;  // the cycle, from `next` round to the rule before it
+    bool on = false;
+    for (const auto& step : path) {
+      on = on || step.first == next;
+      if (on) rules.push_back(step.first);
+    }
+    std::string cycle;  // a long cycle is shown by its first and last 8 rules
+    for (size_t i = 0; i < rules.size(); ++i) {
+      if (rules.size() > 16 && i == 8) {
+        cycle += "... (" + std::to_string(rules.size() - 16) + " more) -> ";
+        i = rules.size() - 8;
+      }
+      cycle += grammar_.names[rules[i]] + " -> ";
+    }
+    cycle += grammar_.names[next];
+    fail_at(defined_at_[next],
+            "left recursion detected (" + cycle +
+                "): rewrite it with repetition, e.g. expr ::= term (\"+\" "
+                "term)*; a repetition of something that can be empty also loops");
   }
 
   std::string_view src_;
   std::string_view root_name_;
   size_t pos_ = 0;
+  uint32_t depth_ = 0;  // open groups around pos_
   Grammar grammar_;
   std::map<std::string, uint32_t> ids_;
   std::vector<size_t> defined_at_;

@@ -12,7 +12,8 @@
 // (x* -> r ::= x r | ; x{0,n} as nested optionals, not n copies of x?), capped at 2000.
 // Refused with a GrammarSyntaxError giving line and column: syntax errors, undefined rules,
 // a rule defined twice, a missing start rule, and left recursion (also through rules that
-// can match the empty string, e.g. (x?)*), which a top-down matcher cannot run.
+// can match the empty string, e.g. (x?)*), which a top-down matcher cannot run; groups nested
+// deeper than kMaxNesting.
 #ifndef PATCHBAY_PLUGINS_SAMPLER_GRAMMAR_GBNF_PARSER_HPP_
 #define PATCHBAY_PLUGINS_SAMPLER_GRAMMAR_GBNF_PARSER_HPP_
 
@@ -40,6 +41,14 @@ class GrammarSyntaxError : public std::runtime_error {
 };
 
 inline constexpr uint32_t kMaxRepetition = 2000;
+// Deepest nesting of parenthesised groups (a regex's groups count one level more). The parser,
+// and the matcher that expands rules, recurse once per level: the bound keeps a hostile grammar
+// an error instead of a stack overflow, far above what a real grammar uses.
+inline constexpr uint32_t kMaxNesting = 1000;
+// Most rule expansions the matcher (grammar_automaton.cpp) nests before it reaches a character
+// (a ::= b ..., b ::= c ..., optional items in a row that may each be skipped): it recurses
+// once per expansion, so a longer chain is an error (std::runtime_error), not a stack overflow.
+inline constexpr uint32_t kMaxExpansionDepth = 4000;
 
 // Parses `text` (UTF-8) with `root` as the start rule.
 Grammar parse_gbnf(std::string_view text, std::string_view root = "root");

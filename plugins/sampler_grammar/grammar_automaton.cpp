@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "gbnf_parser.hpp"
+
 namespace sampler_grammar {
 namespace {
 
@@ -65,6 +67,15 @@ void GrammarAutomaton::expand_rule(uint32_t rule, int32_t rest, std::vector<int3
 const std::vector<int32_t>& GrammarAutomaton::advance(int32_t stack) {
   const auto found = advanced_.find(stack);
   if (found != advanced_.end()) return found->second;
+  if (expansion_depth_ >= kMaxExpansionDepth)
+    throw std::runtime_error("the grammar enters more than " + std::to_string(kMaxExpansionDepth) +
+                             " rules in a row before reading a character; flatten its chain of "
+                             "rules or of optional items");
+  struct DepthGuard {
+    uint32_t& depth;
+    explicit DepthGuard(uint32_t& d) : depth(d) { ++depth; }
+    ~DepthGuard() { --depth; }
+  } guard(expansion_depth_);
   std::vector<int32_t> out;
   if (stack == -1) {
     out.push_back(-1);

@@ -75,6 +75,7 @@ class GrammarAutomaton {
   std::vector<StackNode> nodes_;
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::unordered_map<int32_t, std::vector<int32_t>> advanced_;  // stack -> terminal-topped stacks
+  uint32_t expansion_depth_ = 0;  // advance() calls on the C++ stack (kMaxExpansionDepth)
   std::vector<std::vector<int32_t>> sets_;                      // sorted, unique; -1 = empty stack
   std::unordered_map<std::string_view, int32_t> set_ids_;       // keys view set_keys_
   std::vector<std::unique_ptr<std::string>> set_keys_;

@@ -1,7 +1,10 @@
 // GrammarConstraint (see grammar_constraint.hpp).
 #include "grammar_constraint.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include "gbnf_parser.hpp"
@@ -22,6 +25,32 @@ Grammar compile(const std::string& kind, const std::string& text, const std::str
   }
 }
 
+// A grammar file's text, refused past kMaxGrammarFileBytes (a device such as /dev/zero, or a
+// wrong path to a large file, would otherwise be read without end).
+constexpr size_t kMaxGrammarFileBytes = size_t{16} << 20;
+
+std::string read_grammar_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    throw PluginError(PB_STATUS_IO_ERROR,
+                      "grammar: cannot open gbnf_file '" + path + "': " + std::strerror(errno));
+  std::string text;
+  char chunk[1 << 16];
+  size_t n = 0;
+  while (text.size() <= kMaxGrammarFileBytes && (n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+    text.append(chunk, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed)
+    throw PluginError(PB_STATUS_IO_ERROR, "grammar: error while reading gbnf_file '" + path + "'");
+  if (text.size() > kMaxGrammarFileBytes)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, "grammar: gbnf_file '" + path +
+                                                      "' is larger than " +
+                                                      std::to_string(kMaxGrammarFileBytes >> 20) +
+                                                      " MiB; a grammar is a short text file");
+  return text;
+}
+
 }  // namespace
 
 GrammarConstraint::GrammarConstraint(const patchbay::Host&, const patchbay::ConfigView& config) {
@@ -40,7 +69,7 @@ GrammarConstraint::GrammarConstraint(const patchbay::Host&, const patchbay::Conf
     grammar_ = std::make_shared<const Grammar>(compile("regex", regex, root, "regex"));
   } else if (!file.empty()) {
     grammar_ =
-        std::make_shared<const Grammar>(compile("gbnf", patchbay::read_file(file), root, file));
+        std::make_shared<const Grammar>(compile("gbnf", read_grammar_file(file), root, file));
   } else {
     grammar_ = std::make_shared<const Grammar>(compile("gbnf", gbnf, root, "gbnf"));
   }
@@ -57,7 +86,11 @@ void GrammarConstraint::set_vocabulary(const patchbay::SamplerVocabulary& vocabu
     ends[id] = vocabulary.end_of_sequence(id) ? 1 : 0;
     if (ends[id] == 0) bytes[id] = std::string(vocabulary.bytes(id));
   }
-  index_ = std::make_shared<GrammarIndex>(*grammar_, std::move(bytes), std::move(ends));
+  try {
+    index_ = std::make_shared<GrammarIndex>(*grammar_, std::move(bytes), std::move(ends));
+  } catch (const std::runtime_error& e) {  // a grammar too deep to expand (kMaxExpansionDepth)
+    throw PluginError(PB_STATUS_INVALID_ARGUMENT, std::string("grammar: ") + e.what());
+  }
   if (index_->initial_state() == GrammarAutomaton::kDead) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT, "grammar: the start rule matches nothing");
   }

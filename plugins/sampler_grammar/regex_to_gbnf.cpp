@@ -240,7 +240,14 @@ class RegexTranslator {
           fail("only (?:...) groups are supported (no lookaround or named groups)");
         pos_ += 2;
       }
+      // Each group is a level of recursion here, in the GBNF parser and in the matcher: a
+      // bound keeps a hostile regex ("((((...") an error, not a stack overflow.
+      if (++depth_ >= kMaxNesting - 1) {  // the translation adds one level around the regex
+        pos_ = start;
+        fail("groups nest deeper than " + std::to_string(kMaxNesting - 2) + " levels");
+      }
       std::string inner = alternation();
+      --depth_;
       if (peek() != ')') {
         pos_ = start;
         fail("'(' is not closed by ')'");
@@ -324,6 +331,7 @@ class RegexTranslator {
 
   std::string_view src_;
   size_t pos_ = 0;
+  uint32_t depth_ = 0;  // open groups around pos_
 };
 
 }  // namespace

@@ -106,3 +106,34 @@ TEST_CASE("patchbay generate --regex / --grammar constrain sampled and beam outp
                     std::string::npos,
                 bad.output);
 }
+
+TEST_CASE(
+    "generate refuses empty constraints, devices and hostile nesting with an error, never a "
+    "crash") {
+  const patchbay::testing::TempDir scratch("grammar_cmd_bad");
+  const fs::path& dir = scratch.path();
+  save_run(dir);
+  const std::string generate = std::string(PATCHBAY_EXECUTABLE) + " generate " +
+                               (dir / "run").string() + " --prompt the -n 4";
+  const CommandResult empty_regex = run_shell(generate + " --regex '' 2>&1");
+  CHECK(empty_regex.exit_code == 2);
+  CHECK(empty_regex.output.find("--regex needs a regular expression") != std::string::npos);
+  const CommandResult empty_grammar = run_shell(generate + " --grammar '' 2>&1");
+  CHECK(empty_grammar.exit_code == 2);
+  CHECK(empty_grammar.output.find("--grammar needs a .gbnf file") != std::string::npos);
+  const CommandResult device = run_shell("timeout 60 " + generate + " --grammar /dev/zero 2>&1");
+  CHECK(device.exit_code == 2);
+  CHECK(device.output.find("/dev/zero: not a regular file") != std::string::npos);
+  // 60K nested groups (an argument stays under the kernel's 128 KiB limit per argument).
+  const std::string nested = std::string(60000, '(') + "a" + std::string(60000, ')');
+  const CommandResult deep = run_shell(generate + " --regex '" + nested + "' 2>&1");
+  CHECK(deep.exit_code > 0);  // an error exit, not a signal (-1)
+  CHECK_MESSAGE(deep.output.find("groups nest deeper than") != std::string::npos,
+                deep.output.substr(0, 400));
+  std::ofstream(dir / "deep.gbnf")
+      << "root ::= " << std::string(100000, '(') << "\"x\"" << std::string(100000, ')') << "\n";
+  const CommandResult deep_file =
+      run_shell(generate + " --grammar " + (dir / "deep.gbnf").string() + " 2>&1");
+  CHECK(deep_file.exit_code > 0);
+  CHECK(deep_file.output.find("groups nest deeper than") != std::string::npos);
+}

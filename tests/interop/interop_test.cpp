@@ -262,6 +262,24 @@ TEST_CASE(
   CHECK(tokenizer["added_tokens"][0]["content"] == "<|endoftext|>");
   check_same_logits(setup, r);
   check_eval_and_resume(setup, r);
+
+  // config.json sizes that disagree with the weights (here ~5e13 parameters) are
+  // refused from the tensors' shapes before any model is built (issue 39).
+  const fs::path big = folder / "hf_big";
+  fs::copy(r.hf, big, fs::copy_options::recursive);
+  json big_config = config;
+  big_config["n_embd"] = 65536;
+  big_config["n_layer"] = 1000;
+  std::ofstream(big / "config.json") << big_config.dump();
+  interop::HfImportOptions options;
+  options.overrides = {"data.corpus=\"" + (folder / "corpus.txt").string() + "\""};
+  std::string implied = "configuration implies [";  // appended: GCC 12 -Wrestrict on "lit" + string
+  implied += std::to_string(vocab);
+  implied += ", 65536]";
+  CHECK_THROWS_WITH_AS(
+      interop::import_from_hf(big, folder / "imported_big", setup.registry, setup.lookup, options),
+      doctest::Contains(implied.c_str()), Error);
+  CHECK_FALSE(fs::exists(folder / "imported_big" / "checkpoints"));
 }
 
 TEST_CASE(
@@ -438,9 +456,10 @@ TEST_CASE("models without a transformers counterpart are refused naming the comp
 }
 
 TEST_CASE("import refuses config.json fields without a Patchbay counterpart") {
-  json llama = {{"model_type", "llama"},    {"vocab_size", 10},       {"hidden_size", 16},
-                {"num_attention_heads", 4}, {"num_hidden_layers", 1}, {"intermediate_size", 32},
-                {"num_key_value_heads", 3}};
+  json llama = {{"model_type", "llama"},    {"vocab_size", 10},
+                {"hidden_size", 16},        {"num_attention_heads", 4},
+                {"num_hidden_layers", 1},   {"intermediate_size", 32},
+                {"num_key_value_heads", 3}, {"max_position_embeddings", 64}};
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(llama),
                        doctest::Contains("num_key_value_heads = 3"), Error);
   llama["num_key_value_heads"] = 2;  // grouped-query attention maps to n_kv_heads
@@ -465,4 +484,35 @@ TEST_CASE("import refuses config.json fields without a Patchbay counterpart") {
                        Error);
   CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json({{"model_type", "bert"}}),
                        doctest::Contains("model_type 'bert'"), Error);
+}
+
+TEST_CASE("config.json sizes of the wrong type or missing are refused naming the field") {
+  const json gpt2 = {{"model_type", "gpt2"}, {"vocab_size", 10}, {"n_positions", 32},
+                     {"n_embd", 16},         {"n_layer", 1},     {"n_head", 2}};
+  CHECK_NOTHROW(interop::hf_shape_from_config_json(gpt2));
+  json bad = gpt2;
+  bad["n_head"] = 2.5;
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
+                       doctest::Contains("config.json n_head = 2.5; expected an integer"), Error);
+  bad = gpt2;
+  bad["n_embd"] = "32";
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
+                       doctest::Contains("config.json n_embd = \"32\"; expected an integer"),
+                       Error);
+  bad = gpt2;
+  bad.erase("n_layer");
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
+                       doctest::Contains("config.json has no n_layer (the number of layers)"),
+                       Error);
+  bad = gpt2;
+  bad["tie_word_embeddings"] = "yes";
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
+                       doctest::Contains("tie_word_embeddings = \"yes\"; expected true or false"),
+                       Error);
+  bad = gpt2;
+  bad["model_type"] = 7;
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(bad),
+                       doctest::Contains("model_type = 7; expected a string"), Error);
+  CHECK_THROWS_WITH_AS(interop::hf_shape_from_config_json(json::array()),
+                       doctest::Contains("not an object"), Error);
 }

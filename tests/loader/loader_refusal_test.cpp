@@ -2,6 +2,9 @@
 // problem and what to do, and none of them crashing or stopping the host.
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <fstream>
+
 #include "loader_test_support.hpp"
 
 using loader_test::contains;
@@ -30,6 +33,27 @@ TEST_CASE("truncated copies of a good plugin are refused, never crash") {
     const std::string reason = refusal_of(file);
     CHECK(contains(reason, file.string() + ": not a shared library: not a valid ELF64 file"));
   }
+}
+
+TEST_CASE("a section name table without its final NUL is refused before Boost.DLL reads it") {
+  // Boost.DLL's library_info walks the table string by string until its end; without the NUL
+  // it runs past the buffer (found by tests/fuzz/fuzz_plugin_metadata).
+  ScratchFolder folder("names");
+  std::ifstream in(fixture("hello_tokenizer"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 4096);
+  uint64_t shoff = 0;
+  uint16_t shstrndx = 0;
+  std::memcpy(&shoff, bytes.data() + 0x28, 8);
+  std::memcpy(&shstrndx, bytes.data() + 0x3E, 2);
+  const size_t header = shoff + size_t{shstrndx} * 64;
+  REQUIRE(header + 64 <= bytes.size());
+  const uint64_t offset = 1, size = 3;  // "ELF" of the magic number: no NUL
+  std::memcpy(bytes.data() + header + 0x18, &offset, 8);
+  std::memcpy(bytes.data() + header + 0x20, &size, 8);
+  const auto file = folder.write("names.so", bytes);
+  const std::string reason = refusal_of(file);
+  CHECK(contains(reason, "the section name table does not end with a NUL byte"));
 }
 
 TEST_CASE("a library without the entry symbol is refused") {
@@ -87,6 +111,20 @@ TEST_CASE("a NULL required callback is refused after loading") {
   CHECK(contains(reason, file.string() +
                              ": component tokenizer 'null-destroy': required callback 'destroy' "
                              "is NULL"));
+}
+
+TEST_CASE(
+    "an entry alias holding NULL, or an entry that is not the alias, is refused, never called") {
+  const auto null_entry = fixture("null_entry");
+  const std::string null_reason = refusal_of(null_entry);
+  CHECK(contains(null_reason,
+                 null_entry.string() + ": its entry 'patchbay_plugin_entry' is a NULL pointer"));
+  CHECK(contains(null_reason, "PATCHBAY_PLUGIN"));
+  const auto function_entry = fixture("function_entry");
+  const std::string function_reason = refusal_of(function_entry);
+  CHECK(contains(function_reason,
+                 function_entry.string() +
+                     ": its entry 'patchbay_plugin_entry' does not point at code in the plugin"));
 }
 
 TEST_CASE("metadata that disagrees with the descriptor is refused") {

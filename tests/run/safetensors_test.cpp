@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
@@ -92,4 +93,128 @@ TEST_CASE("a shape that disagrees with the byte count is refused before writing"
   CHECK_THROWS_AS(write_safetensors(path, {{"x", StoredDType::kF32, {3}, bytes_of(x)}}, {}),
                   patchbay::Error);
   CHECK_FALSE(fs::exists(path));
+}
+
+// ---- verification: coverage, checksum, field types (issue 39) ----
+
+namespace {
+
+// A file with `header` (JSON text) and `data` bytes, laid out as safetensors does.
+fs::path write_raw(const fs::path& path, std::string header, const std::string& data) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::ofstream out(path, std::ios::binary);
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>(n >> (8 * i)));
+  out << header << data;
+  return path;
+}
+
+std::string error_of(const fs::path& path) {
+  try {
+    SafetensorsFile file(path);
+  } catch (const patchbay::Error& e) {
+    CHECK(e.kind() == patchbay::ErrorKind::kIo);  // corrupt input: exit code 5
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("tensors whose bytes overlap, leave a gap or leave trailing bytes are refused") {
+  const patchbay::testing::TempDir scratch("safetensors");
+  const std::string eight(8, '\x01');
+  CHECK(error_of(write_raw(scratch / "overlap.safetensors",
+                           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                           eight))
+            .find("'a' and 'b' overlap") != std::string::npos);
+  CHECK(error_of(write_raw(scratch / "gap.safetensors",
+                           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                           eight + "abcd"))
+            .find("bytes 4..8 of the data section belong to no tensor") != std::string::npos);
+  CHECK(error_of(write_raw(scratch / "tail.safetensors",
+                           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight))
+            .find("trailing bytes") != std::string::npos);
+  // Two names on one range (the same bytes twice) is an overlap too.
+  CHECK(error_of(write_raw(scratch / "alias.safetensors",
+                           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                           std::string(4, '\0')))
+            .find("overlap") != std::string::npos);
+}
+
+TEST_CASE("fields of the wrong JSON type are errors naming the tensor, never internal ones") {
+  const patchbay::testing::TempDir scratch("safetensors");
+  const std::string four(4, '\0');
+  struct Case {
+    const char* header;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {R"([1,2,3])", "header is a JSON array, not an object"},
+      {R"({"a":{"dtype":5,"shape":[1],"data_offsets":[0,4]}})", "dtype that is not a string"},
+      {R"({"a":{"dtype":"F32","shape":"x","data_offsets":[0,4]}})", "shape that is not an array"},
+      {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+       "dims must be non-negative integers"},
+      {R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})",
+       "dims must be non-negative integers"},
+      {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",
+       "too large"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,"4"]}})", "expected [begin, end]"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", "end before they begin"},
+      {R"({"a":7})", "not an object"},
+      {R"({"__metadata__":[1],"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+       "__metadata__ is not"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    INFO(c.header);
+    std::string name =
+        "t";  // appended piecewise: GCC 12's -Wrestrict misfires on "t" + std::string
+    name += std::to_string(i++);
+    const std::string message = error_of(write_raw(scratch / name, c.header, four));
+    CHECK(message.find(c.expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("the data checksum is written, verified, and its absence is reported, not refused") {
+  const patchbay::testing::TempDir scratch("safetensors");
+  const auto path = scratch / "sum.safetensors";
+  std::vector<float> x = {1.0f, 2.0f, 3.0f};
+  write_safetensors(path, {{"x", StoredDType::kF32, {3}, bytes_of(x)}}, {{"k", "v"}});
+  {
+    SafetensorsFile file(path);
+    CHECK(file.checksum_check() == ChecksumCheck::kVerified);
+    CHECK(file.metadata().at(kDataChecksumKey).size() == 16);
+  }
+  // One flipped bit in the data section (the last byte of the file).
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(f.get());
+    f.seekp(-1, std::ios::end);
+    f.put(static_cast<char>(last ^ 0x04));
+  }
+  CHECK(error_of(path).find("checksum") != std::string::npos);
+  // A file from before checksums (or another tool): loads, and says the check was skipped.
+  const auto old =
+      write_raw(scratch / "old.safetensors",
+                R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0'));
+  SafetensorsFile file(old);
+  CHECK(file.checksum_check() == ChecksumCheck::kAbsent);
+}
+
+TEST_CASE("first_non_finite finds NaN and Inf in F32, BF16 and F16 and ignores integers") {
+  std::vector<float> f = {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()};
+  CHECK(first_non_finite({StoredDType::kF32, {3}, bytes_of(f)}) == 2);
+  f[2] = 0.0f;
+  CHECK(first_non_finite({StoredDType::kF32, {3}, bytes_of(f)}) == -1);
+  std::vector<uint16_t> bf16 = {0x3f80, 0x7f80};  // 1.0, +Inf
+  CHECK(first_non_finite({StoredDType::kBF16, {2}, bytes_of(bf16)}) == 1);
+  std::vector<uint16_t> f16 = {0x3c00, 0x7bff, 0xfe00};  // 1.0, 65504, NaN
+  CHECK(first_non_finite({StoredDType::kF16, {3}, bytes_of(f16)}) == 2);
+  std::vector<int32_t> ints = {-1, 0x7f800000};
+  CHECK(first_non_finite({StoredDType::kI32, {2}, bytes_of(ints)}) == -1);
 }
