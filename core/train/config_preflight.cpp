@@ -7,7 +7,7 @@
 #include "config/component_view.hpp"
 #include "model/language_model.hpp"
 #include "runtime/registry.hpp"
-#include "train/objective_mlm.hpp"
+#include "train/objective.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::train {
@@ -24,7 +24,9 @@ void preflight_training_config(const config::ResolvedConfig& config, runtime::Re
                     ") exceeds model.context_length (" +
                     std::to_string(model_options.context_length) +
                     "); lower train.seq_len or raise model.context_length");
-  check_objective(config);
+  // The chosen objective's own checks (objective vs model.causal, its rates).
+  const ObjectiveEntry& objective = find_objective(objective_name(config));
+  if (objective.check) objective.check(config);
   const config::SelectedComponent optimizer =
       config::select_component(config, make_training_schema(), lookup, "optimizer");
   (void)registry.create(PB_KIND_OPTIMIZER, optimizer.name,

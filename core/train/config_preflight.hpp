@@ -3,7 +3,7 @@
 //   - the model options' own rules (n_heads divides d_model, ...; model_options_from_config);
 //   - the [train] rules the schema cannot state (min_lr <= lr, warmup_steps <= max_steps;
 //     train_options_from_config), and train.seq_len <= model.context_length;
-//   - the objective against model.causal (check_objective);
+//   - the chosen objective's own checks (objective.hpp: the objective against model.causal);
 //   - the optimizer plugin's own checks of its options (it is created once, with no
 //     parameters: sgd's nesterov without momentum, ...).
 // The model itself is not built (that allocates its weights); its plugins check their layer
