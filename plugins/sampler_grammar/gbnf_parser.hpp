@@ -44,11 +44,13 @@ inline constexpr uint32_t kMaxRepetition = 2000;
 // Deepest nesting of parenthesised groups (a regex's groups count one level more). The parser,
 // and the matcher that expands rules, recurse once per level: the bound keeps a hostile grammar
 // an error instead of a stack overflow, far above what a real grammar uses.
-inline constexpr uint32_t kMaxNesting = 1000;
+inline constexpr uint32_t kMaxNesting = 256;
 // Most rule expansions the matcher (grammar_automaton.cpp) nests before it reaches a character
 // (a ::= b ..., b ::= c ..., optional items in a row that may each be skipped): it recurses
 // once per expansion, so a longer chain is an error (std::runtime_error), not a stack overflow.
-inline constexpr uint32_t kMaxExpansionDepth = 4000;
+// Sized for AddressSanitizer builds too, whose frames are several times larger: 4000 overflowed
+// an 8 MiB stack there (scripts/ci/sanitizer_tests.sh).
+inline constexpr uint32_t kMaxExpansionDepth = 1024;
 
 // Parses `text` (UTF-8) with `root` as the start rule.
 Grammar parse_gbnf(std::string_view text, std::string_view root = "root");

@@ -221,20 +221,22 @@ void CharTokenizer::load(const std::string& path) {
   if (version != kFileVersion) fail("version " + std::to_string(version) + ", this plugin reads version 1");
   size_t count = 0;
   if (!(file >> keyword >> count) || keyword != "characters") fail("expected 'characters <count>'");
-  std::vector<std::string> characters(count);
+  // Grown line by line, never sized from the count: a corrupt count must not allocate (a fuzzed
+  // 'characters 6674657...' asked for terabytes; tests/fuzz/regressions/fuzz_tokenizer_files).
+  std::vector<std::string> characters;
   for (size_t i = 0; i < count; ++i) {
     if (!(file >> value)) fail("character line " + std::to_string(i) + " unreadable");
-    characters[i] = patchbay::hex_decode(value);
+    characters.push_back(patchbay::hex_decode(value));
     if (characters[i].empty() || utf8_char_length(characters[i], 0) != characters[i].size()) {
       fail("entry " + std::to_string(i) + " is not one well-formed UTF-8 character");
     }
     if (i > 0 && !(characters[i - 1] < characters[i])) fail("characters are not sorted and distinct");
   }
   if (!(file >> keyword >> count) || keyword != "specials") fail("expected 'specials <count>'");
-  std::vector<std::string> specials(count);
+  std::vector<std::string> specials;
   for (size_t i = 0; i < count; ++i) {
     if (!(file >> value)) fail("special token line " + std::to_string(i) + " unreadable");
-    specials[i] = patchbay::hex_decode(value);
+    specials.push_back(patchbay::hex_decode(value));
   }
   if (!(file >> keyword) || keyword != "end") fail("missing 'end' line (truncated file?)");
   CharTokenizer candidate(std::move(specials));  // validates the specials

@@ -32,7 +32,7 @@ bool matches(const Grammar& g, const std::string& text) {
 
 TEST_CASE("GBNF groups nested 100K deep are refused with the limit named") {
   CHECK_THROWS_WITH_AS(parse_gbnf(nested_gbnf(100000)),
-                       doctest::Contains("groups nest deeper than 999 levels"), GrammarSyntaxError);
+                       doctest::Contains("groups nest deeper than 255 levels"), GrammarSyntaxError);
   const Grammar deep = parse_gbnf(nested_gbnf(kMaxNesting - 1));
   CHECK(matches(deep, "x"));
   CHECK_FALSE(matches(deep, "xx"));

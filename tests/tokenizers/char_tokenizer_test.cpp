@@ -94,3 +94,13 @@ TEST_CASE("the SDK hex codec round-trips every byte and refuses malformed text")
   CHECK_THROWS_WITH(patchbay::hex_decode("abc"), doctest::Contains("odd-length"));
   CHECK_THROWS_WITH(patchbay::hex_decode("zz"), doctest::Contains("bad hex digit in 'zz'"));
 }
+
+TEST_CASE("a corrupt character count is refused without allocating for it") {
+  // Found by tests/fuzz/fuzz_tokenizer_files: the count sized a vector before any line was read
+  // (here ~6.7e11 entries, tens of terabytes: bad_alloc instead of a refusal).
+  const patchbay::testing::TempDir scratch("char_count");
+  const std::string path = (scratch / "bad.tok").string();
+  patchbay::write_file_atomically(path, "patchbay-char 1\ncharacters 667465787473\n61\nend\n");
+  patchbay_char::CharTokenizer tokenizer;
+  CHECK_THROWS_AS(tokenizer.load(path), patchbay::PluginError);
+}
