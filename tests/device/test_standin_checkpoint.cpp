@@ -39,7 +39,9 @@ TEST_CASE("a checkpoint saved from device tensors loads on the CPU, and the othe
   patchbay::testing::TempDir dir("device_checkpoint");
 
   const std::vector<NamedTensor> on_device = parameters_on(dev, 1);
-  const auto from_device = patchbay::train::save_checkpoint(dir.path() / "a", 5, on_device, {});
+  const auto from_device = patchbay::train::save_checkpoint(
+      dir.path() / "a", 5, on_device,
+      {{patchbay::train::kMetaConfig, "[run]\nname = \"device\"\n"}});
   const patchbay::train::Checkpoint loaded(from_device);
   std::vector<NamedTensor> on_cpu = parameters_on(cpu(), 2);  // other values, same shapes
   loaded.load_into(on_cpu);
@@ -51,7 +53,9 @@ TEST_CASE("a checkpoint saved from device tensors loads on the CPU, and the othe
   }
 
   const std::vector<NamedTensor> cpu_source = parameters_on(cpu(), 3);
-  const auto from_cpu = patchbay::train::save_checkpoint(dir.path() / "b", 6, cpu_source, {});
+  const auto from_cpu = patchbay::train::save_checkpoint(
+      dir.path() / "b", 6, cpu_source,
+      {{patchbay::train::kMetaConfig, "[run]\nname = \"device\"\n"}});
   std::vector<NamedTensor> device_target = parameters_on(dev, 4);
   const void* storage_before = device_target[0].tensor.data_ptr();
   patchbay::train::Checkpoint(from_cpu).load_into(device_target);

@@ -157,7 +157,8 @@ TEST_CASE("a device model's checkpoint loads into a CPU model, which then comput
   auto on_dev = pm::LanguageModel::build(tiny(dev, 3), {}, registry());
   std::vector<patchbay::train::NamedTensor> saved;
   for (const pm::NamedParameter& p : on_dev->parameters()) saved.push_back({p.name, p.tensor});
-  const auto file = patchbay::train::save_checkpoint(dir.path(), 1, saved, {});
+  const auto file = patchbay::train::save_checkpoint(
+      dir.path(), 1, saved, {{patchbay::train::kMetaConfig, "[run]\nname = \"device\"\n"}});
 
   auto on_cpu = pm::LanguageModel::build(tiny(eng::cpu(), 99), {}, registry());  // other init
   std::vector<patchbay::train::NamedTensor> targets;

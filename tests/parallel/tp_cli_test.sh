@@ -54,8 +54,12 @@ timeout 120 "${mpirun[@]}" -np 2 "$patchbay" train "$tmp/tiny.toml" "${tp[@]}" >
 grep -q "tensor parallel: 2 ranks" "$tmp/out.txt" || fail "rank 0 did not report the split"
 [ "$(grep -c '"loss"' "$tmp/run/metrics.jsonl")" -eq 4 ] || fail "metrics.jsonl does not hold 4 steps (one writer)"
 "$patchbay" eval "$tmp/run" --batches 1 > "$tmp/out.txt" 2>&1 || fail "one process cannot evaluate the 2-rank checkpoint"
-"$patchbay" train "$tmp/tiny.toml" --set train.max_steps=6 --set train.out_dir=\""$tmp/resumed"\" \
-  --resume "$tmp/run/checkpoints/step_2.safetensors" > "$tmp/out.txt" 2>&1 ||
+# A copy of the run resumes in place (train --resume writes only into the checkpoint's run
+# directory); its model_size.json is removed so the one-process resume must write its own.
+cp -r "$tmp/run" "$tmp/resumed"
+rm -f "$tmp/resumed/model_size.json"
+"$patchbay" train "$tmp/tiny.toml" --set train.max_steps=6 \
+  --resume "$tmp/resumed/checkpoints/step_2.safetensors" > "$tmp/out.txt" 2>&1 ||
   fail "one process cannot resume the 2-rank checkpoint"
 # model_size.json counts the whole model on 2 ranks too (parameters and training FLOPs per token)
 python3 - "$tmp/run/model_size.json" "$tmp/resumed/model_size.json" <<'PY' || fail "model_size.json of the 2-rank run differs from one process's"
