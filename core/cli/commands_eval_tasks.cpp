@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/checkpoint_tokenizer.hpp"
 #include "cli/component_lookup.hpp"
 #include "cli/eval_tasks.hpp"
 #include "config/config_loader.hpp"
@@ -23,16 +24,6 @@ namespace patchbay::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path tokenizer_file_of(const train::Checkpoint& checkpoint) {
-  const fs::path stored = checkpoint.meta(train::kMetaTokenizerFile);
-  if (fs::exists(stored)) return stored;
-  const fs::path beside_run = checkpoint.path().parent_path().parent_path() / stored.filename();
-  if (fs::exists(beside_run)) return beside_run;
-  throw Error(ErrorKind::kNotFound, "the checkpoint's tokenizer file " + stored.string() +
-                                        " is missing (also looked for " + beside_run.string() +
-                                        ")");
-}
 
 // A task argument: an existing file, else configs/tasks/<name>.yaml under the working
 // directory, else under the source tree the executable was built from (build/ beside configs/).

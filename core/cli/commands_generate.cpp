@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/checkpoint_tokenizer.hpp"
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
 #include "cli/device_option.hpp"
@@ -34,18 +35,6 @@ namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
-
-// The tokenizer file the run saved: the stored path, else the same name beside the run's
-// checkpoints/ folder (a run directory that was moved).
-fs::path tokenizer_file_of(const train::Checkpoint& checkpoint) {
-  const fs::path stored = checkpoint.meta(train::kMetaTokenizerFile);
-  if (fs::exists(stored)) return stored;
-  const fs::path beside_run = checkpoint.path().parent_path().parent_path() / stored.filename();
-  if (fs::exists(beside_run)) return beside_run;
-  throw Error(ErrorKind::kNotFound, "the checkpoint's tokenizer file " + stored.string() +
-                                        " is missing (also looked for " + beside_run.string() +
-                                        ")");
-}
 
 void check_tokenizer_hash(const train::Checkpoint& checkpoint, const fs::path& file) {
   const uint64_t hash = data::fnv1a64(data::read_text_file(file));
