@@ -19,6 +19,7 @@
 
 #include "common/error.hpp"
 #include "cuda/cuda_device.hpp"
+#include "cuda/cuda_kernel_support.hpp"
 #include "cuda/cuda_runtime_helpers.hpp"
 #include "engine/device.hpp"
 #include "engine/stream_allocator.hpp"
@@ -221,7 +222,11 @@ const CudaProbe& initialise_cuda() {
     if (p.usable) {
       probed_device_count = p.device_count;
       engine::register_backend(DeviceType::kCuda, &make_cuda_backend);
-      register_copy_fill_kernels();
+      register_elementwise_kernels();
+      register_matmul_kernels();
+      register_norm_softmax_kernels();
+      register_row_kernels();
+      register_attention_kernels();
     }
     return p;
   }();

@@ -25,9 +25,6 @@ void check(cudaError_t status, const char* what);
 // of that device is queued. The backend must be registered (initialise_cuda()).
 cudaStream_t compute_stream_of(engine::Device device);
 
-// Dispatch entries registered by initialise_cuda() (cuda_kernels_*.cpp).
-void register_copy_fill_kernels();
-
 // Makes `device` current for the scope (restores the previous one).
 class DeviceGuard {
  public:

@@ -2,6 +2,7 @@
 # Packs into one git-ignored folder (default gpu-bundle/, at most 64 MiB: what the `run` tool
 # carries to the GPU machine) the build outputs that machine lacks:
 #   bin/cuda_kernels_gpu_tests, bin/cuda_kernels_bench   the kernels/cuda GPU tests and benchmark
+#   bin/patchbay_device_cuda_*_tests                     the engine's CUDA backend and op entries
 #   bin/patchbay, plugins/*.so                           the CLI and plugins, when built (the
 #                                                        engine's CUDA path; parallel_mpi left out)
 #   lib/                                                 the shared libraries they load that are
@@ -31,12 +32,15 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 grep -q '^CMAKE_CUDA_ARCHITECTURES:' "$build/CMakeCache.txt" ||
   fail "$build was configured without CUDA (no nvcc found?); configure with -DPATCHBAY_CUDA=ON"
-cmake --build "$build" --target cuda_kernels_gpu_tests cuda_kernels_bench ||
+cmake --build "$build" --target cuda_kernels_gpu_tests cuda_kernels_bench \
+  patchbay_device_cuda_backend_tests patchbay_device_cuda_ops_tests ||
   fail "building the GPU test targets failed (errors above)"
 
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"
 cp "$build/tests/cuda/cuda_kernels_gpu_tests" "$build/kernels/cuda/cuda_kernels_bench" "$bundle/bin/"
+cp "$build/tests/device/patchbay_device_cuda_backend_tests" \
+   "$build/tests/device/patchbay_device_cuda_ops_tests" "$bundle/bin/"
 
 if [ "${BUNDLE_ENGINE:-1}" = 1 ] && [ -x "$build/core/cli/patchbay" ]; then
   cp "$build/core/cli/patchbay" "$bundle/bin/"

@@ -10,6 +10,8 @@
 #               scripts/gpu/standalone with this machine's nvcc (about a minute on 16 cores)
 #   smoke       a few kernels and a GEMM; when it fails the script stops early
 #   kernels     every kernel and gradient against its CPU twin (fresh seed, poisoned outputs)
+#   engine_ops  the engine's ops through their CUDA dispatch entries against the CPU kernels,
+#               forward and backward (bin/patchbay_device_cuda_*_tests from the bundle)
 #   parity      CPU-vs-GPU loss per step (quickstart 20 steps, GPT-2 124M shape 3 steps)
 #   gpt2_speed  GPT-2 124M bf16 tokens/s and MFU beside a plain PyTorch GPT-2 (torch_gpt2.py,
 #               eager; PB_TORCH_COMPILE=1 adds torch.compile)
@@ -31,14 +33,14 @@ fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 bundle="${BUNDLE:-$root/gpu-bundle}"
-all_stages="env binaries smoke kernels parity gpt2_speed bench sanitizer"
+all_stages="env binaries smoke kernels engine_ops parity gpt2_speed bench sanitizer"
 stages="${STAGES:-$all_stages}"
 budget="${TOTAL_BUDGET_S:-540}"
 started=$(date +%s)
 export PB_ROOT="$root" PB_OUT="$out" PB_BUNDLE="$bundle"
 export PB_BUILD="${PB_BUILD:-/tmp/patchbay-cuda-standalone}"
 
-declare -A timeouts=([env]=60 [binaries]=300 [smoke]=60 [kernels]=240 [parity]=300
+declare -A timeouts=([env]=60 [binaries]=300 [smoke]=60 [kernels]=240 [engine_ops]=120 [parity]=300
                      [gpt2_speed]=300 [bench]=240 [sanitizer]=150)
 
 # ---- helpers, exported to the stages (each runs in `timeout ... bash -c`) ----
@@ -159,6 +161,23 @@ stage_kernels() {
   with_libraries "$bin/cuda_kernels_gpu_tests"
 }
 
+# The engine's CUDA dispatch entries: built on the CPU machines only (they link the whole
+# engine), so they come from the bundle or not at all.
+stage_engine_ops() {
+  local status=0 found=0 test
+  for test in patchbay_device_cuda_backend_tests patchbay_device_cuda_ops_tests; do
+    [ -x "$PB_BUNDLE/bin/$test" ] || continue
+    found=1
+    echo "== $test"
+    with_libraries "$PB_BUNDLE/bin/$test" || status=1
+  done
+  if [ "$found" = 0 ]; then
+    echo "not available: the bundle has no engine test binaries (bash scripts/gpu/bundle.sh)"
+    return 78
+  fi
+  return $status
+}
+
 # parity and gpt2_speed: the engine side's scripts when present.
 engine_stage() {
   local script="$PB_ROOT/scripts/gpu/$1.sh"
@@ -209,7 +228,7 @@ stage_sanitizer() {
   done
   return $status
 }
-export -f stage_env stage_binaries stage_smoke stage_kernels engine_stage stage_parity \
+export -f stage_env stage_binaries stage_smoke stage_kernels stage_engine_ops engine_stage stage_parity \
           stage_gpt2_speed stage_bench stage_sanitizer
 
 # ---- driver ----

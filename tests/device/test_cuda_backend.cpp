@@ -1,8 +1,9 @@
 // The CUDA backend on a real GPU (core/cuda/): round trips host <-> device bit-exact across
 // the pinned staging chunks, fills with byte-uniform and mixed patterns, device-to-device
 // copies, the allocator's statistics and reuse, the dispatch entries of fill and copy and the
-// refusals of what has no kernel. Without a usable GPU (CI, the development machines) it
-// checks only that the refusal says why, and says that the GPU checks were skipped.
+// refusals of what has no kernel (the other ops' entries: test_cuda_ops.cpp). Without a usable GPU
+// (CI, the development machines) it checks only that the refusal says why, and says that the GPU
+// checks were skipped.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "engine/kernel_registry.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops_device.hpp"
+#include "engine/ops_indexing.hpp"
 
 namespace {
 
@@ -136,12 +138,12 @@ TEST_CASE("the CUDA dispatch entries of fill and copy, and refusals naming op an
     return "";
   };
   Tensor matrix = Tensor::empty({4, 6}, DType::kF32, gpu);
-  const std::string strided = message_of([&] { (void)matrix.transpose(0, 1).contiguous(); });
-  CHECK(strided.find("'copy'") != std::string::npos);
-  CHECK(strided.find("cuda") != std::string::npos);
-  if (!has_kernel("softmax", DeviceType::kCuda)) {
-    const std::string missing = message_of([&] { (void)softmax(matrix); });
-    CHECK(missing.find("'softmax'") != std::string::npos);
+  const std::string f16 = message_of([&] { (void)matrix.to(DType::kF16); });
+  CHECK(f16.find("'copy'") != std::string::npos);
+  CHECK(f16.find("cuda") != std::string::npos);
+  if (!has_kernel("topk", DeviceType::kCuda)) {
+    const std::string missing = message_of([&] { (void)topk(matrix, 2); });
+    CHECK(missing.find("'topk'") != std::string::npos);
     CHECK(missing.find("cuda") != std::string::npos);
   }
 }

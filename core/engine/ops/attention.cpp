@@ -25,34 +25,17 @@
 #include <vector>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "patchbay/kernels/attention_flash.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// Element strides {batch, head, seq} of a [B, heads, T, D] operand whose last dim is contiguous.
-struct OperandStrides {
-  int64_t batch = 0, head = 0, seq = 0;
-};
-
-struct AttentionShape {
-  int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
-  float scale = 0.f;
-  bool causal = false;
-  int64_t window = 0;
-  OperandStrides q, k, v;     // of the (possibly strided) f32 operands
-  std::vector<float> slopes;  // [H] ALiBi slopes, empty = none
-};
-// out [B,H,Tq,D] (out, f32, last dim contiguous, any layout), lse [B,H,Tq] (out, contiguous
-// f32); q, k, v all f32 or all bf16 (the bf16 kernel) with the shape's strides.
-using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
-                             const Tensor& v, Tensor& out, Tensor& lse);
-// dq, dk, dv (out, f32, last dim contiguous, any layout; overwritten) from the forward's
-// tensors and dout (last dim contiguous, positive seq stride; f32, or bf16 with bf16 q, k, v).
-using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
-                                     const Tensor& v, const Tensor& out, const Tensor& lse,
-                                     const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
+using kernel::AttentionBackwardKernel;
+using kernel::AttentionKernel;
+using kernel::AttentionShape;
+using kernel::OperandStrides;
 
 // Whether the kernel can read x's layout in place: a contiguous last dim, non-negative batch
 // and head strides, a positive seq stride (any, for a length-1 seq dim).

@@ -7,16 +7,15 @@
 
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "engine/ops_device.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// dst[i] = convert(src[i]); src already expanded to dst's shape.
-using CopyKernel = void(const Tensor& src, Tensor& dst);
-// Every element of dst = value (converted to dst's dtype).
-using FillKernel = void(Tensor& dst, double value);
+using kernel::CopyKernel;
+using kernel::FillKernel;
 
 template <class Load, class Store>
 void copy_rows(const Tensor& src, Tensor& dst, Load load, Store store) {

@@ -4,15 +4,13 @@
 #include <cmath>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// Writes count f32 values into out (contiguous f32). normal: standard normal (Box-Muller on
-// pairs of words); else uniform [low, high).
-using RandomKernel = void(float* out, int64_t count, uint64_t first_block, uint64_t seed,
-                          bool normal, double low, double high);
+using kernel::RandomKernel;
 
 void random_cpu(float* out, int64_t count, uint64_t first_block, uint64_t seed, bool normal,
                 double low, double high) {

@@ -5,14 +5,14 @@
 #include "patchbay/kernels/cumsum.hpp"
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/op_helpers.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// x and out f32 contiguous, same shape; the sum runs along dim.
-using CumsumKernel = void(const Tensor& x, int64_t dim, bool reverse, Tensor& out);
+using kernel::CumsumKernel;
 
 void cumsum_cpu(const Tensor& x, int64_t dim, bool reverse, Tensor& out) {
   const Shape& shape = x.shape();

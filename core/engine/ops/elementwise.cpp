@@ -7,38 +7,18 @@
 
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-enum class BinaryKind { kSub, kMul, kDiv };
-enum class UnaryKind {
-  kNeg,
-  kAbs,
-  kExp,
-  kLog,
-  kSqrt,
-  kRsqrt,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kGeluTanh,
-  kGeluErf,
-  kSilu,
-  kAddScalar,
-  kMulScalar,
-  kPowScalar
-};
-
-// out = a (op) b; a, b expanded to out's shape; all f32.
-using BinaryKernel = void(BinaryKind kind, const Tensor& a, const Tensor& b, Tensor& out);
-// out = f(x) (scalar parameter s for the *Scalar kinds); x any strides, out contiguous; f32.
-using UnaryKernel = void(UnaryKind kind, double s, const Tensor& x, Tensor& out);
-// dx = grad * f'(x); all contiguous f32 of one shape.
-using UnaryBackwardKernel = void(UnaryKind kind, double s, const Tensor& x, const Tensor& grad,
-                                 Tensor& dx);
+using kernel::BinaryKernel;
+using kernel::BinaryKind;
+using kernel::UnaryBackwardKernel;
+using kernel::UnaryKernel;
+using kernel::UnaryKind;
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kInvSqrt2 = 0.7071067811865476f;

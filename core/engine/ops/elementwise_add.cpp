@@ -8,14 +8,13 @@
 #include "common/error.hpp"
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// out = a + b. a and b are already expanded to out's shape (stride 0 on broadcast dims);
-// all three share dtype f32 (the op converts other float dtypes around the kernel).
-using AddKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
+using kernel::AddKernel;
 
 // z[i] = x[i] + y[i], i < n, compiled for AVX-512 / AVX2 / baseline (load-time pick).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

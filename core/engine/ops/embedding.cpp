@@ -6,6 +6,7 @@
 #include "patchbay/kernels/embedding.hpp"
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
 #include "engine/ops/op_helpers.hpp"
@@ -14,14 +15,8 @@
 namespace patchbay::engine {
 namespace {
 
-// weights contiguous [V, D] of a float dtype; ids contiguous i32/i64 (any shape, n
-// elements); out f32 contiguous [n, D] (any shape with that many elements). A bf16/f16 table
-// is widened row by row as it is gathered (decoding with bf16 weights reads one row per
-// token, never the whole table).
-using EmbeddingForwardKernel = void(const Tensor& weights, const Tensor& ids, Tensor& out);
-// grad_out f32 contiguous [n, D]; grad_weights f32 contiguous [V, D], accumulated into.
-using EmbeddingBackwardKernel = void(const Tensor& grad_out, const Tensor& ids,
-                                     Tensor& grad_weights);
+using kernel::EmbeddingBackwardKernel;
+using kernel::EmbeddingForwardKernel;
 
 void embedding_forward_cpu(const Tensor& weights, const Tensor& ids, Tensor& out) {
   const int64_t vocab = weights.size(0), dim = weights.size(1);

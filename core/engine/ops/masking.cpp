@@ -4,13 +4,14 @@
 // and multiplies, so its backward is the multiplication's.
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// out = mask != 0 ? value : x; x and mask expanded to out's shape; x/out f32, mask any dtype.
-using MaskedFillKernel = void(const Tensor& x, const Tensor& mask, double value, Tensor& out);
+using kernel::DropoutMaskKernel;
+using kernel::MaskedFillKernel;
 
 void masked_fill_cpu(const Tensor& x, const Tensor& mask, double value, Tensor& out) {
   const float* px = x.data<float>();
@@ -28,9 +29,6 @@ void masked_fill_cpu(const Tensor& x, const Tensor& mask, double value, Tensor& 
       });
 }
 PATCHBAY_REGISTER_KERNEL(MaskedFillKernel, "masked_fill", DeviceType::kCpu, masked_fill_cpu);
-
-// keep[i] = u[i] >= p ? 1/(1-p) : 0; contiguous f32.
-using DropoutMaskKernel = void(const Tensor& u, double p, Tensor& keep);
 
 void dropout_mask_cpu(const Tensor& u, double p, Tensor& keep) {
   const float* pu = u.data<float>();

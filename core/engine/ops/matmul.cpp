@@ -15,6 +15,7 @@
 //   stored transposed, then summed over broadcast batch dims.
 #include "engine/autocast.hpp"
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "patchbay/kernels/skinny_matmul.hpp"
@@ -22,15 +23,8 @@
 namespace patchbay::engine {
 namespace {
 
-// a: contiguous [batch_a, rows_a, cols_a] with batch_a in {1, batch} (1 = broadcast),
-// likewise b; out: contiguous [batch, m, n]; a and b share dtype f32 or bf16; out has their
-// dtype, or f32 for bf16 operands (f32 accumulation written out unrounded).
-struct MatmulProblem {
-  int64_t batch = 1, m = 0, n = 0, k = 0;
-  bool transpose_a = false, transpose_b = false;
-  bool broadcast_a = false, broadcast_b = false;
-};
-using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
+using kernel::MatmulKernel;
+using kernel::MatmulProblem;
 
 // x [rows, k] f32 @ W^T with W [n, k] f32 or bf16, rows <= kSkinnyMaxRows: batch-1 (or
 // beam) decoding through a linear layer. Rows of A stack densely when A is [1, m, k] or
@@ -127,8 +121,8 @@ bool is_f32_bf16_mix(const Tensor& a, const Tensor& b) {
 MatmulProblem matmul_problem(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   if (a.defined() && b.defined() && is_f32_bf16_mix(a, b)) {
     if (a.device() != b.device())
-      throw Error(ErrorKind::kInvalidArgument, "matmul: operands on different devices, found " +
-                                                   a.str() + " and " + b.str());
+      throw Error(ErrorKind::kInvalidArgument,
+                  "matmul: operands on different devices, found " + a.str() + " and " + b.str());
   } else {
     detail::check_same(a, b, "matmul");
   }

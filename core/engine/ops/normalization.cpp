@@ -16,32 +16,23 @@
 #include <vector>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 
 namespace patchbay::engine {
 namespace {
 
+using kernel::AddLayerNormBackwardKernel;
+using kernel::AddLayerNormKernel;
+using kernel::LayerNormBackwardKernel;
+using kernel::LayerNormKernel;
+using kernel::NormShape;
+using kernel::RmsNormBackwardKernel;
+using kernel::RmsNormKernel;
+
 // Below this many elements the plain loops run instead of oneDNN (call overhead dominates).
 constexpr int64_t kOnednnMinElements = 16384;
-
-struct NormShape {
-  int64_t rows = 0, cols = 0;
-  float eps = 0.f;
-};
-// y = layer_norm(x) with optional gain/bias (undefined tensors); mean/var [rows] (out).
-using LayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain,
-                             const Tensor& bias, Tensor& y, Tensor& mean, Tensor& var);
-// dx, dgain, dbias (dgain/dbias may be undefined = not wanted).
-using LayerNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy,
-                                     const Tensor& mean, const Tensor& var, const Tensor& gain,
-                                     Tensor& dx, Tensor& dgain, Tensor& dbias);
-// y = rms_norm(x) * gain; rstd [rows] (out).
-using RmsNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y,
-                           Tensor& rstd);
-using RmsNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy,
-                                   const Tensor& gain, const Tensor& rstd, Tensor& dx,
-                                   Tensor& dgain);
 
 const float* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
 float* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
@@ -270,18 +261,6 @@ void add_layer_norm_partials(const float* h, const float* dy, const float* mean,
     }
   }
 }
-
-// x, residual, h, y: contiguous f32 [rows, cols]; gain/bias [cols] or undefined; mean, rstd
-// [rows] (out).
-using AddLayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& residual,
-                                const Tensor& gain, const Tensor& bias, Tensor& h, Tensor& y,
-                                Tensor& mean, Tensor& rstd);
-// dh (out) from h, dy = dL/dy, gh = dL/dh (contiguous f32 [rows, cols]); dgain/dbias [cols]
-// (out) or undefined when not wanted.
-using AddLayerNormBackwardKernel = void(const NormShape& s, const Tensor& h, const Tensor& dy,
-                                        const Tensor& gh, const Tensor& mean, const Tensor& rstd,
-                                        const Tensor& gain, Tensor& dh, Tensor& dgain,
-                                        Tensor& dbias);
 
 void add_layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& residual,
                         const Tensor& gain, const Tensor& bias, Tensor& h, Tensor& y, Tensor& mean,

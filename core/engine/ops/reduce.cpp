@@ -7,19 +7,16 @@
 #include <limits>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-enum class ReduceKind { kSum, kMax };
-
-// x: contiguous f32 [outer, inner]; out: contiguous f32 [outer]; argmax: [outer] (max only).
-using ReduceKernel = void(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner,
-                          Tensor& out, int64_t* argmax);
-// Scatters grad [outer] into dx [outer, inner] (zeros elsewhere) at argmax.
-using MaxBackwardKernel = void(const Tensor& grad, const int64_t* argmax, int64_t outer,
-                               int64_t inner, Tensor& dx);
+using kernel::MaxBackwardKernel;
+using kernel::ReduceKernel;
+using kernel::ReduceKind;
+using kernel::ReduceLeadingKernel;
 
 void reduce_cpu(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner, Tensor& out,
                 int64_t* argmax) {
@@ -53,7 +50,6 @@ PATCHBAY_REGISTER_KERNEL(ReduceKernel, "reduce", DeviceType::kCpu, reduce_cpu);
 // position table broadcast over rows): x contiguous f32 [rows, cols] -> out [cols]. Each
 // column accumulates its rows in order, in double, so the result does not depend on the
 // thread count; threads split the columns (blocks of 64 keep each thread's stores apart).
-using ReduceLeadingKernel = void(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);
 
 constexpr int64_t kLeadingBlock = 64;
 

@@ -8,15 +8,14 @@
 #include <vector>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "engine/ops_positional.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// x, out: contiguous f32 [rows, T, D]; inverse: rotate by -angle.
-using RotaryKernel = void(const Tensor& x, int64_t position_offset, double theta, bool inverse,
-                          Tensor& out);
+using kernel::RotaryKernel;
 
 void rotary_cpu(const Tensor& x, int64_t position_offset, double theta, bool inverse, Tensor& out) {
   const int64_t dim = x.size(-1), steps = x.size(-2);

@@ -5,21 +5,19 @@
 #include <limits>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 
 namespace patchbay::engine {
 namespace {
 
+using kernel::SoftmaxBackwardKernel;
+using kernel::SoftmaxKernel;
+
 // Below this many elements the plain loop beats a oneDNN call (primitive lookup + OpenMP
 // team start dominate; measured ~1-2 us per call on tiny rows).
 constexpr int64_t kOnednnMinElements = 16384;
-
-// y = softmax(x) or log_softmax(x) row-wise; contiguous f32 [rows, cols].
-using SoftmaxKernel = void(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y);
-// dx from the forward output y and dy (softmax: y*(dy - sum dy*y); log: dy - exp(y) sum dy).
-using SoftmaxBackwardKernel = void(bool log, const Tensor& y, const Tensor& dy, int64_t rows,
-                                   int64_t cols, Tensor& dx);
 
 void softmax_cpu(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y) {
   if (rows * cols == 0) return;

@@ -1,0 +1,161 @@
+// The signatures of the engine's dispatch-table kernels (engine/dispatch.hpp) that more than
+// one backend implements: the CPU kernels beside their ops (engine/ops/*.cpp) and the CUDA
+// entries (core/cuda/cuda_kernels_*.cpp). An op looks its kernel up with the alias declared
+// here and a backend registers it with the same alias, so a signature changes in one place
+// for every device. Each alias says the layout the op guarantees before calling the kernel.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/ops.hpp"
+#include "engine/tensor.hpp"
+
+namespace patchbay::engine::kernel {
+
+// ---- data movement ----
+// dst[i] = convert(src[i]); src already expanded to dst's shape (stride 0 on broadcast dims).
+using CopyKernel = void(const Tensor& src, Tensor& dst);
+// Every element of dst = value (converted to dst's dtype); dst any strides.
+using FillKernel = void(Tensor& dst, double value);
+
+// ---- element-wise (all f32; the ops convert other float dtypes around the kernels) ----
+// out = a + b; a, b expanded to out's shape.
+using AddKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
+enum class BinaryKind { kSub, kMul, kDiv };
+// out = a (op) b; a, b expanded to out's shape.
+using BinaryKernel = void(BinaryKind kind, const Tensor& a, const Tensor& b, Tensor& out);
+// The order is kernels/cuda/math/unary.hpp's UnaryOp, which the CUDA entries rely on.
+enum class UnaryKind {
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kGeluTanh,
+  kGeluErf,
+  kSilu,
+  kAddScalar,
+  kMulScalar,
+  kPowScalar
+};
+// out = f(x) (scalar parameter s for the *Scalar kinds); x any strides, out contiguous.
+using UnaryKernel = void(UnaryKind kind, double s, const Tensor& x, Tensor& out);
+// dx = grad * f'(x); all contiguous, one shape.
+using UnaryBackwardKernel = void(UnaryKind kind, double s, const Tensor& x, const Tensor& grad,
+                                 Tensor& dx);
+// out = mask != 0 ? value : x; x and mask expanded to out's shape; mask of any dtype.
+using MaskedFillKernel = void(const Tensor& x, const Tensor& mask, double value, Tensor& out);
+// keep[i] = u[i] >= p ? 1/(1-p) : 0; contiguous.
+using DropoutMaskKernel = void(const Tensor& u, double p, Tensor& keep);
+// count values into out (device memory of out's device): counter blocks first_block, ... of
+// Philox4x32-10 under seed; normal: standard normal (Box-Muller on pairs), else U[low, high).
+using RandomKernel = void(float* out, int64_t count, uint64_t first_block, uint64_t seed,
+                          bool normal, double low, double high);
+
+// ---- matrix products ----
+// a: contiguous [batch_a, rows_a, cols_a] with batch_a in {1, batch} (1 = broadcast), likewise
+// b; out: contiguous [batch, m, n]; a and b share dtype f32 or bf16 (or f32 x bf16 weights);
+// out has their dtype, or f32 for bf16 operands (f32 accumulation written out unrounded).
+struct MatmulProblem {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transpose_a = false, transpose_b = false;
+  bool broadcast_a = false, broadcast_b = false;
+};
+using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
+
+// ---- normalisation and softmax (contiguous f32 [rows, cols], over the last dim) ----
+struct NormShape {
+  int64_t rows = 0, cols = 0;
+  float eps = 0.f;
+};
+// y = layer_norm(x) with optional gain/bias (undefined tensors); `mean` and `stat` [rows] are
+// the per-row statistics the same device's backward reads: the CPU saves the variance, CUDA
+// saves rstd = 1/sqrt(var + eps) (its kernels' form). Only that device's backward reads them.
+using LayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain,
+                             const Tensor& bias, Tensor& y, Tensor& mean, Tensor& stat);
+// dx, dgain, dbias (dgain/dbias may be undefined = not wanted).
+using LayerNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy,
+                                     const Tensor& mean, const Tensor& stat, const Tensor& gain,
+                                     Tensor& dx, Tensor& dgain, Tensor& dbias);
+// y = rms_norm(x) * gain; rstd [rows] (out).
+using RmsNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& gain, Tensor& y,
+                           Tensor& rstd);
+using RmsNormBackwardKernel = void(const NormShape& s, const Tensor& x, const Tensor& dy,
+                                   const Tensor& gain, const Tensor& rstd, Tensor& dx,
+                                   Tensor& dgain);
+// h = x + residual, y = layer_norm(h) (gain/bias [cols] or undefined); mean, rstd [rows] out.
+using AddLayerNormKernel = void(const NormShape& s, const Tensor& x, const Tensor& residual,
+                                const Tensor& gain, const Tensor& bias, Tensor& h, Tensor& y,
+                                Tensor& mean, Tensor& rstd);
+// dh (out) from h, dy = dL/dy, gh = dL/dh; dgain/dbias [cols] (out) or undefined.
+using AddLayerNormBackwardKernel = void(const NormShape& s, const Tensor& h, const Tensor& dy,
+                                        const Tensor& gh, const Tensor& mean, const Tensor& rstd,
+                                        const Tensor& gain, Tensor& dh, Tensor& dgain,
+                                        Tensor& dbias);
+// y = softmax(x) or log_softmax(x) row-wise.
+using SoftmaxKernel = void(bool log, const Tensor& x, int64_t rows, int64_t cols, Tensor& y);
+// dx from the forward output y and dy (softmax: y*(dy - sum dy*y); log: dy - exp(y) sum dy).
+using SoftmaxBackwardKernel = void(bool log, const Tensor& y, const Tensor& dy, int64_t rows,
+                                   int64_t cols, Tensor& dx);
+
+// ---- reductions ----
+enum class ReduceKind { kSum, kMax };
+// x: contiguous f32 [outer, inner]; out: contiguous f32 [outer]; argmax: host [outer] (max).
+using ReduceKernel = void(ReduceKind kind, const Tensor& x, int64_t outer, int64_t inner,
+                          Tensor& out, int64_t* argmax);
+// Scatters grad [outer] into dx [outer, inner] (zeros elsewhere) at argmax (host [outer]).
+using MaxBackwardKernel = void(const Tensor& grad, const int64_t* argmax, int64_t outer,
+                               int64_t inner, Tensor& dx);
+// Sum over the leading dims: x contiguous f32 [rows, cols] -> out [cols].
+using ReduceLeadingKernel = void(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);
+// x and out f32 contiguous, same shape; the sum runs along dim.
+using CumsumKernel = void(const Tensor& x, int64_t dim, bool reverse, Tensor& out);
+
+// ---- embeddings and positions ----
+// weights contiguous [V, D] of a float dtype; ids contiguous i32/i64 (n elements); out f32
+// contiguous [n, D].
+using EmbeddingForwardKernel = void(const Tensor& weights, const Tensor& ids, Tensor& out);
+// grad_out f32 contiguous [n, D]; grad_weights f32 contiguous [V, D], accumulated into.
+using EmbeddingBackwardKernel = void(const Tensor& grad_out, const Tensor& ids,
+                                     Tensor& grad_weights);
+// x, out: contiguous f32 [rows, T, D]; inverse: rotate by -angle.
+using RotaryKernel = void(const Tensor& x, int64_t position_offset, double theta, bool inverse,
+                          Tensor& out);
+
+// ---- fused bias + activation ----
+// x32, g32, dx: contiguous f32 [rows, cols]; b32: contiguous f32 [cols]; dbias: [cols].
+using BiasActivationForwardKernel = void(FusedActivation act, const Tensor& x32, const Tensor& b32,
+                                         Tensor& out, int64_t rows, int64_t cols);
+using BiasActivationBackwardKernel = void(FusedActivation act, const Tensor& x32, const Tensor& b32,
+                                          const Tensor& g32, Tensor& dx, Tensor& dbias,
+                                          int64_t rows, int64_t cols);
+
+// ---- attention ----
+// Element strides {batch, head, seq} of a [B, heads, T, D] operand whose last dim is contiguous.
+struct OperandStrides {
+  int64_t batch = 0, head = 0, seq = 0;
+};
+struct AttentionShape {
+  int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+  float scale = 0.f;
+  bool causal = false;
+  int64_t window = 0;
+  OperandStrides q, k, v;     // of the (possibly strided) f32 operands
+  std::vector<float> slopes;  // [H] ALiBi slopes, empty = none
+};
+// out [B,H,Tq,D] (out, f32, last dim contiguous, any layout), lse [B,H,Tq] (out, contiguous
+// f32); q, k, v all f32 or all bf16 (the CPU's bf16 kernel) with the shape's strides.
+using AttentionKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                             const Tensor& v, Tensor& out, Tensor& lse);
+// dq, dk, dv (out, f32, last dim contiguous, any layout; overwritten) from the forward's
+// tensors and dout (last dim contiguous, positive seq stride; f32, or bf16 with bf16 q, k, v).
+using AttentionBackwardKernel = void(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                                     const Tensor& v, const Tensor& out, const Tensor& lse,
+                                     const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
+
+}  // namespace patchbay::engine::kernel
