@@ -1,6 +1,6 @@
 // The CUDA dispatch entries of scaled_dot_product_attention (engine/kernel_signatures.hpp,
 // AttentionShape) through the fused causal kernels of kernels/cuda/attention.hpp: causal
-// self-attention (q_len == kv_len), f32, head dim 64 or 128, as many KV heads as query heads,
+// self-attention (q_len == kv_len), f32, head dim 32, 64 or 128, as many KV heads as query heads,
 // no sliding window, no ALiBi. Anything else is refused naming what the kernel lacks (the CPU
 // runs every variant). The kernels read packed [B*H, T, D] operands: strided operands (a
 // permuted [B, T, H, D] projection) are packed first and strided outputs written through a
@@ -33,13 +33,13 @@ void require_supported(const char* op, const AttentionShape& s, const Tensor& q)
     missing = "a sliding window";
   else if (!s.slopes.empty())
     missing = "ALiBi slopes";
-  else if (s.head_dim != 64 && s.head_dim != 128)
-    missing = "a head dim other than 64 or 128";
+  else if (s.head_dim != 32 && s.head_dim != 64 && s.head_dim != 128)
+    missing = "a head dim other than 32, 64 or 128";
   else if (q.dtype() != DType::kF32)
     missing = "operands other than f32";
   if (!missing.empty())
     refuse_op(op,
-              "the CUDA attention kernel is causal self-attention with head dim 64 or 128; " +
+              "the CUDA attention kernel is causal self-attention with head dim 32, 64 or 128; " +
                   missing + " needs a kernel not written yet",
               q);
 }

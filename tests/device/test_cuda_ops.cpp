@@ -251,7 +251,7 @@ TEST_CASE("embedding, rotary, bias + activation, cumsum and reductions") {
 
 TEST_CASE("fused causal attention, forward and backward, from permuted projections") {
   if (!gpu_usable()) return;
-  for (int64_t head_dim : {int64_t{64}, int64_t{128}}) {
+  for (int64_t head_dim : {int64_t{32}, int64_t{64}, int64_t{128}}) {
     CAPTURE(head_dim);
     // [B, T, H, D] projections viewed as [B, H, T, D], as the dense attention layer makes them.
     const Tensor q = random_f32({2, 70, 3, head_dim}, 20), k = random_f32({2, 70, 3, head_dim}, 21),

@@ -165,15 +165,19 @@ cudaError_t causal_attention_backward(const float* q, const float* k, const floa
                                       int64_t batch_heads, int64_t steps, int64_t head_dim,
                                       float scale, cudaStream_t stream) {
   if (batch_heads <= 0 || steps <= 0) return cudaSuccess;
-  if (head_dim != 64 && head_dim != 128) return cudaErrorInvalidValue;
+  if (head_dim != 32 && head_dim != 64 && head_dim != 128) return cudaErrorInvalidValue;
   const int64_t rows = batch_heads * steps;
   attention_delta_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(
       out, dout, delta, rows, head_dim);
   if (const cudaError_t s = cudaGetLastError(); s != cudaSuccess) return s;
-  return head_dim == 64 ? launch_backward<64>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads,
-                                              steps, scale, stream)
-                        : launch_backward<128>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads,
-                                               steps, scale, stream);
+  if (head_dim == 32)
+    return launch_backward<32>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads, steps, scale,
+                               stream);
+  if (head_dim == 64)
+    return launch_backward<64>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads, steps, scale,
+                               stream);
+  return launch_backward<128>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads, steps, scale,
+                              stream);
 }
 
 }  // namespace patchbay::kernels::cuda

@@ -91,6 +91,8 @@ cudaError_t causal_attention_forward(const float* q, const float* k, const float
                                      float* lse, int64_t batch_heads, int64_t steps,
                                      int64_t head_dim, float scale, cudaStream_t stream) {
   if (batch_heads <= 0 || steps <= 0) return cudaSuccess;
+  if (head_dim == 32)
+    return launch_forward<32>(q, k, v, out, lse, batch_heads, steps, scale, stream);
   if (head_dim == 64)
     return launch_forward<64>(q, k, v, out, lse, batch_heads, steps, scale, stream);
   if (head_dim == 128)

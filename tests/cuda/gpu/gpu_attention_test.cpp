@@ -1,5 +1,5 @@
 // GPU tests of the fused causal attention (attention.hpp) against the plain double-precision
-// CPU twin: head dims 64 and 128, T ragged (not a multiple of the 64-row blocks or 32-row
+// CPU twin: head dims 32, 64 and 128, T ragged (not a multiple of the 64-row blocks or 32-row
 // tiles) and T = 1, NaN-poisoned outputs; the backward is also checked to be bitwise
 // repeatable. Tolerance (relative norm): 1e-4 for f32 (T-term f32 sums through exp).
 #include <cmath>
@@ -12,7 +12,7 @@ namespace cuda = patchbay::kernels::cuda;
 using cuda::testing::DeviceBuffer;
 
 GPU_TEST(causal_attention_forward_backward_f32) {
-  const int64_t cases[][3] = {{3, 200, 64}, {2, 129, 128}, {2, 1, 64}, {1, 64, 128}};
+  const int64_t cases[][3] = {{3, 200, 64}, {2, 129, 128}, {2, 1, 64}, {1, 64, 128}, {2, 77, 32}};
   for (const auto& c : cases) {
     const int64_t heads = c[0], steps = c[1], dim = c[2];
     const size_t n = static_cast<size_t>(heads * steps * dim);

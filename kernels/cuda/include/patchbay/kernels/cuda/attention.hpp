@@ -1,5 +1,5 @@
 // Fused causal self-attention (flash attention: the T x T score matrix is never stored),
-// forward and backward, f32, head dimension 64 or 128. Layout: q, k, v, out and their
+// forward and backward, f32, head dimension 32, 64 or 128. Layout: q, k, v, out and their
 // gradients [batch_heads, T, D] contiguous (one head's rows together); lse [batch_heads, T],
 // the per-row log-sum-exp of the scaled scores, saved by the forward for the backward.
 //   out_i = sum_{j <= i} softmax_j(scale * q_i . k_j) v_j
@@ -16,7 +16,7 @@
 
 namespace patchbay::kernels::cuda {
 
-// Returns cudaErrorInvalidValue when head_dim is neither 64 nor 128.
+// Returns cudaErrorInvalidValue when head_dim is not 32, 64 or 128.
 cudaError_t causal_attention_forward(const float* q, const float* k, const float* v, float* out,
                                      float* lse, int64_t batch_heads, int64_t steps,
                                      int64_t head_dim, float scale, cudaStream_t stream);
