@@ -227,6 +227,7 @@ const CudaProbe& initialise_cuda() {
       register_norm_softmax_kernels();
       register_row_kernels();
       register_attention_kernels();
+      register_cross_entropy_kernels();
     }
     return p;
   }();

@@ -49,5 +49,6 @@ void register_matmul_kernels();
 void register_norm_softmax_kernels();
 void register_row_kernels();
 void register_attention_kernels();
+void register_cross_entropy_kernels();
 
 }  // namespace patchbay::cuda

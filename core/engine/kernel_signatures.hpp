@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/ops.hpp"
+#include "engine/ops_indexing.hpp"
 #include "engine/tensor.hpp"
 
 namespace patchbay::engine::kernel {
@@ -115,6 +116,18 @@ using MaxBackwardKernel = void(const Tensor& grad, const int64_t* argmax, int64_
 using ReduceLeadingKernel = void(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);
 // x and out f32 contiguous, same shape; the sum runs along dim.
 using CumsumKernel = void(const Tensor& x, int64_t dim, bool reverse, Tensor& out);
+
+// ---- cross-entropy ----
+// logits f32 contiguous [N, V]; targets contiguous i32/i64, N elements in the caller's shape (so
+// messages give the caller's coordinates); row_loss and row_logsumexp f32 [N] (overwritten).
+// Returns the number of rows whose target is not ignore_index (a host value).
+using CrossEntropyForwardKernel = int64_t(const Tensor& logits, const Tensor& targets,
+                                          const CrossEntropyOptions& options, Tensor& row_loss,
+                                          Tensor& row_logsumexp);
+// row_grad f32 [N]: d(objective)/d(row loss). grad_logits f32 [N, V] (overwritten).
+using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& targets,
+                                        const Tensor& row_logsumexp, const Tensor& row_grad,
+                                        const CrossEntropyOptions& options, Tensor& grad_logits);
 
 // ---- embeddings and positions ----
 // weights contiguous [V, D] of a float dtype; ids contiguous i32/i64 (n elements); out f32

@@ -249,6 +249,34 @@ TEST_CASE("embedding, rotary, bias + activation, cumsum and reductions") {
   CHECK(message.find("id value 10") != std::string::npos);
 }
 
+TEST_CASE("cross-entropy with ignored rows and label smoothing, mean and sum") {
+  if (!gpu_usable()) return;
+  const Tensor logits = random_f32({6, 5, 97}, 25, -4.0, 4.0);
+  std::vector<int64_t> targets(30);
+  for (size_t i = 0; i < targets.size(); ++i) targets[i] = static_cast<int64_t>((i * 37) % 97);
+  targets[4] = -100;
+  const Tensor target_tensor = Tensor::from_data(targets.data(), {6, 5}, DType::kI64);
+  for (const double smoothing : {0.0, 0.1}) {
+    CrossEntropyOptions options;
+    options.label_smoothing = smoothing;
+    check_op("cross_entropy (mean)", {logits, target_tensor},
+             [options](auto& in) {
+               return cross_entropy(in[0].reshape({30, 97}), in[1].reshape({30}), options);
+             },
+             1e-5, 1e-6);
+  }
+  std::vector<int32_t> bad(30, 3);
+  bad[7] = 97;
+  const Tensor bad_targets = Tensor::from_data(bad.data(), {30}, DType::kI32, kGpu);
+  std::string message;
+  try {
+    (void)cross_entropy(logits.reshape({30, 97}).to(kGpu), bad_targets);
+  } catch (const patchbay::Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("target value 97") != std::string::npos);
+}
+
 TEST_CASE("fused causal attention, forward and backward, from permuted projections") {
   if (!gpu_usable()) return;
   for (int64_t head_dim : {int64_t{32}, int64_t{64}, int64_t{128}}) {

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
 #include "engine/ops/op_helpers.hpp"
@@ -17,16 +18,8 @@
 namespace patchbay::engine {
 namespace {
 
-// logits f32 contiguous [N, V]; targets contiguous i32/i64, N elements in the caller's
-// shape (so messages give the caller's coordinates); row_loss and row_logsumexp
-// f32 [N] (overwritten). Returns the number of rows whose target is not ignore_index.
-using CrossEntropyForwardKernel = int64_t(const Tensor& logits, const Tensor& targets,
-                                          const CrossEntropyOptions& options, Tensor& row_loss,
-                                          Tensor& row_logsumexp);
-// row_grad f32 [N]: d(objective)/d(row loss). grad_logits f32 [N, V] (overwritten).
-using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& targets,
-                                        const Tensor& row_logsumexp, const Tensor& row_grad,
-                                        const CrossEntropyOptions& options, Tensor& grad_logits);
+using kernel::CrossEntropyBackwardKernel;
+using kernel::CrossEntropyForwardKernel;
 
 kernels::CrossEntropyOptions kernel_options(const CrossEntropyOptions& options) {
   return {.ignore_index = options.ignore_index,
@@ -40,13 +33,7 @@ int64_t cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets,
   return detail::visit_index_type(targets, [&](auto index_type) {
     using Index = decltype(index_type);
     const Index* target_data = targets.data<Index>();
-    const int64_t bad =
-        kernels::first_invalid_target(target_data, rows, classes, options.ignore_index);
-    detail::throw_if_out_of_range(bad, target_data, targets, "cross_entropy", "target",
-                                  "0 <= target < " + std::to_string(classes) +
-                                      " (V, the last dim of the logits) or ignore_index " +
-                                      std::to_string(options.ignore_index),
-                                  "");
+    detail::check_cross_entropy_targets(target_data, targets, classes, options.ignore_index);
     return kernels::cross_entropy_forward(logits.data<float>(), target_data, rows, classes,
                                           kernel_options(options), row_loss.data<float>(),
                                           row_logsumexp.data<float>());

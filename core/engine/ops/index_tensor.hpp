@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "engine/tensor.hpp"
+#include "patchbay/kernels/cross_entropy.hpp"
 
 namespace patchbay::engine::detail {
 
@@ -48,6 +49,19 @@ void throw_if_out_of_range(int64_t position, const Index* values, const Tensor& 
                                                coordinates_str(position, index.shape()) + " of " +
                                                index.str() + " is out of range; expected " +
                                                expected + (advice.empty() ? "" : ". ") + advice);
+}
+
+// Refuses the first target of `targets` (host values `values`) that is neither a class in
+// [0, classes) nor ignore_index, naming it: the check every device's cross_entropy runs first.
+template <class Index>
+void check_cross_entropy_targets(const Index* values, const Tensor& targets, int64_t classes,
+                                 int64_t ignore_index) {
+  const int64_t bad = kernels::first_invalid_target(values, targets.numel(), classes, ignore_index);
+  throw_if_out_of_range(bad, values, targets, "cross_entropy", "target",
+                        "0 <= target < " + std::to_string(classes) +
+                            " (V, the last dim of the logits) or ignore_index " +
+                            std::to_string(ignore_index),
+                        "");
 }
 
 }  // namespace patchbay::engine::detail

@@ -1,6 +1,7 @@
 // CPU twins of the softmax and cross-entropy kernels (softmax_cross_entropy_reference.hpp).
 #include "patchbay/kernels/cuda/softmax_cross_entropy_reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -79,6 +80,53 @@ void cross_entropy_forward_backward_reference(const float* logits, const int32_t
         dlogits[r * cols + c] =
             static_cast<float>((probability - (c == target ? 1.0 : 0.0)) * grad_scale);
       }
+  }
+}
+
+namespace {
+// log sum_j exp(z_j) of one row, in double.
+double logsumexp_of(const float* z, int64_t cols) {
+  double max = 0.0, log_sum = 0.0;
+  row_logsumexp(z, cols, max, log_sum);
+  return max + log_sum;
+}
+}  // namespace
+
+void cross_entropy_rows_forward_reference(const float* logits, const int64_t* targets,
+                                          float* row_loss, float* row_lse, int64_t rows,
+                                          int64_t cols, int64_t ignore_index, float smoothing) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * cols;
+    if (targets[r] == ignore_index) {
+      row_loss[r] = row_lse[r] = 0.0f;
+      continue;
+    }
+    const double lse = logsumexp_of(z, cols);
+    double mean = 0.0;
+    for (int64_t j = 0; j < cols; ++j) mean += z[j];
+    mean /= static_cast<double>(cols);
+    const double eps = smoothing;
+    row_lse[r] = static_cast<float>(lse);
+    row_loss[r] = static_cast<float>((1.0 - eps) * (lse - z[targets[r]]) + eps * (lse - mean));
+  }
+}
+
+void cross_entropy_rows_backward_reference(const float* logits, const int64_t* targets,
+                                           const float* row_grad, float* grad_logits, int64_t rows,
+                                           int64_t cols, int64_t ignore_index, float smoothing) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * cols;
+    float* g = grad_logits + r * cols;
+    if (targets[r] == ignore_index) {
+      std::fill(g, g + cols, 0.0f);
+      continue;
+    }
+    const double lse = logsumexp_of(z, cols), eps = smoothing;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double p = std::exp(static_cast<double>(z[j]) - lse);
+      g[j] = static_cast<float>(row_grad[r] * (p - (j == targets[r] ? 1.0 - eps : 0.0) -
+                                               eps / static_cast<double>(cols)));
+    }
   }
 }
 

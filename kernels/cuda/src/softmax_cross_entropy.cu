@@ -85,6 +85,69 @@ __global__ void cross_entropy_kernel(const float* logits, const int32_t* targets
   }
 }
 
+// The engine's cross-entropy (cross_entropy_rows_*): one block per row. The forward merges the
+// row's online-softmax state and its sum (for the smoothing term's mean) across the block.
+template <class Index>
+__global__ void cross_entropy_rows_forward_kernel(const float* logits, const Index* targets,
+                                                  float* row_loss, float* row_lse, int64_t cols,
+                                                  int64_t ignore_index, float smoothing) {
+  __shared__ float scratch[64];
+  const int64_t row = blockIdx.x;
+  const int64_t target = static_cast<int64_t>(targets[row]);
+  if (target == ignore_index) {
+    if (threadIdx.x == 0) row_loss[row] = row_lse[row] = 0.0f;
+    return;
+  }
+  const float* z = logits + row * cols;
+  const float lse = math::softmax_logsumexp(row_softmax_state(z, cols, scratch));
+  float partial = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) partial += z[c];
+  const float mean = detail::block_sum(partial, scratch) / float(cols);
+  if (threadIdx.x != 0) return;
+  row_lse[row] = lse;
+  row_loss[row] = (1.0f - smoothing) * (lse - z[target]) + smoothing * (lse - mean);
+}
+
+template <class Index>
+__global__ void cross_entropy_rows_backward_kernel(const float* logits, const Index* targets,
+                                                   const float* row_lse, const float* row_grad,
+                                                   float* grad_logits, int64_t cols,
+                                                   int64_t ignore_index, float smoothing) {
+  const int64_t row = blockIdx.x;
+  const int64_t target = static_cast<int64_t>(targets[row]);
+  float* g = grad_logits + row * cols;
+  if (target == ignore_index) {
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) g[c] = 0.0f;
+    return;
+  }
+  const float* z = logits + row * cols;
+  const float lse = row_lse[row], upstream = row_grad[row];
+  const float uniform = smoothing / float(cols), on_target = 1.0f - smoothing;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    g[c] = upstream * (expf(z[c] - lse) - (c == target ? on_target : 0.0f) - uniform);
+}
+
+template <class Index>
+cudaError_t launch_rows_forward(const float* logits, const Index* targets, float* row_loss,
+                                float* row_lse, int64_t rows, int64_t cols, int64_t ignore_index,
+                                float smoothing, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  cross_entropy_rows_forward_kernel<Index><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      logits, targets, row_loss, row_lse, cols, ignore_index, smoothing);
+  return cudaGetLastError();
+}
+
+template <class Index>
+cudaError_t launch_rows_backward(const float* logits, const Index* targets, const float* row_lse,
+                                 const float* row_grad, float* grad_logits, int64_t rows,
+                                 int64_t cols, int64_t ignore_index, float smoothing,
+                                 cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  cross_entropy_rows_backward_kernel<Index><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      logits, targets, row_lse, row_grad, grad_logits, cols, ignore_index, smoothing);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t softmax_forward(const float* x, float* y, int64_t rows, int64_t cols,
@@ -124,6 +187,35 @@ cudaError_t cross_entropy_forward_backward(const float* logits, const int32_t* t
   cross_entropy_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
       logits, targets, losses, dlogits, cols, ignore_index, grad_scale);
   return cudaGetLastError();
+}
+
+cudaError_t cross_entropy_rows_forward(const float* logits, const int32_t* targets, float* row_loss,
+                                       float* row_lse, int64_t rows, int64_t cols,
+                                       int64_t ignore_index, float smoothing, cudaStream_t stream) {
+  return launch_rows_forward(logits, targets, row_loss, row_lse, rows, cols, ignore_index,
+                             smoothing, stream);
+}
+cudaError_t cross_entropy_rows_forward(const float* logits, const int64_t* targets, float* row_loss,
+                                       float* row_lse, int64_t rows, int64_t cols,
+                                       int64_t ignore_index, float smoothing, cudaStream_t stream) {
+  return launch_rows_forward(logits, targets, row_loss, row_lse, rows, cols, ignore_index,
+                             smoothing, stream);
+}
+cudaError_t cross_entropy_rows_backward(const float* logits, const int32_t* targets,
+                                        const float* row_lse, const float* row_grad,
+                                        float* grad_logits, int64_t rows, int64_t cols,
+                                        int64_t ignore_index, float smoothing,
+                                        cudaStream_t stream) {
+  return launch_rows_backward(logits, targets, row_lse, row_grad, grad_logits, rows, cols,
+                              ignore_index, smoothing, stream);
+}
+cudaError_t cross_entropy_rows_backward(const float* logits, const int64_t* targets,
+                                        const float* row_lse, const float* row_grad,
+                                        float* grad_logits, int64_t rows, int64_t cols,
+                                        int64_t ignore_index, float smoothing,
+                                        cudaStream_t stream) {
+  return launch_rows_backward(logits, targets, row_lse, row_grad, grad_logits, rows, cols,
+                              ignore_index, smoothing, stream);
 }
 
 }  // namespace patchbay::kernels::cuda

@@ -218,6 +218,51 @@ GPU_TEST(cross_entropy_fused_gradient) {
   t.expect_close("dlogits (in place)", dlogits_in.download(), dlogits_ref, 1e-4);
 }
 
+// The engine's contract (ignore_index, label smoothing, per-row upstream gradients), int32 and
+// int64 targets, against the double twin.
+GPU_TEST(cross_entropy_rows_smoothing_ignore) {
+  const int64_t rows = 37, cols = 50257, n = rows * cols;
+  const auto logits = t.normal(n, 3.0f), row_grad = t.normal(rows);
+  auto targets64 = t.ids<int64_t>(rows, cols);
+  targets64[5] = -100;
+  std::vector<int32_t> targets32(targets64.begin(), targets64.end());
+  DeviceBuffer<float> dlogits(logits), drow_grad(row_grad), loss(rows), lse(rows), grad(n);
+  DeviceBuffer<int64_t> dtargets64(targets64);
+  DeviceBuffer<int32_t> dtargets32(targets32);
+  for (const float smoothing : {0.0f, 0.1f}) {
+    const std::string label = "smoothing " + std::to_string(smoothing);
+    std::vector<float> loss_ref(rows), lse_ref(rows), grad_ref(n);
+    cuda::cross_entropy_rows_forward_reference(logits.data(), targets64.data(), loss_ref.data(),
+                                               lse_ref.data(), rows, cols, -100, smoothing);
+    cuda::cross_entropy_rows_backward_reference(logits.data(), targets64.data(), row_grad.data(),
+                                                grad_ref.data(), rows, cols, -100, smoothing);
+    for (int width : {32, 64}) {
+      t.poison(loss);
+      t.poison(lse);
+      t.poison(grad);
+      if (width == 32) {
+        CUDA_CHECK(cuda::cross_entropy_rows_forward(dlogits.get(), dtargets32.get(), loss.get(),
+                                                    lse.get(), rows, cols, -100, smoothing,
+                                                    t.stream()));
+        CUDA_CHECK(cuda::cross_entropy_rows_backward(dlogits.get(), dtargets32.get(), lse.get(),
+                                                     drow_grad.get(), grad.get(), rows, cols, -100,
+                                                     smoothing, t.stream()));
+      } else {
+        CUDA_CHECK(cuda::cross_entropy_rows_forward(dlogits.get(), dtargets64.get(), loss.get(),
+                                                    lse.get(), rows, cols, -100, smoothing,
+                                                    t.stream()));
+        CUDA_CHECK(cuda::cross_entropy_rows_backward(dlogits.get(), dtargets64.get(), lse.get(),
+                                                     drow_grad.get(), grad.get(), rows, cols, -100,
+                                                     smoothing, t.stream()));
+      }
+      const std::string which = label + ", int" + std::to_string(width) + " targets";
+      t.expect_close("row loss, " + which, loss.download(), loss_ref, kF32);
+      t.expect_close("row lse, " + which, lse.download(), lse_ref, kF32);
+      t.expect_close("gradient, " + which, grad.download(), grad_ref, 1e-4);
+    }
+  }
+}
+
 GPU_TEST(embedding_forward_deterministic_backward) {
   const int64_t count = 4099, vocab = 50257, dim = 768;
   auto ids = t.ids<int32_t>(count, vocab);

@@ -38,4 +38,26 @@ cudaError_t cross_entropy_forward_backward(const float* logits, const int32_t* t
                                            int64_t cols, int32_t ignore_index, float grad_scale,
                                            cudaStream_t stream);
 
+// Cross-entropy with the engine's contract (kernels/indexing cross_entropy.hpp, PyTorch's
+// nn.CrossEntropyLoss with ignore_index and label smoothing eps): per row r, t = targets[r],
+//   row_lse[r] = log sum_j exp(z_j),  row_loss[r] = (1 - eps)(lse - z_t) + eps (lse - mean_j z_j),
+// both 0 on a row whose target is ignore_index. Targets lie in [0, cols) or equal ignore_index
+// (callers check). Outputs must not alias the logits.
+cudaError_t cross_entropy_rows_forward(const float* logits, const int32_t* targets, float* row_loss,
+                                       float* row_lse, int64_t rows, int64_t cols,
+                                       int64_t ignore_index, float smoothing, cudaStream_t stream);
+cudaError_t cross_entropy_rows_forward(const float* logits, const int64_t* targets, float* row_loss,
+                                       float* row_lse, int64_t rows, int64_t cols,
+                                       int64_t ignore_index, float smoothing, cudaStream_t stream);
+// grad_logits[r, j] = row_grad[r] (softmax_j - (1 - eps)[j == t] - eps / cols), softmax from the
+// saved row_lse; 0 on ignored rows. grad_logits is overwritten (it must not alias the logits).
+cudaError_t cross_entropy_rows_backward(const float* logits, const int32_t* targets,
+                                        const float* row_lse, const float* row_grad,
+                                        float* grad_logits, int64_t rows, int64_t cols,
+                                        int64_t ignore_index, float smoothing, cudaStream_t stream);
+cudaError_t cross_entropy_rows_backward(const float* logits, const int64_t* targets,
+                                        const float* row_lse, const float* row_grad,
+                                        float* grad_logits, int64_t rows, int64_t cols,
+                                        int64_t ignore_index, float smoothing, cudaStream_t stream);
+
 }  // namespace patchbay::kernels::cuda
