@@ -228,6 +228,7 @@ const CudaProbe& initialise_cuda() {
       register_row_kernels();
       register_attention_kernels();
       register_cross_entropy_kernels();
+      register_optimizer_kernels();
     }
     return p;
   }();

@@ -50,5 +50,6 @@ void register_norm_softmax_kernels();
 void register_row_kernels();
 void register_attention_kernels();
 void register_cross_entropy_kernels();
+void register_optimizer_kernels();
 
 }  // namespace patchbay::cuda

@@ -10,6 +10,7 @@
 
 #include "engine/ops.hpp"
 #include "engine/ops_indexing.hpp"
+#include "engine/ops_optimizer.hpp"
 #include "engine/tensor.hpp"
 
 namespace patchbay::engine::kernel {
@@ -147,6 +148,12 @@ using BiasActivationForwardKernel = void(FusedActivation act, const Tensor& x32,
 using BiasActivationBackwardKernel = void(FusedActivation act, const Tensor& x32, const Tensor& b32,
                                           const Tensor& g32, Tensor& dx, Tensor& dbias,
                                           int64_t rows, int64_t cols);
+
+// ---- optimizer updates ----
+// The op has checked every operand: contiguous, param's device and shape, f32 (bf16_copy bf16
+// or undefined; state tensors undefined where the rule has none).
+using OptimizerUpdateKernel = void(const OptimizerUpdate& update, Tensor& param, const Tensor& grad,
+                                   Tensor& state0, Tensor& state1, Tensor& bf16_copy);
 
 // ---- attention ----
 // Element strides {batch, head, seq} of a [B, heads, T, D] operand whose last dim is contiguous.

@@ -602,6 +602,7 @@ int ops_table_set_grad_enabled(int enabled);
 void fill_custom_op_entries(pb_ops_table& table);
 void fill_autocast_entries(pb_ops_table& table);  // ops_table_autocast.cpp (version 6)
 void fill_device_entries(pb_ops_table& table);    // ops_table_device.cpp (version 11)
+void fill_optimizer_entries(pb_ops_table& table);  // ops_table_optimizer.cpp (version 12)
 
 namespace {
 int set_grad_enabled(int enabled) { return ops_table_set_grad_enabled(enabled); }
@@ -681,6 +682,7 @@ pb_ops_table make_table() {
   t.tp_copy_to_region = tp_copy_to_region_fn;
   t.tp_reduce_from_region = tp_reduce_from_region_fn;
   fill_device_entries(t);
+  fill_optimizer_entries(t);
   return t;
 }
 }  // namespace

@@ -7,21 +7,29 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "engine/ops.hpp"
 
 namespace patchbay::train {
 namespace {
 
-// The grad of `param` when it has one, checked to be a contiguous float CPU tensor.
+// The grad of `param` when it has one, checked to be a contiguous float tensor.
 engine::Tensor checked_grad(const engine::Tensor& param) {
   engine::Tensor g = param.grad();
   if (!g.defined()) return g;
-  if (g.device().type != engine::DeviceType::kCpu || !engine::is_floating(g.dtype()) ||
-      !g.is_contiguous()) {
+  if (!engine::is_floating(g.dtype()) || !g.is_contiguous()) {
     throw Error(ErrorKind::kInvalidArgument,
-                "gradient clipping: grad " + g.str() +
-                    " is not a contiguous float CPU tensor (CPU only for now)");
+                "gradient clipping: grad " + g.str() + " is not a contiguous float tensor");
   }
   return g;
+}
+
+bool on_host(const engine::Tensor& t) { return t.device().type == engine::DeviceType::kCpu; }
+
+// sum(g^2) of a device gradient as a device scalar: f32 accumulation by the device's reduce
+// kernel (fixed order, so repeatable), widened only when read.
+engine::Tensor device_square_sum(const engine::Tensor& g) {
+  const engine::Tensor g32 = g.detach().to(engine::DType::kF32);
+  return engine::sum(engine::mul(g32, g32));
 }
 
 // Sum of squares of x[0, n) in double, in kLanes independent partial sums (element i goes to
@@ -34,7 +42,8 @@ engine::Tensor checked_grad(const engine::Tensor& param) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
-double f32_square_sum(const float* x, int64_t n) {
+double
+f32_square_sum(const float* x, int64_t n) {
   constexpr int64_t kLanes = 32;
   double lanes[kLanes] = {};
   int64_t i = 0;
@@ -75,12 +84,32 @@ double square_sum(const void* data, int64_t n, engine::DType dtype) {
 
 double param_grad_square_sum(const engine::Tensor& param) {
   engine::Tensor g = checked_grad(param);
-  return g.defined() ? square_sum(g.data_ptr(), g.numel(), g.dtype()) : 0.0;
+  if (!g.defined()) return 0.0;
+  if (!on_host(g)) return device_square_sum(g).item();
+  return square_sum(g.data_ptr(), g.numel(), g.dtype());
 }
 
+// Host gradients in double as above; device gradients summed on their device and read once
+// per device (one wait for the device per step, not one per parameter).
 double grad_square_sum(const std::vector<engine::Tensor>& params) {
   double total = 0.0;
-  for (const engine::Tensor& p : params) total += param_grad_square_sum(p);
+  std::vector<engine::Tensor> device_totals;  // one running f32 scalar per device
+  for (const engine::Tensor& p : params) {
+    const engine::Tensor g = checked_grad(p);
+    if (!g.defined()) continue;
+    if (on_host(g)) {
+      total += square_sum(g.data_ptr(), g.numel(), g.dtype());
+      continue;
+    }
+    auto same_device = [&](const engine::Tensor& t) { return t.device() == g.device(); };
+    auto it = std::find_if(device_totals.begin(), device_totals.end(), same_device);
+    if (it == device_totals.end()) {
+      device_totals.push_back(device_square_sum(g));
+    } else {
+      *it = engine::add(*it, device_square_sum(g));
+    }
+  }
+  for (const engine::Tensor& t : device_totals) total += t.item();
   return total;
 }
 
@@ -92,6 +121,10 @@ void scale_grads(const std::vector<engine::Tensor>& params, double factor) {
   for (const engine::Tensor& p : params) {
     engine::Tensor g = checked_grad(p);
     if (!g.defined()) continue;
+    if (!on_host(g)) {  // on its device: g = g * factor through the device's kernels
+      engine::copy_(g, engine::mul_scalar(g.detach(), factor));
+      continue;
+    }
     const int64_t n = g.numel();
     if (g.dtype() == engine::DType::kF32) {
       float* x = g.data<float>();

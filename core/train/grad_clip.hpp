@@ -11,8 +11,10 @@
 // For data parallelism the trainer can all-reduce grad_square_sum() across ranks itself and call
 // scale_grads(); clip_grad_norm() is the single-process composition. The trainer itself takes
 // the norm only and hands clip_factor() to optimizer_step_scaled(), which folds the scaling
-// into the optimizer's update pass (no separate pass over the gradients). Gradients must be on the
-// CPU (f32, bf16 or f16); others are refused with Error(kInvalidArgument).
+// into the optimizer's update pass (no separate pass over the gradients). Gradients are
+// contiguous f32, bf16 or f16 (others are refused with Error(kInvalidArgument)); on a device
+// (CUDA) they are summed there in f32 by the device's reduce kernel and read once per device,
+// so a GPU run's norm agrees with a CPU run's to f32 rounding, not bit for bit.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "train/grad_clip.hpp"
 
@@ -49,8 +50,20 @@ size_t GradNormInBackward::summed_in_backward() const {
 double GradNormInBackward::finish() {
   restore_hook();
   double total = 0.0;
-  for (size_t i = 0; i < sums_.size(); ++i)
-    total += summed_[i] ? sums_[i] : param_grad_square_sum((*params_)[i]);
+  // Device gradients are summed on their device and read once (grad_square_sum), after the
+  // host's, which keep their order.
+  std::vector<engine::Tensor> on_device;
+  for (size_t i = 0; i < sums_.size(); ++i) {
+    const engine::Tensor& param = (*params_)[i];
+    if (summed_[i]) {
+      total += sums_[i];
+    } else if (param.grad().defined() && param.grad().device().type != engine::DeviceType::kCpu) {
+      on_device.push_back(param);
+    } else {
+      total += param_grad_square_sum(param);
+    }
+  }
+  if (!on_device.empty()) total += grad_square_sum(on_device);
   return std::sqrt(total);
 }
 

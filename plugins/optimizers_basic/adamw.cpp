@@ -47,12 +47,19 @@ AdamW::AdamW(const AdamWSettings& settings) : settings_(settings) {
 }
 
 void AdamW::init_state(const Param& param) {
-  require_dense_f32(param, "adamw");
+  require_dense_f32_any_device(param, "adamw");
+  if (settings_.amsgrad && on_device(param.tensor)) {
+    throw patchbay::PluginError(PB_STATUS_UNSUPPORTED,
+                                "adamw: amsgrad = true for parameter '" + param.name +
+                                    "' on a device needs an update kernel not written yet; set "
+                                    "amsgrad = false or train on the cpu");
+  }
   Moments m;
   m.step = add_state("step/" + param.name, step_counter(param.tensor));
   m.exp_avg = add_state("exp_avg/" + param.name, zeros_like(param.tensor));
   m.exp_avg_sq = add_state("exp_avg_sq/" + param.name, zeros_like(param.tensor));
-  if (settings_.amsgrad) m.max_exp_avg_sq = add_state("max_exp_avg_sq/" + param.name, zeros_like(param.tensor));
+  if (settings_.amsgrad)
+    m.max_exp_avg_sq = add_state("max_exp_avg_sq/" + param.name, zeros_like(param.tensor));
   moment_of_.resize(param.index + 1, 0);
   moment_of_[param.index] = moments_.size();
   moments_.push_back(std::move(m));
@@ -68,6 +75,20 @@ void AdamW::update_scaled(const Param& param, const patchbay::Tensor& grad, doub
   Moments& m = moments_[moment_of_[param.index]];
   int64_t* step = m.step.data<int64_t>();
   *step += 1;
+  if (on_device(param.tensor)) {
+    pb_optimizer_update u{};
+    u.struct_size = sizeof u;
+    u.rule = PB_OPTIMIZER_ADAMW;
+    u.step = *step;
+    u.lr = lr;
+    u.beta1 = settings_.beta1;
+    u.beta2 = settings_.beta2;
+    u.eps = settings_.eps;
+    u.weight_decay = settings_.weight_decay * param.options.weight_decay_scale;
+    u.grad_scale = grad_scale;
+    device_update(u, param, grad, m.exp_avg, m.exp_avg_sq);
+    return;
+  }
   adamw_step(param.tensor.data<float>(), grad.data<float>(), m.exp_avg.data<float>(),
              m.exp_avg_sq.data<float>(), param.tensor.numel(), *step, lr,
              settings_.weight_decay * param.options.weight_decay_scale, settings_,

@@ -19,12 +19,14 @@ LionSettings read_settings(const patchbay::ConfigView& config) {
 
 }  // namespace
 
-Lion::Lion(const patchbay::Host&, const patchbay::ConfigView& config) : Lion(read_settings(config)) {}
+Lion::Lion(const patchbay::Host&, const patchbay::ConfigView& config)
+    : Lion(read_settings(config)) {}
 
 Lion::Lion(const LionSettings& settings) : settings_(settings) {
   if (!(settings.beta1 >= 0.0 && settings.beta1 <= 1.0)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                                "lion: beta1 = " + std::to_string(settings.beta1) + " must lie in [0, 1]");
+    throw patchbay::PluginError(
+        PB_STATUS_INVALID_ARGUMENT,
+        "lion: beta1 = " + std::to_string(settings.beta1) + " must lie in [0, 1]");
   }
   if (!(settings.beta2 >= 0.0 && settings.beta2 < 1.0)) {
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -32,12 +34,13 @@ Lion::Lion(const LionSettings& settings) : settings_(settings) {
                                     " must lie in [0, 1) (1 never forgets)");
   }
   if (!(settings.weight_decay >= 0.0) || !std::isfinite(settings.weight_decay)) {
-    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT, "lion: weight_decay must be finite and >= 0");
+    throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
+                                "lion: weight_decay must be finite and >= 0");
   }
 }
 
 void Lion::init_state(const Param& param) {
-  require_dense_f32(param, "lion");
+  require_dense_f32_any_device(param, "lion");
   slot_of_.resize(param.index + 1, 0);
   slot_of_[param.index] = exp_avg_.size();
   exp_avg_.push_back(add_state("exp_avg/" + param.name, zeros_like(param.tensor)));
@@ -50,6 +53,19 @@ void Lion::update(const Param& param, const patchbay::Tensor& grad, double lr) {
 void Lion::update_scaled(const Param& param, const patchbay::Tensor& grad, double lr,
                          float grad_scale) {
   require_dense_f32_grad(param, grad, "lion");
+  if (on_device(param.tensor)) {
+    pb_optimizer_update u{};
+    u.struct_size = sizeof u;
+    u.rule = PB_OPTIMIZER_LION;
+    u.step = 1;  // Lion has no step-dependent scalar
+    u.lr = lr;
+    u.beta1 = settings_.beta1;
+    u.beta2 = settings_.beta2;
+    u.weight_decay = settings_.weight_decay * param.options.weight_decay_scale;
+    u.grad_scale = grad_scale;
+    device_update(u, param, grad, exp_avg_[slot_of_[param.index]], patchbay::Tensor());
+    return;
+  }
   lion_step(param.tensor.data<float>(), grad.data<float>(),
             exp_avg_[slot_of_[param.index]].data<float>(), param.tensor.numel(), lr,
             settings_.weight_decay * param.options.weight_decay_scale, settings_, grad_scale);

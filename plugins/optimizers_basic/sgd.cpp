@@ -45,7 +45,7 @@ Sgd::Sgd(const SgdSettings& settings) : settings_(settings) {
 }
 
 void Sgd::init_state(const Param& param) {
-  require_dense_f32(param, "sgd");
+  require_dense_f32_any_device(param, "sgd");
   if (settings_.momentum == 0.0) return;
   Buffer b;
   b.step = add_state("step/" + param.name, step_counter(param.tensor));
@@ -63,6 +63,10 @@ void Sgd::update_scaled(const Param& param, const patchbay::Tensor& grad, double
                         float grad_scale) {
   require_dense_f32_grad(param, grad, "sgd");
   const double weight_decay = settings_.weight_decay * param.options.weight_decay_scale;
+  if (on_device(param.tensor)) {
+    update_on_device(param, grad, lr, weight_decay, grad_scale);
+    return;
+  }
   if (settings_.momentum == 0.0) {
     sgd_step(param.tensor.data<float>(), grad.data<float>(), nullptr, param.tensor.numel(), false,
              lr, weight_decay, settings_, grad_scale);
@@ -72,6 +76,31 @@ void Sgd::update_scaled(const Param& param, const patchbay::Tensor& grad, double
   int64_t* step = b.step.data<int64_t>();
   sgd_step(param.tensor.data<float>(), grad.data<float>(), b.momentum_buffer.data<float>(),
            param.tensor.numel(), *step == 0, lr, weight_decay, settings_, grad_scale);
+  *step += 1;
+}
+
+// The device path: the host's optimizer_update with SGD's rule (the step counts updates with
+// momentum, as on the CPU: step 1 starts the momentum buffer).
+void Sgd::update_on_device(const Param& param, const patchbay::Tensor& grad, double lr,
+                           double weight_decay, float grad_scale) {
+  pb_optimizer_update u{};
+  u.struct_size = sizeof u;
+  u.rule = PB_OPTIMIZER_SGD;
+  u.step = 1;
+  u.lr = lr;
+  u.weight_decay = weight_decay;
+  u.momentum = settings_.momentum;
+  u.dampening = settings_.dampening;
+  u.nesterov = settings_.nesterov ? 1 : 0;
+  u.grad_scale = grad_scale;
+  if (settings_.momentum == 0.0) {
+    device_update(u, param, grad, patchbay::Tensor(), patchbay::Tensor());
+    return;
+  }
+  Buffer& b = buffers_[buffer_of_[param.index]];
+  int64_t* step = b.step.data<int64_t>();
+  u.step = *step + 1;
+  device_update(u, param, grad, b.momentum_buffer, patchbay::Tensor());
   *step += 1;
 }
 

@@ -39,6 +39,9 @@ class Sgd : public patchbay::Optimizer {
                      float grad_scale) override;
 
  private:
+  // A parameter on a device: the host's optimizer_update (dense_f32.hpp).
+  void update_on_device(const Param& param, const patchbay::Tensor& grad, double lr,
+                        double weight_decay, float grad_scale);
   struct Buffer {
     patchbay::Tensor step, momentum_buffer;
   };

@@ -42,8 +42,13 @@ cp "$build/tests/cuda/cuda_kernels_gpu_tests" "$build/kernels/cuda/cuda_kernels_
 cp "$build/tests/device/patchbay_device_cuda_backend_tests" \
    "$build/tests/device/patchbay_device_cuda_ops_tests" "$bundle/bin/"
 
-if [ "${BUNDLE_ENGINE:-1}" = 1 ] && [ -x "$build/core/cli/patchbay" ]; then
-  cp "$build/core/cli/patchbay" "$bundle/bin/"
+# The CLI sits at the build folder's top (older layouts: core/cli/).
+cli=""
+for candidate in "$build/patchbay" "$build/core/cli/patchbay"; do
+  [ -x "$candidate" ] && [ -f "$candidate" ] && { cli="$candidate"; break; }
+done
+if [ "${BUNDLE_ENGINE:-1}" = 1 ] && [ -n "$cli" ]; then
+  cp "$cli" "$bundle/bin/"
   mkdir -p "$bundle/plugins"
   for plugin in "$build"/plugins-out/*.so; do
     [ -f "$plugin" ] || continue
@@ -51,6 +56,9 @@ if [ "${BUNDLE_ENGINE:-1}" = 1 ] && [ -x "$build/core/cli/patchbay" ]; then
     cp "$plugin" "$bundle/plugins/"
   done
 fi
+# Symbols are not needed there (a crash is reported by the test's own message): the whole
+# bundle must fit the run tool's 64 MiB.
+strip --strip-unneeded "$bundle"/bin/* "$bundle"/plugins/*.so 2>/dev/null || true
 
 # Libraries the GPU machine is assumed to have: glibc's, the C++ runtime (newer there, and the one
 # torch loads) and CUDA's.

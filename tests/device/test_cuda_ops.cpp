@@ -19,6 +19,7 @@
 #include "engine/ops.hpp"
 #include "engine/ops_device.hpp"
 #include "engine/ops_indexing.hpp"
+#include "engine/ops_optimizer.hpp"
 #include "engine/ops_positional.hpp"
 
 namespace {
@@ -259,11 +260,12 @@ TEST_CASE("cross-entropy with ignored rows and label smoothing, mean and sum") {
   for (const double smoothing : {0.0, 0.1}) {
     CrossEntropyOptions options;
     options.label_smoothing = smoothing;
-    check_op("cross_entropy (mean)", {logits, target_tensor},
-             [options](auto& in) {
-               return cross_entropy(in[0].reshape({30, 97}), in[1].reshape({30}), options);
-             },
-             1e-5, 1e-6);
+    check_op(
+        "cross_entropy (mean)", {logits, target_tensor},
+        [options](auto& in) {
+          return cross_entropy(in[0].reshape({30, 97}), in[1].reshape({30}), options);
+        },
+        1e-5, 1e-6);
   }
   std::vector<int32_t> bad(30, 3);
   bad[7] = 97;
@@ -313,4 +315,35 @@ TEST_CASE("random fills and dropout masks equal the CPU's draws") {
   const Tensor x = random_f32({64, 64}, 24);
   Generator drop_cpu(7), drop_gpu(7);
   check_close(dropout(x.to(kGpu), 0.25, drop_gpu), dropout(x, 0.25, drop_cpu), 1e-6, 0, "dropout");
+}
+
+TEST_CASE("optimizer updates on the GPU equal the CPU loop's (adamw, sgd, lion, bf16 copy)") {
+  if (!gpu_usable()) return;
+  const Tensor param = random_f32({1000, 33}, 30), grad = random_f32({1000, 33}, 31);
+  const Tensor m = random_f32({1000, 33}, 32), v = random_f32({1000, 33}, 33, 0.0, 1.0);
+  for (const OptimizerRule rule :
+       {OptimizerRule::kAdamW, OptimizerRule::kSgd, OptimizerRule::kLion}) {
+    CAPTURE(static_cast<int>(rule));
+    OptimizerUpdate u;
+    u.rule = rule;
+    u.step = 3;
+    u.lr = 1e-3;
+    u.weight_decay = 0.1;
+    u.momentum = 0.9;
+    u.grad_scale = 0.5f;
+    Tensor cpu_p = param.contiguous().to(DType::kF32), cpu_m = m.to(DType::kF32),
+           cpu_v = v.to(DType::kF32), cpu_copy = zeros({1000, 33}, DType::kBF16);
+    Tensor gpu_p = param.to(kGpu), gpu_m = m.to(kGpu), gpu_v = v.to(kGpu),
+           gpu_copy = zeros({1000, 33}, DType::kBF16, kGpu);
+    // Fresh copies: to(kGpu) of a CPU tensor is a new buffer; the CPU side needs its own too.
+    cpu_p = add_scalar(cpu_p, 0.0);
+    cpu_m = add_scalar(cpu_m, 0.0);
+    cpu_v = add_scalar(cpu_v, 0.0);
+    optimizer_update(u, cpu_p, grad, cpu_m, cpu_v, cpu_copy);
+    optimizer_update(u, gpu_p, grad.to(kGpu), gpu_m, gpu_v, gpu_copy);
+    check_close(gpu_p, cpu_p, 1e-6, 1e-7, "parameter");
+    check_close(gpu_m, cpu_m, 1e-6, 1e-7, "state0");
+    check_close(gpu_copy, cpu_copy, 1e-2, 1e-6, "bf16 copy");
+    if (rule == OptimizerRule::kAdamW) check_close(gpu_v, cpu_v, 1e-6, 1e-7, "state1");
+  }
 }

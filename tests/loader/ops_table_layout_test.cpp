@@ -99,16 +99,24 @@ static_assert(offsetof(pb_ops_table, rotary_embedding) + sizeof(void*) == kOpsTa
 
 // The whole table as this SDK declares it. The ONLY line an appended version changes.
 FROZEN_SIZE(pb_ops_table,
-            656);  // version 3: attention_with_options; version 5: causal_linear_attention;
+            664);  // version 3: attention_with_options; version 5: causal_linear_attention;
                    // version 6: set_autocast_dtype, autocast_dtype, autocast_clear_cache;
                    // version 7: bias_activation; version 9: tp_copy_to_region,
                    // tp_reduce_from_region; version 10: linear; version 11: to_device,
-                   // from_data_on_device
+                   // from_data_on_device; version 12: optimizer_update
 FROZEN_OFFSET(pb_ops_table, attention_with_options, 568);
 FROZEN_OFFSET(pb_ops_table, tp_reduce_from_region, 624);
 FROZEN_OFFSET(pb_ops_table, linear, 632);
 FROZEN_OFFSET(pb_ops_table, to_device, 640);
 FROZEN_OFFSET(pb_ops_table, from_data_on_device, 648);
+FROZEN_OFFSET(pb_ops_table, optimizer_update, 656);
+// pb_optimizer_update (version 12): appended fields only.
+FROZEN_OFFSET(pb_optimizer_update, step, 8);
+FROZEN_OFFSET(pb_optimizer_update, lr, 16);
+FROZEN_OFFSET(pb_optimizer_update, nesterov, 72);
+FROZEN_OFFSET(pb_optimizer_update, grad_scale, 76);
+FROZEN_SIZE(pb_optimizer_update, 80);
+static_assert(PB_OPTIMIZER_ADAMW == 0 && PB_OPTIMIZER_SGD == 1 && PB_OPTIMIZER_LION == 2);
 
 // ---- enum values ----
 static_assert(PB_DTYPE_F32 == 0 && PB_DTYPE_BF16 == 1 && PB_DTYPE_F16 == 2 && PB_DTYPE_I32 == 3 &&

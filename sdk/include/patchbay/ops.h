@@ -52,12 +52,13 @@ extern "C" {
 #endif
 
 #define PB_OPS_TABLE_VERSION                                                            \
-  11 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
+  12 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
        5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);           \
        7: bias_activation; 8: matmul takes f32 with bf16 (no new field);                \
        9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism);                \
        10: linear (fused linear layer);                                                 \
-       11: to_device, from_data_on_device (device tensors) */
+       11: to_device, from_data_on_device (device tensors);                             \
+       12: optimizer_update (fused optimizer updates on any device) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -112,6 +113,30 @@ typedef enum pb_loss_reduction {
   PB_LOSS_SUM = 1,
   PB_LOSS_NONE = 2
 } pb_loss_reduction;
+
+/* The update rules of optimizer_update (ops table version 12). */
+typedef enum pb_optimizer_rule {
+  PB_OPTIMIZER_ADAMW = 0, /* state0 = exp_avg, state1 = exp_avg_sq (no amsgrad) */
+  PB_OPTIMIZER_SGD = 1,   /* state0 = momentum buffer (NULL when momentum = 0), state1 NULL */
+  PB_OPTIMIZER_LION = 2   /* state0 = exp_avg, state1 NULL */
+} pb_optimizer_rule;
+
+/* One update's hyperparameters (ops table version 12). Zero-initialise, set struct_size =
+ * sizeof; fields are only appended. Scalars are combined in double and rounded once to f32, as
+ * the built-in optimizer plugins (and torch with Python-float scalars) do. */
+typedef struct pb_optimizer_update {
+  uint32_t struct_size;
+  pb_optimizer_rule rule;
+  int64_t step;                /* 1-based number of this update (AdamW's bias corrections;
+                                  SGD: the momentum buffer starts as the update at step 1) */
+  double lr;                   /* learning rate of this step */
+  double beta1, beta2;         /* AdamW, Lion */
+  double eps;                  /* AdamW */
+  double weight_decay;         /* AdamW, Lion: decoupled; SGD: added to the gradient */
+  double momentum, dampening;  /* SGD */
+  int32_t nesterov;            /* SGD: nonzero for Nesterov momentum */
+  float grad_scale;            /* each gradient element is multiplied by this first (1: none) */
+} pb_optimizer_update;
 
 /* Options of attention_with_options (ops table version 3). Zero-initialise, set struct_size =
  * sizeof. Fields are only appended; the engine reads a field only when struct_size covers it,
@@ -442,6 +467,23 @@ typedef struct pb_ops_table {
   pb_status* (*from_data_on_device)(const void* data, const int64_t* shape, size_t ndim,
                                     pb_dtype dtype, pb_device_type device_type,
                                     int32_t device_index, pb_tensor** out);
+
+  /* ---- version 12 (optimizer updates on any device) ---- */
+  /* One fused update of `param` in place, on param's device (a GPU's kernel there, the host's
+   * loop on the CPU): param, grad and the rule's state tensors (pb_optimizer_rule says which)
+   * contiguous f32 of param's shape on param's device; bf16_copy NULL, or a bf16 tensor of that
+   * shape that receives the new values rounded to nearest even (a mixed-precision working
+   * copy). Per element, with g = grad * grad_scale and the f32 scalars of `update`:
+   *   AdamW: p = p(1 - lr wd); m += (1-b1)(g - m); v = b2 v + (1-b2) g^2;
+   *          p -= lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)
+   *   SGD:   d = g + wd p; buf = t == 1 ? d : mu buf + (1-dampening) d (when mu != 0);
+   *          d = nesterov ? d + mu buf : buf; p -= lr d
+   *   Lion:  c = b1 m + (1-b1) g; p = p(1 - lr wd) - lr sign(c); m = b2 m + (1-b2) g
+   * Not recorded by autograd. Refused (PB_STATUS_INVALID_ARGUMENT, naming the tensor) when a
+   * tensor is missing, on another device, of another dtype or shape, or not contiguous. */
+  pb_status* (*optimizer_update)(const pb_optimizer_update* update, pb_tensor* param,
+                                 const pb_tensor* grad, pb_tensor* state0, pb_tensor* state1,
+                                 pb_tensor* bf16_copy);
 } pb_ops_table;
 
 #ifdef __cplusplus
