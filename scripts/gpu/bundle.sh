@@ -7,7 +7,8 @@
 #                                                        engine's CUDA path; parallel_mpi left out)
 #   lib/                                                 the shared libraries they load that are
 #                                                        not glibc's nor CUDA's (ldd): oneDNN,
-#                                                        Boost, spdlog, ... (Debian 12's)
+#                                                        Boost, spdlog, ... (Debian 12's); those
+#                                                        over 4 MiB xz-compressed (*.xz)
 #   MANIFEST.txt                                         commit, build flags, sizes, ldd output
 # Never shipped: cuBLAS, cuDNN, NCCL, cudart (the GPU machine has them in Python's nvidia-*
 # packages; cudart is linked statically). The working tree (configs, scripts) travels anyway.
@@ -95,6 +96,13 @@ strip --strip-unneeded "$bundle"/lib/*.so* 2>/dev/null || true
   echo
   for elf in "${elves[@]}"; do [ -f "$elf" ] && { echo "-- ldd $elf"; ldd "$elf"; }; done
 } >"$bundle/MANIFEST.txt"
+
+# Libraries over 4 MiB (oneDNN's 40) travel xz-compressed: device_check.sh unpacks lib/*.xz
+# with Python's lzma before the first binary runs (the GPU machine may lack the xz tool).
+for library in "$bundle"/lib/*; do
+  [ -f "$library" ] && [ "$(stat -c %s "$library")" -gt $((4 * 1024 * 1024)) ] || continue
+  xz -T0 -6 "$library"
+done
 
 size=$(du -sb "$bundle" | cut -f1)
 echo "bundle: $bundle, $((size / 1024 / 1024)) MiB ($(ls "$bundle/bin" | tr '\n' ' '); $(ls "$bundle/lib" | wc -l) libraries)"

@@ -73,6 +73,19 @@ export -f nvidia_library_path
 
 # Runs a binary of ours with the CUDA libraries and the bundle's libraries on the path (never
 # exported to python3: torch brings its own).
+# The bundle's compressed libraries (bundle.sh xz-compresses those over 4 MiB), unpacked in
+# place once, with Python's lzma (the machine may lack the xz tool).
+unpack_bundle_libraries() {
+  local packed
+  for packed in "$PB_BUNDLE"/lib/*.xz; do
+    [ -f "$packed" ] || continue
+    python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as src, open(sys.argv[1][:-3], "wb") as dst: shutil.copyfileobj(src, dst)' \
+      "$packed" && rm -f "$packed"
+  done
+}
+unpack_bundle_libraries
+
 with_libraries() {
   local extra="" 
   [ -d "$PB_BUNDLE/lib" ] && extra="$PB_BUNDLE/lib"
