@@ -194,7 +194,7 @@ std::optional<AttentionFlops> counted_flops(runtime::Registry& registry, const s
   const pb_config_view& view = config.view();
   const ConfigIntLookup lookup = [&view](const std::string& key) -> std::optional<int64_t> {
     for (size_t i = 0; i < view.count; ++i) {
-      const pb_config_value& v = *PB_ARRAY_AT(const pb_config_value, view.values, i);
+      const pb_config_value& v = *PB_ARRAY_AT(pb_config_value, view.values, i);
       if (v.key != nullptr && key == v.key && v.type == PB_TYPE_INT) return v.int_value;
     }
     return std::nullopt;
