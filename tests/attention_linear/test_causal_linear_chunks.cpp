@@ -1,6 +1,6 @@
 // The chunked causal linear attention kernel (kernels/cpu/causal_linear_chunks_body.inc) on
 // every code path this CPU runs (generic, avx2, avx512, each forced): against the O(T^2)
-// reference around the chunk (64) and strip (16) boundaries and with E, M not multiples of 16,
+// reference around the chunk (32) and strip (16) boundaries and with E, M not multiples of 16,
 // its gradients by central finite differences of its own forward, and exact causality: outputs
 // and dq at positions <= p do not change by a single bit when positions > p change, nor dk, dv
 // at positions >= p when positions < p change.
@@ -104,7 +104,7 @@ TEST_CASE("chunked causal linear attention equals the reference on every code pa
   };
   for (kn::KernelIsa isa : runnable_isas()) {
     for (const Dims d : {Dims{5, 4}, Dims{16, 16}, Dims{37, 20}, Dims{64, 64}, Dims{133, 24}}) {
-      for (int64_t length : {1, 15, 16, 17, 63, 64, 65, 129, 200}) {
+      for (int64_t length : {1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, 200}) {
         CAPTURE(kn::kernel_isa_name(isa));
         CAPTURE(d.e);
         CAPTURE(d.m);
@@ -178,7 +178,7 @@ TEST_CASE("chunked causal linear attention is causal bit for bit, dk and dv anti
     s.isa = isa;
     const Buffers base(s, 5);
     const Results before = run(s, base);
-    for (int64_t p : {0, 1, 14, 15, 16, 63, 64, 100, 148}) {
+    for (int64_t p : {0, 1, 14, 15, 16, 31, 32, 63, 64, 100, 148}) {
       CAPTURE(p);
       // Later positions (> p) change: out and dq at <= p stay the same bits.
       Buffers later = base;

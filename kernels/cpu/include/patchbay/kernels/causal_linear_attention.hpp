@@ -8,12 +8,12 @@
 // element-wise ops and a cumulative sum).
 //
 // Chunked kernel (the chunked form of Katharopoulos et al.'s prefix sums, as in Hua et al.
-// 2022 and the "chunkwise" linear attention kernels): positions in chunks of 64; within a
+// 2022 and the "chunkwise" linear attention kernels): positions in chunks of 32; within a
 // chunk a masked small GEMM mask(Q_c K_c^T) V_c, across chunks a running fp32 state
 // S [E, M] read by Q_c S and updated by K_c^T V_c. Backward without storing states: a forward
 // sweep for dq (with S^T) and a reverse sweep for dk, dv with R = sum_{later} q_i dout_i^T
-// (causal_linear_chunks.hpp has the formulas). Time O(T (E M + 64 (E + M))), extra memory
-// O(E M + 64 (E + M)) per thread, never per position. Every product runs on the register-tiled
+// (causal_linear_chunks.hpp has the formulas). Time O(T (E M + 32 (E + M))), extra memory
+// O(E M + 32 (E + M)) per thread, never per position. Every product runs on the register-tiled
 // micro GEMM of the flash tiles, compiled per ISA (AVX-512 / AVX2 / generic, picked at run
 // time or forced through `isa`), accumulating in fp32.
 // Causality is exact: out_l (and dq_l) are computed from positions <= l only (masked entries
