@@ -10,7 +10,7 @@
 // Backward, two sweeps over the chunks:
 //   forward   dQ_c = mask(dO_c V_c^T) K_c + dO_c S^T,       S^T += V_c^T K_c
 //   reverse   dV_c = mask(Q_c K_c^T)^T dO_c + K_c R,         R   += Q_c^T dO_c
-//             dK_c = mask(dO_c V_c^T)^T Q_c + V_c R^T,       R^T += dO_c^T Q_c
+//             dK_c = mask(dO_c V_c^T)^T Q_c + V_c R^T        (R^T copied from R)
 // with R = sum over the later chunks of q_i dO_i^T [E, M]. Every product runs on the register-
 // tiled micro GEMM of small_gemm.inc with f32 accumulation. Masked entries are exact zeros and
 // the within-chunk products stop at the last row of each 16-row strip, so outputs (and dq) at
