@@ -5,6 +5,10 @@
 // engine memory at each T, the exponent of a least-squares fit of log time and log memory
 // against log T, and the crossover: the shortest T from which a kind is faster than dense at
 // every longer measured T.
+// Efficiency: each kind's counted FLOPs at each T (its own formula, attention_flop_count.hpp and
+// the plugin's README; "-" for a kind without one), the achieved GFLOP/s, and that rate as a
+// share of oneDNN's f32 GEMM rate measured just before that T in the same process (the
+// "reference at T" line), so a kind's efficiency is a number that survives machine load.
 //
 // Each kind is created with its default config (plus --set overrides), initialised as layer 0
 // of a causal model with max_seq_len = T (so components that size themselves from T, such as
@@ -31,10 +35,12 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli/attention_flop_count.hpp"
 #include "cli/command.hpp"
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
@@ -137,9 +143,9 @@ struct BenchShape {
 // `kind` with its default config plus `settings`, initialised as layer 0 of a causal (or, with
 // shape.causal false, bidirectional) model of max_seq_len positions. In a bidirectional bench
 // a kind's own `causal` key is set to false unless the settings name it.
-runtime::AttentionHandle make_layer(runtime::Registry& registry, const std::string& kind,
-                                    const std::vector<std::pair<std::string, std::string>>& settings,
-                                    const BenchShape& shape, int64_t max_seq_len) {
+runtime::ComponentConfig make_config(runtime::Registry& registry, const std::string& kind,
+                                     const std::vector<std::pair<std::string, std::string>>& settings,
+                                     const BenchShape& shape) {
   const pb_component_descriptor& descriptor = *registry.find(PB_KIND_ATTENTION, kind).descriptor;
   runtime::ComponentConfig config(descriptor);
   bool causal_set = false;
@@ -151,6 +157,13 @@ runtime::AttentionHandle make_layer(runtime::Registry& registry, const std::stri
     for (size_t i = 0; i < descriptor.config_field_count; ++i)
       if (std::string(descriptor.config_fields[i].key) == "causal" && descriptor.config_fields[i].type == PB_TYPE_BOOL)
         config.set_bool("causal", false);
+  return config;
+}
+
+runtime::AttentionHandle make_layer(runtime::Registry& registry, const std::string& kind,
+                                    const std::vector<std::pair<std::string, std::string>>& settings,
+                                    const BenchShape& shape, int64_t max_seq_len) {
+  runtime::ComponentConfig config = make_config(registry, kind, settings, shape);
   runtime::AttentionHandle layer(registry.create(PB_KIND_ATTENTION, kind, config.view()), registry.host());
   pb_layer_context ctx{};
   ctx.struct_size = sizeof(ctx);
@@ -170,6 +183,35 @@ runtime::AttentionHandle make_layer(runtime::Registry& registry, const std::stri
   ctx.device_type = PB_DEVICE_CPU;
   layer.init(ctx);
   return layer;
+}
+
+// The FLOPs counted for one forward + backward of `kind` at length t (attention_flop_count.hpp),
+// read from its resolved config (defaults plus --set); nullopt for a kind without a formula.
+std::optional<AttentionFlops> counted_flops(runtime::Registry& registry, const std::string& kind,
+                                            const std::vector<std::pair<std::string, std::string>>& settings,
+                                            const BenchShape& shape, int64_t t) {
+  runtime::ComponentConfig config = make_config(registry, kind, settings, shape);
+  const pb_config_view& view = config.view();
+  const ConfigIntLookup lookup = [&view](const std::string& key) -> std::optional<int64_t> {
+    for (size_t i = 0; i < view.count; ++i) {
+      const pb_config_value& v = *PB_ARRAY_AT(pb_config_value, view.values, i);
+      if (v.key != nullptr && key == v.key && v.type == PB_TYPE_INT) return v.int_value;
+    }
+    return std::nullopt;
+  };
+  return attention_flops(kind, lookup, AttentionFlopShape{shape.batch, t, shape.heads, shape.head_dim, shape.causal});
+}
+
+// The same-run reference: oneDNN's f32 GEMM [kGemmSide x kGemmSide] x [kGemmSide x kGemmSide]
+// (plain B, f32 output, median of its samples), measured before each length so that it sees
+// the load the kinds at that length see.
+constexpr int64_t kGemmSide = 1024;
+double reference_gemm_gflops() {
+  onednn::GemmRateOptions options;
+  options.warmup_iterations = 1;
+  options.repeats = 5;
+  return onednn::measure_onednn_matmul_rate(kGemmSide, kGemmSide, kGemmSide, onednn::DType::kF32, options)
+      .median_gflops;
 }
 
 // One forward + backward of `kind` at length t; returns the point (throws on failure).
@@ -260,7 +302,8 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
     std::cout << "Usage: patchbay bench attention [--seq-lens LIST] [--batch B] [--heads H] [--head-dim D]\n"
                  "                                [--bidirectional | --decode]\n\n"
                  "Forward + backward time and peak memory of every attention kind on the plugin path\n"
-                 "(dense is the reference), fitted exponents against T and the crossover against dense.\n"
+                 "(dense is the reference), fitted exponents against T and the crossover against dense,\n"
+                 "each kind's counted FLOPs and its rate as a share of a same-run oneDNN GEMM.\n"
                  "--bidirectional measures the layers without a causal mask (Linformer joins, dense\n"
                  "unmasked is the reference); --decode measures the cost of one decoding step and the\n"
                  "state's size against the position instead.\n\n"
@@ -337,11 +380,19 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
   if (decode)
     std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "ms/token", "state MiB", "vs dense");
   else
-    std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "fwd+bwd s", "peak MiB", "vs dense");
+    std::printf("%-10s %8s %12s %12s %10s %10s %10s %8s\n", "kind", "T", "fwd+bwd s", "peak MiB", "vs dense",
+                "GFLOP", "GFLOP/s", "of GEMM");
   // T outer, kinds inner: every kind at one T is measured within a short interval, so a change
   // of machine load between kinds does not skew their ratio.
   std::map<std::string, bool> stopped;
   for (int64_t t : lengths) {
+    double gemm_gflops = 0;
+    if (!decode) {
+      gemm_gflops = reference_gemm_gflops();
+      std::printf("reference at T = %lld: oneDNN f32 GEMM [%lld x %lld] x [%lld x %lld] %.1f GFLOP/s\n",
+                  static_cast<long long>(t), static_cast<long long>(kGemmSide), static_cast<long long>(kGemmSide),
+                  static_cast<long long>(kGemmSide), static_cast<long long>(kGemmSide), gemm_gflops);
+    }
     for (const std::string& kind : kinds) {
       if (stopped[kind]) continue;
       Point p;
@@ -357,8 +408,17 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       std::string ratio = "-";
       for (const Point& d : results["dense"])
         if (d.length == t && kind != "dense") ratio = std::to_string(d.seconds / p.seconds).substr(0, 5) + "x";
-      std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t),
-                  decode ? p.seconds * 1e3 : p.seconds, p.mib, ratio.c_str());
+      if (decode) {
+        std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t), p.seconds * 1e3,
+                    p.mib, ratio.c_str());
+      } else if (const std::optional<AttentionFlops> flops = counted_flops(registry, kind, settings[kind], shape, t)) {
+        const double rate = flops->total() / p.seconds / 1e9;
+        std::printf("%-10s %8lld %12.4f %12.1f %10s %10.3f %10.1f %7.1f%%\n", kind.c_str(), static_cast<long long>(t),
+                    p.seconds, p.mib, ratio.c_str(), flops->total() / 1e9, rate, 100 * rate / gemm_gflops);
+      } else {
+        std::printf("%-10s %8lld %12.4f %12.1f %10s %10s %10s %8s\n", kind.c_str(), static_cast<long long>(t),
+                    p.seconds, p.mib, ratio.c_str(), "-", "-", "-");
+      }
       std::fflush(stdout);
       if (p.seconds > max_seconds) stopped[kind] = true;
     }

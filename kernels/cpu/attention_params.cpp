@@ -93,6 +93,8 @@ bool attention_flash_bf16_supported() {
 #endif
 }
 
+bool kernel_isa_supported(KernelIsa isa) { return cpu_supports(isa); }
+
 KernelIsa attention_flash_resolved_isa() {
   static const KernelIsa resolved = cpu_supports(KernelIsa::avx512) ? KernelIsa::avx512
                                     : cpu_supports(KernelIsa::avx2) ? KernelIsa::avx2

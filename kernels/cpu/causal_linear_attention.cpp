@@ -1,43 +1,63 @@
-// The fused causal linear attention kernels (causal_linear_attention.hpp): one [E, M] fp32
-// running state per row, updated by a rank-one outer product each step. The inner loops run
-// over the contiguous M axis so the compiler vectorises them.
+// The chunked causal linear attention kernels (causal_linear_attention.hpp): validation of the
+// forced code path, the ISA dispatch, one scratch block per thread and OpenMP over the rows.
+// The products themselves are the chunk kernels of causal_linear_chunks_body.inc (one build per
+// ISA), described in causal_linear_chunks.hpp.
 #include "patchbay/kernels/causal_linear_attention.hpp"
 
-#include <algorithm>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "causal_linear_chunks.hpp"
 
 namespace patchbay::kernels {
 namespace {
 
-// state[e, :] += a[e] * b[:]   (state [E, M])
-inline void add_outer(float* state, const float* a, const float* b, int64_t e_dim, int64_t m_dim) {
-  for (int64_t e = 0; e < e_dim; ++e) {
-    const float ae = a[e];
-    float* row = state + e * m_dim;
-    for (int64_t m = 0; m < m_dim; ++m) row[m] += ae * b[m];
-  }
+namespace lc = linear_chunks;
+
+std::int64_t padded(std::int64_t x) { return (x + lc::kStrip - 1) / lc::kStrip * lc::kStrip; }
+
+// Floats of one thread's ChunkScratch (every part a multiple of 16 floats).
+std::int64_t scratch_floats(std::int64_t e_dim, std::int64_t m_dim) {
+  const std::int64_t ep = padded(e_dim), mp = padded(m_dim), c = lc::kChunk;
+  return ep * c + mp * c + 2 * c * ep + 2 * c * mp + 2 * c * c + c * ep + c * mp + 2 * ep * mp;
 }
 
-// out[:] = state^T a   (out [M])
-inline void state_transpose_times(const float* state, const float* a, float* out, int64_t e_dim,
-                                  int64_t m_dim) {
-  std::fill(out, out + m_dim, 0.f);
-  for (int64_t e = 0; e < e_dim; ++e) {
-    const float ae = a[e];
-    const float* row = state + e * m_dim;
-    for (int64_t m = 0; m < m_dim; ++m) out[m] += ae * row[m];
-  }
+lc::ChunkScratch carve(float* base, std::int64_t e_dim, std::int64_t m_dim) {
+  const std::int64_t ep = padded(e_dim), mp = padded(m_dim), c = lc::kChunk;
+  auto take = [&base](std::int64_t n) {
+    float* p = base;
+    base += n;
+    return p;
+  };
+  lc::ChunkScratch s{};
+  s.k_t = take(ep * c);
+  s.v_t = take(mp * c);
+  s.q_pad = take(c * ep);
+  s.k_pad = take(c * ep);
+  s.v_pad = take(c * mp);
+  s.do_pad = take(c * mp);
+  s.scores = take(c * c);
+  s.grads = take(c * c);
+  s.out_e = take(c * ep);
+  s.out_m = take(c * mp);
+  s.state = take(ep * mp);
+  s.state_t = take(mp * ep);
+  return s;
 }
 
-// out[e] = state[e, :] . b   (out [E])
-inline void state_times(const float* state, const float* b, float* out, int64_t e_dim,
-                        int64_t m_dim) {
-  for (int64_t e = 0; e < e_dim; ++e) {
-    const float* row = state + e * m_dim;
-    float acc = 0.f;
-    for (int64_t m = 0; m < m_dim; ++m) acc += row[m] * b[m];
-    out[e] = acc;
+lc::ChunkKernels kernels_for(KernelIsa isa) {
+  if (isa == KernelIsa::automatic) isa = attention_flash_resolved_isa();
+  switch (isa) {
+#if PATCHBAY_KERNELS_X86_VARIANTS
+    case KernelIsa::avx512:
+      return lc::chunk_kernels_avx512();
+    case KernelIsa::avx2:
+      return lc::chunk_kernels_avx2();
+#endif
+    default:
+      return lc::chunk_kernels_generic();
   }
 }
 
@@ -45,50 +65,72 @@ bool big_enough(const CausalLinearAttentionShape& s) {
   return s.rows > 1 && s.rows * s.length * s.key_dim * s.value_dim > (1 << 14);
 }
 
+void check(const CausalLinearAttentionShape& s) {
+  if (const std::string e = causal_linear_attention_error(s); !e.empty())
+    throw std::invalid_argument(e);
+}
+
+// Runs `pass` (forward_row or backward_row) on every row, rows in parallel.
+template <class Fill>
+void run_rows(const CausalLinearAttentionShape& s,
+              void (*pass)(const lc::RowProblem&, const lc::ChunkScratch&), const Fill& fill) {
+  const std::int64_t floats = scratch_floats(s.key_dim, s.value_dim);
+#pragma omp parallel if (big_enough(s))
+  {
+    std::vector<float> scratch(static_cast<std::size_t>(floats));
+    const lc::ChunkScratch chunk_scratch = carve(scratch.data(), s.key_dim, s.value_dim);
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < s.rows; ++r) {
+      lc::RowProblem p;
+      p.length = s.length;
+      p.key_dim = s.key_dim;
+      p.value_dim = s.value_dim;
+      fill(r, p);
+      pass(p, chunk_scratch);
+    }
+  }
+}
+
 }  // namespace
+
+std::string causal_linear_attention_error(const CausalLinearAttentionShape& s) {
+  if (s.rows < 0 || s.length < 0 || s.key_dim < 1 || s.value_dim < 1)
+    return "causal linear attention expects rows >= 0, length >= 0, key_dim >= 1 and value_dim >= "
+           "1; found rows " +
+           std::to_string(s.rows) + ", length " + std::to_string(s.length) + ", key_dim " +
+           std::to_string(s.key_dim) + ", value_dim " + std::to_string(s.value_dim);
+  if (!kernel_isa_supported(s.isa))
+    return std::string("causal linear attention: isa '") + kernel_isa_name(s.isa) +
+           "' was forced but this CPU does not support it; use KernelIsa::automatic";
+  return {};
+}
 
 void causal_linear_attention_forward(const CausalLinearAttentionShape& s, const float* q,
                                      const float* k, const float* v, float* out) {
-  const int64_t t_len = s.length, e_dim = s.key_dim, m_dim = s.value_dim;
-#pragma omp parallel for schedule(static) if (big_enough(s))
-  for (int64_t r = 0; r < s.rows; ++r) {
-    std::vector<float> state(static_cast<size_t>(e_dim * m_dim), 0.f);
-    const float* qr = q + r * t_len * e_dim;
-    const float* kr = k + r * t_len * e_dim;
-    const float* vr = v + r * t_len * m_dim;
-    float* outr = out + r * t_len * m_dim;
-    for (int64_t l = 0; l < t_len; ++l) {
-      add_outer(state.data(), kr + l * e_dim, vr + l * m_dim, e_dim, m_dim);
-      state_transpose_times(state.data(), qr + l * e_dim, outr + l * m_dim, e_dim, m_dim);
-    }
-  }
+  check(s);
+  const std::int64_t qk = s.length * s.key_dim, vo = s.length * s.value_dim;
+  run_rows(s, kernels_for(s.isa).forward_row, [&](std::int64_t r, lc::RowProblem& p) {
+    p.q = q + r * qk;
+    p.k = k + r * qk;
+    p.v = v + r * vo;
+    p.out = out + r * vo;
+  });
 }
 
 void causal_linear_attention_backward(const CausalLinearAttentionShape& s, const float* q,
                                       const float* k, const float* v, const float* dout, float* dq,
                                       float* dk, float* dv) {
-  const int64_t t_len = s.length, e_dim = s.key_dim, m_dim = s.value_dim;
-#pragma omp parallel for schedule(static) if (big_enough(s))
-  for (int64_t r = 0; r < s.rows; ++r) {
-    std::vector<float> state(static_cast<size_t>(e_dim * m_dim), 0.f);
-    const float* qr = q + r * t_len * e_dim;
-    const float* kr = k + r * t_len * e_dim;
-    const float* vr = v + r * t_len * m_dim;
-    const float* dor = dout + r * t_len * m_dim;
-    // Forward sweep: dq_l = S_l dout_l with S_l including step l.
-    for (int64_t l = 0; l < t_len; ++l) {
-      add_outer(state.data(), kr + l * e_dim, vr + l * m_dim, e_dim, m_dim);
-      state_times(state.data(), dor + l * m_dim, dq + (r * t_len + l) * e_dim, e_dim, m_dim);
-    }
-    // Reverse sweep: R_l = sum_{j >= l} q_j dout_j^T; dk_l = R_l v_l, dv_l = R_l^T k_l.
-    std::fill(state.begin(), state.end(), 0.f);
-    for (int64_t l = t_len - 1; l >= 0; --l) {
-      add_outer(state.data(), qr + l * e_dim, dor + l * m_dim, e_dim, m_dim);
-      state_times(state.data(), vr + l * m_dim, dk + (r * t_len + l) * e_dim, e_dim, m_dim);
-      state_transpose_times(state.data(), kr + l * e_dim, dv + (r * t_len + l) * m_dim, e_dim,
-                            m_dim);
-    }
-  }
+  check(s);
+  const std::int64_t qk = s.length * s.key_dim, vo = s.length * s.value_dim;
+  run_rows(s, kernels_for(s.isa).backward_row, [&](std::int64_t r, lc::RowProblem& p) {
+    p.q = q + r * qk;
+    p.k = k + r * qk;
+    p.v = v + r * vo;
+    p.dout = dout + r * vo;
+    p.dq = dq + r * qk;
+    p.dk = dk + r * qk;
+    p.dv = dv + r * vo;
+  });
 }
 
 }  // namespace patchbay::kernels

@@ -124,10 +124,15 @@ PerformerAttention::Features PerformerAttention::project_features(const Tensor& 
   const double pre_scale = std::pow(static_cast<double>(head_dim_), -0.25);
   const double c = 0.5 * omega.pow(2.0).sum({1}).max().to_vector()[0];
   Tensor qs = head(0) * pre_scale, ks = head(1) * pre_scale;
-  Tensor uq = qs.matmul(omega, false, true);  // [B, H, T, m]
-  Tensor uk = ks.matmul(omega, false, true);
-  Tensor fq = (uq - uq.detach().max({3}, true)).exp();
-  Tensor fk = (uk - ks.pow(2.0).sum({3}, true) * 0.5 - c).exp();
+  // Queries: exp(u - max_f u) / sum_f exp(u - max_f u), the engine's fused softmax (one pass
+  // forward, one backward): the per-row max stabiliser and a per-row sum, both factors common
+  // to row i's numerator and denominator, so they cancel (and so does their gradient).
+  Tensor fq = qs.matmul(omega, false, true).softmax();  // [B, H, T, m]
+  // Keys: exp(omega_f . ks - |ks|^2 / 2 - c) as one product: ks gets a column |ks|^2 / 2 + c
+  // and omega a column of -1, so the shift rides in the GEMM instead of a broadcast pass.
+  Tensor ks_aug = ops_.concat({ks, ks.pow(2.0).sum({3}, true) * 0.5 + c}, 3);   // [B, H, T, Dh + 1]
+  Tensor omega_aug = ops_.concat({omega, ops_.full({features_, 1}, -1.0)}, 1);  // [m, Dh + 1]
+  Tensor fk = ks_aug.matmul(omega_aug, false, true).exp();
   return Features{fq, fk, head(2)};
 }
 
@@ -158,15 +163,18 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
     halves[1] = static_cast<float>((forwards + 1) % kCountHalf);
   }
   Features f = project_features(x);
-  Tensor num, key_sums;
   if (causal_) {
-    num = patchbay::causal_linear_attention(f.fq, f.fk, f.v);
-    key_sums = patchbay::cumsum(f.fk, 2);
-  } else {
-    num = f.fq.matmul(f.fk.matmul(f.v, true, false));
-    key_sums = f.fk.sum({2}, true);
+    // Numerator and normaliser in one kernel call: v gets a column of ones, whose output is
+    // sum_{j <= i} phi(q_i) . phi(k_j), the denominator (no cumsum of phi(k), no product
+    // with phi(q) and reduction over m, nor their backward passes).
+    const int64_t dh = head_dim_;
+    Tensor v_ones = ops_.concat({f.v, ops_.ones({f.v.size(0), f.v.size(1), f.v.size(2), 1})}, 3);
+    Tensor num_den = patchbay::causal_linear_attention(f.fq, f.fk, v_ones);  // [B, H, T, Dh + 1]
+    Tensor den = num_den.slice(3, dh, dh + 1) + kDenominatorFloor;
+    return project_out(num_den.slice(3, 0, dh) / den);
   }
-  Tensor den = (f.fq * key_sums).sum({3}, true) + kDenominatorFloor;
+  Tensor num = f.fq.matmul(f.fk.matmul(f.v, true, false));
+  Tensor den = (f.fq * f.fk.sum({2}, true)).sum({3}, true) + kDenominatorFloor;
   return project_out(num / den);
 }
 

@@ -5,12 +5,15 @@
 //   -> xs = x * Dh^(-1/4) for q and k; u = xs omega^T [B, H, T, m] (omega [m, Dh], one matrix
 //      per layer shared by the heads)
 //   -> phi(k)_f = exp(u_f - |ks|^2 / 2 - c),  c = max_f |omega_f|^2 / 2   (constant stabiliser)
-//      phi(q)_f = exp(u_f - max_f' u_f')                                 (per-row stabiliser)
-//   -> causal: num_l = sum_{j<=l} (phi(q_l).phi(k_j)) v_j (ops->causal_linear_attention),
-//      den_l = phi(q_l) . sum_{j<=l} phi(k_j); bidirectional: the sums over all j
+//      as one GEMM: [ks, |ks|^2/2 + c] [omega, -1]^T, then exp
+//      phi(q)_f = exp(u_f - max_f' u_f') / sum_f' exp(u_f' - max u)     (per-row stabiliser)
+//      as the engine's fused softmax over the features
+//   -> causal: num_l = sum_{j<=l} (phi(q_l).phi(k_j)) v_j and den_l = phi(q_l) . sum_{j<=l}
+//      phi(k_j) in one ops->causal_linear_attention call on [v, 1]; bidirectional: the sums
+//      over all j
 //   -> o = num / (den + 1e-30) -> [B, T, C] -> output projection
 // phi(q_l).phi(k_j) = exp(q_l.k_j / sqrt(Dh)) estimated up to factors that depend on l only
-// (exp(|qs|^2/2 - max u), 1/m, e^-c), which cancel in num/den. Both stabilisers are
+// (exp(|qs|^2/2 - max u), the softmax's row sum, 1/m, e^-c), which cancel in num/den. Both stabilisers are
 // causal: the key's is a constant of the drawn features (u_f - |ks|^2/2 <= |omega_f|^2/2, so
 // phi(k) <= 1, never overflowing), the query's uses only its own row.
 // Features: drawn at init from (ctx.seed, draw 0); in training, redrawn every

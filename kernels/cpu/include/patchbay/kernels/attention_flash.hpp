@@ -155,5 +155,7 @@ bool attention_flash_bf16_supported();
 // The ISA `automatic` resolves to on this CPU, and a printable name for any value.
 KernelIsa attention_flash_resolved_isa();
 const char* kernel_isa_name(KernelIsa isa);
+// Whether this build and CPU can run the code path `isa` (automatic and generic: always).
+bool kernel_isa_supported(KernelIsa isa);
 
 }  // namespace patchbay::kernels

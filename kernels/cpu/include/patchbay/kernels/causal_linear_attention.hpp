@@ -7,30 +7,45 @@
 // Only the numerator: the feature map and the normaliser are the caller's (they are cheap
 // element-wise ops and a cumulative sum).
 //
-// Fused kernel: one forward sweep keeping S [E, M] in fp32, so time O(T E M) and extra memory
-// O(E M) per row (never T states). Backward, without storing states (fast-transformers'
-// causal_product_cpu scheme):
-//   forward sweep  S_l = sum_{j <= l} k_j v_j^T,   dq_l = S_l dout_l
-//   reverse sweep  R_l = sum_{j >= l} q_j dout_j^T, dk_l = R_l v_l, dv_l = R_l^T k_l
+// Chunked kernel (the chunked form of Katharopoulos et al.'s prefix sums, as in Hua et al.
+// 2022 and the "chunkwise" linear attention kernels): positions in chunks of 32; within a
+// chunk a masked small GEMM mask(Q_c K_c^T) V_c, across chunks a running fp32 state
+// S [E, M] read by Q_c S and updated by K_c^T V_c. Backward without storing states: a forward
+// sweep for dq (with S^T) and a reverse sweep for dk, dv with R = sum_{later} q_i dout_i^T
+// (causal_linear_chunks.hpp has the formulas). Time O(T (E M + 32 (E + M))), extra memory
+// O(E M + 32 (E + M)) per thread, never per position. Every product runs on the register-tiled
+// micro GEMM of the flash tiles, compiled per ISA (AVX-512 / AVX2 / generic, picked at run
+// time or forced through `isa`), accumulating in fp32.
+// Causality is exact: out_l (and dq_l) are computed from positions <= l only (masked entries
+// are exact zeros multiplying finite values), so changing later positions leaves them bit for
+// bit unchanged, and the result does not depend on T or on the thread count.
 // All buffers are contiguous fp32 row-major: q, k, dq, dk [rows, T, E]; v, out, dout, dv
 // [rows, T, M]. Outputs are overwritten. Rows run in parallel (OpenMP).
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "patchbay/kernels/attention_flash.hpp"  // KernelIsa
 
 namespace patchbay::kernels {
 
 struct CausalLinearAttentionShape {
-  int64_t rows = 0;       // batch x heads
-  int64_t length = 0;     // T
-  int64_t key_dim = 0;    // E (feature dimension of q and k)
-  int64_t value_dim = 0;  // M
+  int64_t rows = 0;                      // batch x heads
+  int64_t length = 0;                    // T
+  int64_t key_dim = 0;                   // E (feature dimension of q and k)
+  int64_t value_dim = 0;                 // M
+  KernelIsa isa = KernelIsa::automatic;  // a forced code path must be one the CPU runs
 };
 
-// out = causal numerator, O(T E M) time, O(E M) state per row.
+// Empty when the kernels accept `s`, else what was expected and found (shapes, an ISA the CPU
+// lacks). The kernels throw std::invalid_argument with this text.
+std::string causal_linear_attention_error(const CausalLinearAttentionShape& s);
+
+// out = causal numerator.
 void causal_linear_attention_forward(const CausalLinearAttentionShape& s, const float* q,
                                      const float* k, const float* v, float* out);
-// dq, dk, dv from dout by the two sweeps above.
+// dq, dk, dv from dout by the two sweeps.
 void causal_linear_attention_backward(const CausalLinearAttentionShape& s, const float* q,
                                       const float* k, const float* v, const float* dout, float* dq,
                                       float* dk, float* dv);

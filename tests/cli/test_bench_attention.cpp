@@ -1,0 +1,54 @@
+// `patchbay bench attention` as a user meets it: the same-run GEMM reference line, and each
+// kind's counted FLOPs with its rate and share of that reference (the formulas themselves are
+// checked in test_attention_flop_count.cpp).
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../command_runner.hpp"
+
+using patchbay::testing::run_patchbay;
+
+namespace {
+
+// The whitespace-separated fields of the first line that starts with `prefix`.
+std::vector<std::string> fields_of_line(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind(prefix, 0) == 0) {
+      std::istringstream in(line);
+      std::vector<std::string> out;
+      for (std::string f; in >> f;) out.push_back(f);
+      return out;
+    }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("bench attention prints counted FLOPs and the share of a same-run GEMM") {
+  const auto r = run_patchbay("bench attention --seq-lens 64 --kinds dense,linear,performer",
+                              "OMP_NUM_THREADS=1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("GFLOP/s  of GEMM") != std::string::npos);
+  CHECK(r.output.find("reference at T = 64: oneDNN f32 GEMM [1024 x 1024] x [1024 x 1024]") !=
+        std::string::npos);
+  // dense at T 64 (B 1, H 4, D 64): 3 x (2*64*256*768 + 2*64*256*256 + 4*4*64*(64*65/2))
+  // = 0.107 GFLOP.
+  const std::vector<std::string> dense = fields_of_line(r.output, "dense ");
+  REQUIRE(dense.size() == 8);
+  CHECK(dense[1] == "64");
+  CHECK(dense[5] == "0.107");
+  CHECK(dense[7].back() == '%');
+  for (const char* kind : {"linear ", "performer "}) {
+    const std::vector<std::string> row = fields_of_line(r.output, kind);
+    REQUIRE(row.size() == 8);
+    CHECK(std::stod(row[5]) > 0);  // GFLOP
+    CHECK(std::stod(row[6]) > 0);  // GFLOP/s
+    CHECK(row[7].back() == '%');
+  }
+}
