@@ -72,8 +72,8 @@ void load_initial_weights(const std::vector<model::NamedParameter>& parameters,
     const engine::Tensor& source = weights.tensors.at(p.name);
     engine::copy_(destination, source.to(p.tensor.dtype()).to(p.tensor.device()));
   }
-  spdlog::info("train.init_from: {} parameters from {} (weights only)",
-               parameters.size(), weights.origin);
+  spdlog::info("train.init_from: {} parameters from {} (weights only)", parameters.size(),
+               weights.origin);
 }
 
 namespace {
