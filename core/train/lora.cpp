@@ -249,6 +249,13 @@ void LoraAdapters::fold_gradients() {
   for (LoraAdapter& a : adapters_) a.weight.zero_grad();
 }
 
+std::vector<eng::Tensor> LoraAdapters::target_weights() const {
+  std::vector<eng::Tensor> weights;
+  for (const LoraAdapter& a : adapters_)
+    if (weights.empty() || weights.back().impl() != a.weight.impl()) weights.push_back(a.weight);
+  return weights;
+}
+
 std::string LoraAdapters::describe_json() const {
   nlohmann::json adapters = nlohmann::json::array();
   for (const LoraAdapter& a : adapters_)

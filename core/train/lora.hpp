@@ -80,6 +80,9 @@ class LoraAdapters {
   // Adds the adapters' gradients from the targeted weights' (accumulated) gradients and drops
   // those. Does nothing for a weight no backward reached.
   void fold_gradients();
+  // The targeted weights, each once, in parameter order: the tensors whose gradients backward
+  // produces (what a data-parallel reducer averages before fold_gradients).
+  std::vector<engine::Tensor> target_weights() const;
   // JSON object for checkpoint metadata: rank, alpha, scale, targets, adapters.
   std::string describe_json() const;
 

@@ -109,8 +109,8 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
   }
   autocast.reset();  // bf16 scope ends before gradients are reduced, clipped and applied
-  if (trainable.lora) trainable.lora->fold_gradients();  // weights' gradients -> A, B
-  if (trainable.after_backward) trainable.after_backward(result);
+  if (trainable.after_backward) trainable.after_backward(result);  // (data parallel: averaged)
+  if (trainable.lora) trainable.lora->fold_gradients();            // weights' gradients -> A, B
   // Clipping: the norm was summed during backward (or is taken now); the factor is applied
   // inside the optimizer's update pass (optimizer_step_scaled), not by a pass of its own over
   // the gradients.

@@ -192,8 +192,9 @@ void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
 
 // Fine-tuning under the parallel strategies: freezing works with all of them (frozen parameters
 // are left out of reducers and shards); init_from is read as full tensors, which tensor
-// parallelism would have to slice; LoRA's adapters get their gradients after the backward, after
-// the data-parallel reducers have run.
+// parallelism would have to slice; LoRA runs in one process or data parallel (the reducer
+// averages the targeted weights' gradients, then each rank folds them into the adapters), not
+// with ZeRO-1 or tensor parallelism, whose shards and slices are of the model's parameters.
 void check_fine_tuning_supported(const TrainOptions& o, const parallel::ParallelRun& par,
                                  bool tensor_parallel) {
   if (!o.init_from.empty() && tensor_parallel)
@@ -201,11 +202,11 @@ void check_fine_tuning_supported(const TrainOptions& o, const parallel::Parallel
                 "train.init_from is not supported with tensor parallelism yet (the weights would "
                 "have to be sliced per rank); fine-tune with parallelism.kind = \"mpi_data\" or in "
                 "one process");
-  if (o.lora.enabled && par.distributed())
+  if (o.lora.enabled && par.distributed() && par.strategy() != PB_PARALLEL_DATA)
     throw Error(ErrorKind::kInvalidArgument,
-                "[train.lora] runs in one process only so far (the adapters' gradients are made "
-                "after the backward, past the data-parallel all-reduce); remove [parallelism] or "
-                "use full fine-tuning (train.init_from without [train.lora])");
+                "[train.lora] runs in one process or with parallelism.kind = \"mpi_data\" (ZeRO-1 "
+                "shards and tensor-parallel slices are of the model's weights, not the adapters'); "
+                "use mpi_data, or full fine-tuning (train.init_from without [train.lora])");
 }
 
 // The training loop of one process; `par` says which rank it is (parallel/parallel_run.hpp):
@@ -408,9 +409,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                                                    "' is not implemented by the trainer; use "
                                                    "parallelism.kind = \"mpi_data\", \"mpi_zero1\" "
                                                    "or \"mpi_tensor\"");
+    // LoRA: the targeted weights' gradients are averaged (backward makes those), then folded
+    // into the adapters' (train_step), the same on every rank.
     reducer = std::make_unique<parallel::GradientReducer>(
-        par.group(), trainable.parameter_tensors, static_cast<int64_t>(par.options().bucket_mb * 1048576.0),
-        par.options().overlap);
+        par.group(),
+        trainable.lora ? trainable.lora->target_weights() : trainable.parameter_tensors,
+        static_cast<int64_t>(par.options().bucket_mb * 1048576.0), par.options().overlap);
     trainable.before_backward = [&](int64_t micro, int64_t accum) {
       if (micro == accum - 1) reducer->begin();  // earlier micro-batches only accumulate
     };
