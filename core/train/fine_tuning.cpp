@@ -17,6 +17,12 @@ namespace fs = std::filesystem;
 
 InitialWeights read_checkpoint_weights(const fs::path& path) {
   const Checkpoint checkpoint = load_checkpoint(path);
+  if (checkpoint.metadata().count(kMetaLora) != 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "train.init_from: " + checkpoint.path().string() +
+                    " holds LoRA adapters only; merge them into a plain run first (`patchbay "
+                    "export " +
+                    path.string() + " --merge-lora OUT/`) and start from OUT/");
   InitialWeights weights;
   weights.origin = "checkpoint " + checkpoint.path().string();
   for (const std::string& name : checkpoint.names())

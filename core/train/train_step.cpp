@@ -35,10 +35,16 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
   const std::vector<model::NamedParameter> model_parameters = t.model->parameters();
   if (initial != nullptr) load_initial_weights(model_parameters, *initial);
   if (fine_tuning.lora.enabled) {
+    // A LoRA run stores the adapters, plus the layers' own non-trainable state (Performer's
+    // features and redraw count), which changes while training and is not in the base weights.
+    std::vector<model::NamedParameter> layer_state;
+    for (const model::NamedParameter& p : model_parameters)
+      if (!p.tensor.requires_grad()) layer_state.push_back(p);
     t.lora = std::make_shared<LoraAdapters>(model_parameters, options.d_model, fine_tuning.lora,
                                             options.seed);
     t.lora->materialize();
     t.parameters = t.lora->parameters();
+    t.parameters.insert(t.parameters.end(), layer_state.begin(), layer_state.end());
   } else {
     if (!fine_tuning.freeze.empty()) freeze_parameters(fine_tuning.freeze, model_parameters);
     t.parameters = model_parameters;

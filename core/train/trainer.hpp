@@ -62,7 +62,7 @@ struct TrainableModel {
   std::unique_ptr<model::LanguageModel> model;
   std::unique_ptr<runtime::OptimizerHandle> optimizer;
   // What checkpoints store and a resume restores: every model parameter (frozen ones too), or
-  // with LoRA the adapters only (train/lora.hpp).
+  // with LoRA the adapters (train/lora.hpp) and the layers' non-trainable state (Performer's).
   std::vector<model::NamedParameter> parameters;
   std::vector<engine::Tensor> parameter_tensors;  // the leaves that require grad (trained)
   // [train.lora]: the adapters, folded into the model's weights (train_step calls

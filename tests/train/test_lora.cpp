@@ -46,18 +46,22 @@ struct LoraFixture {
   TinySetup setup;
   patchbay::testing::TempDir folder;
   std::filesystem::path base;
-  explicit LoraFixture(const std::string& name) : folder(train::testing::fresh_folder(name)) {
+  std::vector<std::string> model_overrides;  // the same for the base and the LoRA runs
+  explicit LoraFixture(const std::string& name, std::vector<std::string> model = {})
+      : folder(train::testing::fresh_folder(name)), model_overrides(std::move(model)) {
     train::testing::write_tiny_corpus(folder);
     base = folder / "base";
-    train::train_model(setup.config(train::testing::tiny_config_text(folder),
-                                    {"train.out_dir=\"" + base.string() + "\""}),
+    std::vector<std::string> overrides = model_overrides;
+    overrides.push_back("train.out_dir=\"" + base.string() + "\"");
+    train::train_model(setup.config(train::testing::tiny_config_text(folder), overrides),
                        setup.registry, setup.lookup, quiet_request());
   }
   config::ResolvedConfig lora_config(const std::filesystem::path& out,
                                      const std::string& table = kLoraTable) {
-    return setup.config(train::testing::tiny_config_text(folder, table),
-                        {"train.init_from=\"" + base.string() + "\"",
-                         "train.out_dir=\"" + out.string() + "\"", "train.lr=0.02"});
+    std::vector<std::string> overrides = model_overrides;
+    overrides.insert(overrides.end(), {"train.init_from=\"" + base.string() + "\"",
+                                       "train.out_dir=\"" + out.string() + "\"", "train.lr=0.02"});
+    return setup.config(train::testing::tiny_config_text(folder, table), overrides);
   }
   // The adapted model in memory, from the base's weights.
   train::TrainableModel adapted(const config::ResolvedConfig& c) {
@@ -101,6 +105,34 @@ double max_error_against_loops(const train::LoraAdapter& a, double scale) {
           worst, std::abs(w[(a.row_begin + i) * k + j] - expected) / (1.0 + std::abs(expected)));
     }
   return worst;
+}
+
+// Runs the LoRA run `straight` again, stopped at step 3 and resumed: true when the stored
+// tensors (adapters, optimizer state, layer state) and the last loss equal the straight run's.
+bool second_run_matches(LoraFixture& f, const std::filesystem::path& straight,
+                        const std::string& table, double last_loss) {
+  const std::filesystem::path resumed = f.folder / "resumed";
+  const config::ResolvedConfig resumed_config = f.lora_config(resumed, table);
+  train::TrainRequest stop_at_3 = quiet_request();
+  stop_at_3.before_step = [](int64_t step, const std::vector<model::NamedParameter>&) {
+    if (step == 3) throw std::runtime_error("interrupted");
+  };
+  CHECK_THROWS_WITH(train::train_model(resumed_config, f.setup.registry, f.setup.lookup, stop_at_3),
+                    "interrupted");
+  train::TrainRequest resume = quiet_request();
+  resume.resume = resumed;
+  const train::TrainSummary second =
+      train::train_model(resumed_config, f.setup.registry, f.setup.lookup, resume);
+  CHECK(second.start_step == 3);
+  bool same = second.last_loss == last_loss;
+  const train::Checkpoint x = train::load_checkpoint(straight), y = train::load_checkpoint(resumed);
+  REQUIRE(x.names() == y.names());
+  for (const std::string& name : x.names()) {
+    INFO("tensor " << name);
+    CHECK(same_bytes(x.tensor(name), y.tensor(name)));
+    same = same && same_bytes(x.tensor(name), y.tensor(name));
+  }
+  return same;
 }
 
 }  // namespace
@@ -278,27 +310,23 @@ TEST_CASE(
   CHECK(moved > 1e-3);
   no_grad.reset();
 
-  // Resume: stop at step 3, continue; the same adapters and optimizer state bit for bit.
-  const std::filesystem::path resumed = f.folder / "resumed";
-  const config::ResolvedConfig resumed_config = f.lora_config(resumed);
-  train::TrainRequest stop_at_3 = quiet_request();
-  stop_at_3.before_step = [](int64_t step, const std::vector<model::NamedParameter>&) {
-    if (step == 3) throw std::runtime_error("interrupted");
-  };
-  CHECK_THROWS_WITH(train::train_model(resumed_config, f.setup.registry, f.setup.lookup, stop_at_3),
-                    "interrupted");
-  train::TrainRequest resume = quiet_request();
-  resume.resume = resumed;
-  const train::TrainSummary second =
-      train::train_model(resumed_config, f.setup.registry, f.setup.lookup, resume);
-  CHECK(second.start_step == 3);
-  CHECK(second.last_loss == full.last_loss);
-  const train::Checkpoint x = train::load_checkpoint(tuned), y = train::load_checkpoint(resumed);
-  REQUIRE(x.names() == y.names());
-  for (const std::string& name : x.names()) {
-    INFO("tensor " << name);
-    CHECK(same_bytes(x.tensor(name), y.tensor(name)));
-  }
+  CHECK(second_run_matches(f, tuned, kLoraTable, full.last_loss));
+}
+
+TEST_CASE("a LoRA run of a Performer model resumes bit-exactly (its redraw state is stored)") {
+  LoraFixture f("lora_performer", {"model.attention.kind=\"performer\"",
+                                   "model.attention.performer.redraw_interval=2"});
+  const std::string table = "[train.lora]\nrank = 2\ntargets = [\"mlp.*\"]\n";
+  const std::filesystem::path tuned = f.folder / "tuned";
+  const train::TrainSummary full = train::train_model(f.lora_config(tuned, table), f.setup.registry,
+                                                      f.setup.lookup, quiet_request());
+  REQUIRE(full.steps_done == 6);
+  bool layer_state = false;
+  for (const std::string& name : train::load_checkpoint(tuned).names())
+    layer_state = layer_state ||
+                  (name.find("lora/") == std::string::npos && name.rfind("optimizer/", 0) != 0);
+  CHECK(layer_state);  // the features / redraw count beside the adapters
+  CHECK(second_run_matches(f, tuned, table, full.last_loss));
 }
 
 TEST_CASE(
