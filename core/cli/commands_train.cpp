@@ -12,6 +12,7 @@
 #include "cli/component_lookup.hpp"
 #include "cli/device_option.hpp"
 #include "config/config_loader.hpp"
+#include "interop/init_weights.hpp"
 #include "run/run_directory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
@@ -89,6 +90,7 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
   }
   request.overwrite = overwrite;
   request.show_progress = !no_progress;
+  request.read_initial_weights = interop::read_initial_weights;  // runs, HF directories, GGUF
   const train::TrainSummary summary = train::train_model(config, *components.registry, components.lookup, request);
   if (summary.numeric_failure) {
     std::cerr << summary.failure_message << "\n";

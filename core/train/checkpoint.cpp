@@ -203,6 +203,12 @@ std::map<std::string, engine::Tensor> Checkpoint::optimizer_state() const {
 
 void Checkpoint::load_into(const std::vector<NamedTensor>& parameters) const {
   for (const NamedTensor& p : parameters) {
+    if (!file_->contains(p.name) && metadata().count(kMetaLora) != 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  path().string() +
+                      " holds LoRA adapters only (the base weights are train.init_from's): "
+                      "merge them into a plain run first, `patchbay export " +
+                      path().string() + " --merge-lora OUT/`, and use OUT/");
     if (!file_->contains(p.name))
       throw Error(ErrorKind::kInvalidArgument,
                   path().string() + ": checkpoint has no tensor '" + p.name + "' (model and checkpoint differ)");

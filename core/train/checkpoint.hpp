@@ -47,6 +47,10 @@ inline constexpr const char* kMetaElapsedSeconds = "elapsed_seconds";
 // JSON array of the absolute plugin search path the run used (folders and files); with the
 // components' plugin_file it lets generate/eval/resume find the plugins without --plugin-path.
 inline constexpr const char* kMetaPluginSearchPath = "plugins.search_path";
+// Fine-tuning runs (docs/finetuning.md): train.init_from, absolute; and with [train.lora] a JSON
+// object describing the adapters — such a checkpoint stores the adapters ("lora/...") only.
+inline constexpr const char* kMetaInitFrom = "init_from";
+inline constexpr const char* kMetaLora = "lora";
 inline constexpr const char* kOptimizerPrefix = "optimizer/";
 inline constexpr const char* kCheckpointFormat = "patchbay-checkpoint 1";
 

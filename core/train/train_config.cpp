@@ -11,6 +11,7 @@
 #include "model/language_model.hpp"
 #include "parallel/parallel_config.hpp"
 #include "runtime/registry.hpp"
+#include "train/lora.hpp"
 #include "train/objective.hpp"
 
 namespace patchbay::train {
@@ -19,6 +20,7 @@ config::SchemaRegistry make_training_schema() {
   config::SchemaRegistry schema = config::make_host_schema();
   model::declare_model_sections(schema);
   parallel::declare_parallelism_section(schema);  // [parallelism], optional (core/parallel)
+  declare_lora_section(schema);                   // [train.lora], optional (train/lora.hpp)
   for (const ObjectiveEntry& objective : objective_entries())  // [train.mlm], ... (objective.hpp)
     if (objective.declare_options) objective.declare_options(schema);
   return schema;
@@ -137,7 +139,28 @@ TrainOptions train_options_from_config(const config::ResolvedConfig& config) {
   validate(o.schedule);
   o.objective = objective_name(config);
   o.dropout = config_has_dropout(config);
+  read_fine_tuning_options(config, o);
   return o;
+}
+
+void read_fine_tuning_options(const config::ResolvedConfig& config, TrainOptions& o) {
+  if (const toml::node* init_from = config.find("train.init_from"))
+    o.init_from = init_from->value<std::string>().value_or("");
+  o.freeze.clear();
+  if (const toml::node* freeze = config.find("train.freeze");
+      freeze != nullptr && freeze->is_array())
+    for (const toml::node& pattern : *freeze->as_array())
+      o.freeze.push_back(pattern.value<std::string>().value_or(""));
+  o.lora = lora_options_from_config(config);
+  if (o.lora.enabled && o.init_from.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "[train.lora] trains adapters on top of a model's weights, but train.init_from is "
+                "empty: set train.init_from to the run, checkpoint, Hugging Face directory or GGUF "
+                "file to adapt");
+  if (o.lora.enabled && !o.freeze.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "train.freeze is set together with [train.lora]: LoRA already freezes every base "
+                "parameter (only the adapters train); remove train.freeze");
 }
 
 namespace {

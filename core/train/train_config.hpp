@@ -26,6 +26,15 @@ class Registry;
 
 namespace patchbay::train {
 
+// [train.lora] (train/lora.hpp): LoRA adapters on the model's weight matrices.
+struct LoraOptions {
+  bool enabled = false;  // the config has a [train.lora] table
+  int64_t rank = 8;
+  double alpha = 16.0;   // adapters are scaled by alpha / rank
+  double dropout = 0.0;  // only 0 (lora.hpp says why)
+  std::vector<std::string> targets = {"attention.q", "attention.v"};
+};
+
 struct TrainOptions {
   int64_t batch_size = 8;
   int64_t seq_len = 128;
@@ -49,7 +58,15 @@ struct TrainOptions {
   // Some layer has dropout > 0 (model.dropout or a [model.attention] / [model.feedforward]
   // table's dropout): a resume then replays earlier forwards to advance its generators.
   bool dropout = false;
+  // Fine-tuning (train/fine_tuning.hpp, train/lora.hpp; docs/finetuning.md).
+  std::filesystem::path init_from;  // [train] init_from: weights to start from ("": none)
+  std::vector<std::string> freeze;  // [train] freeze: name patterns of frozen parameters
+  LoraOptions lora;                 // [train.lora]
 };
+
+// [train] init_from, freeze and [train.lora] of a validated config (absent keys: none; configs
+// stored before these keys existed have none).
+void read_fine_tuning_options(const config::ResolvedConfig& config, TrainOptions& options);
 
 // One [[data.sources]] table: a prepared dataset in a mixture (mixture_sampler.hpp).
 struct MixtureSourceOptions {

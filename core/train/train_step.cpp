@@ -17,7 +17,8 @@ namespace patchbay::train {
 TrainableModel build_trainable_model(const config::ResolvedConfig& config,
                                      runtime::Registry& registry,
                                      const config::ComponentSchemaLookup& lookup,
-                                     int64_t vocab_size, int64_t tp_rank, int64_t tp_size) {
+                                     int64_t vocab_size, int64_t tp_rank, int64_t tp_size,
+                                     const InitialWeights* initial) {
   TrainableModel t;
   model::ModelOptions options = model::model_options_from_config(config, vocab_size);
   options.tp_rank = tp_rank;
@@ -29,7 +30,25 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
   t.optimizer_name = selected.name;
   t.optimizer = std::make_unique<runtime::OptimizerHandle>(
       registry.create(PB_KIND_OPTIMIZER, selected.name, *selected.config.view()), registry.host());
-  t.parameters = t.model->parameters();
+  TrainOptions fine_tuning;
+  read_fine_tuning_options(config, fine_tuning);
+  const std::vector<model::NamedParameter> model_parameters = t.model->parameters();
+  if (initial != nullptr) load_initial_weights(model_parameters, *initial);
+  if (fine_tuning.lora.enabled) {
+    // A LoRA run stores the adapters, plus the layers' own non-trainable state (Performer's
+    // features and redraw count), which changes while training and is not in the base weights.
+    std::vector<model::NamedParameter> layer_state;
+    for (const model::NamedParameter& p : model_parameters)
+      if (!p.tensor.requires_grad()) layer_state.push_back(p);
+    t.lora = std::make_shared<LoraAdapters>(model_parameters, options.d_model, fine_tuning.lora,
+                                            options.seed);
+    t.lora->materialize();
+    t.parameters = t.lora->parameters();
+    t.parameters.insert(t.parameters.end(), layer_state.begin(), layer_state.end());
+  } else {
+    if (!fine_tuning.freeze.empty()) freeze_parameters(fine_tuning.freeze, model_parameters);
+    t.parameters = model_parameters;
+  }
   std::vector<runtime::OptimizerHandle::Parameter> params;
   for (const model::NamedParameter& p : t.parameters) {
     // Non-trainable state (Performer's features and redraw count) is checkpointed with the
@@ -74,7 +93,9 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   }
   // The norm is summed during the last backward (grad_norm_in_backward.hpp), unless the
   // trainer's own hooks reduce or rewrite the gradients after backward (data parallelism).
-  const bool norm_in_backward = !trainable.grad_norm && !trainable.after_backward;
+  // LoRA's adapters get their gradients only when fold_gradients runs after the backward.
+  const bool norm_in_backward =
+      !trainable.grad_norm && !trainable.after_backward && !trainable.lora;
   std::optional<GradNormInBackward> backward_norm;
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
@@ -94,7 +115,8 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     engine::backward(accum == 1 ? total : total * (1.0 / static_cast<double>(accum)));
   }
   autocast.reset();  // bf16 scope ends before gradients are reduced, clipped and applied
-  if (trainable.after_backward) trainable.after_backward(result);
+  if (trainable.after_backward) trainable.after_backward(result);  // (data parallel: averaged)
+  if (trainable.lora) trainable.lora->fold_gradients();            // weights' gradients -> A, B
   // Clipping: the norm was summed during backward (or is taken now); the factor is applied
   // inside the optimizer's update pass (optimizer_step_scaled), not by a pass of its own over
   // the gradients.
@@ -114,6 +136,7 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     }
   }
   for (engine::Tensor& p : trainable.parameter_tensors) p.zero_grad();
+  if (trainable.lora && result.finite) trainable.lora->materialize();  // W = W0 + s·B·A again
   return result;
 }
 

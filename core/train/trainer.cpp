@@ -190,6 +190,25 @@ void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
   for (const fs::path& p : produced) fs::remove_all(p);
 }
 
+// Fine-tuning under the parallel strategies: freezing works with all of them (frozen parameters
+// are left out of reducers and shards); init_from is read as full tensors, which tensor
+// parallelism would have to slice; LoRA runs in one process or data parallel (the reducer
+// averages the targeted weights' gradients, then each rank folds them into the adapters), not
+// with ZeRO-1 or tensor parallelism, whose shards and slices are of the model's parameters.
+void check_fine_tuning_supported(const TrainOptions& o, const parallel::ParallelRun& par,
+                                 bool tensor_parallel) {
+  if (!o.init_from.empty() && tensor_parallel)
+    throw Error(ErrorKind::kInvalidArgument,
+                "train.init_from is not supported with tensor parallelism yet (the weights would "
+                "have to be sliced per rank); fine-tune with parallelism.kind = \"mpi_data\" or in "
+                "one process");
+  if (o.lora.enabled && par.distributed() && par.strategy() != PB_PARALLEL_DATA)
+    throw Error(ErrorKind::kInvalidArgument,
+                "[train.lora] runs in one process or with parallelism.kind = \"mpi_data\" (ZeRO-1 "
+                "shards and tensor-parallel slices are of the model's weights, not the adapters'); "
+                "use mpi_data, or full fine-tuning (train.init_from without [train.lora])");
+}
+
 // The training loop of one process; `par` says which rank it is (parallel/parallel_run.hpp):
 // only the writer (rank 0) writes files, each rank trains on its shard of every batch.
 TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Registry& registry,
@@ -227,9 +246,17 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   // Tensor parallelism: the layers split over the ranks (rank r of W); every rank sees the full
   // batch.
   const bool tensor_parallel = par.distributed() && par.strategy() == PB_PARALLEL_TENSOR;
+  check_fine_tuning_supported(o, par, tensor_parallel);
+  // train.init_from: the weights are read for a fresh run; a resumed one has them in its
+  // checkpoint, except under LoRA, whose checkpoints hold only the adapters.
+  std::optional<InitialWeights> initial;
+  if (!o.init_from.empty() && (request.resume.empty() || o.lora.enabled))
+    initial = request.read_initial_weights ? request.read_initial_weights(o.init_from)
+                                           : read_checkpoint_weights(o.init_from);
   TrainableModel trainable = build_trainable_model(
       config, registry, lookup, data.tokenizer.vocab_size(), tensor_parallel ? par.rank() : 0,
-      tensor_parallel ? par.world_size() : 1);
+      tensor_parallel ? par.world_size() : 1, initial ? &*initial : nullptr);
+  initial.reset();  // the model holds the weights now
   // The objective (objective.hpp) makes each batch from the data's windows, says which
   // positions carry loss, what evaluation reports and whether samples make sense. Batches are
   // made on the full global batch, then sharded: they do not depend on the ranks.
@@ -309,6 +336,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       {kMetaTokenizerFile, run_tokenizer.string()},
       {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)},
       {kMetaPluginSearchPath, plugin_search_path_json(registry)}};
+  if (!o.init_from.empty())
+    metadata[kMetaInitFrom] = fs::absolute(o.init_from).lexically_normal().string();
+  if (trainable.lora) metadata[kMetaLora] = trainable.lora->describe_json();
   par.check_agreement(config_text, metadata[kMetaComponents]);
   std::unique_ptr<parallel::GradientReducer> reducer;
   std::unique_ptr<parallel::Zero1> zero;
@@ -379,9 +409,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                                                    "' is not implemented by the trainer; use "
                                                    "parallelism.kind = \"mpi_data\", \"mpi_zero1\" "
                                                    "or \"mpi_tensor\"");
+    // LoRA: the targeted weights' gradients are averaged (backward makes those), then folded
+    // into the adapters' (train_step), the same on every rank.
     reducer = std::make_unique<parallel::GradientReducer>(
-        par.group(), trainable.parameter_tensors, static_cast<int64_t>(par.options().bucket_mb * 1048576.0),
-        par.options().overlap);
+        par.group(),
+        trainable.lora ? trainable.lora->target_weights() : trainable.parameter_tensors,
+        static_cast<int64_t>(par.options().bucket_mb * 1048576.0), par.options().overlap);
     trainable.before_backward = [&](int64_t micro, int64_t accum) {
       if (micro == accum - 1) reducer->begin();  // earlier micro-batches only accumulate
     };
@@ -438,6 +471,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     } else if (!tp) {  // tensor parallelism restored its slices of the state above
       trainable.optimizer->restore_state(checkpoint.optimizer_state());
     }
+    if (trainable.lora) trainable.lora->materialize();  // the weights from the restored adapters
     summary.last_checkpoint = checkpoint.path();
     if (checkpoint.config_text() != config_text)
       spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",

@@ -48,7 +48,9 @@
 #include "train/batches.hpp"
 #include "train/bf16_weight_copies.hpp"
 #include "train/evaluator.hpp"
+#include "train/fine_tuning.hpp"
 #include "train/layer_stats.hpp"
+#include "train/lora.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::train {
@@ -59,8 +61,13 @@ struct StepResult;
 struct TrainableModel {
   std::unique_ptr<model::LanguageModel> model;
   std::unique_ptr<runtime::OptimizerHandle> optimizer;
+  // What checkpoints store and a resume restores: every model parameter (frozen ones too), or
+  // with LoRA the adapters (train/lora.hpp) and the layers' non-trainable state (Performer's).
   std::vector<model::NamedParameter> parameters;
   std::vector<engine::Tensor> parameter_tensors;  // the leaves that require grad (trained)
+  // [train.lora]: the adapters, folded into the model's weights (train_step calls
+  // fold_gradients after the backward and materialize after the update); null without LoRA.
+  std::shared_ptr<LoraAdapters> lora;
   std::string optimizer_name;
   // Multi-process hooks (core/parallel, set by train_model when the run is distributed; empty
   // in one process): before the backward of micro-batch m of G, and after the last backward
@@ -85,10 +92,15 @@ struct TrainableModel {
 // component, registering every parameter with its group (train/param_groups.hpp). With
 // tp_size > 1 the layers are split for tensor parallelism (this process is rank tp_rank) and
 // the optimizer gets this rank's slices (model::ModelOptions::tp_size).
+// Fine-tuning (docs/finetuning.md), in this order: `initial` (train.init_from's weights, read by
+// the caller) is copied into the model, names mismatching refused (fine_tuning.hpp); then
+// [train.lora] attaches adapters and freezes the rest (lora.hpp), or train.freeze freezes its
+// patterns; only what still requires a gradient is handed to the optimizer.
 TrainableModel build_trainable_model(const config::ResolvedConfig& config,
                                      runtime::Registry& registry,
                                      const config::ComponentSchemaLookup& lookup,
-                                     int64_t vocab_size, int64_t tp_rank = 0, int64_t tp_size = 1);
+                                     int64_t vocab_size, int64_t tp_rank = 0, int64_t tp_size = 1,
+                                     const InitialWeights* initial = nullptr);
 
 // Right after opening an update's bf16 autocast scope: hands the scope the weights' bf16
 // copies that the optimizer keeps (creating and registering them on first use), unless
@@ -125,6 +137,9 @@ struct TrainRequest {
   bool overwrite = false;
   bool show_progress = true;
   bool print_samples = true;     // to stdout (always written to samples.txt)
+  // Reads train.init_from's weights (fine_tuning.hpp); empty: read_checkpoint_weights (Patchbay
+  // runs and checkpoints). `patchbay train` passes core/interop's reader (HF, GGUF too).
+  InitialWeightsReader read_initial_weights;
   // Called before each update with its step (tests inject NaN into a parameter here).
   std::function<void(int64_t step, const std::vector<model::NamedParameter>&)> before_step;
 };

@@ -23,6 +23,7 @@
 #include "interop/gguf_reader.hpp"
 #include "interop/gguf_types.hpp"
 #include "interop/hf_io.hpp"
+#include "interop/init_weights.hpp"
 #include "run/safetensors.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
@@ -469,6 +470,19 @@ TEST_CASE(
   CHECK(info["format"] == "gguf");
   CHECK(info["eos_token"]["id"] == original.vocab_size() - 1);
   CHECK(info["general.name"] == "tiny test model");
+  // train.init_from reads the GGUF file and the HF directory as the import does (issue 36 item
+  // 2): the same tensors as the imported run's checkpoint, bit for bit.
+  const train::InitialWeights from_run = train::read_checkpoint_weights(imported);
+  for (const fs::path& source : {gguf, hf}) {
+    const train::InitialWeights from_source = interop::read_initial_weights(source);
+    INFO("init_from " << source.string());
+    REQUIRE(from_source.tensors.size() == from_run.tensors.size());
+    for (const auto& [name, tensor] : from_run.tensors) {
+      INFO("tensor " << name);
+      REQUIRE(from_source.tensors.count(name) == 1);
+      CHECK(from_source.tensors.at(name).to_vector() == tensor.to_vector());
+    }
+  }
   // A GGUF whose tensors disagree with the metadata is refused before anything is read.
   auto import_error = [&](const GgufWriter& w) {
     w.write((folder.path() / "wrong.gguf").string());

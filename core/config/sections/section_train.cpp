@@ -71,6 +71,12 @@ HostSection train_section() {
           "matmul precision: f32, or bf16 mixed precision (bf16 GEMMs with f32 accumulation; "
           "f32 master weights, optimizer state, reductions and checkpoints)")
           .choices("f32|bf16"),
+      Field::string("init_from", "\"\"",
+                    "weights to start from: a run, a checkpoint, a Hugging Face directory or a "
+                    "GGUF file (weights only: step 0, fresh optimizer; docs/finetuning.md)"),
+      Field::strings("freeze", "[]",
+                     "name patterns of parameters that do not train (\"wte\", \"blocks.0-3.*\"; "
+                     "docs/finetuning.md)"),
   };
   return section;
 }
