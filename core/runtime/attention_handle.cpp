@@ -204,14 +204,15 @@ void AttentionHandle::require_cross() const {
 }
 
 AttentionHandle::CrossMemory AttentionHandle::cross_memory_create(
-    const engine::Tensor& memory, const engine::Tensor* key_padding_mask) const {
+    const engine::Tensor& memory, const engine::Tensor* key_padding_mask, bool training) const {
   require_cross();
   OwnedHandle input(engine::ops_table_wrap(memory), HandleDeleter{host_->ops});
   OwnedHandle mask(
       key_padding_mask != nullptr ? engine::ops_table_wrap(*key_padding_mask) : nullptr,
       HandleDeleter{host_->ops});
   void* made = nullptr;
-  throw_if_error(vtable_->cross_memory_create(instance_->get(), input.get(), mask.get(), &made),
+  throw_if_error(vtable_->cross_memory_create(instance_->get(), input.get(), mask.get(),
+                                              training ? 1 : 0, &made),
                  context("cross_memory_create failed"));
   if (made == nullptr)
     throw Error(ErrorKind::kInternal,

@@ -10,7 +10,7 @@
 //   runtime::AttentionHandle::State cache = attn.state_create(B, capacity);
 //   engine::Tensor y_new = attn.forward_step(cache, x_new);  // x_new [B, Tn, C], no gradients
 //   // cross-attention (PB_ATTENTION_CAP_CROSS, interface 1.3): encoder output [B, Tk, C]
-//   runtime::AttentionHandle::CrossMemory m = attn.cross_memory_create(memory, &mask);
+//   runtime::AttentionHandle::CrossMemory m = attn.cross_memory_create(memory, &mask, true);
 //   engine::Tensor y_dec = attn.forward_cross(x_dec, m, /*training=*/true);  // [B, Tq, C]
 //
 // Every failing status becomes patchbay::Error (kind from the plugin's status code) whose
@@ -107,10 +107,11 @@ class AttentionHandle {
   // and its file when it cannot, so a model builder refuses before building anything.
   bool can_cross() const;
   void require_cross() const;
-  // memory [B, Tk, C]; key_padding_mask NULL or [B, Tk] with entries 0 (padding) / 1. Records
+  // memory [B, Tk, C]; key_padding_mask NULL or [B, Tk] with entries 0 (padding) / 1;
+  // `training` as in forward (once per memory: e.g. Performer's redraw count). Records
   // autograd when grad mode is on. Throws as require_cross() for a layer without the capability.
   CrossMemory cross_memory_create(const engine::Tensor& memory,
-                                  const engine::Tensor* key_padding_mask) const;
+                                  const engine::Tensor* key_padding_mask, bool training) const;
   // x [B, Tq, C] -> [B, Tq, C]: queries from x, keys and values from the memory.
   engine::Tensor forward_cross(const engine::Tensor& x, const CrossMemory& memory,
                                bool training) const;

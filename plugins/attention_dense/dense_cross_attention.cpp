@@ -47,7 +47,7 @@ Tensor gather_runs(const Tensor& t, int64_t b,
 }  // namespace
 
 std::unique_ptr<patchbay::CrossMemory> DenseAttention::create_cross_memory(
-    const Tensor& memory, const patchbay::KeyPadding& padding) {
+    const Tensor& memory, const patchbay::KeyPadding& padding, bool /*training*/) {
   if (window_ > 0)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                       "attention 'dense' with window = " + std::to_string(window_) +

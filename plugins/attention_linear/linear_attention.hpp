@@ -43,8 +43,9 @@ class LinearAttention : public patchbay::Attention {
   std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
   patchbay::Tensor forward_step(patchbay::AttentionState& state,
                                 const patchbay::Tensor& x) override;
-  std::unique_ptr<patchbay::CrossMemory> create_cross_memory(
-      const patchbay::Tensor& memory, const patchbay::KeyPadding& padding) override;
+  std::unique_ptr<patchbay::CrossMemory> create_cross_memory(const patchbay::Tensor& memory,
+                                                             const patchbay::KeyPadding& padding,
+                                                             bool training) override;
   patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& memory,
                                  bool training) override;
 

@@ -56,7 +56,7 @@ Tensor LinearAttention::project_block(const Tensor& x, int64_t which) const {
 }
 
 std::unique_ptr<patchbay::CrossMemory> LinearAttention::create_cross_memory(
-    const Tensor& memory, const patchbay::KeyPadding& padding) {
+    const Tensor& memory, const patchbay::KeyPadding& padding, bool /*training*/) {
   const Tensor fk = elu_plus_one(project_block(memory, 1));  // [B, H, Tk, Dh]
   const Tensor v = project_block(memory, 2);
   const int64_t batch = memory.size(0), length = memory.size(1);

@@ -16,10 +16,6 @@ namespace {
 using patchbay::PluginError;
 using patchbay::Tensor;
 
-// Guards num / den against 0 / 0 only: den > 0 unless every key feature underflowed (fp32
-// exp below -87, i.e. head dims far above 128).
-constexpr double kDenominatorFloor = 1e-30;
-
 class RecurrentState : public patchbay::AttentionState {
  public:
   RecurrentState(int64_t batch, int64_t capacity, Tensor s, Tensor z)
@@ -118,17 +114,24 @@ PerformerAttention::Features PerformerAttention::project_features(const Tensor& 
         qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
     return part.permute({0, 2, 1, 3}).to(PB_DTYPE_F32).contiguous();
   };
-  // c is recomputed from the stored omega on every call, so a checkpoint restore (which
-  // writes omega in place) or a redraw never leaves it stale.
   const Tensor omega = omega_.detach();
+  return Features{query_features(head(0), omega), key_features(head(1), omega), head(2)};
+}
+
+Tensor PerformerAttention::query_features(const Tensor& q, const Tensor& omega) const {
+  const double pre_scale = std::pow(static_cast<double>(head_dim_), -0.25);
+  Tensor uq = (q * pre_scale).matmul(omega, false, true);  // [B, H, T, m]
+  return (uq - uq.detach().max({3}, true)).exp();
+}
+
+Tensor PerformerAttention::key_features(const Tensor& k, const Tensor& omega) const {
+  // c is recomputed from the given omega on every call, so a checkpoint restore (which
+  // writes omega in place) or a redraw never leaves it stale.
   const double pre_scale = std::pow(static_cast<double>(head_dim_), -0.25);
   const double c = 0.5 * omega.pow(2.0).sum({1}).max().to_vector()[0];
-  Tensor qs = head(0) * pre_scale, ks = head(1) * pre_scale;
-  Tensor uq = qs.matmul(omega, false, true);  // [B, H, T, m]
-  Tensor uk = ks.matmul(omega, false, true);
-  Tensor fq = (uq - uq.detach().max({3}, true)).exp();
-  Tensor fk = (uk - ks.pow(2.0).sum({3}, true) * 0.5 - c).exp();
-  return Features{fq, fk, head(2)};
+  const Tensor ks = k * pre_scale;
+  Tensor uk = ks.matmul(omega, false, true);  // [B, H, T, m]
+  return (uk - ks.pow(2.0).sum({3}, true) * 0.5 - c).exp();
 }
 
 Tensor PerformerAttention::project_out(const Tensor& o) const {
@@ -142,21 +145,7 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
     throw PluginError(PB_STATUS_OUT_OF_RANGE, "sequence of " + std::to_string(x.size(1)) +
                                                   " positions exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
-  if (training) {
-    // The count lives in a tensor that a checkpoint restore overwrites in place (together with
-    // omega_). A count other than the one this layer last wrote means such a restore: the draw
-    // omega_ holds is then unknown here, so the features are drawn again for this count (draws
-    // are a function of (seed, index): the same index gives the same features).
-    float* halves = training_forwards_.data<float>();  // {count / 2^24, count mod 2^24}
-    const int64_t forwards =
-        static_cast<int64_t>(halves[0]) * kCountHalf + static_cast<int64_t>(halves[1]);
-    const uint64_t draw =
-        redraw_interval_ > 0 ? static_cast<uint64_t>(forwards / redraw_interval_) : 0;
-    if (draw != current_draw_ || forwards != next_forward_) draw_features(draw);
-    next_forward_ = forwards + 1;
-    halves[0] = static_cast<float>((forwards + 1) / kCountHalf);  // exact: both < 2^24
-    halves[1] = static_cast<float>((forwards + 1) % kCountHalf);
-  }
+  if (training) count_training_forward();
   Features f = project_features(x);
   Tensor num, key_sums;
   if (causal_) {
@@ -168,6 +157,22 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
   }
   Tensor den = (f.fq * key_sums).sum({3}, true) + kDenominatorFloor;
   return project_out(num / den);
+}
+
+void PerformerAttention::count_training_forward() {
+  // The count lives in a tensor that a checkpoint restore overwrites in place (together with
+  // omega_). A count other than the one this layer last wrote means such a restore: the draw
+  // omega_ holds is then unknown here, so the features are drawn again for this count (draws
+  // are a function of (seed, index): the same index gives the same features).
+  float* halves = training_forwards_.data<float>();  // {count / 2^24, count mod 2^24}
+  const int64_t forwards =
+      static_cast<int64_t>(halves[0]) * kCountHalf + static_cast<int64_t>(halves[1]);
+  const uint64_t draw =
+      redraw_interval_ > 0 ? static_cast<uint64_t>(forwards / redraw_interval_) : 0;
+  if (draw != current_draw_ || forwards != next_forward_) draw_features(draw);
+  next_forward_ = forwards + 1;
+  halves[0] = static_cast<float>((forwards + 1) / kCountHalf);  // exact: both < 2^24
+  halves[1] = static_cast<float>((forwards + 1) % kCountHalf);
 }
 
 std::unique_ptr<patchbay::AttentionState> PerformerAttention::create_state(int64_t batch,

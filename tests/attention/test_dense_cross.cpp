@@ -109,7 +109,7 @@ TEST_CASE("AttentionHandle runs dense as cross-attention: one memory, several ca
   const eng::Tensor x = eng::uniform({2, 4, 16}, gen, -1.0, 1.0);
   const eng::Tensor mask =
       eng::Tensor::from_vector(std::vector<float>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {2, 6});
-  rt::AttentionHandle::CrossMemory m = attn.cross_memory_create(memory, &mask);
+  rt::AttentionHandle::CrossMemory m = attn.cross_memory_create(memory, &mask, /*training=*/true);
   CHECK(m.batch() == 2);
   const eng::Tensor y = attn.forward_cross(x, m, /*training=*/true);
   CHECK(y.shape() == eng::Shape{2, 4, 16});
@@ -155,13 +155,15 @@ TEST_CASE(
         CHECK(message.find("cannot serve as cross-attention") != std::string::npos);
       }
       eng::Tensor memory = eng::zeros({1, 2, 16});
-      CHECK_THROWS_AS(handle.cross_memory_create(memory, nullptr), patchbay::Error);
+      CHECK_THROWS_AS(handle.cross_memory_create(memory, nullptr, false), patchbay::Error);
     }
   }
-  // The kinds that cannot be cross-attention yet (dense and linear can; see their tests).
+  // The kinds that cannot be cross-attention yet (dense, linear and performer can; see their
+  // tests).
   CHECK(refused_kinds.count("lsh") == 1);
-  CHECK(refused_kinds.count("performer") == 1);
-  CHECK(refused_kinds.count("linear") == 0);  // linear can (tests/attention_linear)
+  CHECK(refused_kinds.count("sparse") == 1);
+  CHECK(refused_kinds.count("linear") == 0);  // linear and performer can (tests/attention_linear)
+  CHECK(refused_kinds.count("performer") == 0);
   CHECK(refused_kinds.count("linformer") == 1);
 }
 

@@ -112,13 +112,16 @@ typedef struct pb_attention_vtable {
    * dtype with entries exactly 0 (padding: never attended; changing that memory row changes
    * no output, bit for bit) or 1 (attended), transformers' attention_mask convention. A
    * sequence whose keys are all padding attends to nothing: its attention result is 0 before
-   * the output projection. Records autograd (into memory and the parameters) when gradients
-   * are enabled; the object keeps what the backward needs alive.
+   * the output projection. `training` as in forward (a layer that changes in training, e.g.
+   * Performer's feature redraw, does it here, once per memory). Records autograd (into memory
+   * and the parameters) when gradients are enabled; the object keeps what the backward needs
+   * alive.
    * forward_cross: x [B, Tq, C] (B the memory's batch, any Tq >= 1) -> *out_y [B, Tq, C].
    * `training` as in forward. One memory serves any number of calls (decoding: the encoder's
    * keys and values computed once, every step's queries attend to them). */
   pb_status* (*cross_memory_create)(void* self, const pb_tensor* memory,
-                                    const pb_tensor* key_padding_mask, void** out_memory /* out */);
+                                    const pb_tensor* key_padding_mask, int32_t training,
+                                    void** out_memory /* out */);
   void (*cross_memory_destroy)(void* self, void* memory);
   pb_status* (*forward_cross)(void* self, const pb_tensor* x, const void* memory, int32_t training,
                               pb_tensor** out_y /* out, new reference */);

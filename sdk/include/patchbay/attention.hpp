@@ -16,7 +16,7 @@
 //     patchbay::Tensor& x) override;
 //     // with PB_ATTENTION_CAP_CROSS in kCapabilities (cross-attention, attention.h 1.3):
 //     std::unique_ptr<patchbay::CrossMemory> create_cross_memory(const patchbay::Tensor& memory,
-//         const patchbay::KeyPadding& padding) override;
+//         const patchbay::KeyPadding& padding, bool training) override;
 //     patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& m,
 //         bool training) override;
 //   };
@@ -177,7 +177,8 @@ class Attention {
   // Cross-attention (kCapabilities holds PB_ATTENTION_CAP_CROSS; attention.h 1.3). memory
   // [B, Tk, C] and padding are checked by the adapter. Records autograd when gradients are on.
   virtual std::unique_ptr<CrossMemory> create_cross_memory(const Tensor& /*memory*/,
-                                                           const KeyPadding& /*padding*/) {
+                                                           const KeyPadding& /*padding*/,
+                                                           bool /*training*/) {
     throw PluginError(PB_STATUS_UNSUPPORTED,
                       "this attention layer cannot serve as cross-attention (no "
                       "PB_ATTENTION_CAP_CROSS)");
@@ -465,7 +466,7 @@ struct AttentionAdapter {
     return padding;
   }
   static pb_status* cross_memory_create(void* p, const pb_tensor* memory, const pb_tensor* mask,
-                                        void** out_memory) {
+                                        int32_t training, void** out_memory) {
     Object* o = self(p);
     *out_memory = nullptr;
     return guarded(o->host, "attention cross_memory_create", [&] {
@@ -480,7 +481,7 @@ struct AttentionAdapter {
                               "found " +
                               shape_text(shape));
       const KeyPadding padding = read_padding(o, mask, shape[0], shape[1]);
-      std::unique_ptr<CrossMemory> made = o->impl.create_cross_memory(m, padding);
+      std::unique_ptr<CrossMemory> made = o->impl.create_cross_memory(m, padding, training != 0);
       if (!made || made->batch() != shape[0] || made->length() != shape[1])
         throw PluginError(PB_STATUS_INTERNAL,
                           "create_cross_memory returned no memory or one of another shape");

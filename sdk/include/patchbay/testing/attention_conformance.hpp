@@ -152,7 +152,7 @@ class AttentionUnderTest {
   void* cross_memory_create(const Tensor& memory, const Tensor* mask) const {
     void* made = nullptr;
     expect_ok(vtable_->cross_memory_create(instance_, memory.handle(),
-                                           mask != nullptr ? mask->handle() : nullptr, &made),
+                                           mask != nullptr ? mask->handle() : nullptr, 0, &made),
               "cross_memory_create");
     REQUIRE(made != nullptr);
     return made;

@@ -204,7 +204,7 @@ inline void check_cross_refusals(const AttentionFactory& make, const AttentionCo
   auto create_code = [&](const Tensor& memory, const Tensor* mask) {
     void* made = nullptr;
     const pb_status_code code = layer.code_of(vt->cross_memory_create(
-        layer.instance(), memory.handle(), mask != nullptr ? mask->handle() : nullptr, &made));
+        layer.instance(), memory.handle(), mask != nullptr ? mask->handle() : nullptr, 0, &made));
     if (made != nullptr) vt->cross_memory_destroy(layer.instance(), made);
     return code;
   };
@@ -286,7 +286,7 @@ inline void check_cross_attention_conformance(const AttentionFactory& make,
   if (o.cross_refused_by_configuration) {
     AttentionUnderTest layer = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
     void* made = nullptr;
-    CHECK(layer.code_of(vt->cross_memory_create(layer.instance(), c.memory.handle(), nullptr,
+    CHECK(layer.code_of(vt->cross_memory_create(layer.instance(), c.memory.handle(), nullptr, 0,
                                                 &made)) == PB_STATUS_INVALID_ARGUMENT);
     CHECK(made == nullptr);
     return;
