@@ -58,6 +58,34 @@ int64_t AttentionHandle::State::length() const {
   return state_ == nullptr ? 0 : vtable_of(*owner_)->state_length(owner_->get(), state_);
 }
 
+AttentionHandle::CrossMemory::CrossMemory(std::shared_ptr<const ComponentInstance> owner,
+                                          void* memory, int64_t batch)
+    : owner_(std::move(owner)), memory_(memory), batch_(batch) {}
+
+AttentionHandle::CrossMemory::CrossMemory(CrossMemory&& other) noexcept
+    : owner_(std::move(other.owner_)),
+      memory_(std::exchange(other.memory_, nullptr)),
+      batch_(other.batch_) {}
+
+AttentionHandle::CrossMemory& AttentionHandle::CrossMemory::operator=(
+    CrossMemory&& other) noexcept {
+  if (this != &other) {
+    reset();
+    owner_ = std::move(other.owner_);
+    memory_ = std::exchange(other.memory_, nullptr);
+    batch_ = other.batch_;
+  }
+  return *this;
+}
+
+AttentionHandle::CrossMemory::~CrossMemory() { reset(); }
+
+void AttentionHandle::CrossMemory::reset() noexcept {
+  if (memory_ != nullptr) vtable_of(*owner_)->cross_memory_destroy(owner_->get(), memory_);
+  memory_ = nullptr;
+  owner_.reset();
+}
+
 AttentionHandle::AttentionHandle(ComponentInstance instance, const pb_host_api* host)
     : instance_(std::make_shared<const ComponentInstance>(std::move(instance))),
       vtable_(nullptr),
@@ -157,6 +185,52 @@ bool AttentionHandle::reorder_state(State& state, std::span<const int64_t> sourc
   }
   throw_if_error(status, context("state_reorder failed"));
   return true;
+}
+
+bool AttentionHandle::can_cross() const {
+  return has(PB_ATTENTION_CAP_CROSS) && PB_HAS_FIELD(vtable_, pb_attention_vtable, forward_cross) &&
+         vtable_->cross_memory_create != nullptr && vtable_->cross_memory_destroy != nullptr &&
+         vtable_->forward_cross != nullptr;
+}
+
+void AttentionHandle::require_cross() const {
+  if (can_cross()) return;
+  throw Error(ErrorKind::kInvalidArgument,
+              "attention '" + instance_->name() + "' (" + instance_->file().string() +
+                  ") cannot serve as cross-attention: it does not declare "
+                  "PB_ATTENTION_CAP_CROSS (attention interface 1.3). Choose a kind whose "
+                  "`patchbay plugins describe attention <name>` lists cross-attention (e.g. "
+                  "dense) for the decoder's cross-attention");
+}
+
+AttentionHandle::CrossMemory AttentionHandle::cross_memory_create(
+    const engine::Tensor& memory, const engine::Tensor* key_padding_mask, bool training) const {
+  require_cross();
+  OwnedHandle input(engine::ops_table_wrap(memory), HandleDeleter{host_->ops});
+  OwnedHandle mask(
+      key_padding_mask != nullptr ? engine::ops_table_wrap(*key_padding_mask) : nullptr,
+      HandleDeleter{host_->ops});
+  void* made = nullptr;
+  throw_if_error(vtable_->cross_memory_create(instance_->get(), input.get(), mask.get(),
+                                              training ? 1 : 0, &made),
+                 context("cross_memory_create failed"));
+  if (made == nullptr)
+    throw Error(ErrorKind::kInternal,
+                context("cross_memory_create") + " returned success but no memory (a plugin bug)");
+  return CrossMemory(instance_, made, memory.size(0));
+}
+
+engine::Tensor AttentionHandle::forward_cross(const engine::Tensor& x, const CrossMemory& memory,
+                                              bool training) const {
+  if (memory.memory_ == nullptr || memory.owner_ != instance_)
+    throw Error(ErrorKind::kInternal,
+                context("forward_cross") + ": the memory was not made by this layer");
+  OwnedHandle input(engine::ops_table_wrap(x), HandleDeleter{host_->ops});
+  pb_tensor* y = nullptr;
+  throw_if_error(
+      vtable_->forward_cross(instance_->get(), input.get(), memory.memory_, training ? 1 : 0, &y),
+      context("forward_cross failed"));
+  return take(y, "forward_cross");
 }
 
 }  // namespace patchbay::runtime

@@ -9,6 +9,9 @@
 //   engine::Tensor y = attn.forward(x, /*training=*/true);   // x [B, T, C], autograd recorded
 //   runtime::AttentionHandle::State cache = attn.state_create(B, capacity);
 //   engine::Tensor y_new = attn.forward_step(cache, x_new);  // x_new [B, Tn, C], no gradients
+//   // cross-attention (PB_ATTENTION_CAP_CROSS, interface 1.3): encoder output [B, Tk, C]
+//   runtime::AttentionHandle::CrossMemory m = attn.cross_memory_create(memory, &mask, true);
+//   engine::Tensor y_dec = attn.forward_cross(x_dec, m, /*training=*/true);  // [B, Tq, C]
 //
 // Every failing status becomes patchbay::Error (kind from the plugin's status code) whose
 // message is "attention '<name>' (<file>): <operation> failed: <plugin message> [CODE]".
@@ -61,6 +64,26 @@ class AttentionHandle {
     int64_t capacity_ = 0;
   };
 
+  // What a cross-attention layer computed once from an encoder output (its keys and values).
+  // Move-only; keeps the plugin object alive like State.
+  class CrossMemory {
+   public:
+    CrossMemory(CrossMemory&& other) noexcept;
+    CrossMemory& operator=(CrossMemory&& other) noexcept;
+    CrossMemory(const CrossMemory&) = delete;
+    CrossMemory& operator=(const CrossMemory&) = delete;
+    ~CrossMemory();
+    int64_t batch() const { return batch_; }
+
+   private:
+    friend class AttentionHandle;
+    CrossMemory(std::shared_ptr<const ComponentInstance> owner, void* memory, int64_t batch);
+    void reset() noexcept;
+    std::shared_ptr<const ComponentInstance> owner_;
+    void* memory_ = nullptr;
+    int64_t batch_ = 0;
+  };
+
   // `instance` must be a PB_KIND_ATTENTION object; `host` the api it was created with.
   AttentionHandle(ComponentInstance instance, const pb_host_api* host);
 
@@ -78,6 +101,20 @@ class AttentionHandle {
   // (state untouched) when the layer cannot (interface 1.0, a NULL state_reorder, or
   // PB_STATUS_UNSUPPORTED); throws Error for other failures.
   bool reorder_state(State& state, std::span<const int64_t> source) const;
+
+  // Cross-attention (interface 1.3). can_cross(): the layer declares PB_ATTENTION_CAP_CROSS
+  // (and has the functions). require_cross() throws Error(kInvalidArgument) naming the kind
+  // and its file when it cannot, so a model builder refuses before building anything.
+  bool can_cross() const;
+  void require_cross() const;
+  // memory [B, Tk, C]; key_padding_mask NULL or [B, Tk] with entries 0 (padding) / 1;
+  // `training` as in forward (once per memory: e.g. Performer's redraw count). Records
+  // autograd when grad mode is on. Throws as require_cross() for a layer without the capability.
+  CrossMemory cross_memory_create(const engine::Tensor& memory,
+                                  const engine::Tensor* key_padding_mask, bool training) const;
+  // x [B, Tq, C] -> [B, Tq, C]: queries from x, keys and values from the memory.
+  engine::Tensor forward_cross(const engine::Tensor& x, const CrossMemory& memory,
+                               bool training) const;
 
   uint64_t capabilities() const { return vtable_->capabilities; }
   bool has(uint64_t capability) const { return (capabilities() & capability) != 0; }

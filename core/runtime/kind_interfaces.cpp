@@ -81,6 +81,21 @@ std::vector<std::string> check_attention(const void* vtable) {
              fn(vt->forward_step, "forward_step"), fn(vt->state_length, "state_length")},
             problems);
   }
+  if ((vt->capabilities & PB_ATTENTION_CAP_CROSS) != 0) {  // interface 1.3
+    if (!PB_HAS_FIELD(vt, pb_attention_vtable, forward_cross)) {
+      problems.push_back(
+          "declares PB_ATTENTION_CAP_CROSS but its pb_attention_vtable (struct_size " +
+          std::to_string(vt->struct_size) +
+          ") predates the cross-attention functions of interface 1.3; rebuild against this "
+          "host's SDK");
+    } else {
+      require("attention (cross-attention)",
+              {fn(vt->cross_memory_create, "cross_memory_create"),
+               fn(vt->cross_memory_destroy, "cross_memory_destroy"),
+               fn(vt->forward_cross, "forward_cross")},
+              problems);
+    }
+  }
   return problems;
 }
 

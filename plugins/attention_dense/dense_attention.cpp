@@ -202,17 +202,28 @@ void DenseAttention::init(const pb_layer_context& ctx) {
       std::make_unique<patchbay::Generator>(ops_.table(), ctx.seed ^ 0x9e3779b97f4a7c15ull);
 }
 
-DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t position_offset,
-                                                    bool fused) const {
+Tensor DenseAttention::prepare_input(const Tensor& x) const {
   const std::vector<int64_t> shape = x.shape();
   if (shape.size() != 3 || shape[2] != d_model_)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                       "attention 'dense' expects x [B, T, " + std::to_string(d_model_) +
                           "], found a tensor of rank " + std::to_string(shape.size()) +
                           (shape.size() == 3 ? " with C " + std::to_string(shape[2]) : ""));
-  const int64_t b = shape[0], t = shape[1];
   // Tensor parallelism: f before the column-parallel projection (backward sums dL/dx).
-  const Tensor input = split_ ? patchbay::tp_copy_to_region(x.to(dtype_)) : x.to(dtype_);
+  return split_ ? patchbay::tp_copy_to_region(x.to(dtype_)) : x.to(dtype_);
+}
+
+Tensor DenseAttention::project_part(const Tensor& input, int64_t lo, int64_t heads) const {
+  const int64_t hi = lo + heads * head_dim_;
+  Tensor part =
+      input.matmul(qkv_weight_.slice(0, lo, hi), false, true) + qkv_bias_.slice(0, lo, hi);
+  return part.reshape({input.size(0), input.size(1), heads, head_dim_}).permute({0, 2, 1, 3});
+}
+
+DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t position_offset,
+                                                    bool fused) const {
+  const Tensor input = prepare_input(x);
+  const int64_t b = input.size(0), t = input.size(1);
   // Training: one GEMM per part on its rows of qkv.weight [3 Cl, C] (contiguous row slices),
   // not one [B, T, 3 Cl] GEMM sliced afterwards. The slices' backward builds one zero-filled
   // gradient of what was sliced and adds the other parts into it in place (the engine's slice
@@ -230,11 +241,10 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
       fused ? patchbay::linear(input, qkv_weight_, qkv_bias_) : Tensor();  // [B, T, Cl + 2 Ckvl]
   // Rows of qkv: q [0, Cl), k [Cl, Cl + Ckvl), v [Cl + Ckvl, Cl + 2 Ckvl).
   auto head = [&](int64_t lo, int64_t heads) {  // rows [lo, lo + heads Dh) -> [B, heads, T, Dh]
-    const int64_t hi = lo + heads * head_dim_;
-    Tensor part = fused ? qkv.slice(2, lo, hi)
-                        : input.matmul(qkv_weight_.slice(0, lo, hi), false, true) +
-                              qkv_bias_.slice(0, lo, hi);
-    return part.reshape({b, t, heads, head_dim_}).permute({0, 2, 1, 3});
+    if (!fused) return project_part(input, lo, heads);
+    return qkv.slice(2, lo, lo + heads * head_dim_)
+        .reshape({b, t, heads, head_dim_})
+        .permute({0, 2, 1, 3});
   };
   Heads heads{head(0, local_heads_), head(local_width_, local_kv_heads_),
               head(local_width_ + local_kv_width_, local_kv_heads_)};

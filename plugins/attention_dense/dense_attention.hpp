@@ -33,6 +33,11 @@
 // (g) and the bias is added once, after the sum. The KV cache holds the rank's heads only.
 // Grouped-query attention is not split over ranks yet (refused at init): the checkpoint
 // layout marks qkv as three equal blocks.
+// Cross-attention (attention.h 1.3, dense_cross_attention.cpp): the same parameters, q rows
+// applied to the decoder's x [B, Tq, C], k and v rows to the encoder's memory [B, Tk, C]
+// (projected once per memory); no causal mask, positions or window. Without padding one fused
+// attention call; with padding each sequence attends over its attended keys only (the memory's
+// rows gathered per sequence before the fused op), so padded rows are never read.
 #pragma once
 
 #include <cstdint>
@@ -47,13 +52,14 @@ namespace patchbay_dense {
 
 class DenseAttention : public patchbay::Attention {
  public:
-  static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL |
-                                            PB_ATTENTION_CAP_ROTARY | PB_ATTENTION_CAP_ALIBI |
-                                            PB_ATTENTION_CAP_TENSOR_PARALLEL;
+  static constexpr uint64_t kCapabilities =
+      PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL | PB_ATTENTION_CAP_ROTARY |
+      PB_ATTENTION_CAP_ALIBI | PB_ATTENTION_CAP_TENSOR_PARALLEL | PB_ATTENTION_CAP_CROSS;
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
   static constexpr const char* kComplexity =
       "time O(T^2 C), with window w O(T w C); memory O(T C) (fused attention); decode O(len C) "
-      "per token (O(w C) with a window), cache 2 B len Ckv (Ckv = n_kv_heads C / n_heads)";
+      "per token (O(w C) with a window), cache 2 B len Ckv (Ckv = n_kv_heads C / n_heads); "
+      "cross-attention O(Tq Tk C), memory 2 B Tk Ckv";
 
   DenseAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
 
@@ -62,6 +68,11 @@ class DenseAttention : public patchbay::Attention {
   std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
   patchbay::Tensor forward_step(patchbay::AttentionState& state,
                                 const patchbay::Tensor& x) override;
+  std::unique_ptr<patchbay::CrossMemory> create_cross_memory(const patchbay::Tensor& memory,
+                                                             const patchbay::KeyPadding& padding,
+                                                             bool training) override;
+  patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& memory,
+                                 bool training) override;
 
  private:
   struct Heads {
@@ -71,6 +82,11 @@ class DenseAttention : public patchbay::Attention {
   // fused: one GEMM on the whole qkv.weight and views of its [B, T, 3 Cl] output (incremental
   // decoding, which has no backward); else one GEMM per part (training; see the .cpp).
   Heads project_heads(const patchbay::Tensor& x, int64_t position_offset, bool fused) const;
+  // x [B, T, C] checked, in the parameters' dtype, through tp_copy_to_region when split.
+  patchbay::Tensor prepare_input(const patchbay::Tensor& x) const;
+  // Rows [lo, lo + heads Dh) of the qkv projection of a prepared input [B, T, C]
+  // -> [B, heads, T, Dh] (one GEMM on those rows; differentiable).
+  patchbay::Tensor project_part(const patchbay::Tensor& input, int64_t lo, int64_t heads) const;
   // Rotary on x [B, heads, T, Dh] at positions offset + t with this layer's frequencies.
   patchbay::Tensor rotate(const patchbay::Tensor& x, int64_t position_offset) const;
   // t moved to the layer's device (t itself on the CPU).

@@ -13,6 +13,11 @@
 // position. A step of Tn tokens adds the state's contribution to the chunk's own causal sums.
 // Parameters: as "dense" (qkv.weight [3C, C] ~ N(0, init_std), qkv.bias 0, proj.weight [C, C]
 // ~ N(0, residual_init_std), proj.bias 0), drawn in that order from one generator (ctx.seed).
+// Cross-attention (attention.h 1.3, linear_cross_attention.cpp): non-causal linear attention
+// with queries from x and keys / values from the encoder's memory. The memory object holds
+// each sequence's summary S = sum_j fk_j v_j^T [B, H, Dh, Dh] and z = sum_j fk_j [B, H, 1, Dh]
+// over its attended keys only (padded rows never enter the sums), computed once; a call is
+// then o = fq S / (fq . z + eps), O(Tq C Dh) whatever the memory's length.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +28,13 @@ namespace patchbay_linear {
 
 class LinearAttention : public patchbay::Attention {
  public:
-  static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL;
+  static constexpr uint64_t kCapabilities =
+      PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL | PB_ATTENTION_CAP_CROSS;
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_RECURRENT;
   static constexpr const char* kComplexity =
       "time O(T C Dh), memory O(T C) (fused prefix sum); decode O(C Dh) per token, state "
-      "B H Dh (Dh + 1) floats whatever the length";
+      "B H Dh (Dh + 1) floats whatever the length; cross-attention O((Tq + Tk) C Dh), memory "
+      "B H Dh (Dh + 1) floats";
 
   LinearAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
 
@@ -36,12 +43,20 @@ class LinearAttention : public patchbay::Attention {
   std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
   patchbay::Tensor forward_step(patchbay::AttentionState& state,
                                 const patchbay::Tensor& x) override;
+  std::unique_ptr<patchbay::CrossMemory> create_cross_memory(const patchbay::Tensor& memory,
+                                                             const patchbay::KeyPadding& padding,
+                                                             bool training) override;
+  patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& memory,
+                                 bool training) override;
 
  private:
   struct Features {
     patchbay::Tensor fq, fk, v;  // [B, H, T, Dh], fp32
   };
   Features project_features(const patchbay::Tensor& x) const;
+  // Block `which` (0 q, 1 k, 2 v) of the qkv projection of x [B, T, C] alone (one GEMM on
+  // its rows) -> [B, H, T, Dh] fp32.
+  patchbay::Tensor project_block(const patchbay::Tensor& x, int64_t which) const;
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;  // [B, H, T, Dh] -> [B, T, C]
 
   patchbay::Ops ops_;

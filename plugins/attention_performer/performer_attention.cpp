@@ -16,10 +16,6 @@ namespace {
 using patchbay::PluginError;
 using patchbay::Tensor;
 
-// Guards num / den against 0 / 0 only: den > 0 unless every key feature underflowed (fp32
-// exp below -87, i.e. head dims far above 128).
-constexpr double kDenominatorFloor = 1e-30;
-
 class RecurrentState : public patchbay::AttentionState {
  public:
   RecurrentState(int64_t batch, int64_t capacity, Tensor s, Tensor z)
@@ -118,22 +114,29 @@ PerformerAttention::Features PerformerAttention::project_features(const Tensor& 
         qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
     return part.permute({0, 2, 1, 3}).to(PB_DTYPE_F32).contiguous();
   };
-  // c is recomputed from the stored omega on every call, so a checkpoint restore (which
-  // writes omega in place) or a redraw never leaves it stale.
   const Tensor omega = omega_.detach();
+  return Features{query_features(head(0), omega), key_features(head(1), omega), head(2)};
+}
+
+Tensor PerformerAttention::query_features(const Tensor& q, const Tensor& omega) const {
+  const double pre_scale = std::pow(static_cast<double>(head_dim_), -0.25);
+  // exp(u - max_f u) / sum_f exp(u - max_f u), the engine's fused softmax (one pass forward, one
+  // backward): the per-row max stabiliser and a per-row sum, both factors common to row i's
+  // numerator and denominator, so they cancel (and so does their gradient).
+  return (q * pre_scale).matmul(omega, false, true).softmax();  // [B, H, T, m]
+}
+
+Tensor PerformerAttention::key_features(const Tensor& k, const Tensor& omega) const {
+  // c is recomputed from the given omega on every call, so a checkpoint restore (which
+  // writes omega in place) or a redraw never leaves it stale.
   const double pre_scale = std::pow(static_cast<double>(head_dim_), -0.25);
   const double c = 0.5 * omega.pow(2.0).sum({1}).max().to_vector()[0];
-  Tensor qs = head(0) * pre_scale, ks = head(1) * pre_scale;
-  // Queries: exp(u - max_f u) / sum_f exp(u - max_f u), the engine's fused softmax (one pass
-  // forward, one backward): the per-row max stabiliser and a per-row sum, both factors common
-  // to row i's numerator and denominator, so they cancel (and so does their gradient).
-  Tensor fq = qs.matmul(omega, false, true).softmax();  // [B, H, T, m]
-  // Keys: exp(omega_f . ks - |ks|^2 / 2 - c) as one product: ks gets a column |ks|^2 / 2 + c
-  // and omega a column of -1, so the shift rides in the GEMM instead of a broadcast pass.
+  const Tensor ks = k * pre_scale;
+  // exp(omega_f . ks - |ks|^2 / 2 - c) as one product: ks gets a column |ks|^2 / 2 + c and
+  // omega a column of -1, so the shift rides in the GEMM instead of a broadcast pass.
   Tensor ks_aug = ops_.concat({ks, ks.pow(2.0).sum({3}, true) * 0.5 + c}, 3);   // [B, H, T, Dh + 1]
   Tensor omega_aug = ops_.concat({omega, ops_.full({features_, 1}, -1.0)}, 1);  // [m, Dh + 1]
-  Tensor fk = ks_aug.matmul(omega_aug, false, true).exp();
-  return Features{fq, fk, head(2)};
+  return ks_aug.matmul(omega_aug, false, true).exp();                           // [B, H, T, m]
 }
 
 Tensor PerformerAttention::project_out(const Tensor& o) const {
@@ -147,21 +150,7 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
     throw PluginError(PB_STATUS_OUT_OF_RANGE, "sequence of " + std::to_string(x.size(1)) +
                                                   " positions exceeds max_seq_len " +
                                                   std::to_string(max_seq_len_));
-  if (training) {
-    // The count lives in a tensor that a checkpoint restore overwrites in place (together with
-    // omega_). A count other than the one this layer last wrote means such a restore: the draw
-    // omega_ holds is then unknown here, so the features are drawn again for this count (draws
-    // are a function of (seed, index): the same index gives the same features).
-    float* halves = training_forwards_.data<float>();  // {count / 2^24, count mod 2^24}
-    const int64_t forwards =
-        static_cast<int64_t>(halves[0]) * kCountHalf + static_cast<int64_t>(halves[1]);
-    const uint64_t draw =
-        redraw_interval_ > 0 ? static_cast<uint64_t>(forwards / redraw_interval_) : 0;
-    if (draw != current_draw_ || forwards != next_forward_) draw_features(draw);
-    next_forward_ = forwards + 1;
-    halves[0] = static_cast<float>((forwards + 1) / kCountHalf);  // exact: both < 2^24
-    halves[1] = static_cast<float>((forwards + 1) % kCountHalf);
-  }
+  if (training) count_training_forward();
   Features f = project_features(x);
   if (causal_) {
     // Numerator and normaliser in one kernel call: v gets a column of ones, whose output is
@@ -176,6 +165,22 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
   Tensor num = f.fq.matmul(f.fk.matmul(f.v, true, false));
   Tensor den = (f.fq * f.fk.sum({2}, true)).sum({3}, true) + kDenominatorFloor;
   return project_out(num / den);
+}
+
+void PerformerAttention::count_training_forward() {
+  // The count lives in a tensor that a checkpoint restore overwrites in place (together with
+  // omega_). A count other than the one this layer last wrote means such a restore: the draw
+  // omega_ holds is then unknown here, so the features are drawn again for this count (draws
+  // are a function of (seed, index): the same index gives the same features).
+  float* halves = training_forwards_.data<float>();  // {count / 2^24, count mod 2^24}
+  const int64_t forwards =
+      static_cast<int64_t>(halves[0]) * kCountHalf + static_cast<int64_t>(halves[1]);
+  const uint64_t draw =
+      redraw_interval_ > 0 ? static_cast<uint64_t>(forwards / redraw_interval_) : 0;
+  if (draw != current_draw_ || forwards != next_forward_) draw_features(draw);
+  next_forward_ = forwards + 1;
+  halves[0] = static_cast<float>((forwards + 1) / kCountHalf);  // exact: both < 2^24
+  halves[1] = static_cast<float>((forwards + 1) % kCountHalf);
 }
 
 std::unique_ptr<patchbay::AttentionState> PerformerAttention::create_state(int64_t batch,

@@ -20,6 +20,12 @@
 // `redraw_interval` training forwards (draw index = training forwards / interval), fixed in
 // evaluation and decoding. They are the parameter "features.omega" [m, Dh], registered
 // WITHOUT requires_grad (the optimizer skips it) so that checkpoints save and restore them.
+// Cross-attention (attention.h 1.3, performer_cross_attention.cpp): bidirectional FAVOR+ with
+// queries from x and keys / values from the encoder's memory. The memory object holds each
+// sequence's sums S = sum_j phi(k_j) v_j^T [B, H, m, Dh] and z = sum_j phi(k_j) [B, H, 1, m]
+// over its attended keys only, and the features omega they were computed with (the queries
+// of every call use the same draw); a training memory counts as one training forward for the
+// redraw schedule.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +34,19 @@
 
 namespace patchbay_performer {
 
+// Guards num / den against 0 / 0 only: den > 0 unless every key feature underflowed (fp32
+// exp below -87, i.e. head dims far above 128) or, in cross-attention, every key is padding.
+inline constexpr double kDenominatorFloor = 1e-30;
+
 class PerformerAttention : public patchbay::Attention {
  public:
-  static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL;
+  static constexpr uint64_t kCapabilities =
+      PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL | PB_ATTENTION_CAP_CROSS;
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_RECURRENT;
   static constexpr const char* kComplexity =
       "time O(T H m Dh), memory O(T H m) (m random features, fused prefix sum); decode "
-      "O(H m Dh) per token, state B H m (Dh + 1) floats whatever the length";
+      "O(H m Dh) per token, state B H m (Dh + 1) floats whatever the length; cross-attention "
+      "O((Tq + Tk) H m Dh), memory B H m (Dh + 1) floats";
 
   PerformerAttention(const patchbay::Host& host, const patchbay::ConfigView& config);
 
@@ -43,12 +55,25 @@ class PerformerAttention : public patchbay::Attention {
   std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity) override;
   patchbay::Tensor forward_step(patchbay::AttentionState& state,
                                 const patchbay::Tensor& x) override;
+  std::unique_ptr<patchbay::CrossMemory> create_cross_memory(const patchbay::Tensor& memory,
+                                                             const patchbay::KeyPadding& padding,
+                                                             bool training) override;
+  patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& memory,
+                                 bool training) override;
 
  private:
   struct Features {
     patchbay::Tensor fq, fk, v;  // [B, H, T, m], [B, H, T, m], [B, H, T, Dh]; fp32
   };
   Features project_features(const patchbay::Tensor& x) const;
+  // Block `which` (0 q, 1 k, 2 v) of the qkv projection of x [B, T, C] alone -> [B, H, T, Dh]
+  // fp32 (one GEMM on its rows).
+  patchbay::Tensor project_block(const patchbay::Tensor& x, int64_t which) const;
+  // phi(q), phi(k) [B, H, T, m] of q, k heads [B, H, T, Dh] fp32 with the features omega.
+  patchbay::Tensor query_features(const patchbay::Tensor& q, const patchbay::Tensor& omega) const;
+  patchbay::Tensor key_features(const patchbay::Tensor& k, const patchbay::Tensor& omega) const;
+  // Training: counts one training forward and redraws the features when the schedule says so.
+  void count_training_forward();
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
   void draw_features(uint64_t draw);  // writes omega_ in place (draw index `draw`)
 

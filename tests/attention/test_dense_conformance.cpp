@@ -30,6 +30,7 @@ TEST_CASE("attention 'dense' with a sliding window conforms (causality, decoding
   pt::AttentionConformanceOptions options;
   options.seq_len = 14;
   options.prefill = 6;  // the window (4) ends inside the prefill, then slides over the cache
+  options.cross_refused_by_configuration = true;  // a window has no meaning across sequences
   pt::check_attention_conformance(
       attention_test::dense_factory(
           [](patchbay::runtime::ComponentConfig& c) { c.set_int("window", 4); }),

@@ -6,6 +6,9 @@
  * (plain Linformer, for instance) is refused for a causal language model with a message that
  * names the layer and says why.
  *
+ * Cross-attention (interface 1.3, PB_ATTENTION_CAP_CROSS): queries from x, keys and values
+ * from another sequence (an encoder's output) with a key padding mask; see forward_cross.
+ *
  * Two ways to run:
  *  - forward(): the whole sequence at once (training, evaluation, prompt processing). The
  *    layer composes ops from the host ops table (or its own custom ops), so autograd gives
@@ -30,7 +33,8 @@ extern "C" {
 #endif
 
 #define PB_ATTENTION_INTERFACE_MAJOR 1
-#define PB_ATTENTION_INTERFACE_MINOR 2 /* 1.1: state_reorder; 1.2: tensor parallelism */
+#define PB_ATTENTION_INTERFACE_MINOR \
+  3 /* 1.1: state_reorder; 1.2: tensor parallelism; 1.3: cross-attention */
 
 #define PB_ATTENTION_CAP_CAUSAL (1u << 0)    /* can run with a causal mask */
 #define PB_ATTENTION_CAP_NONCAUSAL (1u << 1) /* can run bidirectionally */
@@ -39,6 +43,11 @@ extern "C" {
 /* 1.2: splits its heads over pb_layer_context::tp_size ranks (Megatron-style tensor
  * parallelism). The host refuses `[parallelism] kind = "mpi_tensor"` for a layer without it. */
 #define PB_ATTENTION_CAP_TENSOR_PARALLEL (1u << 4)
+/* 1.3: serves as cross-attention (encoder-decoder): queries from one sequence, keys and values
+ * from another, with a key padding mask (cross_memory_create / forward_cross below). A layer
+ * declares it exactly when those three functions are non-NULL; the host refuses an
+ * encoder-decoder whose cross-attention kind lacks it, naming the kind. */
+#define PB_ATTENTION_CAP_CROSS (1u << 5)
 
 typedef enum pb_attention_cache_kind {
   PB_ATTENTION_CACHE_NONE = 0,     /* no incremental decoding: forward_step is NULL */
@@ -88,6 +97,34 @@ typedef struct pb_attention_vtable {
    * the host then rebuilds the state by prefilling each beam's tokens again (correct, slower).
    * Read only when PB_HAS_FIELD(vtable, pb_attention_vtable, state_reorder). */
   pb_status* (*state_reorder)(void* self, void* state, const int64_t* source, int64_t count);
+
+  /* ---- interface 1.3 (cross-attention; PB_ATTENTION_CAP_CROSS) ----
+   * Queries come from x [B, Tq, C] (the decoder), keys and values from `memory` [B, Tk, C]
+   * (the encoder's output, same C = d_model). No causal mask, no window and no positional
+   * encoding apply: query i of sequence b attends to every key j of sequence b whose mask
+   * entry is 1, and the result does not depend on the order of the keys. Read only when
+   * PB_HAS_FIELD(vtable, pb_attention_vtable, forward_cross) and the capability is declared;
+   * NULL otherwise.
+   *
+   * cross_memory_create: projects memory once into what every query reads (keys and values,
+   * or a linear-attention summary) and returns it as an opaque object owned by the caller,
+   * released with cross_memory_destroy. key_padding_mask: NULL (no padding) or [B, Tk] of any
+   * dtype with entries exactly 0 (padding: never attended; changing that memory row changes
+   * no output, bit for bit) or 1 (attended), transformers' attention_mask convention. A
+   * sequence whose keys are all padding attends to nothing: its attention result is 0 before
+   * the output projection. `training` as in forward (a layer that changes in training, e.g.
+   * Performer's feature redraw, does it here, once per memory). Records autograd (into memory
+   * and the parameters) when gradients are enabled; the object keeps what the backward needs
+   * alive.
+   * forward_cross: x [B, Tq, C] (B the memory's batch, any Tq >= 1) -> *out_y [B, Tq, C].
+   * `training` as in forward. One memory serves any number of calls (decoding: the encoder's
+   * keys and values computed once, every step's queries attend to them). */
+  pb_status* (*cross_memory_create)(void* self, const pb_tensor* memory,
+                                    const pb_tensor* key_padding_mask, int32_t training,
+                                    void** out_memory /* out */);
+  void (*cross_memory_destroy)(void* self, void* memory);
+  pb_status* (*forward_cross)(void* self, const pb_tensor* x, const void* memory, int32_t training,
+                              pb_tensor** out_y /* out, new reference */);
 } pb_attention_vtable;
 
 #ifdef __cplusplus

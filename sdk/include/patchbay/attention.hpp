@@ -14,6 +14,11 @@
 //     std::unique_ptr<patchbay::AttentionState> create_state(int64_t batch, int64_t capacity)
 //     override; patchbay::Tensor forward_step(patchbay::AttentionState& state, const
 //     patchbay::Tensor& x) override;
+//     // with PB_ATTENTION_CAP_CROSS in kCapabilities (cross-attention, attention.h 1.3):
+//     std::unique_ptr<patchbay::CrossMemory> create_cross_memory(const patchbay::Tensor& memory,
+//         const patchbay::KeyPadding& padding, bool training) override;
+//     patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& m,
+//         bool training) override;
 //   };
 //   inline constexpr pb_config_field kMyFields[] = {...};    // may be empty: omit it
 //   inline constexpr pb_component_descriptor kMyAttention =
@@ -28,6 +33,9 @@
 //  - hands out the parameters T registered with add_parameter(), names and tensors owned by T;
 //  - runs forward_step with gradient recording off, checks x is [B, Tn, C] with B the state's
 //    batch, and that the state has room (PB_STATUS_OUT_OF_RANGE otherwise), so T does not;
+//  - cross-attention (only when kCapabilities holds CAP_CROSS; the entries are NULL otherwise):
+//    checks memory [B, Tk, C] and reads the key padding mask into a KeyPadding (entries 0 or
+//    1, shape [B, Tk]), and checks x [B, Tq, C] against the memory's batch, so T does not;
 //  - catches every exception at the boundary: PluginError keeps its code; anything else
 //    becomes PB_STATUS_INTERNAL with what(), std::bad_alloc PB_STATUS_OUT_OF_MEMORY.
 // The descriptor is constexpr so that PATCHBAY_PLUGIN can write the metadata at compile time.
@@ -78,6 +86,52 @@ class AttentionState {
   int64_t length_ = 0;
 };
 
+// The key padding mask of a cross-attention memory (attention.h 1.3), read by the adapter:
+// valid[b * length + j] is 1 when key j of sequence b may be attended, 0 for padding. `valid`
+// is empty when the caller passed no mask (nothing padded). `mask` is the caller's tensor
+// (undefined without one), for layers that want it on their device.
+struct KeyPadding {
+  int64_t batch = 0, length = 0;
+  std::vector<uint8_t> valid;
+  Tensor mask;
+  bool any() const {  // true when at least one key is padding
+    for (uint8_t v : valid)
+      if (v == 0) return true;
+    return false;
+  }
+  bool attended(int64_t b, int64_t j) const {
+    return valid.empty() || valid[static_cast<size_t>(b * length + j)] != 0;
+  }
+  // Maximal runs [start, end) of attended keys of sequence b, in order (empty: all padding).
+  std::vector<std::pair<int64_t, int64_t>> attended_runs(int64_t b) const {
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (int64_t j = 0; j < length; ++j) {
+      if (!attended(b, j)) continue;
+      if (!runs.empty() && runs.back().second == j)
+        runs.back().second = j + 1;
+      else
+        runs.emplace_back(j, j + 1);
+    }
+    return runs;
+  }
+};
+
+// What a cross-attention layer computed once from a memory [B, Tk, C] (keys and values, a
+// linear-attention summary, ...). Created by create_cross_memory, read by forward_cross.
+class CrossMemory {
+ public:
+  CrossMemory(int64_t batch, int64_t length) : batch_(batch), length_(length) {}
+  virtual ~CrossMemory() = default;
+  CrossMemory(const CrossMemory&) = delete;
+  CrossMemory& operator=(const CrossMemory&) = delete;
+  int64_t batch() const { return batch_; }
+  int64_t length() const { return length_; }  // Tk, padding included
+
+ private:
+  int64_t batch_;
+  int64_t length_;
+};
+
 // Rows of `t` along dim 0 in the order `source` gives: out[i] = t[source[i]] (a new contiguous
 // tensor of t's shape when source.size() == t.size(0)). For reorder() of batch-major states
 // (KV caches [B, H, T, D], recurrent states [B, H, D, D]).
@@ -118,6 +172,24 @@ class Attention {
   virtual Tensor forward_step(AttentionState& /*state*/, const Tensor& /*x*/) {
     throw PluginError(PB_STATUS_UNSUPPORTED,
                       "this attention layer has no decoding state (cache_kind NONE)");
+  }
+
+  // Cross-attention (kCapabilities holds PB_ATTENTION_CAP_CROSS; attention.h 1.3). memory
+  // [B, Tk, C] and padding are checked by the adapter. Records autograd when gradients are on.
+  virtual std::unique_ptr<CrossMemory> create_cross_memory(const Tensor& /*memory*/,
+                                                           const KeyPadding& /*padding*/,
+                                                           bool /*training*/) {
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this attention layer cannot serve as cross-attention (no "
+                      "PB_ATTENTION_CAP_CROSS)");
+  }
+  // x [B, Tq, C] (B = memory.batch()) -> [B, Tq, C]: queries from x, keys and values from the
+  // memory, padded keys never attended, no causal mask or positions.
+  virtual Tensor forward_cross(const Tensor& /*x*/, const CrossMemory& /*memory*/,
+                               bool /*training*/) {
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this attention layer cannot serve as cross-attention (no "
+                      "PB_ATTENTION_CAP_CROSS)");
   }
 
   // Parameters in registration order. References stay valid while the layer lives.
@@ -368,6 +440,78 @@ struct AttentionAdapter {
     return static_cast<const AttentionState*>(state)->length();
   }
 
+  // Reads a key padding mask (NULL, or [batch, length] with entries 0 or 1) into a KeyPadding.
+  static KeyPadding read_padding(const Object* o, const pb_tensor* mask, int64_t batch,
+                                 int64_t length) {
+    KeyPadding padding;
+    padding.batch = batch;
+    padding.length = length;
+    if (mask == nullptr) return padding;
+    padding.mask = borrow(o->host, mask);
+    const std::vector<int64_t> shape = padding.mask.shape();
+    if (shape != std::vector<int64_t>{batch, length})
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                        "key_padding_mask must be [B, Tk] = [" + std::to_string(batch) + ", " +
+                            std::to_string(length) + "] (the memory's batch and length), found " +
+                            shape_text(shape));
+    const std::vector<float> values = padding.mask.to_vector();
+    padding.valid.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i] != 0.0f && values[i] != 1.0f)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "key_padding_mask entries must be 0 (padding) or 1 (attended), found " +
+                              std::to_string(values[i]) + " at flat index " + std::to_string(i));
+      padding.valid[i] = values[i] != 0.0f ? 1 : 0;
+    }
+    return padding;
+  }
+  static pb_status* cross_memory_create(void* p, const pb_tensor* memory, const pb_tensor* mask,
+                                        int32_t training, void** out_memory) {
+    Object* o = self(p);
+    *out_memory = nullptr;
+    return guarded(o->host, "attention cross_memory_create", [&] {
+      if (o->d_model == 0)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "cross_memory_create before init");
+      Tensor m = borrow(o->host, memory);
+      const std::vector<int64_t> shape = m.shape();
+      if (shape.size() != 3 || shape[0] < 1 || shape[1] < 1 || shape[2] != o->d_model)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "cross-attention memory must be [B, Tk, " + std::to_string(o->d_model) +
+                              "] with B, Tk >= 1 (the encoder's output at this layer's d_model), "
+                              "found " +
+                              shape_text(shape));
+      const KeyPadding padding = read_padding(o, mask, shape[0], shape[1]);
+      std::unique_ptr<CrossMemory> made = o->impl.create_cross_memory(m, padding, training != 0);
+      if (!made || made->batch() != shape[0] || made->length() != shape[1])
+        throw PluginError(PB_STATUS_INTERNAL,
+                          "create_cross_memory returned no memory or one of another shape");
+      *out_memory = made.release();
+    });
+  }
+  static void cross_memory_destroy(void* /*p*/, void* memory) {
+    delete static_cast<CrossMemory*>(memory);
+  }
+  static pb_status* forward_cross(void* p, const pb_tensor* x, const void* memory_ptr,
+                                  int32_t training, pb_tensor** out_y) {
+    Object* o = self(p);
+    *out_y = nullptr;
+    return guarded(o->host, "attention forward_cross", [&] {
+      if (memory_ptr == nullptr)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "cross-attention memory is NULL");
+      const CrossMemory& memory = *static_cast<const CrossMemory*>(memory_ptr);
+      Tensor input = borrow(o->host, x);
+      const std::vector<int64_t> shape = input.shape();
+      if (shape.size() != 3 || shape[0] != memory.batch() || shape[1] < 1 || shape[2] != o->d_model)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "forward_cross expects x [" + std::to_string(memory.batch()) + ", Tq, " +
+                              std::to_string(o->d_model) +
+                              "] (the memory's batch, d_model; Tq >= 1), found " +
+                              shape_text(shape));
+      Tensor y = o->impl.forward_cross(input, memory, training != 0);
+      *out_y = y.release();
+    });
+  }
+
   static std::string shape_text(const std::vector<int64_t>& shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -375,6 +519,7 @@ struct AttentionAdapter {
   }
 
   static constexpr bool kHasCache = T::kCacheKind != PB_ATTENTION_CACHE_NONE;
+  static constexpr bool kCross = (T::kCapabilities & PB_ATTENTION_CAP_CROSS) != 0;
   static constexpr pb_attention_vtable kVtable = {sizeof(pb_attention_vtable),
                                                   T::kCapabilities,
                                                   T::kCacheKind,
@@ -387,7 +532,10 @@ struct AttentionAdapter {
                                                   kHasCache ? &state_destroy : nullptr,
                                                   kHasCache ? &forward_step : nullptr,
                                                   kHasCache ? &state_length : nullptr,
-                                                  kHasCache ? &state_reorder : nullptr};
+                                                  kHasCache ? &state_reorder : nullptr,
+                                                  kCross ? &cross_memory_create : nullptr,
+                                                  kCross ? &cross_memory_destroy : nullptr,
+                                                  kCross ? &forward_cross : nullptr};
 };
 
 }  // namespace detail

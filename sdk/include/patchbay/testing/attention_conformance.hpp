@@ -22,6 +22,10 @@
 //     `state_reorder_required` to make its absence a failure;
 //   - gradients of forward with respect to x and every parameter match central finite
 //     differences (patchbay/testing/gradcheck.hpp) on a tiny f32 configuration;
+//   - cross-attention (interface 1.3): a layer declaring PB_ATTENTION_CAP_CROSS passes the
+//     checks of attention_cross_conformance.hpp (padded keys never attended, bit for bit; a
+//     per-query naive reference; memory reuse; gradients; refusals); one without it leaves
+//     the cross-attention functions NULL;
 //   - refusals at init: a causal context for a layer without CAP_CAUSAL (the "non-causal
 //     attention in a causal LM" message), rotary without CAP_ROTARY, d_model not a multiple
 //     of n_heads — all PB_STATUS_INVALID_ARGUMENT with a message.
@@ -143,6 +147,33 @@ class AttentionUnderTest {
     return Tensor(ops(), y);
   }
 
+  // Cross-attention (interface 1.3). The memory object is released with
+  // vtable()->cross_memory_destroy; cross() does create, forward_cross, destroy in one call.
+  void* cross_memory_create(const Tensor& memory, const Tensor* mask) const {
+    void* made = nullptr;
+    expect_ok(vtable_->cross_memory_create(instance_, memory.handle(),
+                                           mask != nullptr ? mask->handle() : nullptr, 0, &made),
+              "cross_memory_create");
+    REQUIRE(made != nullptr);
+    return made;
+  }
+  Tensor forward_cross(const Tensor& x, const void* memory, bool training = false) const {
+    pb_tensor* y = nullptr;
+    expect_ok(vtable_->forward_cross(instance_, x.handle(), memory, training ? 1 : 0, &y),
+              "forward_cross");
+    REQUIRE(y != nullptr);
+    return Tensor(ops(), y);
+  }
+  Tensor cross(const Tensor& x, const Tensor& memory, const Tensor* mask) const {
+    void* made = cross_memory_create(memory, mask);
+    pb_tensor* y = nullptr;
+    pb_status* st = vtable_->forward_cross(instance_, x.handle(), made, 0, &y);
+    vtable_->cross_memory_destroy(instance_, made);
+    expect_ok(st, "forward_cross");
+    REQUIRE(y != nullptr);
+    return Tensor(ops(), y);
+  }
+
   // The status code of a call expected to fail (the status is released; its message must
   // not be empty). PB_STATUS_OK when it did not fail.
   pb_status_code code_of(pb_status* st) const {
@@ -205,6 +236,22 @@ struct AttentionConformanceOptions {
   std::vector<std::string> non_trainable_parameters;
   // Fail (rather than note) when a layer with a decoding cache has no state_reorder.
   bool state_reorder_required = false;
+  // Cross-attention checks (PB_ATTENTION_CAP_CROSS): decoder and encoder lengths (different,
+  // the encoder's >= 4 for its padding pattern) and the tolerance against the per-query
+  // reference and between chunked and whole calls.
+  int64_t cross_query_len = 5;
+  int64_t cross_memory_len = 7;
+  double cross_tolerance = 1e-5;
+  // The configuration under test declares the capability but refuses cross-attention for a
+  // reason of its own (dense with a sliding window): then only that refusal is checked
+  // (PB_STATUS_INVALID_ARGUMENT with a message).
+  bool cross_refused_by_configuration = false;
+  // Optional plugin-specific naive reference of cross-attention: from the layer's parameters
+  // (as parameters() lists them), x [B, Tq, C], memory [B, Tk, C] and valid [B * Tk] (1
+  // attended, 0 padding), the expected output [B, Tq, C].
+  std::function<Tensor(const std::vector<std::pair<std::string, Tensor>>& parameters,
+                       const Tensor& x, const Tensor& memory, const std::vector<uint8_t>& valid)>
+      cross_reference;
 };
 
 namespace attention_kit_detail {
@@ -372,6 +419,10 @@ inline void check_state_reorder(const AttentionFactory& make,
 }
 
 }  // namespace attention_kit_detail
+
+// The cross-attention checks (attention_cross_conformance.hpp, included at the end).
+inline void check_cross_attention_conformance(const AttentionFactory& make,
+                                              const AttentionConformanceOptions& o);
 
 // Runs every check as a doctest SUBCASE of the calling TEST_CASE.
 inline void check_attention_conformance(const AttentionFactory& make,
@@ -563,6 +614,10 @@ inline void check_attention_conformance(const AttentionFactory& make,
     CHECK(init_code(detail::layer_context(o, o.d_model, 0, o.seq_len, causal, PB_POSITIONAL_NONE,
                                           o.seed)) == PB_STATUS_INVALID_ARGUMENT);
   }
+
+  SUBCASE("cross-attention (interface 1.3)") { check_cross_attention_conformance(make, o); }
 }
 
 }  // namespace patchbay::testing
+
+#include "patchbay/testing/attention_cross_conformance.hpp"  // needs the declarations above
