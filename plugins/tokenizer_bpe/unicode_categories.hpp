@@ -54,6 +54,13 @@ struct CodePointRange {
   bool operator==(const CodePointRange&) const = default;
 };
 
+// Hugging Face's Digits pre-tokenizer asks Rust's char::is_numeric, whose tables are the Rust
+// toolchain's (Unicode 17.0 in `tokenizers` 0.23.3): Nd|Nl|No of that version, which is
+// Unicode 16.0's \p{N} plus these ranges.
+extern const char* const kDigitsUnicodeVersion;  // "17.0.0"
+extern const CodePointRange kDigitsAdditions[];
+extern const size_t kDigitsAdditionsCount;
+
 // Category of a code point (binary search over the runs); Cn above U+10FFFF.
 GeneralCategory general_category(uint32_t code_point);
 

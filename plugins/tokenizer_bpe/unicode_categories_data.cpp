@@ -970,6 +970,14 @@ const ChangedRange kChangedSinceBaseline[127] = {
 };
 const size_t kChangedSinceBaselineCount = 127;
 
+const char* const kDigitsUnicodeVersion = "17.0.0";
+// Numeric (Nd|Nl|No) in Unicode 17.0.0, not in 16.0.0.
+const CodePointRange kDigitsAdditions[2] = {
+    {0x11DE0, 0x11DE9},
+    {0x16FF4, 0x16FF6},
+};
+const size_t kDigitsAdditionsCount = 2;
+
 // clang-format on
 
 }  // namespace patchbay_bpe::unicode

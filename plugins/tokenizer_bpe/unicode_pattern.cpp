@@ -125,6 +125,12 @@ CategorySpelling category_spelling_for_linked_pcre2() {
   return CategorySpelling::kExplicitRanges;
 }
 
+std::string hf_digits_pattern(bool individual_digits) {
+  const std::vector<unicode::CodePointRange> added(
+      unicode::kDigitsAdditions, unicode::kDigitsAdditions + unicode::kDigitsAdditionsCount);
+  return "[\\p{N}" + class_contents(added) + (individual_digits ? "]" : "]+");
+}
+
 std::string pcre2_pattern_of(std::string_view hf_pattern) {
   static const CategorySpelling spelling = category_spelling_for_linked_pcre2();
   return pcre2_pattern_of(hf_pattern, spelling);

@@ -42,4 +42,10 @@ CategorySpelling category_spelling_for_linked_pcre2();
 std::string pcre2_pattern_of(std::string_view hf_pattern);
 std::string pcre2_pattern_of(std::string_view hf_pattern, CategorySpelling spelling);
 
+// The pattern (Oniguruma syntax) of Hugging Face's Digits pre-tokenizer: one numeric character
+// (individual_digits) or a run of them, numeric as Rust's char::is_numeric in `tokenizers`
+// 0.23.3 (Unicode 17.0): "[\p{N}\x{11DE0}-\x{11DE9}\x{16FF4}-\x{16FF6}]" (+ "+"). Saved back
+// to a tokenizer.json as a Split with this pattern, it matches the same characters there.
+std::string hf_digits_pattern(bool individual_digits);
+
 }  // namespace patchbay_bpe

@@ -21,14 +21,24 @@ PCRE2's JIT ~10x slower on non-ASCII text). Checked on 2026-11-27 with unicodeda
 the same additions are exact for a PCRE2 with 14.0, 15.0, 15.1 or 16.0 tables (the plugin writes
 every range out explicitly for any other PCRE2 Unicode version).
 
+Hugging Face's Digits pre-tokenizer is not a regex: it asks Rust's `char::is_numeric`, whose
+tables are the Rust toolchain's (Unicode 17.0 in `tokenizers` 0.23.3: its Digits isolate exactly
+Unicode 17.0's Nd|Nl|No, measured on every code point, 13 more than Unicode 16.0). So the
+generator also writes the numeric code points of --digits-python's unicodedata2 (17.0.x) that
+Unicode 16.0 lacks; the plugin's Digits step is [\p{N}<those>].
+
 Not run in CI. To regenerate (e.g. when `tokenizers` moves to a newer Unicode):
   python3 -m venv /work/.venvs/unicode16          # a Python 3.11 (unicodedata 14.0.0)
   /work/.venvs/unicode16/bin/pip install unicodedata2==16.0.0
-  /work/.venvs/unicode16/bin/python scripts/tokenizers/gen_unicode_categories.py
+  python3 -m venv /work/.venvs/ucd-17 && /work/.venvs/ucd-17/bin/pip install unicodedata2==17.0.1
+  /work/.venvs/unicode16/bin/python scripts/tokenizers/gen_unicode_categories.py \
+      --digits-python /work/.venvs/ucd-17/bin/python
 then run the sweep against `tokenizers` and the tokenizer tests.
 """
 import argparse
+import json
 import os
+import subprocess
 import sys
 import unicodedata as baseline_ucd
 
@@ -66,10 +76,32 @@ def changed_ranges(old, new):
     return out
 
 
+def numeric_additions(python, ucd):
+    """(version, ranges) of code points numeric in `python`'s unicodedata2 but not in ucd's."""
+    script = ("import json, unicodedata2 as u; print(json.dumps([u.unidata_version, [c for c in range(0x110000) "
+              "if u.category(chr(c))[0] == 'N']]))")
+    version, numeric = json.loads(subprocess.check_output([python, "-c", script]))
+    ours = {cp for cp in range(0x110000) if ucd.category(chr(cp))[0] == "N"}
+    missing = ours - set(numeric)
+    if missing:
+        sys.exit(f"Unicode {version} lacks numeric code points of {ucd.unidata_version}: {sorted(missing)[:5]}")
+    ranges = []
+    for cp in sorted(set(numeric) - ours):
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return version, ranges
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--expect-version", default="16.0.0",
                         help="refuse to generate from another Unicode version (default 16.0.0)")
+    parser.add_argument("--digits-python", required=True,
+                        help="a Python whose unicodedata2 has the Unicode version of Rust's char::is_numeric "
+                             "in the `tokenizers` build compared against (17.0.x for 0.23.3)")
+    parser.add_argument("--expect-digits-version", default="17.0.0")
     parser.add_argument("--out", default=OUT)
     args = parser.parse_args()
     try:
@@ -83,6 +115,9 @@ def main():
         sys.exit(f"the built-in unicodedata has Unicode {baseline_ucd.unidata_version}; the baseline "
                  f"(Debian 12's PCRE2 tables) is {BASELINE}: run under Python 3.11")
     runs = category_runs(ucd)
+    digits_version, digits_added = numeric_additions(args.digits_python, ucd)
+    if digits_version != args.expect_digits_version:
+        sys.exit(f"--digits-python has Unicode {digits_version}, expected {args.expect_digits_version}")
     changed = changed_ranges(baseline_ucd, ucd)
     for _, category in runs:
         assert category in CATEGORIES, category
@@ -114,7 +149,12 @@ def main():
               f"const ChangedRange kChangedSinceBaseline[{len(changed)}] = {{"]
     for first, last, now, before in changed:
         lines.append(f"    {{0x{first:05X}, 0x{last:05X}, {now}, {before}}},")
-    lines += ["};", f"const size_t kChangedSinceBaselineCount = {len(changed)};", "",
+    lines += ["};", f"const size_t kChangedSinceBaselineCount = {len(changed)};", ""]
+    lines += [f'const char* const kDigitsUnicodeVersion = "{digits_version}";',
+              f"// Numeric (Nd|Nl|No) in Unicode {digits_version}, not in {ucd.unidata_version}.",
+              f"const CodePointRange kDigitsAdditions[{len(digits_added)}] = {{"]
+    lines += [f"    {{0x{a:05X}, 0x{b:05X}}}," for a, b in digits_added]
+    lines += ["};", f"const size_t kDigitsAdditionsCount = {len(digits_added)};", "",
               "// clang-format on", "", "}  // namespace patchbay_bpe::unicode", ""]
     with open(args.out, "w") as f:
         f.write("\n".join(lines))

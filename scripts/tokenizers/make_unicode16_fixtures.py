@@ -12,6 +12,8 @@ letters and digits added in Unicode 15-16, for the CI test tests/tokenizers/bpe_
 
 Before the plugin classified by Unicode 16 (Debian 12's PCRE2 has Unicode 14 tables) these
 characters were "other" ([^\\s\\p{L}\\p{N}]) to Patchbay and letters or digits to `tokenizers`.
+Two Unicode 17 numeric ranges are included too: `tokenizers`' Digits (Rust's char::is_numeric)
+isolates them while its regexes (Oniguruma, Unicode 16) do not know them.
 Not run in CI; rerun only to change the fixtures (any venv with `tokenizers`):
   /work/.venvs/torch/bin/python scripts/tokenizers/make_unicode16_fixtures.py
 """
@@ -35,6 +37,8 @@ NEW = [
     ("CJK Extension H", 0x31350, 0x323AF, "L"), ("CJK Extension I", 0x2EBF0, 0x2EE5D, "L"),
     ("Kaktovik numerals", 0x1D2C0, 0x1D2D3, "N"), ("Cyrillic TJE", 0x1C89, 0x1C8A, "L"),
     ("Latin U+A7CB-A7CD", 0xA7CB, 0xA7CD, "L"), ("Latin U+A7DA-A7DC", 0xA7DA, 0xA7DC, "L"),
+    # Unicode 17.0: unassigned to Oniguruma's \p{N} (16.0), numeric to Digits (Rust's 17.0).
+    ("Tolong Siki digits (Unicode 17)", 0x11DE0, 0x11DE9, "N"), ("U+16FF4-16FF6 (Unicode 17)", 0x16FF4, 0x16FF6, "N"),
 ]
 
 

@@ -8,7 +8,9 @@
 //  - pieces and ids of `tokenizers` itself on 216 strings around those characters
 //    (fixtures/unicode16, written by scripts/tokenizers/make_unicode16_fixtures.py): GPT-2's
 //    pre-tokenizer, LLaMA 3's Split and SmolLM2's Digits, through a vocabulary `tokenizers`
-//    trained on such text (so a different split gives different ids).
+//    trained on such text (so a different split gives different ids). Digits is Rust's
+//    char::is_numeric there, Unicode 17.0: U+11DE0-11DE9 and U+16FF4-16FF6 are digits to it and
+//    unassigned to \p{N}.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <doctest/doctest.h>
 #include <pcre2.h>
@@ -205,6 +207,13 @@ TEST_CASE("translated categories agree with the table on every code point, in bo
         }).empty());
 }
 
+TEST_CASE("the Digits pattern is Unicode 16's \\p{N} plus Rust's Unicode 17 numerics") {
+  CHECK(pb::hf_digits_pattern(true) == "[\\p{N}\\x{11DE0}-\\x{11DE9}\\x{16FF4}-\\x{16FF6}]");
+  CHECK(pb::hf_digits_pattern(false) == pb::hf_digits_pattern(true) + "+");
+  CHECK(std::string(uc::kDigitsUnicodeVersion) == "17.0.0");
+  CHECK(uc::general_category(0x11DE0) == GC::Cn);  // not yet assigned in Unicode 16
+}
+
 TEST_CASE("pattern translation: additions, caseless groups and names left to PCRE2") {
   using S = pb::CategorySpelling;
   const std::string n = pb::pcre2_pattern_of("a\\p{N}+", S::kBaselinePlusAdditions);
@@ -226,7 +235,7 @@ TEST_CASE("pieces and ids equal tokenizers' on text with Unicode 15-16 letters a
   const pb::Gpt2PreTokenizer gpt2;
   const std::string llama3_pattern = expected["llama3_pattern"];
   const pb::PatternPreTokenizer llama3({llama3_pattern});
-  const pb::PatternPreTokenizer digits({"\\p{N}", pb::kGpt2HfPattern});
+  const pb::PatternPreTokenizer digits({pb::hf_digits_pattern(true), pb::kGpt2HfPattern});
   const pb::BpeTokenizer gpt2_tokenizer = fixture_tokenizer(nullptr);
   const pb::BpeTokenizer llama3_tokenizer =
       fixture_tokenizer({{"type", "Sequence"},
@@ -253,7 +262,7 @@ TEST_CASE("pieces and ids equal tokenizers' on text with Unicode 15-16 letters a
     CHECK(digits.split_to_vector(text) == c["digits_pieces"].get<Pieces>());
     ++cases;
   }
-  CHECK(cases == 216);
+  CHECK(cases == 252);
 }
 
 // Run by scripts/tokenizers/sweep_unicode_classes.py, which writes `tokenizers`' pieces of every
@@ -271,8 +280,8 @@ TEST_CASE("sweep: every code point's pieces against tokenizers' (PATCHBAY_UNICOD
   const json expected = expected_json();
   const pb::Gpt2PreTokenizer gpt2;
   const pb::PatternPreTokenizer llama3({expected["llama3_pattern"].get<std::string>()});
-  const pb::PatternPreTokenizer digits({"\\p{N}", pb::kGpt2HfPattern});
-  const char* names[] = {"GPT-2", "LLaMA 3", "Digits"};
+  const pb::PatternPreTokenizer digits({pb::hf_digits_pattern(true), pb::kGpt2HfPattern});
+  const std::string names[] = {"GPT-2", "LLaMA 3", "Digits"};
   auto read_u32 = [&] {
     uint32_t v = 0;
     in.read(reinterpret_cast<char*>(&v), 4);
