@@ -8,20 +8,9 @@
 #include <new>
 
 #include "patchbay/component.hpp"
-#include "unicode_pattern.hpp"
 
 namespace patchbay_bpe {
 namespace {
-
-// GPT-2's pattern in PCRE2 syntax, translated once: \s as Unicode's White_Space set (what
-// Python's `regex` and Oniguruma match; PCRE2's own \s also matches U+180E, which split
-// "\n\n\x{180E}" and "\x{180E}'s" differently from both references, found by
-// scripts/tokenizers/compare_tokenizers.py) and \p{L}, \p{N} by Unicode 16.0 as `tokenizers`
-// classifies (see unicode_pattern.hpp).
-const std::string& gpt2_pcre2_pattern() {
-  static const std::string pattern = pcre2_pattern_of(kGpt2HfPattern);
-  return pattern;
-}
 
 bool is_ascii_alnum(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -29,13 +18,17 @@ bool is_ascii_alnum(unsigned char c) {
 
 }  // namespace
 
-const std::string& Gpt2PreTokenizer::pattern() { return gpt2_pcre2_pattern(); }
-
-Gpt2PreTokenizer::Gpt2PreTokenizer() {
+// GPT-2's pattern in PCRE2 syntax: \s as Unicode's White_Space set (what Python's `regex` and
+// Oniguruma match; PCRE2's own \s also matches U+180E, which split "\n\n\x{180E}" and
+// "\x{180E}'s" differently from both references, found by scripts/tokenizers/
+// compare_tokenizers.py) and \p{L}, \p{N} by Unicode 16.0 as `tokenizers` classifies (see
+// unicode_pattern.hpp).
+Gpt2PreTokenizer::Gpt2PreTokenizer(std::optional<CategorySpelling> spelling)
+    : pattern_(spelling ? pcre2_pattern_of(kGpt2HfPattern, *spelling)
+                        : pcre2_pattern_of(kGpt2HfPattern)) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  const std::string& pattern = gpt2_pcre2_pattern();
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(),
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.c_str()), pattern_.size(),
                                    PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error_code,
                                    &error_offset, nullptr);
   if (code == nullptr) {

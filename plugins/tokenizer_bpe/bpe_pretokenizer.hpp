@@ -16,16 +16,21 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "unicode_pattern.hpp"
 
 namespace patchbay_bpe {
 
 class Gpt2PreTokenizer {
  public:
   // Throws std::runtime_error if PCRE2 refuses the pattern (a build problem, not input).
-  Gpt2PreTokenizer();
+  // `spelling`: how \p{L}/\p{N} are written for PCRE2 (unicode_pattern.hpp); by default the
+  // one for the linked PCRE2 (Unicode 16 classes). Other values are for comparisons.
+  explicit Gpt2PreTokenizer(std::optional<CategorySpelling> spelling = std::nullopt);
   ~Gpt2PreTokenizer();
   Gpt2PreTokenizer(const Gpt2PreTokenizer&) = delete;
   Gpt2PreTokenizer& operator=(const Gpt2PreTokenizer&) = delete;
@@ -51,7 +56,7 @@ class Gpt2PreTokenizer {
   static size_t next_safe_cut(std::string_view text, size_t from);
 
   // The PCRE2 pattern compiled (GPT-2's, translated).
-  static const std::string& pattern();
+  const std::string& pattern() const { return pattern_; }
 
  private:
   // One PCRE2 match at or after pos; emits skipped invalid bytes and the match; returns
@@ -60,6 +65,7 @@ class Gpt2PreTokenizer {
                           std::string_view text,
                           const std::function<void(std::string_view)>& on_piece) const;
 
+  std::string pattern_;
   void* code_ = nullptr;  // pcre2_code_8*
   bool jit_ = false;
 };

@@ -18,7 +18,8 @@ bool is_gpt2_pattern(const std::string& pattern) {
 
 }  // namespace
 
-PatternPreTokenizer::PatternPreTokenizer(std::vector<std::string> hf_patterns)
+PatternPreTokenizer::PatternPreTokenizer(std::vector<std::string> hf_patterns,
+                                         std::optional<CategorySpelling> spelling)
     : patterns_(std::move(hf_patterns)) {
   if (patterns_.empty())
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -26,11 +27,12 @@ PatternPreTokenizer::PatternPreTokenizer(std::vector<std::string> hf_patterns)
   for (const std::string& pattern : patterns_) {
     Step step;
     if (is_gpt2_pattern(pattern)) {
-      if (!gpt2_) gpt2_ = std::make_unique<Gpt2PreTokenizer>();
+      if (!gpt2_) gpt2_ = std::make_unique<Gpt2PreTokenizer>(spelling);
       steps_.push_back(step);
       continue;
     }
-    const std::string translated = pcre2_pattern_of(pattern);
+    const std::string translated =
+        spelling ? pcre2_pattern_of(pattern, *spelling) : pcre2_pattern_of(pattern);
     int error_code = 0;
     PCRE2_SIZE error_offset = 0;
     pcre2_code* code = pcre2_compile(

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,9 @@ namespace patchbay_bpe {
 class PatternPreTokenizer {
  public:
   // Throws PluginError(INVALID_ARGUMENT) naming the pattern PCRE2 refuses, and for an empty list.
-  explicit PatternPreTokenizer(std::vector<std::string> hf_patterns);
+  // `spelling` as for Gpt2PreTokenizer (default: the linked PCRE2's; others for comparisons).
+  explicit PatternPreTokenizer(std::vector<std::string> hf_patterns,
+                               std::optional<CategorySpelling> spelling = std::nullopt);
   ~PatternPreTokenizer();
   PatternPreTokenizer(const PatternPreTokenizer&) = delete;
   PatternPreTokenizer& operator=(const PatternPreTokenizer&) = delete;

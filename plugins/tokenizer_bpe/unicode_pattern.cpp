@@ -93,7 +93,8 @@ std::string category_escape(std::string_view original, std::string name, bool ne
     name.erase(0, 1);
   }
   const auto ranges = unicode::category_ranges(name);
-  if (!ranges || caseless) return std::string(original);
+  if (!ranges || caseless || spelling == CategorySpelling::kPcre2Tables)
+    return std::string(original);
   const auto delta = unicode::delta_since_baseline(name);
   const bool additions_exact =
       spelling == CategorySpelling::kBaselinePlusAdditions && delta && !delta->any_removed;

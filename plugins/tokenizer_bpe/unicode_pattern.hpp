@@ -33,6 +33,8 @@ inline constexpr const char* kGpt2HfPattern =
 enum class CategorySpelling {
   kBaselinePlusAdditions,  // PCRE2's \p{X} or the ranges added since Unicode 14.0 (where exact)
   kExplicitRanges,         // every range of X written out
+  kPcre2Tables,            // \p{X} left to PCRE2's own tables: what Patchbay did before issue 39
+                           // (Unicode 14 on Debian 12); for comparisons and benchmarks only
 };
 
 // kBaselinePlusAdditions when the linked PCRE2 reports Unicode tables 14.0.0, 15.0.0, 15.1.0 or

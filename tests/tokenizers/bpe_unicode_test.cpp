@@ -16,9 +16,11 @@
 #include <pcre2.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -317,4 +319,81 @@ TEST_CASE("sweep: every code point's pieces against tokenizers' (PATCHBAY_UNICOD
                   << differing[0] << ", LLaMA 3 " << differing[1] << ", Digits " << differing[2]);
   CHECK(records > 0);
   CHECK(differing[0] + differing[1] + differing[2] == 0);
+}
+
+TEST_CASE("with PCRE2's own Unicode 14 tables (before issue 39) the known answers differ") {
+  char version[64] = {};
+  pcre2_config(PCRE2_CONFIG_UNICODE_VERSION, version);
+  if (std::string(version) != "14.0.0") {
+    MESSAGE("skipped: PCRE2 has Unicode " << version << " tables, not Debian 12's 14.0.0");
+    return;
+  }
+  const json expected = expected_json();
+  const pb::Gpt2PreTokenizer old_gpt2(pb::CategorySpelling::kPcre2Tables);
+  const pb::PatternPreTokenizer old_llama3({expected["llama3_pattern"].get<std::string>()},
+                                           pb::CategorySpelling::kPcre2Tables);
+  size_t gpt2_differing = 0, llama3_differing = 0;
+  for (const json& c : expected["cases"]) {
+    const std::string text = c["text"];
+    gpt2_differing += old_gpt2.split_to_vector(text) != c["gpt2_pieces"].get<Pieces>();
+    llama3_differing += old_llama3.split_to_vector(text) != c["llama3_pieces"].get<Pieces>();
+  }
+  MESSAGE("cases split differently with PCRE2's tables: GPT-2 " << gpt2_differing << ", LLaMA 3 "
+                                                                << llama3_differing);
+  CHECK(gpt2_differing > 100);
+  CHECK(llama3_differing > 100);
+}
+
+// Pre-tokenisation speed, PCRE2's own tables (before) against the Unicode 16 spelling (after),
+// alternating in one process, best of 7 by process CPU time. Run by hand:
+//   PATCHBAY_UNICODE_BENCH=TEXT_FILE build/tests/tokenizers/tokenizer_bpe_unicode_test -tc='bench*'
+TEST_CASE("bench: pre-tokenisation MB per CPU-second before and after (PATCHBAY_UNICODE_BENCH)") {
+  const char* path = std::getenv("PATCHBAY_UNICODE_BENCH");
+  if (path == nullptr) {
+    MESSAGE("skipped: PATCHBAY_UNICODE_BENCH (a text file) is not set");
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string llama3 = expected_json()["llama3_pattern"];
+  using S = pb::CategorySpelling;
+  const pb::Gpt2PreTokenizer gpt2_before(S::kPcre2Tables), gpt2_after;
+  const pb::PatternPreTokenizer llama3_before({llama3}, S::kPcre2Tables), llama3_after({llama3});
+  struct Variant {
+    std::string name;
+    std::function<void(std::string_view, const std::function<void(std::string_view)>&)> split;
+    double best = 1e30;
+    size_t pieces = 0;
+  };
+  std::vector<Variant> variants = {
+      {"GPT-2 (ASCII fast path + PCRE2), before",
+       [&](auto t, auto& f) { gpt2_before.split(t, f); }},
+      {"GPT-2 (ASCII fast path + PCRE2), after", [&](auto t, auto& f) { gpt2_after.split(t, f); }},
+      {"GPT-2, PCRE2 alone, before", [&](auto t, auto& f) { gpt2_before.split_with_pcre2(t, f); }},
+      {"GPT-2, PCRE2 alone, after", [&](auto t, auto& f) { gpt2_after.split_with_pcre2(t, f); }},
+      {"LLaMA 3 Split, before", [&](auto t, auto& f) { llama3_before.split(t, f); }},
+      {"LLaMA 3 Split, after", [&](auto t, auto& f) { llama3_after.split(t, f); }}};
+  auto cpu_seconds = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  for (int round = 0; round < 7; ++round) {
+    for (Variant& v : variants) {
+      size_t pieces = 0;
+      const double start = cpu_seconds();
+      v.split(text, [&](std::string_view) { ++pieces; });
+      v.best = std::min(v.best, cpu_seconds() - start);
+      v.pieces = pieces;
+    }
+  }
+  for (size_t i = 0; i < variants.size(); i += 2) {
+    const Variant& before = variants[i];
+    const Variant& after = variants[i + 1];
+    const double mb = static_cast<double>(text.size()) / 1e6;
+    MESSAGE(before.name << ": " << mb / before.best << " MB/cpu-s; after: " << mb / after.best
+                        << " MB/cpu-s; after/before " << before.best / after.best << " (pieces "
+                        << before.pieces << " / " << after.pieces << ")");
+  }
 }
