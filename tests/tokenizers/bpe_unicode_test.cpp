@@ -5,7 +5,7 @@
 //    16.0 data files, which `tokenizers` matches: scripts/tokenizers/sweep_unicode_classes.py);
 //  - the translated \p{L}, \p{N}, ... against that table on every code point, in both spellings
 //    (PCRE2's property plus the additions, and every range written out);
-//  - pieces and ids of `tokenizers` itself on 216 strings around those characters
+//  - pieces and ids of `tokenizers` itself on 252 strings around those characters
 //    (fixtures/unicode16, written by scripts/tokenizers/make_unicode16_fixtures.py): GPT-2's
 //    pre-tokenizer, LLaMA 3's Split and SmolLM2's Digits, through a vocabulary `tokenizers`
 //    trained on such text (so a different split gives different ids). Digits is Rust's
