@@ -12,30 +12,23 @@
 namespace patchbay_bpe {
 namespace {
 
-// GPT-2's pattern with \s spelled out as Unicode's White_Space set (the 25 code points
-// below), which is what both references mean by \s: Python's `regex` module (encoder.py) and
-// Oniguruma (Hugging Face tokenizers). PCRE2's \s under UCP also matches U+180E MONGOLIAN
-// VOWEL SEPARATOR (White_Space until Unicode 6.3), which split "\n\n\x{180E}" and
-// "\x{180E}'s" differently from both references (found by scripts/tokenizers/
-// compare_tokenizers.py). \S becomes [^WS], [^\s...] becomes [^WS...].
-#define PB_GPT2_WS "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-constexpr const char* kGpt2Pattern =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" PB_GPT2_WS "\\p{L}\\p{N}]+|[" PB_GPT2_WS "]+(?![^" PB_GPT2_WS
-    "])|[" PB_GPT2_WS "]+";
-#undef PB_GPT2_WS
-
 bool is_ascii_alnum(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 }  // namespace
 
-const char* Gpt2PreTokenizer::pattern() { return kGpt2Pattern; }
-
-Gpt2PreTokenizer::Gpt2PreTokenizer() {
+// GPT-2's pattern in PCRE2 syntax: \s as Unicode's White_Space set (what Python's `regex` and
+// Oniguruma match; PCRE2's own \s also matches U+180E, which split "\n\n\x{180E}" and
+// "\x{180E}'s" differently from both references, found by scripts/tokenizers/
+// compare_tokenizers.py) and \p{L}, \p{N} by Unicode 16.0 as `tokenizers` classifies (see
+// unicode_pattern.hpp).
+Gpt2PreTokenizer::Gpt2PreTokenizer(std::optional<CategorySpelling> spelling)
+    : pattern_(spelling ? pcre2_pattern_of(kGpt2HfPattern, *spelling)
+                        : pcre2_pattern_of(kGpt2HfPattern)) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern), PCRE2_ZERO_TERMINATED,
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.c_str()), pattern_.size(),
                                    PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error_code,
                                    &error_offset, nullptr);
   if (code == nullptr) {
@@ -65,10 +58,14 @@ constexpr std::array<AsciiClass, 256> make_class_table() {
   std::array<AsciiClass, 256> table{};
   for (int c = 0; c < 256; ++c) {
     AsciiClass k = kOther;
-    if (c >= 0x80) k = kNonAscii;
-    else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) k = kLetter;
-    else if (c >= '0' && c <= '9') k = kDigit;
-    else if (c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r') k = kSpace;
+    if (c >= 0x80)
+      k = kNonAscii;
+    else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+      k = kLetter;
+    else if (c >= '0' && c <= '9')
+      k = kDigit;
+    else if (c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r')
+      k = kSpace;
     table[static_cast<size_t>(c)] = k;
   }
   return table;
@@ -76,7 +73,8 @@ constexpr std::array<AsciiClass, 256> make_class_table() {
 constexpr std::array<AsciiClass, 256> kClass = make_class_table();
 
 inline AsciiClass class_at(std::string_view text, size_t i) {
-  return i < text.size() ? kClass[static_cast<unsigned char>(text[i])] : kSpace;  // past end: unused
+  return i < text.size() ? kClass[static_cast<unsigned char>(text[i])]
+                         : kSpace;  // past end: unused
 }
 
 // End of the run of class `k` starting at i, and whether it stopped at a non-ASCII byte
@@ -121,10 +119,10 @@ size_t ascii_piece_length(std::string_view text, size_t i) {
   }
   // Whitespace run [i, end).
   const size_t end = run_end(text, i, kSpace, hit_non_ascii);
-  if (hit_non_ascii) return 0;         // NBSP or a Unicode space might extend it
-  if (end == n) return end - i;        // \s+(?!\S) takes the whole run at the end
+  if (hit_non_ascii) return 0;           // NBSP or a Unicode space might extend it
+  if (end == n) return end - i;          // \s+(?!\S) takes the whole run at the end
   if (end - i >= 2) return end - i - 1;  // stops one short of the non-space
-  return 1;                            // \s+ alone
+  return 1;                              // \s+ alone
 }
 
 }  // namespace
@@ -157,9 +155,9 @@ void Gpt2PreTokenizer::split(std::string_view text,
   pcre2_match_data_free(match);
 }
 
-size_t Gpt2PreTokenizer::next_pcre2_piece(const unsigned char* subject, size_t n, size_t pos,
-                                          void* match_data, std::string_view text,
-                                          const std::function<void(std::string_view)>& on_piece) const {
+size_t Gpt2PreTokenizer::next_pcre2_piece(
+    const unsigned char* subject, size_t n, size_t pos, void* match_data, std::string_view text,
+    const std::function<void(std::string_view)>& on_piece) const {
   auto* code = static_cast<pcre2_code*>(code_);
   auto* match = static_cast<pcre2_match_data*>(match_data);
   const int rc = jit_ ? pcre2_jit_match(code, subject, n, pos, 0, match, nullptr)
@@ -181,15 +179,16 @@ size_t Gpt2PreTokenizer::next_pcre2_piece(const unsigned char* subject, size_t n
   return match_end > pos ? match_end : pos + 1;
 }
 
-void Gpt2PreTokenizer::split_with_pcre2(std::string_view text,
-                                        const std::function<void(std::string_view)>& on_piece) const {
+void Gpt2PreTokenizer::split_with_pcre2(
+    std::string_view text, const std::function<void(std::string_view)>& on_piece) const {
   auto* code = static_cast<pcre2_code*>(code_);
   pcre2_match_data* match = pcre2_match_data_create_from_pattern(code, nullptr);
   if (match == nullptr) throw std::bad_alloc();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   try {
-    while (pos < text.size()) pos = next_pcre2_piece(subject, text.size(), pos, match, text, on_piece);
+    while (pos < text.size())
+      pos = next_pcre2_piece(subject, text.size(), pos, match, text, on_piece);
   } catch (...) {
     pcre2_match_data_free(match);
     throw;

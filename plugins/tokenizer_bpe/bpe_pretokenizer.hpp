@@ -1,8 +1,10 @@
 // GPT-2 pre-tokenisation: splits bytes into the pieces BPE merges never cross.
 //
-// The pattern is GPT-2's (openai/gpt-2 src/encoder.py), compiled with PCRE2 in UTF + UCP
-// mode (so \p{L}, \p{N} and \s are Unicode classes) and JIT-compiled:
+// The pattern is GPT-2's (openai/gpt-2 src/encoder.py),
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// translated by pcre2_pattern_of (unicode_pattern.hpp: \s as White_Space, \p{L} and \p{N} by
+// Unicode 16.0 as Hugging Face `tokenizers` classifies), compiled with PCRE2 in UTF + UCP mode
+// and JIT-compiled.
 // Invalid UTF-8 must still round-trip, so the pattern also gets PCRE2_MATCH_INVALID_UTF:
 // matches then never contain an invalid sequence, and every byte no match covers (only
 // bytes of invalid sequences, since the last two alternatives cover every valid character)
@@ -14,16 +16,21 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "unicode_pattern.hpp"
 
 namespace patchbay_bpe {
 
 class Gpt2PreTokenizer {
  public:
   // Throws std::runtime_error if PCRE2 refuses the pattern (a build problem, not input).
-  Gpt2PreTokenizer();
+  // `spelling`: how \p{L}/\p{N} are written for PCRE2 (unicode_pattern.hpp); by default the
+  // one for the linked PCRE2 (Unicode 16 classes). Other values are for comparisons.
+  explicit Gpt2PreTokenizer(std::optional<CategorySpelling> spelling = std::nullopt);
   ~Gpt2PreTokenizer();
   Gpt2PreTokenizer(const Gpt2PreTokenizer&) = delete;
   Gpt2PreTokenizer& operator=(const Gpt2PreTokenizer&) = delete;
@@ -48,7 +55,8 @@ class Gpt2PreTokenizer {
   // First safe cut at or after `from`, or text.size() if none.
   static size_t next_safe_cut(std::string_view text, size_t from);
 
-  static const char* pattern();
+  // The PCRE2 pattern compiled (GPT-2's, translated).
+  const std::string& pattern() const { return pattern_; }
 
  private:
   // One PCRE2 match at or after pos; emits skipped invalid bytes and the match; returns
@@ -57,6 +65,7 @@ class Gpt2PreTokenizer {
                           std::string_view text,
                           const std::function<void(std::string_view)>& on_piece) const;
 
+  std::string pattern_;
   void* code_ = nullptr;  // pcre2_code_8*
   bool jit_ = false;
 };

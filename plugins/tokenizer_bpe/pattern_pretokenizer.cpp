@@ -11,11 +11,6 @@
 namespace patchbay_bpe {
 namespace {
 
-// Unicode White_Space, as class contents (see bpe_pretokenizer.cpp).
-constexpr const char* kWhiteSpace =
-    "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}"
-    "\\x{3000}";
-
 bool is_gpt2_pattern(const std::string& pattern) {
   const std::string full = kGpt2HfPattern;
   return pattern == full || pattern == full.substr(0, full.size() - 4);  // without "|\s+"
@@ -23,41 +18,8 @@ bool is_gpt2_pattern(const std::string& pattern) {
 
 }  // namespace
 
-std::string pcre2_pattern_of(std::string_view hf_pattern) {
-  std::string out;
-  bool in_class = false;
-  for (size_t i = 0; i < hf_pattern.size(); ++i) {
-    const char c = hf_pattern[i];
-    if (c == '\\' && i + 1 < hf_pattern.size()) {
-      const char e = hf_pattern[++i];
-      if (e == 's') {
-        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
-      } else if (e == 'S') {
-        if (in_class)
-          throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
-                                      "pre-tokenizer pattern '" + std::string(hf_pattern) +
-                                          "': \\S inside a character class is not supported");
-        out += "[^" + std::string(kWhiteSpace) + "]";
-      } else {
-        out += c;
-        out += e;
-      }
-      continue;
-    }
-    if (c == '[' && !in_class) {
-      in_class = true;
-      out += c;
-      if (i + 1 < hf_pattern.size() && hf_pattern[i + 1] == '^') out += hf_pattern[++i];
-      if (i + 1 < hf_pattern.size() && hf_pattern[i + 1] == ']') out += hf_pattern[++i];  // literal
-      continue;
-    }
-    if (c == ']' && in_class) in_class = false;
-    out += c;
-  }
-  return out;
-}
-
-PatternPreTokenizer::PatternPreTokenizer(std::vector<std::string> hf_patterns)
+PatternPreTokenizer::PatternPreTokenizer(std::vector<std::string> hf_patterns,
+                                         std::optional<CategorySpelling> spelling)
     : patterns_(std::move(hf_patterns)) {
   if (patterns_.empty())
     throw patchbay::PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -65,11 +27,12 @@ PatternPreTokenizer::PatternPreTokenizer(std::vector<std::string> hf_patterns)
   for (const std::string& pattern : patterns_) {
     Step step;
     if (is_gpt2_pattern(pattern)) {
-      if (!gpt2_) gpt2_ = std::make_unique<Gpt2PreTokenizer>();
+      if (!gpt2_) gpt2_ = std::make_unique<Gpt2PreTokenizer>(spelling);
       steps_.push_back(step);
       continue;
     }
-    const std::string translated = pcre2_pattern_of(pattern);
+    const std::string translated =
+        spelling ? pcre2_pattern_of(pattern, *spelling) : pcre2_pattern_of(pattern);
     int error_code = 0;
     PCRE2_SIZE error_offset = 0;
     pcre2_code* code = pcre2_compile(

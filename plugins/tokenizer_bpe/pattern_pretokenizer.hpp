@@ -7,8 +7,9 @@
 // ByteLevel regex step is the same operation with GPT-2's pattern; llama.cpp applies its
 // regex_exprs list the same way). Patterns are written in Hugging Face's (Oniguruma) syntax,
 // as tokenizer.json holds them; they are compiled with PCRE2 (UTF, UCP, MATCH_INVALID_UTF,
-// JIT) after one translation: \s and \S become Unicode's White_Space set (what Oniguruma
-// means; PCRE2's own \s also matches U+180E, see bpe_pretokenizer.cpp). A step that is GPT-2's
+// JIT) after translation (unicode_pattern.hpp): \s and \S become Unicode's White_Space set
+// (what Oniguruma means; PCRE2's own \s also matches U+180E), and general categories such as
+// \p{L} and \p{N} classify by Unicode 16.0 as `tokenizers` does. A step that is GPT-2's
 // pattern (with or without the final `|\s+`, which only ever matches what would otherwise be
 // a one-character gap) runs on Gpt2PreTokenizer's fast path.
 //
@@ -19,26 +20,24 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "bpe_pretokenizer.hpp"
+#include "unicode_pattern.hpp"
 
 namespace patchbay_bpe {
 
-// GPT-2's pattern as Hugging Face's ByteLevel(use_regex = true) writes it.
-inline constexpr const char* kGpt2HfPattern =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-// Oniguruma-style pattern -> PCRE2 pattern (\s, \S spelled as White_Space). Throws
-// PluginError(INVALID_ARGUMENT) for \S inside a character class.
-std::string pcre2_pattern_of(std::string_view hf_pattern);
+// kGpt2HfPattern and pcre2_pattern_of() (the translation to PCRE2) are in unicode_pattern.hpp.
 
 class PatternPreTokenizer {
  public:
   // Throws PluginError(INVALID_ARGUMENT) naming the pattern PCRE2 refuses, and for an empty list.
-  explicit PatternPreTokenizer(std::vector<std::string> hf_patterns);
+  // `spelling` as for Gpt2PreTokenizer (default: the linked PCRE2's; others for comparisons).
+  explicit PatternPreTokenizer(std::vector<std::string> hf_patterns,
+                               std::optional<CategorySpelling> spelling = std::nullopt);
   ~PatternPreTokenizer();
   PatternPreTokenizer(const PatternPreTokenizer&) = delete;
   PatternPreTokenizer& operator=(const PatternPreTokenizer&) = delete;

@@ -171,7 +171,7 @@ std::vector<std::string> pretokenizer_patterns_of(const json& pre, const std::st
     }
     if (last) break;
     if (type == "Digits") {
-      patterns.push_back(json_true(step, "individual_digits") ? "\\p{N}" : "\\p{N}+");
+      patterns.push_back(hf_digits_pattern(json_true(step, "individual_digits")));
     } else if (type == "Split") {
       const json pattern = step.value("pattern", json());
       if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string())
