@@ -151,16 +151,26 @@ std::string source_where(const config::ResolvedConfig& config) {
 void check_source_entry(toml::table& entry, size_t index, const config::ResolvedConfig& config) {
   const std::string at = "data.sources[" + std::to_string(index) + "]";
   for (const auto& [key, value] : entry)
-    if (key.str() != "name" && key.str() != "prepared" && key.str() != "weight")
+    if (key.str() != "name" && key.str() != "prepared" && key.str() != "weight" && key.str() != "epochs")
       throw Error(ErrorKind::kInvalidArgument, at + "." + std::string(key.str()) +
-                                                   ": unknown key (a source has name, prepared and weight)" +
+                                                   ": unknown key (a source has name, prepared, and weight or epochs)" +
                                                    source_where(config));
   const std::optional<std::string> prepared = entry["prepared"].value<std::string>();
   if (!prepared || prepared->empty())
     throw Error(ErrorKind::kInvalidArgument, at + ".prepared: missing (the folder made by `patchbay data prepare "
                                                   "--source ... --out DIR`)" + source_where(config));
   const toml::node* weight = entry.get("weight");
-  if (weight != nullptr && !weight->value<double>())
+  if (const toml::node* epochs = entry.get("epochs")) {
+    if (weight != nullptr)
+      throw Error(ErrorKind::kInvalidArgument, at + " gives both weight and epochs: give one (a weight shares the "
+                                                    "samples out, epochs say how often each source is read per pass)" +
+                                                    source_where(config));
+    const std::optional<double> e = epochs->value<double>();
+    if (!e || !(*e > 0) || !std::isfinite(*e))
+      throw Error(ErrorKind::kInvalidArgument, at + ".epochs must be a positive number (epochs of this source per "
+                                                    "pass of the mixture; leave the source out rather than give 0)" +
+                                                    source_where(config));
+  } else if (weight != nullptr && !weight->value<double>())
     throw Error(ErrorKind::kInvalidArgument, at + ".weight: must be a number" + source_where(config));
   const double w = weight != nullptr ? *weight->value<double>() : 1.0;
   if (!(w > 0) || !std::isfinite(w))
@@ -168,7 +178,7 @@ void check_source_entry(toml::table& entry, size_t index, const config::Resolved
                 at + ".weight is " + std::to_string(w) +
                     ": a weight must be a positive number (leave a source out rather than weigh it 0)" +
                     source_where(config));
-  if (weight == nullptr) entry.insert("weight", 1.0);
+  if (weight == nullptr && entry.get("epochs") == nullptr) entry.insert("weight", 1.0);
   if (entry.get("name") != nullptr && !entry["name"].value<std::string>())
     throw Error(ErrorKind::kInvalidArgument, at + ".name: must be a string" + source_where(config));
   if (entry.get("name") == nullptr) {
@@ -201,6 +211,10 @@ void with_data_sources_checked(config::ResolvedConfig& config, const std::functi
       throw Error(ErrorKind::kInvalidArgument,
                   "data.sources[" + std::to_string(i) + "] must be a table" + source_where(config));
     check_source_entry(*entry, i, config);
+    if ((entry->get("epochs") != nullptr) != (sources->get(0)->as_table()->get("epochs") != nullptr))
+      throw Error(ErrorKind::kInvalidArgument,
+                  "data.sources[" + std::to_string(i) + "] and data.sources[0]: one gives epochs, the other a weight; "
+                  "give every source epochs (exact epochs per pass) or every source a weight" + source_where(config));
     if (!names.insert(*(*entry)["name"].value<std::string>()).second)
       throw Error(ErrorKind::kInvalidArgument, "data.sources[" + std::to_string(i) + "].name '" +
                                                    *(*entry)["name"].value<std::string>() +
@@ -229,7 +243,7 @@ DataOptions data_options_from_config(const config::ResolvedConfig& config) {
     for (const toml::node& entry : *sources->as_array()) {
       const toml::table& t = *entry.as_table();
       d.sources.push_back({t["name"].value<std::string>().value_or(""), t["prepared"].value<std::string>().value_or(""),
-                           t["weight"].value<double>().value_or(1.0)});
+                           t["weight"].value<double>().value_or(1.0), t["epochs"].value<double>().value_or(0.0)});
     }
   return d;
 }

@@ -127,6 +127,9 @@ struct TrainRequest {
   bool print_samples = true;     // to stdout (always written to samples.txt)
   // Called before each update with its step (tests inject NaN into a parameter here).
   std::function<void(int64_t step, const std::vector<model::NamedParameter>&)> before_step;
+  // Called with each training micro-batch of the whole global batch (before a rank keeps its
+  // rows): tests compare what runs on different numbers of ranks, or resumed, read.
+  std::function<void(int64_t step, int64_t micro, const Batch& global_batch)> on_batch;
 };
 
 struct TrainSummary {
