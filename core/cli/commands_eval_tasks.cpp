@@ -91,10 +91,11 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
       data::load_tokenizer(*components.registry, tokenizer_file, settings);
   // The run's objective (objective.hpp) says whether its model scores text left to right.
   const std::string objective = train::objective_name(config);
-  if (!train::make_objective(config, train::train_options_from_config(config), tokenizer)->makes_samples())
+  if (!train::make_objective(config, train::train_options_from_config(config), tokenizer)
+           ->makes_samples())
     throw Error(ErrorKind::kInvalidArgument,
-                checkpoint.path().string() + " holds a model trained with train.objective = \"" + objective +
-                    "\" (" + train::find_objective(objective).summary +
+                checkpoint.path().string() + " holds a model trained with train.objective = \"" +
+                    objective + "\" (" + train::find_objective(objective).summary +
                     "): task scoring needs a causal model (left-to-right log-likelihoods)");
   auto model = model::LanguageModel::build(
       model::model_options_from_config(config, tokenizer.vocab_size()),

@@ -50,8 +50,8 @@ MixtureSchedule schedule_of(const std::vector<WindowSampler>& samplers,
 }  // namespace
 
 MixtureSampler::MixtureSampler(const std::vector<const data::TokenSequence*>& streams,
-                               const std::vector<double>& shares, bool by_epochs,
-                               Sampling sampling, int64_t rows, int64_t accum, int64_t seq_len)
+                               const std::vector<double>& shares, bool by_epochs, Sampling sampling,
+                               int64_t rows, int64_t accum, int64_t seq_len)
     : streams_(streams),
       samplers_(source_samplers(streams, sampling, rows, accum, seq_len)),
       schedule_(schedule_of(samplers_, shares, by_epochs)),
@@ -87,7 +87,8 @@ double MixtureSampler::epochs_after(size_t source, int64_t steps) const {
 std::string MixtureSampler::rule() const {
   if (by_epochs_)
     return "mixture by epochs: source of g mod T by binary Bresenham split of the per-pass counts "
-           "(T = " + std::to_string(schedule_.period()) + "), then the source's " + samplers_.front().rule();
+           "(T = " +
+           std::to_string(schedule_.period()) + "), then the source's " + samplers_.front().rule();
   return "mixture: source schedule[g mod P] (smooth weighted round robin), then the source's " +
          samplers_.front().rule();
 }

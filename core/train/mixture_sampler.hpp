@@ -26,8 +26,8 @@ class MixtureSampler {
   // kDocuments (kRandom has no epochs to share out: refused). `shares[i]` is source i's weight,
   // or with `by_epochs` its epochs per pass (> 0; may be fractional: rounded to whole samples).
   MixtureSampler(const std::vector<const data::TokenSequence*>& streams,
-                 const std::vector<double>& shares, bool by_epochs, Sampling sampling,
-                 int64_t rows, int64_t accum, int64_t seq_len);
+                 const std::vector<double>& shares, bool by_epochs, Sampling sampling, int64_t rows,
+                 int64_t accum, int64_t seq_len);
 
   TokenWindows training_windows(uint64_t seed, int64_t step, int64_t micro) const;
 

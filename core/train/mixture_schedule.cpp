@@ -76,19 +76,22 @@ MixtureSchedule MixtureSchedule::exact_counts(const std::vector<uint64_t>& count
 }
 
 MixtureSchedule::MixtureSchedule(ExactTag, const std::vector<uint64_t>& counts) {
-  if (counts.empty()) throw Error(ErrorKind::kInvalidArgument, "a mixture needs at least one source");
+  if (counts.empty())
+    throw Error(ErrorKind::kInvalidArgument, "a mixture needs at least one source");
   MixtureSchedule& s = *this;
   s.counts_ = counts;
   s.prefix_.assign(1, 0);
   for (size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] == 0)
-      throw Error(ErrorKind::kInvalidArgument,
-                  "data.sources[" + std::to_string(i) +
-                      "] would give no sample per pass: give it more epochs (epochs times its windows "
-                      "must be at least 1)");
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          "data.sources[" + std::to_string(i) +
+              "] would give no sample per pass: give it more epochs (epochs times its windows "
+              "must be at least 1)");
     if (counts[i] > (uint64_t{1} << 62) - s.prefix_.back())
-      throw Error(ErrorKind::kInvalidArgument,
-                  "the mixture's epochs add up to more than 2^62 samples per pass: give fewer epochs");
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          "the mixture's epochs add up to more than 2^62 samples per pass: give fewer epochs");
     s.prefix_.push_back(s.prefix_.back() + counts[i]);
   }
   s.period_ = s.prefix_.back();
@@ -121,7 +124,8 @@ uint64_t MixtureSchedule::count_before(uint32_t source, uint64_t n) const {
   uint64_t count = (n / period_) * counts_[source];
   const uint64_t rest = n % period_;
   if (prefix_.empty()) {
-    for (uint64_t position = 0; position < rest; ++position) count += schedule_[position] == source ? 1 : 0;
+    for (uint64_t position = 0; position < rest; ++position)
+      count += schedule_[position] == source ? 1 : 0;
     return count;
   }
   uint32_t lo = 0, hi = static_cast<uint32_t>(counts_.size());

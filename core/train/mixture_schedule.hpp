@@ -1,17 +1,16 @@
 // Which source each training sample of a mixture reads (issue 35, item 3: the blend under
 // `[[data.sources]]`).
 //
-// Sources given weights: the weights are turned into integer counts n_i summing to the period P (largest remainders,
-// every source at least 1), and one period of the schedule is laid out by smooth weighted
-// round robin: each position adds n_i to every source's credit and gives the position to the
-// source with the most credit (ties: the lowest index), which then pays P. Sample g reads
-// source s(g) = schedule[g mod P], as that source's sample number
-// q(g) = floor(g / P) * n_s + rank[g mod P] (its own epochs and order then come from its
-// WindowSampler). Both are table lookups: a pure function of g, so a resume or another number
-// of ranks reads the same blend. Over any window of consecutive samples, source i's count
-// differs from the window length times n_i / P by less than 2 (tested over every window of
-// random weights), so the proportions hold exactly up to one sample at each end, whatever
-// window of steps one looks at.
+// Sources given weights: the weights are turned into integer counts n_i summing to the period P
+// (largest remainders, every source at least 1), and one period of the schedule is laid out by
+// smooth weighted round robin: each position adds n_i to every source's credit and gives the
+// position to the source with the most credit (ties: the lowest index), which then pays P. Sample g
+// reads source s(g) = schedule[g mod P], as that source's sample number q(g) = floor(g / P) * n_s +
+// rank[g mod P] (its own epochs and order then come from its WindowSampler). Both are table
+// lookups: a pure function of g, so a resume or another number of ranks reads the same blend. Over
+// any window of consecutive samples, source i's count differs from the window length times n_i / P
+// by less than 2 (tested over every window of random weights), so the proportions hold exactly up
+// to one sample at each end, whatever window of steps one looks at.
 //
 // Sources given epochs (exact_counts): source i's count per pass is n_i = its epochs times its
 // epoch size (windows or documents), exactly, and the period is their sum T (any size, no

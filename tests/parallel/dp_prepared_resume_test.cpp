@@ -54,7 +54,8 @@ void prepare(const fs::path& folder) {
   fs::create_directories(folder / "docs");
   const std::string text = data::read_text_file(folder / "corpus.txt");
   for (int d = 0; d < 40; ++d)
-    std::ofstream(folder / "docs" / (std::string("d") + std::to_string(100 + d) + ".txt")) << text.substr(d * 1000, 1000);
+    std::ofstream(folder / "docs" / (std::string("d") + std::to_string(100 + d) + ".txt"))
+        << text.substr(d * 1000, 1000);
   data::TokenizerSettings settings;
   settings.kind = "char";
   runtime::TokenizerHandle tokenizer = data::create_tokenizer(pt::setup().registry, settings);
@@ -77,7 +78,9 @@ std::map<int64_t, nlohmann::json> step_records(const fs::path& metrics) {
 
 }  // namespace
 
-TEST_CASE("prepared shards: 2 ranks read the 1-process batches, and a 2-rank checkpoint resumes on 1 exactly") {
+TEST_CASE(
+    "prepared shards: 2 ranks read the 1-process batches, and a 2-rank checkpoint resumes on 1 "
+    "exactly") {
   parallel::ParallelRun& world = pt::world(kParallel);
   REQUIRE(world.world_size() == 2);
   std::optional<patchbay::testing::TempDir> owned;
@@ -86,24 +89,30 @@ TEST_CASE("prepared shards: 2 ranks read the 1-process batches, and a 2-rank che
   world.barrier();
   const std::string prepared = "data.prepared=\"" + (folder / "prepared").string() + "\"";
   BatchLog two_ranks;
-  const auto dp_config = pt::setup().config(tt::tiny_config_text(folder) + kParallel,
-                                            {prepared, "train.out_dir=\"" + (folder / "dp").string() + "\""});
-  CHECK(train::train_model(dp_config, pt::setup().registry, pt::setup().lookup, recording(two_ranks)).steps_done == 6);
+  const auto dp_config =
+      pt::setup().config(tt::tiny_config_text(folder) + kParallel,
+                         {prepared, "train.out_dir=\"" + (folder / "dp").string() + "\""});
+  CHECK(
+      train::train_model(dp_config, pt::setup().registry, pt::setup().lookup, recording(two_ranks))
+          .steps_done == 6);
   world.barrier();
   if (world.writer()) {
     REQUIRE(two_ranks.size() == 6);  // grad_accum_steps = 1
     BatchLog single;
     const auto single_config =
-        pt::setup().config(tt::tiny_config_text(folder), {prepared, "train.out_dir=\"" + (folder / "single").string() + "\""});
+        pt::setup().config(tt::tiny_config_text(folder),
+                           {prepared, "train.out_dir=\"" + (folder / "single").string() + "\""});
     train::train_model(single_config, pt::setup().registry, pt::setup().lookup, recording(single));
     CHECK(single == two_ranks);
 
     BatchLog resumed_batches;
     const auto resume_config =
-        pt::setup().config(tt::tiny_config_text(folder), {prepared, "train.out_dir=\"" + (folder / "resumed").string() + "\""});
+        pt::setup().config(tt::tiny_config_text(folder),
+                           {prepared, "train.out_dir=\"" + (folder / "resumed").string() + "\""});
     train::TrainRequest resume = recording(resumed_batches);
     resume.resume = folder / "dp" / "checkpoints" / "step_3.safetensors";
-    const train::TrainSummary resumed = train::train_model(resume_config, pt::setup().registry, pt::setup().lookup, resume);
+    const train::TrainSummary resumed =
+        train::train_model(resume_config, pt::setup().registry, pt::setup().lookup, resume);
     CHECK(resumed.start_step == 3);
     REQUIRE(resumed_batches.size() == 3);
     for (const auto& [key, ids] : resumed_batches) {
@@ -119,16 +128,19 @@ TEST_CASE("prepared shards: 2 ranks read the 1-process batches, and a 2-rank che
       REQUIRE(b.count(step) == 1);
       CHECK(b.at(step)["tokens"] == a.at(step)["tokens"]);
       CHECK(b.at(step)["epoch"] == a.at(step)["epoch"]);
-      CHECK(b.at(step)["loss"].get<double>() == doctest::Approx(a.at(step)["loss"].get<double>()).epsilon(1e-5));
+      CHECK(b.at(step)["loss"].get<double>() ==
+            doctest::Approx(a.at(step)["loss"].get<double>()).epsilon(1e-5));
     }
     const train::Checkpoint dp_end = train::load_checkpoint(folder / "dp");
     const train::Checkpoint resumed_end = train::load_checkpoint(folder / "resumed");
     double worst = 0;
     for (const std::string& name : dp_end.names()) {
       if (name.rfind("optimizer.", 0) == 0) continue;
-      const std::vector<float> x = dp_end.tensor(name).to_vector(), y = resumed_end.tensor(name).to_vector();
+      const std::vector<float> x = dp_end.tensor(name).to_vector(),
+                               y = resumed_end.tensor(name).to_vector();
       REQUIRE(x.size() == y.size());
-      for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
+      for (size_t i = 0; i < x.size(); ++i)
+        worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
     }
     CHECK(worst < 1e-4);
   }

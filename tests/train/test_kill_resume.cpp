@@ -14,15 +14,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <cstring>
-#include <map>
 
 #include "run/metrics_log.hpp"
 #include "train/checkpoint.hpp"
@@ -196,7 +195,9 @@ TEST_CASE("a run killed with SIGKILL after a checkpoint resumes without duplicat
     CHECK(eval_steps[i] == 10 * (static_cast<int64_t>(i) + 1));
 }
 
-TEST_CASE("a run on prepared shards killed with SIGKILL resumes to the uninterrupted run's end, bit for bit") {
+TEST_CASE(
+    "a run on prepared shards killed with SIGKILL resumes to the uninterrupted run's end, bit for "
+    "bit") {
   Scratch scratch;
   const fs::path& folder = scratch.folder;
   const fs::path log = folder / "patchbay.log";
@@ -204,27 +205,39 @@ TEST_CASE("a run on prepared shards killed with SIGKILL resumes to the uninterru
   fs::create_directories(folder / "docs");  // 40 documents of ~1 KB, prepared into 4 KB shards
   const std::string text = read_text(folder / "corpus.txt");
   for (int d = 0; d < 40; ++d)
-    std::ofstream(folder / "docs" / (std::string("d") + std::to_string(100 + d) + ".txt")) << text.substr(d * 1000, 1000);
-  REQUIRE_MESSAGE(run_patchbay({"tokenizer", "train", "--kind", "char", "--input", (folder / "corpus.txt").string(),
-                                "--out", (folder / "char.tok").string()},
-                               log),
-                  read_text(log));
-  REQUIRE_MESSAGE(run_patchbay({"data", "prepare", "--source", (folder / "docs").string(), "--tokenizer",
-                                (folder / "char.tok").string(), "--out", (folder / "prepared").string(),
-                                "--val-fraction", "0.2", "--shard-mb", "0.004"},
-                               log),
-                  read_text(log));
+    std::ofstream(folder / "docs" / (std::string("d") + std::to_string(100 + d) + ".txt"))
+        << text.substr(d * 1000, 1000);
+  REQUIRE_MESSAGE(
+      run_patchbay({"tokenizer", "train", "--kind", "char", "--input",
+                    (folder / "corpus.txt").string(), "--out", (folder / "char.tok").string()},
+                   log),
+      read_text(log));
+  REQUIRE_MESSAGE(
+      run_patchbay({"data", "prepare", "--source", (folder / "docs").string(), "--tokenizer",
+                    (folder / "char.tok").string(), "--out", (folder / "prepared").string(),
+                    "--val-fraction", "0.2", "--shard-mb", "0.004"},
+                   log),
+      read_text(log));
   std::ofstream(folder / "tiny.toml") << patchbay::train::testing::tiny_config_text(folder);
   const int64_t max_steps = 80;
   auto train_args = [&](const std::string& out) {
-    return std::vector<std::string>{"train", (folder / "tiny.toml").string(), "--no-progress",
-                                    "--set", "data.prepared=\"" + (folder / "prepared").string() + "\"",
-                                    "--set", "data.sampling=\"epochs\"",
-                                    "--set", "train.max_steps=" + std::to_string(max_steps),
-                                    "--set", "train.checkpoint_every=10",
-                                    "--set", "train.eval_every=10",
-                                    "--set", "train.sample_tokens=0",
-                                    "--set", "train.out_dir=\"" + (folder / out).string() + "\""};
+    return std::vector<std::string>{"train",
+                                    (folder / "tiny.toml").string(),
+                                    "--no-progress",
+                                    "--set",
+                                    "data.prepared=\"" + (folder / "prepared").string() + "\"",
+                                    "--set",
+                                    "data.sampling=\"epochs\"",
+                                    "--set",
+                                    "train.max_steps=" + std::to_string(max_steps),
+                                    "--set",
+                                    "train.checkpoint_every=10",
+                                    "--set",
+                                    "train.eval_every=10",
+                                    "--set",
+                                    "train.sample_tokens=0",
+                                    "--set",
+                                    "train.out_dir=\"" + (folder / out).string() + "\""};
   };
   REQUIRE_MESSAGE(run_patchbay(train_args("straight"), log), read_text(log));
 
@@ -235,9 +248,12 @@ TEST_CASE("a run on prepared shards killed with SIGKILL resumes to the uninterru
   while (true) {
     int status = 0;
     REQUIRE_MESSAGE(::waitpid(scratch.child, &status, WNOHANG) == 0,
-                    "the run ended before it could be killed past a checkpoint:\n" << read_text(log));
-    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "no checkpoint after 120 s:\n" << read_text(log));
-    if (latest_checkpoint_step(run_dir) > 0 && last_logged_step(run_dir / "metrics.jsonl") > latest_checkpoint_step(run_dir) + 3) {
+                    "the run ended before it could be killed past a checkpoint:\n"
+                        << read_text(log));
+    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "no checkpoint after 120 s:\n"
+                                                                     << read_text(log));
+    if (latest_checkpoint_step(run_dir) > 0 &&
+        last_logged_step(run_dir / "metrics.jsonl") > latest_checkpoint_step(run_dir) + 3) {
       ::kill(scratch.child, SIGSTOP);
       checkpoint_step = latest_checkpoint_step(run_dir);
       logged_step = last_logged_step(run_dir / "metrics.jsonl");
@@ -251,13 +267,16 @@ TEST_CASE("a run on prepared shards killed with SIGKILL resumes to the uninterru
   scratch.child = -1;
   INFO("killed at logged step " << logged_step << ", latest checkpoint " << checkpoint_step);
   REQUIRE(logged_step < max_steps);
-  REQUIRE_MESSAGE(run_patchbay({"train", "--resume", run_dir.string(), "--no-progress"}, log), read_text(log));
+  REQUIRE_MESSAGE(run_patchbay({"train", "--resume", run_dir.string(), "--no-progress"}, log),
+                  read_text(log));
 
   // Every step once, each loss equal to the uninterrupted run's; the final weights and
   // optimizer state equal bit for bit.
   size_t straight_records = 0, resumed_records = 0;
-  const std::map<int64_t, double> straight = losses_by_step(folder / "straight" / "metrics.jsonl", straight_records);
-  const std::map<int64_t, double> resumed = losses_by_step(run_dir / "metrics.jsonl", resumed_records);
+  const std::map<int64_t, double> straight =
+      losses_by_step(folder / "straight" / "metrics.jsonl", straight_records);
+  const std::map<int64_t, double> resumed =
+      losses_by_step(run_dir / "metrics.jsonl", resumed_records);
   CHECK(straight_records == static_cast<size_t>(max_steps));
   CHECK(resumed_records == static_cast<size_t>(max_steps));
   CHECK(resumed == straight);

@@ -105,7 +105,8 @@ TEST_CASE("exact counts: every pass gives each source exactly its count, windows
     }
   }
   // Huge passes (epochs of a large corpus): no table, no overflow, still exact.
-  const MixtureSchedule big = MixtureSchedule::exact_counts({3'000'000'000'000ull, 1'000'000'000'001ull});
+  const MixtureSchedule big =
+      MixtureSchedule::exact_counts({3'000'000'000'000ull, 1'000'000'000'001ull});
   const uint64_t g = 3'999'999'999'999ull;
   CHECK(big.count_before(0, big.period()) == 3'000'000'000'000ull);
   CHECK(big.count_before(0, g) + big.count_before(1, g) == g);

@@ -313,10 +313,10 @@ TEST_CASE("a mixture by epochs reads each source exactly its epochs per pass") {
   quiet.print_samples = false;
   const std::string text = train::testing::tiny_config_text(folder);
   const std::string a = (folder / "a").string(), b = (folder / "b").string();
-  const config::ResolvedConfig c = setup.config(
-      text, {"data.sources=[{prepared = \"" + a + "\", epochs = 1}, {prepared = \"" + b +
-                 "\", epochs = 2}]",
-             "train.out_dir=\"" + (folder / "run").string() + "\""});
+  const config::ResolvedConfig c =
+      setup.config(text, {"data.sources=[{prepared = \"" + a + "\", epochs = 1}, {prepared = \"" +
+                              b + "\", epochs = 2}]",
+                          "train.out_dir=\"" + (folder / "run").string() + "\""});
   CHECK(c.find("data.sources")->as_array()->get(0)->as_table()->get("weight") == nullptr);
   const train::TrainSummary run = train::train_model(c, setup.registry, setup.lookup, quiet);
   REQUIRE(run.steps_done == 6);
@@ -326,7 +326,8 @@ TEST_CASE("a mixture by epochs reads each source exactly its epochs per pass") {
     // Windows per epoch W = samples / epochs; a pass is W_a + 2 W_b samples, a's share W_a / T.
     const double sa = r["samples.a"], sb = r["samples.b"], ea = r["epoch.a"], eb = r["epoch.b"];
     if (sa == 0 || sb == 0) continue;  // W from samples / epochs needs both drawn
-    const double wa = std::round(sa / ea), wb = std::round(sb / eb), samples = 4.0 * r["step"].get<double>();
+    const double wa = std::round(sa / ea), wb = std::round(sb / eb),
+                 samples = 4.0 * r["step"].get<double>();
     CHECK(sa + sb == samples);
     CHECK(std::fabs(sa - samples * wa / (wa + 2 * wb)) < 1.0);  // two sources: within 1
     if (samples >= wa + 2 * wb) CHECK(eb >= 2 * std::floor(samples / (wa + 2 * wb)));
@@ -338,14 +339,16 @@ TEST_CASE("a mixture by epochs reads each source exactly its epochs per pass") {
           setup.config(text, {"data.sources=[{prepared = \"x\", weight = 1.0, epochs = 2}]"});
         }).find("both weight and epochs") != std::string::npos);
   CHECK(error_of([&] {
-          setup.config(text, {"data.sources=[{prepared = \"x/a\", epochs = 1}, {prepared = \"y/b\"}]"});
+          setup.config(text,
+                       {"data.sources=[{prepared = \"x/a\", epochs = 1}, {prepared = \"y/b\"}]"});
         }).find("give every source epochs") != std::string::npos);
   CHECK(error_of([&] {
           setup.config(text, {"data.sources=[{prepared = \"x\", epochs = 0}]"});
         }).find("data.sources[0].epochs must be a positive number") != std::string::npos);
 }
 
-TEST_CASE("a shard that vanishes or is truncated mid-run: a clear error, the last checkpoint kept") {
+TEST_CASE(
+    "a shard that vanishes or is truncated mid-run: a clear error, the last checkpoint kept") {
   TinySetup setup;
   const auto folder = train::testing::fresh_folder("vanishing_shard");
   prepare_tiny(setup, folder);
@@ -358,8 +361,9 @@ TEST_CASE("a shard that vanishes or is truncated mid-run: a clear error, the las
     const std::string name = truncate ? "truncated" : "vanished";
     const fs::path dataset = folder / ("data_" + name), run_dir = folder / ("run_" + name);
     fs::copy(folder / "prepared", dataset, fs::copy_options::recursive);
-    const config::ResolvedConfig c = setup.config(
-        text, {"data.prepared=\"" + dataset.string() + "\"", "train.out_dir=\"" + run_dir.string() + "\""});
+    const config::ResolvedConfig c =
+        setup.config(text, {"data.prepared=\"" + dataset.string() + "\"",
+                            "train.out_dir=\"" + run_dir.string() + "\""});
     std::vector<fs::path> shards;  // every training shard: whichever a step reads is gone
     for (const auto& e : fs::directory_iterator(dataset))
       if (e.path().filename().string().rfind("train-", 0) == 0 && e.path().extension() == ".tokens")
@@ -368,16 +372,20 @@ TEST_CASE("a shard that vanishes or is truncated mid-run: a clear error, the las
     train::TrainRequest cut = quiet;
     cut.before_step = [&](int64_t step, const std::vector<model::NamedParameter>&) {
       if (step != 4) return;
-      for (const fs::path& shard : shards) truncate ? fs::resize_file(shard, 100) : (void)fs::remove(shard);
+      for (const fs::path& shard : shards)
+        truncate ? fs::resize_file(shard, 100) : (void)fs::remove(shard);
     };
-    const std::string message = error_of([&] { train::train_model(c, setup.registry, setup.lookup, cut); });
-    CHECK(message.find(truncate ? "was truncated while in use" : "vanished while in use") != std::string::npos);
+    const std::string message =
+        error_of([&] { train::train_model(c, setup.registry, setup.lookup, cut); });
+    CHECK(message.find(truncate ? "was truncated while in use" : "vanished while in use") !=
+          std::string::npos);
     CHECK(message.find(dataset.string() + "/train-") != std::string::npos);  // names the shard
     CHECK(message.find("resume from the last checkpoint") != std::string::npos);
     // The step-3 checkpoint is intact and the metrics end before the failure.
     CHECK(train::load_checkpoint(run_dir).step() == 3);
     int64_t last_step = 0;
-    for (const nlohmann::json& r : run::read_metrics(run_dir / "metrics.jsonl")) last_step = r["step"].get<int64_t>();
+    for (const nlohmann::json& r : run::read_metrics(run_dir / "metrics.jsonl"))
+      last_step = r["step"].get<int64_t>();
     CHECK(last_step >= 3);
     CHECK(last_step <= 4);
     // With the data back, the run resumes from step 3 to its end.
