@@ -14,7 +14,7 @@
 #include "config/config_loader.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluator.hpp"
-#include "train/objective_mlm.hpp"
+#include "train/objective.hpp"
 #include "train/train_config.hpp"
 #include "train/training_data.hpp"
 
@@ -115,22 +115,21 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   const data::TokenSequence& tokens = split == "val" ? data.val : data.train;
   const train::TokenBytes target_bytes = train::token_bytes(data.tokenizer);
   train::EvalSettings settings{batches, batch_size, o.seq_len, &target_bytes};
-  // train.objective = "mlm": the masked targets of fixed masks (objective_mlm.hpp).
-  const bool masked_lm = train::objective_from_config(config) == train::Objective::kMaskedLm;
-  const train::MlmEvalResult masked =
-      masked_lm ? train::evaluate_mlm(*model, tokens, settings,
-                                      train::mlm_objective_from_config(config, data.tokenizer))
-                : train::MlmEvalResult{};
-  const train::EvalResult r = masked_lm ? masked.eval : train::evaluate(*model, tokens, settings);
+  // The run's objective (objective.hpp) makes the validation batches from the split's fixed
+  // windows and scores them, as the trainer's evaluation does (masked targets of fixed masks
+  // for "mlm", every next token for "clm").
+  const std::unique_ptr<train::TrainingObjective> objective = train::make_objective(config, o, data.tokenizer);
+  const train::ObjectiveEvaluation evaluation = objective->evaluate(
+      *model, [&](int64_t b) { return train::validation_windows(tokens, b, batches, batch_size, o.seq_len); },
+      settings);
+  const train::EvalResult& r = evaluation.eval;
   std::cout << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
             << ")\n"
             << "split: " << split << ", " << batches << " batches x " << batch_size << " x "
-            << o.seq_len << " = " << r.tokens
-            << (masked_lm ? " masked tokens (train.objective = \"mlm\")\n" : " tokens\n");
-  if (masked_lm)
-    std::cout << "masked-token accuracy: " << masked.accuracy << " (" << masked.correct << " of "
-              << r.tokens << ")\n";
-  std::cout << "loss: " << r.loss << (masked_lm ? " nats per masked token\n" : " nats/token\n")
+            << o.seq_len << " = " << r.tokens << " " << evaluation.target_unit << "s (train.objective = \""
+            << objective->name() << "\")\n";
+  if (!evaluation.summary.empty()) std::cout << evaluation.summary << "\n";
+  std::cout << "loss: " << r.loss << " nats per " << evaluation.target_unit << "\n"
             << "perplexity: " << r.perplexity << "\n"
             << "bits per byte: " << r.bits_per_byte << " (over the " << r.bytes
             << " bytes of the evaluated tokens)\n";

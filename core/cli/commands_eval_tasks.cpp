@@ -17,7 +17,7 @@
 #include "eval/task_evaluation.hpp"
 #include "run/atomic_file.hpp"
 #include "train/checkpoint.hpp"
-#include "train/objective_mlm.hpp"
+#include "train/objective.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::cli {
@@ -72,11 +72,6 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
       make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
-  if (train::objective_from_config(config) == train::Objective::kMaskedLm)
-    throw Error(ErrorKind::kInvalidArgument,
-                checkpoint.path().string() +
-                    " holds a bidirectional masked-LM model: task scoring needs a causal "
-                    "model (left-to-right log-likelihoods)");
   std::vector<eval::TaskSpec> specs;  // all read before any scoring: a bad file fails fast
   for (const std::string& t : split_commas(args.tasks))
     specs.push_back(eval::load_task_file(resolve_task(t)));
@@ -94,6 +89,14 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   settings.kind = train::config_string(config, "tokenizer.kind");
   const runtime::TokenizerHandle tokenizer =
       data::load_tokenizer(*components.registry, tokenizer_file, settings);
+  // The run's objective (objective.hpp) says whether its model scores text left to right.
+  const std::string objective = train::objective_name(config);
+  if (!train::make_objective(config, train::train_options_from_config(config), tokenizer)
+           ->makes_samples())
+    throw Error(ErrorKind::kInvalidArgument,
+                checkpoint.path().string() + " holds a model trained with train.objective = \"" +
+                    objective + "\" (" + train::find_objective(objective).summary +
+                    "): task scoring needs a causal model (left-to-right log-likelihoods)");
   auto model = model::LanguageModel::build(
       model::model_options_from_config(config, tokenizer.vocab_size()),
       model::component_tables_from_config(config), *components.registry);

@@ -27,7 +27,7 @@
 #include "generate/sampler_config.hpp"
 #include "generate/sampler_vocabulary.hpp"
 #include "train/checkpoint.hpp"
-#include "train/objective_mlm.hpp"
+#include "train/objective.hpp"
 #include "train/train_config.hpp"
 
 namespace patchbay::cli {
@@ -208,20 +208,20 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
-  if (train::objective_from_config(config) == train::Objective::kMaskedLm)
-    throw Error(ErrorKind::kInvalidArgument,
-                checkpoint.path().string() +
-                    " holds a bidirectional masked-LM model (train.objective = \"mlm\", model.causal = "
-                    "false): it predicts masked tokens from both sides and cannot continue text left to "
-                    "right. Score it with `patchbay eval " + checkpoint_path +
-                    "` (masked-token loss and accuracy); generate with a model trained causally");
-
   const fs::path tokenizer_file = tokenizer_file_of(checkpoint);
   check_tokenizer_hash(checkpoint, tokenizer_file);
   data::TokenizerSettings tokenizer_settings;
   tokenizer_settings.kind = train::config_string(config, "tokenizer.kind");
   const runtime::TokenizerHandle tokenizer =
       data::load_tokenizer(*components.registry, tokenizer_file, tokenizer_settings);
+  // The run's objective (objective.hpp) says whether its model continues text left to right.
+  const std::string objective = train::objective_name(config);
+  if (!train::make_objective(config, train::train_options_from_config(config), tokenizer)->makes_samples())
+    throw Error(ErrorKind::kInvalidArgument,
+                checkpoint.path().string() + " holds a model trained with train.objective = \"" + objective +
+                    "\" (" + train::find_objective(objective).summary +
+                    "), which cannot continue text left to right. Score it with `patchbay eval " +
+                    checkpoint_path + "` (its own loss and metrics); generate with a model trained causally");
 
   auto model = model::LanguageModel::build(
       model::model_options_from_config(config, tokenizer.vocab_size()),

@@ -11,6 +11,7 @@
 #include "runtime/registry.hpp"
 #include "train/checkpoint.hpp"
 #include "train/objective.hpp"
+#include "train/data_sources_config.hpp"
 #include "train/train_config.hpp"
 
 #include <filesystem>
@@ -121,10 +122,7 @@ ValidatedConfig load_validated_config(const std::string& file, const std::vector
   // The host sections plus the model's and the objectives': what `patchbay train` validates too.
   const config::SchemaRegistry schema = train::make_training_schema();
   train::find_objective(train::objective_name(validated.config));  // a known train.objective
-  train::with_data_sources_checked(validated.config, [&] {  // [[data.sources]]: by hand
-    config::validate_config_or_throw(validated.config, schema, validated.components.lookup);
-    config::apply_defaults(validated.config, schema, validated.components.lookup);
-  });
+  train::validate_with_defaults(validated.config, schema, validated.components.lookup);  // as train does
   return validated;
 }
 

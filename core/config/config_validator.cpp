@@ -3,7 +3,9 @@
 // The walk starts at the top-level table (a pseudo-section whose only valid keys are the
 // top-level sections) and descends into every declared section that is present. For each
 // table the valid keys are: the section's own fields, the selected component's fields
-// (component sections), and the names of its child sections.
+// (component sections), and the names of its child sections. A child section that is an
+// array of tables ([[data.sources]]) must be a non-empty array of tables; each entry is
+// walked like a section of its own at "data.sources[i]".
 #include "config/config_validator.hpp"
 
 #include <algorithm>
@@ -75,7 +77,9 @@ class Validator {
       if (is_child_section(child_sections, key.str())) {
         const HostSection* child = schema_.find(path.empty() ? std::string(key.str())
                                                              : path + "." + std::string(key.str()));
-        if (const toml::table* child_table = node.as_table()) {
+        if (child->array_of_tables) {
+          validate_array_of_tables(key_path, node, *child);
+        } else if (const toml::table* child_table = node.as_table()) {
           validate_table(key_path, *child_table, child);
         } else {
           add_issue(key_path, "wrong type", "a table [" + child->path + "] (" + child->summary + ")",
@@ -105,6 +109,28 @@ class Validator {
       report_missing_required(path, field, component_label);
     }
     if (is_component_section) check_pattern(path, table, *section, chosen, host_keys);
+  }
+
+  // [[path]]: a non-empty array, every entry a table of the section's fields.
+  void validate_array_of_tables(const std::string& key_path, const toml::node& node, const HostSection& section) {
+    const toml::array* entries = node.as_array();
+    const std::string header = "[[" + section.path + "]]";
+    if (entries == nullptr || entries->empty()) {
+      add_issue(key_path, entries == nullptr ? "wrong type" : "empty array",
+                "an array of tables " + header + " (" + section.summary + "), at least one",
+                entries == nullptr ? describe_value(node) : "an empty array",
+                "write each entry under its own " + header + " header");
+      return;
+    }
+    for (size_t i = 0; i < entries->size(); ++i) {
+      const std::string item_path = array_item_path(key_path, i);
+      if (const toml::table* entry = entries->get(i)->as_table()) {
+        validate_table(item_path, *entry, &section);
+      } else {
+        add_issue(item_path, "wrong type", "a table (one " + header + " entry)", describe_value(*entries->get(i)),
+                  "write each entry under its own " + header + " header");
+      }
+    }
   }
 
   // True when [path.<name>] is a table holding `key`.
@@ -385,6 +411,24 @@ toml::table* find_or_create_section(ResolvedConfig& config, const HostSection& s
   return table;
 }
 
+// [[path]]: each table entry of the array gets the section's defaults.
+void fill_array_defaults(ResolvedConfig& config, const HostSection& section) {
+  const size_t dot = section.path.rfind('.');
+  toml::node* node = nullptr;
+  if (dot == std::string::npos) {
+    node = config.table().get(section.path);
+  } else {
+    HostSection parent;
+    parent.path = section.path.substr(0, dot);
+    toml::table* parent_table = find_or_create_section(config, parent, false);
+    node = parent_table != nullptr ? parent_table->get(section.path.substr(dot + 1)) : nullptr;
+  }
+  toml::array* entries = node != nullptr ? node->as_array() : nullptr;
+  for (size_t i = 0; entries != nullptr && i < entries->size(); ++i)
+    if (toml::table* entry = entries->get(i)->as_table())
+      fill_defaults(config, *entry, array_item_path(section.path, i), section.fields);
+}
+
 }  // namespace
 
 std::vector<ConfigIssue> validate_config(const ResolvedConfig& config, const SchemaRegistry& schema,
@@ -401,6 +445,10 @@ void validate_config_or_throw(const ResolvedConfig& config, const SchemaRegistry
 void apply_defaults(ResolvedConfig& config, const SchemaRegistry& schema, const ComponentSchemaLookup& lookup) {
   // Parents are declared before children, so creating in declaration order works.
   for (const HostSection& section : schema.sections()) {
+    if (section.array_of_tables) {
+      fill_array_defaults(config, section);
+      continue;
+    }
     toml::table* table = find_or_create_section(config, section, section.always_present);
     if (table == nullptr) continue;
     fill_defaults(config, *table, section.path, section.fields);

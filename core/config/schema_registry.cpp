@@ -32,6 +32,11 @@ void SchemaRegistry::add_section(HostSection section) {
   if (!problems.empty()) {
     throw Error(ErrorKind::kInternal, "config schema: section [" + section.path + "]: " + problems.front());
   }
+  if (section.array_of_tables && (section.component_kind || section.always_present)) {
+    throw Error(ErrorKind::kInternal, "config schema: [[" + section.path +
+                                          "]] is an array of tables: it cannot select a component or be "
+                                          "created by default");
+  }
   if (section.component_kind) {
     bool has_selector = false;
     for (const pb_config_field& field : section.fields) {

@@ -6,7 +6,10 @@
 // `[tokenizer] kind = "bpe"` the valid keys of [tokenizer] are the section's own fields
 // (`kind`) plus the fields of the tokenizer component named "bpe", whose schema the
 // validator asks a ComponentSchemaLookup for. Sections nest by dotted path
-// ("model.attention"): a section's valid keys also include its child sections' names.
+// ("model.attention"): a section's valid keys also include its child sections' names. A
+// section may be an array of tables (`[[data.sources]]`): its value is then a non-empty array
+// whose every entry is a table checked against the section's fields, with key paths
+// "data.sources[i].key".
 //
 // core/config does not know where components come from; the CLI wires the lookup to the
 // plugin registry (core/runtime).
@@ -54,6 +57,9 @@ struct HostSection {
   // apply_defaults creates the section with its defaults when the config lacks it
   // (sections every run has, like [run]).
   bool always_present = false;
+  // The value is an array of tables ([[path]]), each entry checked against `fields` and given
+  // their defaults; not a component section, never created when absent.
+  bool array_of_tables = false;
 };
 
 class SchemaRegistry {

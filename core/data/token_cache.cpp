@@ -84,6 +84,9 @@ TokenCache TokenCache::open(const std::filesystem::path& path) {
   TokenCache cache;
   cache.mapping_ = mapping;
   cache.mapping_bytes_ = file_bytes;
+  cache.path_ = name;
+  cache.device_ = static_cast<uint64_t>(st.st_dev);
+  cache.inode_ = static_cast<uint64_t>(st.st_ino);
   const auto* header = static_cast<const unsigned char*>(mapping);
   if (std::memcmp(header, kMagic, sizeof kMagic) != 0) throw bad("wrong magic (expected PBTOKENS)");
   const auto version = static_cast<uint32_t>(get_le(header + 8, 4));
@@ -114,6 +117,9 @@ TokenCache& TokenCache::operator=(TokenCache&& other) noexcept {
     unmap();
     mapping_ = std::exchange(other.mapping_, nullptr);
     mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
+    path_ = std::move(other.path_);
+    device_ = other.device_;
+    inode_ = other.inode_;
     ids_ = std::exchange(other.ids_, nullptr);
     info_ = std::move(other.info_);
   }
@@ -125,12 +131,28 @@ void TokenCache::unmap() noexcept {
   mapping_ = nullptr;
 }
 
+void TokenCache::check_still_there() const {
+  struct stat st {};
+  const std::string advice =
+      ": the data changed under the running job. Restore it (or prepare it again exactly as before) and "
+      "resume from the last checkpoint (patchbay train --resume RUN_DIR)";
+  if (::stat(path_.c_str(), &st) != 0)
+    throw Error(ErrorKind::kIo, "token file '" + path_ + "' vanished while in use (" + std::strerror(errno) + ")" +
+                                    advice);
+  const bool same_file = static_cast<uint64_t>(st.st_dev) == device_ && static_cast<uint64_t>(st.st_ino) == inode_;
+  if (same_file && static_cast<size_t>(st.st_size) < mapping_bytes_)
+    throw Error(ErrorKind::kIo, "token file '" + path_ + "' was truncated while in use (" +
+                                    std::to_string(st.st_size) + " of its " + std::to_string(mapping_bytes_) +
+                                    " bytes left)" + advice);
+}
+
 void TokenCache::copy(size_t begin, std::span<int32_t> out) const {
   if (begin > size() || out.size() > size() - begin) {
     throw Error(ErrorKind::kInvalidArgument, "token window [" + std::to_string(begin) + ", " +
                                                  std::to_string(begin + out.size()) + ") outside the cache's " +
                                                  std::to_string(size()) + " ids");
   }
+  check_still_there();
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>((*this)[begin + i]);
 }
 

@@ -45,6 +45,12 @@ void write_token_cache(const std::filesystem::path& path, std::span<const int32_
                        TokenCacheInfo info);
 
 // A read-only memory map of a token cache. Move-only; unmaps on destruction.
+// copy() first looks at the file's path: a file deleted under a running job (a disk cleaned,
+// a dataset moved) or the mapped file truncated (its pages past the new end would raise
+// SIGBUS) is an Error(kIo) naming the file and saying how to resume. A file replaced by a
+// rename (another process writing the same token cache atomically) is not an error: the
+// mapping keeps the old file, whole. (A truncation between the check and the copy itself can
+// still fault; that window is one copy of T ids.)
 class TokenCache final : public TokenSource {
  public:
   // Throws Error(kNotFound / kIo / kInvalidArgument) naming the file and the problem.
@@ -69,8 +75,13 @@ class TokenCache final : public TokenSource {
   TokenCache() = default;
   void unmap() noexcept;
 
+  // Throws Error(kIo) when nothing is at path_ any more, or the mapped file got shorter.
+  void check_still_there() const;
+
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
+  std::string path_;
+  uint64_t device_ = 0, inode_ = 0;  // the mapped file's identity
   const void* ids_ = nullptr;
   TokenCacheInfo info_;
 };

@@ -3,7 +3,10 @@
 // and that source's own WindowSampler (epochs or document starts, seeded per source) says
 // which window. A pure function of (seed, step, micro) like every other order: resumes and
 // other numbers of ranks read the same windows, and every window of steps holds the weights'
-// proportions up to one sample at each end.
+// proportions up to one sample at each end. Sources given epochs instead of weights share
+// each pass exactly: source i gets epochs_i times its epoch size (windows, or documents) of
+// every pass of T = sum of those samples, i.e. exactly its epochs (exact_counts in
+// mixture_schedule.hpp).
 #pragma once
 
 #include <cstdint>
@@ -20,10 +23,11 @@ namespace patchbay::train {
 class MixtureSampler {
  public:
   // streams[i]: source i's training stream (outlives the sampler); sampling kEpochs or
-  // kDocuments (kRandom has no epochs to share out: refused).
+  // kDocuments (kRandom has no epochs to share out: refused). `shares[i]` is source i's weight,
+  // or with `by_epochs` its epochs per pass (> 0; may be fractional: rounded to whole samples).
   MixtureSampler(const std::vector<const data::TokenSequence*>& streams,
-                 const std::vector<double>& weights, Sampling sampling, int64_t rows, int64_t accum,
-                 int64_t seq_len);
+                 const std::vector<double>& shares, bool by_epochs, Sampling sampling, int64_t rows,
+                 int64_t accum, int64_t seq_len);
 
   TokenWindows training_windows(uint64_t seed, int64_t step, int64_t micro) const;
 
@@ -37,6 +41,7 @@ class MixtureSampler {
   std::vector<const data::TokenSequence*> streams_;
   std::vector<WindowSampler> samplers_;
   MixtureSchedule schedule_;
+  bool by_epochs_;
   int64_t rows_, accum_, seq_len_;
 };
 

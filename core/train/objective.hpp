@@ -50,6 +50,7 @@ struct ObjectiveEvaluation {
   EvalResult eval;  // over the positions that carry loss (special-token targets excluded)
   nlohmann::json extra = nlohmann::json::object();  // its own metrics.jsonl fields
   std::string summary;                              // a log line of those fields ("" for none)
+  std::string target_unit = "token";  // what eval.tokens counts ("masked token"), for messages
 };
 
 // What an objective is made from: the validated config, its typed [train] options and the
@@ -81,7 +82,8 @@ class TrainingObjective {
                                        const ValidationWindows& windows,
                                        const EvalSettings& settings) const = 0;
 
-  // Whether a text sample continuing a prompt means anything for a model trained so.
+  // Whether a text sample continuing a prompt means anything for a model trained so (and so
+  // whether left-to-right log-likelihoods do: patchbay generate and eval --tasks ask this).
   virtual bool makes_samples() const = 0;
 
   // One line for checkpoints' RNG metadata: how batches are made from the windows.

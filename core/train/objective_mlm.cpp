@@ -38,10 +38,6 @@ uint64_t mix(std::initializer_list<uint64_t> words) {
 
 }  // namespace
 
-Objective objective_from_config(const config::ResolvedConfig& config) {
-  return objective_name(config) == "mlm" ? Objective::kMaskedLm : Objective::kCausalLm;
-}
-
 MlmObjective mlm_objective_from_config(const config::ResolvedConfig& config,
                                        const runtime::TokenizerHandle& tokenizer) {
   MlmObjective o;
@@ -262,10 +258,11 @@ class MaskedLmObjective final : public TrainingObjective {
     result.eval = masked.eval;  // val_loss, val_tokens and val_bytes are the masked targets'
     result.extra = {{"val_accuracy", masked.accuracy}, {"objective", name_}};
     char summary[128];
-    std::snprintf(summary, sizeof summary, "masked-token accuracy %.4f (%lld of %lld)",
+    std::snprintf(summary, sizeof summary, "masked-token accuracy: %.4f (%lld of %lld)",
                   masked.accuracy, static_cast<long long>(masked.correct),
                   static_cast<long long>(masked.eval.tokens));
     result.summary = summary;
+    result.target_unit = "masked token";
     return result;
   }
 

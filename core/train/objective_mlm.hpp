@@ -35,12 +35,6 @@
 
 namespace patchbay::train {
 
-// The two objectives of the first releases, for callers outside the trainer (patchbay eval
-// and generate); the trainer itself goes through objective.hpp. kMaskedLm for "mlm",
-// kCausalLm for every other name.
-enum class Objective { kCausalLm, kMaskedLm };
-Objective objective_from_config(const config::ResolvedConfig& config);
-
 struct MlmObjective {
   MlmMaskingOptions masking;           // select / mask / random rates, ignore_index -100
   std::string mask_token;              // its text ("<|mask|>")

@@ -11,6 +11,7 @@
 #include "model/language_model.hpp"
 #include "parallel/parallel_config.hpp"
 #include "runtime/registry.hpp"
+#include "train/data_sources_config.hpp"
 #include "train/lora.hpp"
 #include "train/objective.hpp"
 
@@ -54,11 +55,7 @@ void validate_training_config(config::ResolvedConfig& config, const config::Comp
   // (so their defaults are written), its own checks after (objective vs model.causal, rates).
   const ObjectiveEntry& objective = find_objective(objective_name(config));
   if (objective.add_defaults) objective.add_defaults(config);
-  const config::SchemaRegistry schema = make_training_schema();
-  with_data_sources_checked(config, [&] {
-    config::validate_config_or_throw(config, schema, lookup);
-    config::apply_defaults(config, schema, lookup);
-  });
+  validate_with_defaults(config, make_training_schema(), lookup);
   if (objective.check) objective.check(config);
 }
 
@@ -170,72 +167,76 @@ std::string source_where(const config::ResolvedConfig& config) {
   return location.empty() ? "" : " (data.sources set at " + location + ")";
 }
 
-// Checks one [[data.sources]] entry and writes its defaults (name, weight) into it.
-void check_source_entry(toml::table& entry, size_t index, const config::ResolvedConfig& config) {
-  const std::string at = "data.sources[" + std::to_string(index) + "]";
-  for (const auto& [key, value] : entry)
-    if (key.str() != "name" && key.str() != "prepared" && key.str() != "weight")
-      throw Error(ErrorKind::kInvalidArgument, at + "." + std::string(key.str()) +
-                                                   ": unknown key (a source has name, prepared and weight)" +
-                                                   source_where(config));
-  const std::optional<std::string> prepared = entry["prepared"].value<std::string>();
-  if (!prepared || prepared->empty())
-    throw Error(ErrorKind::kInvalidArgument, at + ".prepared: missing (the folder made by `patchbay data prepare "
-                                                  "--source ... --out DIR`)" + source_where(config));
-  const toml::node* weight = entry.get("weight");
-  if (weight != nullptr && !weight->value<double>())
-    throw Error(ErrorKind::kInvalidArgument, at + ".weight: must be a number" + source_where(config));
-  const double w = weight != nullptr ? *weight->value<double>() : 1.0;
-  if (!(w > 0) || !std::isfinite(w))
-    throw Error(ErrorKind::kInvalidArgument,
-                at + ".weight is " + std::to_string(w) +
-                    ": a weight must be a positive number (leave a source out rather than weigh it 0)" +
-                    source_where(config));
-  if (weight == nullptr) entry.insert("weight", 1.0);
-  if (entry.get("name") != nullptr && !entry["name"].value<std::string>())
-    throw Error(ErrorKind::kInvalidArgument, at + ".name: must be a string" + source_where(config));
-  if (entry.get("name") == nullptr) {
-    std::filesystem::path folder(*prepared);
-    while (!folder.empty() && folder.filename().empty()) folder = folder.parent_path();
-    entry.insert("name", folder.filename().string());
+Error source_error(const config::ResolvedConfig& config, const std::string& message) {
+  return Error(ErrorKind::kInvalidArgument, message + source_where(config));
+}
+
+toml::array* sources_of(config::ResolvedConfig& config) {
+  toml::table* data = config.table()["data"].as_table();
+  return data != nullptr ? (*data)["sources"].as_array() : nullptr;
+}
+
+// The rules across keys and entries, on the keys as written (the schema checked each entry's
+// keys and types already).
+void check_data_sources(const config::ResolvedConfig& config, const toml::array& sources) {
+  const toml::node* prepared = config.find("data.prepared");
+  if (prepared != nullptr && !prepared->value<std::string>().value_or("").empty())
+    throw source_error(config, "data.prepared and data.sources are both set: a mixture lists every dataset in "
+                                 "[[data.sources]]; remove data.prepared");
+  const bool by_epochs = sources.get(0)->as_table()->contains("epochs");
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const toml::table& entry = *sources.get(i)->as_table();
+    const std::string at = "data.sources[" + std::to_string(i) + "]";
+    const toml::node* weight = entry.get("weight");
+    const toml::node* epochs = entry.get("epochs");
+    if (weight != nullptr && epochs != nullptr)
+      throw source_error(config, at + " gives both weight and epochs: give one (a weight shares the samples out, "
+                                      "epochs say how often each source is read per pass)");
+    if ((epochs != nullptr) != by_epochs)
+      throw source_error(config, at + " and data.sources[0]: one gives epochs, the other a weight; give every "
+                                      "source epochs (exact epochs per pass) or every source a weight");
+    if (weight != nullptr) {
+      const double w = weight->value<double>().value_or(0.0);
+      if (!(w > 0) || !std::isfinite(w))
+        throw source_error(config, at + ".weight is " + std::to_string(w) +
+                                       ": a weight must be a positive number (leave a source out rather than "
+                                       "weigh it 0)");
+    }
+    if (epochs != nullptr) {
+      const double e = epochs->value<double>().value_or(0.0);
+      if (!(e > 0) || !std::isfinite(e))
+        throw source_error(config, at + ".epochs must be a positive number (epochs of this source per pass of "
+                                        "the mixture; leave the source out rather than give 0)");
+    }
+  }
+}
+
+// After the defaults: names filled in and unique, the unused one of weight / epochs removed.
+void finish_data_sources(const config::ResolvedConfig& config, toml::array& sources) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    toml::table& entry = *sources.get(i)->as_table();
+    if (entry["name"].value<std::string>().value_or("").empty()) {
+      std::filesystem::path folder(entry["prepared"].value<std::string>().value_or(""));
+      while (!folder.empty() && folder.filename().empty()) folder = folder.parent_path();
+      entry.insert_or_assign("name", folder.filename().string());
+    }
+    const std::string name = *entry["name"].value<std::string>();
+    if (!names.insert(name).second)
+      throw source_error(config, "data.sources[" + std::to_string(i) + "].name '" + name +
+                                     "' is used twice: give each source its own name");
+    entry.erase(entry["epochs"].value<double>().value_or(0.0) > 0 ? "weight" : "epochs");
   }
 }
 
 }  // namespace
 
-void with_data_sources_checked(config::ResolvedConfig& config, const std::function<void()>& validate) {
-  toml::table* data = config.table()["data"].as_table();
-  std::optional<toml::array> sources;
-  if (data != nullptr && data->contains("sources")) {
-    const toml::array* array = (*data)["sources"].as_array();
-    if (array == nullptr || array->empty())
-      throw Error(ErrorKind::kInvalidArgument,
-                  "data.sources must be a non-empty array of tables ([[data.sources]] with prepared = ... "
-                  "and weight = ...)" + source_where(config));
-    sources = *array;
-    data->erase("sources");
-  }
-  validate();
-  if (!sources) return;
-  std::set<std::string> names;
-  for (size_t i = 0; i < sources->size(); ++i) {
-    toml::table* entry = sources->get(i)->as_table();
-    if (entry == nullptr)
-      throw Error(ErrorKind::kInvalidArgument,
-                  "data.sources[" + std::to_string(i) + "] must be a table" + source_where(config));
-    check_source_entry(*entry, i, config);
-    if (!names.insert(*(*entry)["name"].value<std::string>()).second)
-      throw Error(ErrorKind::kInvalidArgument, "data.sources[" + std::to_string(i) + "].name '" +
-                                                   *(*entry)["name"].value<std::string>() +
-                                                   "' is used twice: give each source its own name" +
-                                                   source_where(config));
-  }
-  data = config.table()["data"].as_table();
-  if (data != nullptr && !(*data)["prepared"].value<std::string>().value_or("").empty())
-    throw Error(ErrorKind::kInvalidArgument,
-                "data.prepared and data.sources are both set: a mixture lists every dataset in "
-                "[[data.sources]]; remove data.prepared" + source_where(config));
-  if (data != nullptr) data->insert("sources", std::move(*sources));
+void validate_with_defaults(config::ResolvedConfig& config, const config::SchemaRegistry& schema,
+                            const config::ComponentSchemaLookup& lookup) {
+  config::validate_config_or_throw(config, schema, lookup);
+  if (const toml::array* sources = sources_of(config)) check_data_sources(config, *sources);
+  config::apply_defaults(config, schema, lookup);
+  if (toml::array* sources = sources_of(config)) finish_data_sources(config, *sources);
 }
 
 DataOptions data_options_from_config(const config::ResolvedConfig& config) {
@@ -252,7 +253,7 @@ DataOptions data_options_from_config(const config::ResolvedConfig& config) {
     for (const toml::node& entry : *sources->as_array()) {
       const toml::table& t = *entry.as_table();
       d.sources.push_back({t["name"].value<std::string>().value_or(""), t["prepared"].value<std::string>().value_or(""),
-                           t["weight"].value<double>().value_or(1.0)});
+                           t["weight"].value<double>().value_or(1.0), t["epochs"].value<double>().value_or(0.0)});
     }
   return d;
 }

@@ -73,6 +73,7 @@ struct MixtureSourceOptions {
   std::string name;                // default: the folder's name; unique
   std::filesystem::path prepared;  // a `patchbay data prepare --source` folder
   double weight = 1.0;             // > 0; shares are weight / sum of weights
+  double epochs = 0;               // > 0: epochs per pass instead of a weight (all sources or none)
 };
 
 // [data]: the corpus and its split (training_data.hpp prepares them).
@@ -105,12 +106,7 @@ LrSchedule lr_schedule_from_config(const config::ResolvedConfig& config);
 // for rules the schema cannot state (min_lr > lr, warmup_steps > max_steps).
 TrainOptions train_options_from_config(const config::ResolvedConfig& config);
 
-// [[data.sources]] is an array of tables, which the schema cannot declare: it is lifted out of
-// the config, `validate` runs on the rest, and the array is checked by hand (each entry a table
-// of name / prepared / weight; prepared required, weight > 0, names unique, not together with
-// data.prepared) and put back with its defaults. Throws Error(kInvalidArgument) naming
-// data.sources[i].key and where it was set.
-void with_data_sources_checked(config::ResolvedConfig& config, const std::function<void()>& validate);
+// [[data.sources]]: validated by the schema and by validate_with_defaults (data_sources_config.hpp).
 
 // Typed [data] options of a validated config.
 DataOptions data_options_from_config(const config::ResolvedConfig& config);

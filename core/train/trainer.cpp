@@ -269,12 +269,18 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   std::optional<MixtureSampler> mixture;
   if (!data.mixture.empty()) {
     std::vector<const data::TokenSequence*> streams;
-    std::vector<double> weights;
+    std::vector<double> shares;  // weights, or epochs per pass when the sources give epochs
+    const bool by_epochs = data.mixture.front().epochs > 0;
     for (const MixtureData& m : data.mixture) {
       streams.push_back(&m.train);
-      weights.push_back(m.weight);
+      shares.push_back(by_epochs ? m.epochs : m.weight);
     }
-    mixture.emplace(streams, weights, data.sampling, o.batch_size, o.grad_accum_steps, o.seq_len);
+    mixture.emplace(streams, shares, by_epochs, data.sampling, o.batch_size, o.grad_accum_steps, o.seq_len);
+    if (by_epochs)
+      spdlog::info("mixture by epochs: one pass (every source its epochs) is {} samples, {:.2f} steps; max_steps = {}",
+                   mixture->schedule().period(),
+                   static_cast<double>(mixture->schedule().period()) / static_cast<double>(o.batch_size * o.grad_accum_steps),
+                   o.max_steps);
   }
   auto micro_batch_at = [&](int64_t step, int64_t micro) {
     return objective->training_batch(mixture ? mixture->training_windows(o.seed, step, micro)
@@ -560,7 +566,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     if (request.before_step) request.before_step(step, trainable.parameters);
     const auto step_start = Clock::now();
     const StepResult r =
-        train_step(trainable, o, step, [&](int64_t micro) { return rank_batch(micro_batch_at(step, micro)); });
+        train_step(trainable, o, step, [&](int64_t micro) {
+          Batch batch = micro_batch_at(step, micro);
+          if (request.on_batch) request.on_batch(step, micro, batch);
+          return rank_batch(std::move(batch));
+        });
     train_seconds += seconds_since(step_start);
     window_tokens += tokens_per_step;
     const int64_t done = step + 1;

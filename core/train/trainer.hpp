@@ -142,6 +142,9 @@ struct TrainRequest {
   InitialWeightsReader read_initial_weights;
   // Called before each update with its step (tests inject NaN into a parameter here).
   std::function<void(int64_t step, const std::vector<model::NamedParameter>&)> before_step;
+  // Called with each training micro-batch of the whole global batch (before a rank keeps its
+  // rows): tests compare what runs on different numbers of ranks, or resumed, read.
+  std::function<void(int64_t step, int64_t micro, const Batch& global_batch)> on_batch;
 };
 
 struct TrainSummary {

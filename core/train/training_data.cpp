@@ -137,12 +137,13 @@ TrainingData open_mixture_training_data(const config::ResolvedConfig& config, ru
                       hex64(dataset.tokenizer_hash) + ", but '" + options.sources.front().name + "' with " +
                       hex64(data.tokenizer_hash) + ": a mixture's datasets must share one tokenizer (ids of two "
                       "tokenizers never mix). Prepare them again with the same --tokenizer");
-    MixtureData member{source.name, source.weight, data::open_split(dataset, 0, data.sampling == Sampling::kDocuments),
+    MixtureData member{source.name, source.weight, source.epochs, data::open_split(dataset, 0, data.sampling == Sampling::kDocuments),
                        data::open_split(dataset, 1, false), dataset.bytes[1]};
     if (member.val.size() == 0)
       throw Error(ErrorKind::kInvalidArgument, "data.sources '" + source.name +
                                                    "' has no validation documents: prepare it with --val-fraction > 0");
-    spdlog::info("mixture source '{}': weight {}, {} train tokens, {} val tokens", source.name, source.weight,
+    spdlog::info("mixture source '{}': {} {}, {} train tokens, {} val tokens", source.name,
+                 source.epochs > 0 ? "epochs" : "weight", source.epochs > 0 ? source.epochs : source.weight,
                  dataset.tokens[0], dataset.tokens[1]);
     data.mixture.push_back(std::move(member));
   }

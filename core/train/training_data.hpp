@@ -32,6 +32,7 @@ namespace patchbay::train {
 struct MixtureData {
   std::string name;
   double weight = 1.0;
+  double epochs = 0;  // > 0: epochs per pass instead of a weight (mixture_sampler.hpp)
   data::TokenSequence train;
   data::TokenSequence val;
   uint64_t val_bytes = 0;

@@ -97,6 +97,25 @@ TEST_CASE("config check: a valid file exits 0, a bad one exits 3 with every erro
   CHECK(contains(missing.output, "config file not found"));
 }
 
+TEST_CASE("[[data.sources]] is checked by the schema, and config check and train agree") {
+  const Result bad = run_patchbay("config check " + fixture("sources_bad.toml"));
+  CHECK(bad.exit_code == 3);
+  CHECK(contains(bad.output, "data.sources[0].weigth: unknown key"));
+  CHECK(contains(bad.output, "did you mean 'weight'?"));
+  CHECK(contains(bad.output, "data.sources[1].weight: wrong type"));
+  const Result train = run_patchbay("train " + fixture("sources_bad.toml"));
+  CHECK(train.exit_code == 3);
+  CHECK(contains(train.output, "data.sources[0].weigth: unknown key"));
+  CHECK(contains(train.output, "data.sources[1].weight: wrong type"));
+
+  const Result zero = run_patchbay("config check " + fixture("sources_zero_weight.toml"));
+  CHECK(zero.exit_code != 0);
+  CHECK(contains(zero.output, "data.sources[0].weight is 0"));
+  const Result zero_train = run_patchbay("train " + fixture("sources_zero_weight.toml"));
+  CHECK(zero_train.exit_code == zero.exit_code);
+  CHECK(contains(zero_train.output, "data.sources[0].weight is 0"));
+}
+
 TEST_CASE("config show prints the resolved config with defaults and sources") {
   const Result shown = run_patchbay("config show " + fixture("host_only_valid.toml") + " --sources --set run.seed=9");
   CHECK_MESSAGE(shown.exit_code == 0, shown.output);

@@ -250,3 +250,40 @@ TEST_CASE("closest names by edit distance") {
   CHECK(closest_names("sed", {"seed", "name", "set"}) == std::vector<std::string>{"seed", "set"});
   CHECK(closest_names("zzzzzz", {"seed", "name"}).empty());
 }
+
+TEST_CASE("[[data.sources]]: every entry is checked against the schema, as an array of tables") {
+  const std::vector<ConfigIssue> issues = validate_text(
+      "[[data.sources]]\nprepared = \"a\"\nweigth = 2.0\n"
+      "[[data.sources]]\nweight = \"heavy\"\n");
+  CHECK(issues.size() == 3);
+  const ConfigIssue& typo = issue_for(issues, "data.sources[0].weigth");
+  CHECK(typo.problem == "unknown key");
+  CHECK(contains(typo.fix, "did you mean 'weight'?"));
+  CHECK(contains(typo.expected, "prepared, name, weight, epochs"));
+  CHECK(typo.where.line > 0);
+  CHECK(issue_for(issues, "data.sources[1].weight").problem == "wrong type");
+  CHECK(issue_for(issues, "data.sources[1].prepared").problem == "missing required key");
+
+  const std::vector<ConfigIssue> scalar = validate_text("[data]\nsources = 3\n");
+  CHECK(issue_for(scalar, "data.sources").problem == "wrong type");
+  CHECK(contains(issue_for(scalar, "data.sources").expected, "an array of tables [[data.sources]]"));
+  CHECK(issue_for(validate_text("[data]\nsources = []\n"), "data.sources").problem == "empty array");
+  CHECK(issue_for(validate_text("[data]\nsources = [1, {prepared = \"a\"}]\n"), "data.sources[0]").problem ==
+        "wrong type");
+  CHECK(validate_text("[data]\nsources = [{prepared = \"a\", epochs = 2}]\n").empty());
+}
+
+TEST_CASE("apply_defaults writes the defaults into every [[data.sources]] entry") {
+  ResolvedConfig config = load_config_text(
+      "[[data.sources]]\nprepared = \"a\"\n[[data.sources]]\nprepared = \"b\"\nweight = 2.5\n", "inline.toml");
+  validate_config_or_throw(config, make_host_schema(), fake_tokenizer_lookup());
+  apply_defaults(config, make_host_schema(), fake_tokenizer_lookup());
+  const toml::array& sources = *config.find("data.sources")->as_array();
+  REQUIRE(sources.size() == 2);
+  CHECK(sources.get(0)->as_table()->get("weight")->value<double>() == 1.0);
+  CHECK(sources.get(0)->as_table()->get("epochs")->value<double>() == 0.0);
+  CHECK(sources.get(0)->as_table()->get("name")->value<std::string>() == "");
+  CHECK(sources.get(1)->as_table()->get("weight")->value<double>() == 2.5);
+  CHECK(config.locate("data.sources[1].epochs").file == kDefaultSource);
+  CHECK(config.find("data.corpus") != nullptr);  // the rest of [data] as before
+}

@@ -59,6 +59,6 @@ TEST_CASE("patchbay train / eval / generate with a masked-LM run") {
   const Result generated = run_patchbay("generate '" + run_dir + "' --prompt 'the cat'");
   INFO(generated.output);
   CHECK(generated.exit_code != 0);
-  CHECK(contains(generated.output, "holds a bidirectional masked-LM model"));
+  CHECK(contains(generated.output, "holds a model trained with train.objective = \"mlm\""));
   CHECK(contains(generated.output, "cannot continue text left to right"));
 }

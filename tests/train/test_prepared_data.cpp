@@ -5,7 +5,11 @@
 //     document starts; both a pure function of (seed, step, micro);
 //   - shards read as one stream across their boundaries;
 //   - a run on a prepared dataset records epochs in metrics.jsonl and resumes bit for bit;
-//   - a tokenizer other than the one the data was prepared with is refused, naming both hashes.
+//   - a tokenizer other than the one the data was prepared with is refused, naming both hashes;
+//   - a training shard that vanishes or is truncated mid-run stops the run with an error naming
+//     it; the last checkpoint and the metrics before it are kept, and the run resumes once the
+//     data is back;
+//   - mixtures by weight and by epochs keep their proportions.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -295,4 +299,102 @@ TEST_CASE("a two-source mixture trains with per-source validation and exact prop
   CHECK(error_of([&] {
           setup.config(text, {"data.sources=[{prepared = \"x\"}]", "data.prepared=\"y\""});
         }).find("both set") != std::string::npos);
+  CHECK(error_of([&] {
+          setup.config(text, {"data.sources=[{prepared = \"x\", weight = -2.0}]"});
+        }).find("data.sources[0].weight is -2") != std::string::npos);
+}
+
+TEST_CASE("a mixture by epochs reads each source exactly its epochs per pass") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("mixture_epochs_run");
+  prepare_tiny(setup, folder, true);
+  train::TrainRequest quiet;
+  quiet.show_progress = false;
+  quiet.print_samples = false;
+  const std::string text = train::testing::tiny_config_text(folder);
+  const std::string a = (folder / "a").string(), b = (folder / "b").string();
+  const config::ResolvedConfig c =
+      setup.config(text, {"data.sources=[{prepared = \"" + a + "\", epochs = 1}, {prepared = \"" +
+                              b + "\", epochs = 2}]",
+                          "train.out_dir=\"" + (folder / "run").string() + "\""});
+  CHECK(c.find("data.sources")->as_array()->get(0)->as_table()->get("weight") == nullptr);
+  const train::TrainSummary run = train::train_model(c, setup.registry, setup.lookup, quiet);
+  REQUIRE(run.steps_done == 6);
+  bool checked = false;
+  for (const nlohmann::json& r : run::read_metrics(folder / "run" / "metrics.jsonl")) {
+    if (!r.contains("samples.a")) continue;
+    // Windows per epoch W = samples / epochs; a pass is W_a + 2 W_b samples, a's share W_a / T.
+    const double sa = r["samples.a"], sb = r["samples.b"], ea = r["epoch.a"], eb = r["epoch.b"];
+    if (sa == 0 || sb == 0) continue;  // W from samples / epochs needs both drawn
+    const double wa = std::round(sa / ea), wb = std::round(sb / eb),
+                 samples = 4.0 * r["step"].get<double>();
+    CHECK(sa + sb == samples);
+    CHECK(std::fabs(sa - samples * wa / (wa + 2 * wb)) < 1.0);  // two sources: within 1
+    if (samples >= wa + 2 * wb) CHECK(eb >= 2 * std::floor(samples / (wa + 2 * wb)));
+    checked = true;
+  }
+  CHECK(checked);
+  // Refusals: epochs beside a weight, a weight on one source and epochs on another, epochs 0.
+  CHECK(error_of([&] {
+          setup.config(text, {"data.sources=[{prepared = \"x\", weight = 1.0, epochs = 2}]"});
+        }).find("both weight and epochs") != std::string::npos);
+  CHECK(error_of([&] {
+          setup.config(text,
+                       {"data.sources=[{prepared = \"x/a\", epochs = 1}, {prepared = \"y/b\"}]"});
+        }).find("give every source epochs") != std::string::npos);
+  CHECK(error_of([&] {
+          setup.config(text, {"data.sources=[{prepared = \"x\", epochs = 0}]"});
+        }).find("data.sources[0].epochs must be a positive number") != std::string::npos);
+}
+
+TEST_CASE(
+    "a shard that vanishes or is truncated mid-run: a clear error, the last checkpoint kept") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("vanishing_shard");
+  prepare_tiny(setup, folder);
+  train::TrainRequest quiet;
+  quiet.show_progress = false;
+  quiet.print_samples = false;
+  const std::string text = train::testing::tiny_config_text(folder);
+  for (const bool truncate : {true, false}) {
+    CAPTURE(truncate);
+    const std::string name = truncate ? "truncated" : "vanished";
+    const fs::path dataset = folder / ("data_" + name), run_dir = folder / ("run_" + name);
+    fs::copy(folder / "prepared", dataset, fs::copy_options::recursive);
+    const config::ResolvedConfig c =
+        setup.config(text, {"data.prepared=\"" + dataset.string() + "\"",
+                            "train.out_dir=\"" + run_dir.string() + "\""});
+    std::vector<fs::path> shards;  // every training shard: whichever a step reads is gone
+    for (const auto& e : fs::directory_iterator(dataset))
+      if (e.path().filename().string().rfind("train-", 0) == 0 && e.path().extension() == ".tokens")
+        shards.push_back(e.path());
+    REQUIRE(shards.size() > 1);
+    train::TrainRequest cut = quiet;
+    cut.before_step = [&](int64_t step, const std::vector<model::NamedParameter>&) {
+      if (step != 4) return;
+      for (const fs::path& shard : shards)
+        truncate ? fs::resize_file(shard, 100) : (void)fs::remove(shard);
+    };
+    const std::string message =
+        error_of([&] { train::train_model(c, setup.registry, setup.lookup, cut); });
+    CHECK(message.find(truncate ? "was truncated while in use" : "vanished while in use") !=
+          std::string::npos);
+    CHECK(message.find(dataset.string() + "/train-") != std::string::npos);  // names the shard
+    CHECK(message.find("resume from the last checkpoint") != std::string::npos);
+    // The step-3 checkpoint is intact and the metrics end before the failure.
+    CHECK(train::load_checkpoint(run_dir).step() == 3);
+    int64_t last_step = 0;
+    for (const nlohmann::json& r : run::read_metrics(run_dir / "metrics.jsonl"))
+      last_step = r["step"].get<int64_t>();
+    CHECK(last_step >= 3);
+    CHECK(last_step <= 4);
+    // With the data back, the run resumes from step 3 to its end.
+    fs::remove_all(dataset);
+    fs::copy(folder / "prepared", dataset, fs::copy_options::recursive);
+    train::TrainRequest resume = quiet;
+    resume.resume = run_dir;
+    const train::TrainSummary resumed = train::train_model(c, setup.registry, setup.lookup, resume);
+    CHECK(resumed.start_step == 3);
+    CHECK(resumed.steps_done == 6);
+  }
 }

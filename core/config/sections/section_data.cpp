@@ -1,5 +1,8 @@
 // [data]: the corpus and its deterministic train/validation split, or a prepared dataset of
-// token shards (core/data/prepare.hpp), and the order training windows are read in.
+// token shards (core/data/prepare.hpp), and the order training windows are read in; and
+// [[data.sources]], a mixture of prepared datasets (an array of tables: each entry checked
+// against the fields below; the rules across entries — one of weight or epochs, positive,
+// unique names — are core/train/train_config.cpp's check_data_sources).
 #include "config/host_schema.hpp"
 #include "patchbay/component.hpp"
 
@@ -26,6 +29,20 @@ void declare_data_section(SchemaRegistry& schema) {
           .choices("auto|random|epochs|documents"),
   };
   schema.add_section(std::move(section));
+
+  HostSection sources;
+  sources.path = "data.sources";
+  sources.summary = "one prepared dataset of a mixture, with its weight or its epochs per pass";
+  sources.array_of_tables = true;
+  sources.fields = {
+      Field::string("prepared", nullptr, "folder made by `patchbay data prepare --source ... --out DIR`").required(),
+      Field::string("name", "\"\"", "name in metrics keys (val_loss.<name>); \"\": the folder's name"),
+      Field::real("weight", "1.0", "share of the training samples, weight / sum of weights (> 0)"),
+      Field::real("epochs", "0.0",
+                  "instead of weight: epochs of this source per pass of the mixture (> 0, on every source "
+                  "or none); 0: the weight is used"),
+  };
+  schema.add_section(std::move(sources));
 }
 
 }  // namespace patchbay::config
