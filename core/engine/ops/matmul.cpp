@@ -4,15 +4,25 @@
 // accumulation (AMX where present); f16 is widened to f32.
 // f32 x bf16 (either order; decoding with bf16 weights) -> f32: the bf16 operand's values
 // are exact in f32, so this is the f32 product of the same numbers, accumulated in f32.
-// Decoding shapes, x [<= 4 rows, k] @ W^T with W stored [n, k] (a linear layer's weight),
-// run the skinny matmul kernel (kernels/cpu, bandwidth-bound, reads bf16 W as it is); other
-// mixed shapes widen the bf16 operand first.
+// Every f32 x [rows, k] @ W^T with W stored [n, k] (a linear layer's weight; f32 or bf16)
+// runs the skinny matmul kernel (kernels/cpu; bandwidth-bound at decoding's few rows, reads
+// bf16 W as it is), whatever the number of rows: its sums have one order per machine, so a
+// row's result never depends on the rows beside it (batch invariance: a token decoded alone
+// equals its row of a full forward; an MoE expert's rows do not depend on how many tokens
+// the router sent it). oneDNN's f32 GEMM is not row-invariant (docs/reliability.md,
+// "Batch-invariant numerics"). Other mixed shapes widen the bf16 operand first.
+// PATCHBAY_BATCH_VARIANT_GEMM=1 in the environment restores the former split (the kernel for
+// <= 4 rows, oneDNN above: a few % faster training here, no batch invariance), for
+// measurements and for runs that want that speed.
 // Under a bf16 autocast policy (engine/autocast.hpp) f32 x f32 runs as bf16 x bf16 -> f32
 // (weights' bf16 copies cached per scope) and so does its backward; the gradients stay f32.
 //
 // Backward, with op(X) = X or X^T as stored:  C = op(A) op(B)
 //   d op(A) = dC op(B)^T,  d op(B) = op(A)^T dC, transposed back when the operand was
 //   stored transposed, then summed over broadcast batch dims.
+#include <cstdlib>
+#include <string>
+
 #include "engine/autocast.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
@@ -32,14 +42,23 @@ struct MatmulProblem {
 };
 using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
 
-// x [rows, k] f32 @ W^T with W [n, k] f32 or bf16, rows <= kSkinnyMaxRows: batch-1 (or
-// beam) decoding through a linear layer. Rows of A stack densely when A is [1, m, k] or
-// [batch, m, k] against one broadcast W.
+// PATCHBAY_BATCH_VARIANT_GEMM=1 (see the file comment), read once.
+bool batch_variant_gemm() {
+  static const bool on = [] {
+    const char* value = std::getenv("PATCHBAY_BATCH_VARIANT_GEMM");
+    return value != nullptr && std::string(value) == "1";
+  }();
+  return on;
+}
+
+// x [rows, k] f32 @ W^T with W [n, k] f32 or bf16, any rows: a linear layer's forward (see
+// the file comment). Rows of A stack densely when A is [1, m, k] or [batch, m, k] against one
+// broadcast W.
 bool run_skinny_matmul(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t rows = p.broadcast_b ? p.batch * p.m : p.m;
   if (!p.transpose_b || p.transpose_a || (p.batch != 1 && !p.broadcast_b) || p.broadcast_a ||
-      rows > kernels::kSkinnyMaxRows || a.dtype() != DType::kF32 || out.dtype() != DType::kF32 ||
-      (b.dtype() != DType::kF32 && b.dtype() != DType::kBF16)) {
+      (batch_variant_gemm() && rows > kernels::kSkinnyMaxRows) || a.dtype() != DType::kF32 ||
+      out.dtype() != DType::kF32 || (b.dtype() != DType::kF32 && b.dtype() != DType::kBF16)) {
     return false;
   }
   kernels::SkinnyMatmulParams params;
@@ -127,8 +146,8 @@ bool is_f32_bf16_mix(const Tensor& a, const Tensor& b) {
 MatmulProblem matmul_problem(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   if (a.defined() && b.defined() && is_f32_bf16_mix(a, b)) {
     if (a.device() != b.device())
-      throw Error(ErrorKind::kInvalidArgument, "matmul: operands on different devices, found " +
-                                                   a.str() + " and " + b.str());
+      throw Error(ErrorKind::kInvalidArgument,
+                  "matmul: operands on different devices, found " + a.str() + " and " + b.str());
   } else {
     detail::check_same(a, b, "matmul");
   }
