@@ -3,9 +3,11 @@
 // dropping, dropless, a shared expert, SwiGLU experts), at widths where the experts' products
 // are real GEMMs (d_model 64, d_ff 256) and the router sends each expert a number of rows that
 // changes when later tokens change. Outputs at positions < t must be identical bit for bit
-// when the inputs at positions >= t change: before the engine ran every f32 x·Wᵀ through one
+// when the inputs at positions >= t change: before the engine ran f32 x·Wᵀ through one
 // row-invariant kernel, an expert given 4 rows summed them in another order than one given 5
-// (skinny kernel vs oneDNN), and earlier tokens' outputs moved by ~3e-8.
+// (skinny kernel vs oneDNN), and earlier tokens' outputs moved by ~3e-8. Checked without
+// gradients (the engine's default then is row-invariant) and recording gradients with
+// PATCHBAY_BATCH_INVARIANT_GEMM=always (by default training products take oneDNN).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -79,8 +81,13 @@ TEST_CASE("feed-forward outputs at positions < t are bit-identical when position
         std::vector<std::vector<float>> ys;
         for (const eng::Tensor* input : {&base, &changed}) {
           rt::FeedForwardHandle layer = make_layer(loaded, v);  // equal seeds: equal noise
-          eng::NoGradGuard no_grad;
-          ys.push_back(layer.forward(*input, training).y.to_vector());
+          if (training) {  // recording gradients (parameters require them)
+            const ScopedEnv invariant("PATCHBAY_BATCH_INVARIANT_GEMM", "always");
+            ys.push_back(layer.forward(*input, training).y.to_vector());
+          } else {
+            eng::NoGradGuard no_grad;
+            ys.push_back(layer.forward(*input, training).y.to_vector());
+          }
         }
         size_t earlier_differ = 0;
         bool later_changed = false;

@@ -4,16 +4,21 @@
 // accumulation (AMX where present); f16 is widened to f32.
 // f32 x bf16 (either order; decoding with bf16 weights) -> f32: the bf16 operand's values
 // are exact in f32, so this is the f32 product of the same numbers, accumulated in f32.
-// Every f32 x [rows, k] @ W^T with W stored [n, k] (a linear layer's weight; f32 or bf16)
-// runs the skinny matmul kernel (kernels/cpu; bandwidth-bound at decoding's few rows, reads
-// bf16 W as it is), whatever the number of rows: its sums have one order per machine, so a
-// row's result never depends on the rows beside it (batch invariance: a token decoded alone
-// equals its row of a full forward; an MoE expert's rows do not depend on how many tokens
-// the router sent it). oneDNN's f32 GEMM is not row-invariant (docs/reliability.md,
-// "Batch-invariant numerics"). Other mixed shapes widen the bf16 operand first.
-// PATCHBAY_BATCH_VARIANT_GEMM=1 in the environment restores the former split (the kernel for
-// <= 4 rows, oneDNN above: a few % faster training here, no batch invariance), for
-// measurements and for runs that want that speed.
+// f32 x [rows, k] @ W^T with W stored [n, k] (a linear layer's weight; f32 or bf16) runs the
+// skinny matmul kernel (kernels/cpu; bandwidth-bound at decoding's few rows, reads bf16 W as
+// it is) whenever the product is to be row-invariant, whatever the number of rows: its sums
+// have one order per machine, so a row's result never depends on the rows beside it (batch
+// invariance: a token decoded alone equals its row of a full forward; an MoE expert's rows do
+// not depend on how many tokens the router sent it). oneDNN's f32 GEMM is not row-invariant
+// (docs/reliability.md, "Batch-invariant numerics"), but it is faster at training shapes, so
+// PATCHBAY_BATCH_INVARIANT_GEMM chooses (read at every call):
+//   unset or "inference": row-invariant unless the product records a gradient (eval,
+//     generate, decoding, no_grad forwards); products that record one (training) take the
+//     kernel up to 4 rows and oneDNN above (or a plain loop below 32k multiply-adds);
+//   "always": row-invariant in training too (bit-exact causality of an MoE while training;
+//     slower training steps, docs/reliability.md);
+//   "off": the former split everywhere.
+// Other mixed shapes widen the bf16 operand first.
 // Under a bf16 autocast policy (engine/autocast.hpp) f32 x f32 runs as bf16 x bf16 -> f32
 // (weights' bf16 copies cached per scope) and so does its backward; the gradients stay f32.
 //
@@ -39,25 +44,26 @@ struct MatmulProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transpose_a = false, transpose_b = false;
   bool broadcast_a = false, broadcast_b = false;
+  bool row_invariant = false;  // f32 x W^T through the row-invariant kernel at any rows
 };
 using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
 
-// PATCHBAY_BATCH_VARIANT_GEMM=1 (see the file comment), read once.
-bool batch_variant_gemm() {
-  static const bool on = [] {
-    const char* value = std::getenv("PATCHBAY_BATCH_VARIANT_GEMM");
-    return value != nullptr && std::string(value) == "1";
-  }();
-  return on;
+// Whether this product must be row-invariant (PATCHBAY_BATCH_INVARIANT_GEMM, file comment).
+bool row_invariant_wanted(bool records_gradient) {
+  const char* value = std::getenv("PATCHBAY_BATCH_INVARIANT_GEMM");
+  const std::string mode = value != nullptr ? value : "";
+  if (mode == "off") return false;
+  if (mode == "always") return true;
+  return !records_gradient;
 }
 
-// x [rows, k] f32 @ W^T with W [n, k] f32 or bf16, any rows: a linear layer's forward (see
-// the file comment). Rows of A stack densely when A is [1, m, k] or [batch, m, k] against one
-// broadcast W.
+// x [rows, k] f32 @ W^T with W [n, k] f32 or bf16: any rows when p.row_invariant, else at
+// most kSkinnyMaxRows (see the file comment). Rows of A stack densely when A is [1, m, k] or
+// [batch, m, k] against one broadcast W.
 bool run_skinny_matmul(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t rows = p.broadcast_b ? p.batch * p.m : p.m;
   if (!p.transpose_b || p.transpose_a || (p.batch != 1 && !p.broadcast_b) || p.broadcast_a ||
-      (batch_variant_gemm() && rows > kernels::kSkinnyMaxRows) || a.dtype() != DType::kF32 ||
+      (!p.row_invariant && rows > kernels::kSkinnyMaxRows) || a.dtype() != DType::kF32 ||
       out.dtype() != DType::kF32 || (b.dtype() != DType::kF32 && b.dtype() != DType::kBF16)) {
     return false;
   }
@@ -242,6 +248,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   out_shape.push_back(p.m);
   out_shape.push_back(p.n);
   Tensor out = Tensor::empty(out_shape, compute, a.device());
+  p.row_invariant = row_invariant_wanted(grad_enabled() && any_requires_grad({a, b}));
   find_kernel<MatmulKernel>("matmul", a.device().type)(p, a_c, b_c, out);
   if (out.dtype() != a.dtype() && !mixed) {
     NoGradGuard no_grad;
