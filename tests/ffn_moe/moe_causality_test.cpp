@@ -2,7 +2,7 @@
 // training mode (router noise and jitter on, drawn from equal seeds), changing the later
 // positions of some sequences changes neither the outputs nor the gradients of any earlier
 // position of any sequence. The outputs are compared bit for bit (issue 39), with
-// PATCHBAY_BATCH_INVARIANT_GEMM=always (these products record gradients, which by default take
+// PATCHBAY_BATCH_INVARIANCE=always (these products record gradients, which by default take
 // the faster, row-variant GEMM): an expert's matmul must give a token the same bits however
 // many other tokens the router sent it (batch_invariance_test.cpp covers bigger widths).
 #include <string>
@@ -32,7 +32,7 @@ rt::FeedForwardHandle make_layer(Loaded& loaded, const std::string& router, doub
 }  // namespace
 
 TEST_CASE("no causal leak through capacity, noise or jitter, for every causal router") {
-  const ScopedEnv invariant("PATCHBAY_BATCH_INVARIANT_GEMM", "always");
+  const ScopedEnv invariant("PATCHBAY_BATCH_INVARIANCE", "always");
   Loaded loaded;
   struct RouterCase {
     const char* router;

@@ -70,7 +70,7 @@ inline const std::vector<float>& stat(const rt::FeedForwardHandle::Output& out,
   return out.stats.front().values;
 }
 
-// Sets an environment variable for its lifetime (the engine reads PATCHBAY_BATCH_INVARIANT_GEMM
+// Sets an environment variable for its lifetime (the engine reads PATCHBAY_BATCH_INVARIANCE
 // at every matmul), restoring the former value after.
 class ScopedEnv {
  public:

@@ -11,13 +11,12 @@
 // invariance: a token decoded alone equals its row of a full forward; an MoE expert's rows do
 // not depend on how many tokens the router sent it). oneDNN's f32 GEMM is not row-invariant
 // (docs/reliability.md, "Batch-invariant numerics"), but it is faster at training shapes, so
-// PATCHBAY_BATCH_INVARIANT_GEMM chooses (read at every call):
-//   unset or "inference": row-invariant unless the product records a gradient (eval,
-//     generate, decoding, no_grad forwards); products that record one (training) take the
-//     kernel up to 4 rows and oneDNN above (or a plain loop below 32k multiply-adds);
-//   "always": row-invariant in training too (bit-exact causality of an MoE while training;
-//     slower training steps, docs/reliability.md);
-//   "off": the former split everywhere.
+// the policy of batch_invariance.hpp (PATCHBAY_BATCH_INVARIANCE) chooses: by default
+// row-invariant unless the product records a gradient (eval, generate, decoding, no_grad
+// forwards); products that record one (training) take the kernel up to 4 rows and oneDNN
+// above (or a plain loop below 32k multiply-adds); "always" makes training products
+// row-invariant too (bit-exact causality of an MoE while training; slower steps), "off"
+// restores the former split everywhere.
 // Other mixed shapes widen the bf16 operand first.
 // Under a bf16 autocast policy (engine/autocast.hpp) f32 x f32 runs as bf16 x bf16 -> f32
 // (weights' bf16 copies cached per scope) and so does its backward; the gradients stay f32.
@@ -29,7 +28,9 @@
 #include <string>
 
 #include "engine/autocast.hpp"
+#include "engine/autograd.hpp"
 #include "engine/dispatch.hpp"
+#include "engine/ops/batch_invariance.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "patchbay/kernels/skinny_matmul.hpp"
@@ -47,15 +48,6 @@ struct MatmulProblem {
   bool row_invariant = false;  // f32 x W^T through the row-invariant kernel at any rows
 };
 using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
-
-// Whether this product must be row-invariant (PATCHBAY_BATCH_INVARIANT_GEMM, file comment).
-bool row_invariant_wanted(bool records_gradient) {
-  const char* value = std::getenv("PATCHBAY_BATCH_INVARIANT_GEMM");
-  const std::string mode = value != nullptr ? value : "";
-  if (mode == "off") return false;
-  if (mode == "always") return true;
-  return !records_gradient;
-}
 
 // x [rows, k] f32 @ W^T with W [n, k] f32 or bf16: any rows when p.row_invariant, else at
 // most kSkinnyMaxRows (see the file comment). Rows of A stack densely when A is [1, m, k] or
@@ -248,7 +240,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   out_shape.push_back(p.m);
   out_shape.push_back(p.n);
   Tensor out = Tensor::empty(out_shape, compute, a.device());
-  p.row_invariant = row_invariant_wanted(grad_enabled() && any_requires_grad({a, b}));
+  p.row_invariant = batch_invariance_wanted(grad_enabled() && any_requires_grad({a, b}));
   find_kernel<MatmulKernel>("matmul", a.device().type)(p, a_c, b_c, out);
   if (out.dtype() != a.dtype() && !mixed) {
     NoGradGuard no_grad;
@@ -267,6 +259,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
                                    sum_to_shape(db, b_s.shape()).to(b_s.dtype())};
       });
   return out;
+}
+
+bool batch_invariance_wanted(bool records_gradient) {
+  const char* value = std::getenv("PATCHBAY_BATCH_INVARIANCE");
+  const std::string mode = value != nullptr ? value : "";
+  if (mode == "off") return false;
+  if (mode == "always") return true;
+  return !records_gradient;
 }
 
 }  // namespace patchbay::engine
