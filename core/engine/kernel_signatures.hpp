@@ -67,6 +67,9 @@ struct MatmulProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transpose_a = false, transpose_b = false;
   bool broadcast_a = false, broadcast_b = false;
+  // f32 x W^T through the CPU's row-invariant kernel at any number of rows (batch-invariant
+  // numerics, engine/ops/batch_invariance.hpp); the CUDA entry does not read it (cuBLASLt).
+  bool row_invariant = false;
 };
 using MatmulKernel = void(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out);
 

@@ -196,8 +196,9 @@ constexpr double kMinMacsForThreads = 1 << 20;
 // ms (2^18 before, i.e. one thread up to ~340 keys).
 constexpr double kMinDecodeMacsForThreads = 1 << 16;
 
-// One query row per head: the forward runs forward_decode_row instead of query tiles.
-bool is_decode(const AttentionParams& p) { return p.q_len == 1; }
+// One query row per head: the forward runs forward_decode_row instead of query tiles (unless
+// the caller asks for the tiles' bits, AttentionParams::row_invariant_decode).
+bool is_decode(const AttentionParams& p) { return p.q_len == 1 && !p.row_invariant_decode; }
 
 bool worth_threads(const AttentionParams& p) {
   return double(p.batch) * double(p.heads) * double(p.q_len) * double(p.kv_len) *
@@ -249,9 +250,9 @@ std::int64_t shared_floats(const AttentionParams& p, AttentionPass pass) {
 struct AlignedFloats {
   AlignedFloats(std::size_t count, void* caller)
       : owned(caller == nullptr),
-        data(owned ? static_cast<float*>(::operator new (count * sizeof(float),
-                                                          std::align_val_t{64}))
-                   : static_cast<float*>(caller)) {}
+        data(owned
+                 ? static_cast<float*>(::operator new (count * sizeof(float), std::align_val_t{64}))
+                 : static_cast<float*>(caller)) {}
   ~AlignedFloats() {
     if (owned) ::operator delete (data, std::align_val_t{64});
   }
@@ -300,9 +301,8 @@ std::string attention_flash_forward(const AttentionParams& p) {
   const flash_tiles::TileKernels kernels = flash_tiles::tile_kernels_for(p.isa);
   const int threads = thread_count(p);
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::forward);
-  AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::forward) /
-                              sizeof(float),
-                          p.workspace);
+  AlignedFloats workspace(
+      attention_flash_workspace_bytes(p, AttentionPass::forward) / sizeof(float), p.workspace);
   const std::int64_t query_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
   const std::int64_t tasks = p.batch * p.heads * query_tiles;
   // Decode (one query per head): a row on its own, no query tile padded to kVector columns.
@@ -341,9 +341,8 @@ std::string attention_flash_backward(const AttentionParams& p) {
   const std::int64_t d = p.head_dim, tq_pad = round_up(p.q_len, 16);
   const std::int64_t per_thread = per_thread_floats(p, AttentionPass::backward);
   const std::int64_t shared_size = shared_floats(p, AttentionPass::backward);
-  AlignedFloats workspace(attention_flash_workspace_bytes(p, AttentionPass::backward) /
-                              sizeof(float),
-                          p.workspace);
+  AlignedFloats workspace(
+      attention_flash_workspace_bytes(p, AttentionPass::backward) / sizeof(float), p.workspace);
   float* delta = workspace.data;
   float* q_t = delta + round_up(p.batch * p.heads * p.q_len, 16);
   float* do_t = q_t + transposed_floats(p);

@@ -59,6 +59,15 @@ void rows_generic(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_
 
 }  // namespace skinny_rows
 
+bool skinny_matmul_has_avx2() {
+#if defined(PATCHBAY_KERNELS_X86_VARIANTS)
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool skinny_matmul_has_avx512() {
 #if defined(PATCHBAY_KERNELS_X86_VARIANTS)
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -71,9 +80,7 @@ bool skinny_matmul_has_avx512() {
 
 std::string skinny_matmul_error(const SkinnyMatmulParams& p) {
   if (p.x == nullptr || p.w == nullptr || p.y == nullptr) return "skinny_matmul: null x, w or y";
-  if (p.m < 1 || p.m > kSkinnyMaxRows)
-    return "skinny_matmul: m must be in [1, " + std::to_string(kSkinnyMaxRows) + "], found " +
-           std::to_string(p.m);
+  if (p.m < 1) return "skinny_matmul: m must be >= 1, found " + std::to_string(p.m);
   if (p.n < 1 || p.k < 1)
     return "skinny_matmul: n and k must be >= 1, found n " + std::to_string(p.n) + ", k " +
            std::to_string(p.k);
@@ -184,13 +191,29 @@ void run_stealing(const SkinnyMatmulParams& p, RowLoop row_loop, int threads) {
   }
 }
 
+// The row loop of this CPU (or the one a test forces, when the CPU has it). Never chosen by
+// shape: every product on one machine sums in one order (batch invariance).
+RowLoop row_loop_for(SkinnyIsa isa) {
+  const bool avx512 = skinny_matmul_has_avx512(), avx2 = skinny_matmul_has_avx2();
+  switch (isa) {
+    case SkinnyIsa::kGeneric:
+      return skinny_rows::rows_generic;
+    case SkinnyIsa::kAvx2:
+      return avx2 ? skinny_rows::rows_avx2 : skinny_rows::rows_generic;
+    case SkinnyIsa::kAvx512:
+    case SkinnyIsa::kAuto:
+      break;
+  }
+  if (avx512) return skinny_rows::rows_avx512;
+  return avx2 ? skinny_rows::rows_avx2 : skinny_rows::rows_generic;
+}
+
 void run_rows(const SkinnyMatmulParams& p) {
-  const bool avx512 = p.isa != SkinnyIsa::kGeneric && skinny_matmul_has_avx512();
-  RowLoop row_loop = avx512 ? skinny_rows::rows_avx512 : skinny_rows::rows_generic;
-  // Below ~256 KiB of weights a fork/join costs about what the rows do (measured: the
-  // quickstart's 128-wide layers); one thread then.
+  RowLoop row_loop = row_loop_for(p.isa);
+  // Below ~256 KiB of weights times rows a fork/join costs about what the rows do (measured:
+  // the quickstart's 128-wide layers at one row); one thread then.
   const std::int64_t weight_bytes = p.n * p.k * (p.w_type == SkinnyWeightType::kBF16 ? 2 : 4);
-  const int threads = weight_bytes < (std::int64_t{256} << 10)
+  const int threads = weight_bytes * p.m < (std::int64_t{256} << 10)
                           ? 1
                           : (p.threads > 0 ? p.threads : omp_get_max_threads());
   if (threads <= 1) {

@@ -1,8 +1,13 @@
 // AVX-512 row loop of the skinny matmul (see patchbay/kernels/skinny_matmul.hpp): one row of
-// W at a time, eight 16-lane accumulators for one row of x, four per row for two to four
-// (8 to 16 independent FMA chains); the k tail is a masked load (no padding, no
-// out-of-bounds read). bf16 weights are widened exactly
-// (zero-extend, shift left 16) before the f32 FMA. Built with -mavx512f -mavx512bw -mavx512vl;
+// W at a time against one or two rows of x, eight 16-lane accumulators per row of x; the k
+// tail is a masked load (no padding, no out-of-bounds read). bf16 weights are widened exactly
+// (zero-extend, shift left 16) before the f32 FMA.
+// Batch invariance: every y[i][j] is summed in one order that depends on k alone (lane l of
+// accumulator u takes q = 128 s + 16 u + l in increasing s; the tail into accumulator 1; then
+// the pairwise reduction below), whatever m, the tile or the thread; one row or two only
+// choose which chains run side by side. For m > 2, W's rows go in chunks of 16 that meet every
+// pair of x rows (the chunk stays in L2).
+// Built with -mavx512f -mavx512bw -mavx512vl;
 // called only when the CPU has them. GCC 12's AVX-512 headers build some intrinsics
 // (_mm512_cvtepu16_epi32, _mm512_slli_epi32, _mm512_reduce_add_ps) from _mm512_undefined_*(), which
 // -Wuninitialized then reports wherever they are inlined: a known false positive (GCC bug 105593),
@@ -11,6 +16,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+
+#include <algorithm>
 
 #include "skinny_matmul_rows.hpp"
 
@@ -54,29 +61,28 @@ inline void prefetch_ahead(const void* row, std::int64_t q) {
   for (int line = 0; line < kLines; ++line) _mm_prefetch(at + 64 * line, _MM_HINT_T0);
 }
 
-// 16-lane accumulators per row of x: 8 for one row (batch-1 decoding), 4 for two to four (8
-// to 16 chains in all, and at most 16 of the 32 vector registers). With 4 chains for one row
-// the stream ran at 80-87% of a plain read loop's rate; with 8, at 97-102% (GPT-2's 49 f32
-// decoding products chained, 2 threads, 58-65 GB/s, 30-40 alternating rounds; a throwaway
+// Eight 16-lane accumulators per row of x, for every m (the order above). With 4 chains for
+// one row the stream ran at 80-87% of a plain read loop's rate; with 8, at 97-102% (GPT-2's 49
+// f32 decoding products chained, 2 threads, 58-65 GB/s, 30-40 alternating rounds; a throwaway
 // driver): a W line that arrives late stalls its chain, and 4 chains left too little
-// independent work to keep the next lines' loads in flight.
-template <int kM>
-constexpr int kAccumulators = kM == 1 ? 8 : 4;
+// independent work to keep the next lines' loads in flight. Two rows of x: 16 accumulators and
+// 8 W vectors of the 32 registers.
+constexpr int kU = 8;
+constexpr std::int64_t kChunkRows = 16;
 
-// Row j of W against the kM rows of x: kU 16-lane accumulators per row of x over k in steps
-// of 16 · kU, then single vectors, then a masked tail. One row at a time keeps one sequential
-// stream per thread, which the hardware prefetcher follows best: measured at n = 3072,
-// k = 768 (1 thread, CPU time), 20 GB/s, equal to a plain read loop, against 14.7 GB/s for
-// four rows at a time (four interleaved streams).
+// Row j of W against rows [i0, i0 + kM) of x: kU 16-lane accumulators per row of x over k in
+// steps of 16 · kU, then single vectors, then a masked tail. One row at a time keeps one
+// sequential stream per thread, which the hardware prefetcher follows best: measured at
+// n = 3072, k = 768 (1 thread, CPU time), 20 GB/s, equal to a plain read loop, against 14.7
+// GB/s for four rows at a time (four interleaved streams).
 template <int kM, bool kBf16>
-inline void row(const SkinnyMatmulParams& p, std::int64_t j) {
-  constexpr int kU = kAccumulators<kM>;
+inline void row(const SkinnyMatmulParams& p, std::int64_t i0, std::int64_t j) {
   constexpr std::int64_t kStep = 16 * kU;
   const std::int64_t k = p.k;
   const void* w = static_cast<const char*>(p.w) +
                   static_cast<std::size_t>(j * p.w_row_stride) * (kBf16 ? 2 : 4);
   const float* xs[kM];
-  for (int i = 0; i < kM; ++i) xs[i] = p.x + i * p.x_row_stride;
+  for (int i = 0; i < kM; ++i) xs[i] = p.x + (i0 + i) * p.x_row_stride;
   __m512 acc[kM][kU];
   for (int i = 0; i < kM; ++i)
     for (int u = 0; u < kU; ++u) acc[i][u] = _mm512_setzero_ps();
@@ -106,30 +112,23 @@ inline void row(const SkinnyMatmulParams& p, std::int64_t j) {
     for (int u = 0; u < kU; ++u) level[u] = acc[i][u];
     for (int width = kU / 2; width >= 1; width /= 2)
       for (int u = 0; u < width; ++u) level[u] = _mm512_add_ps(level[2 * u], level[2 * u + 1]);
-    p.y[i * p.y_row_stride + j] = _mm512_reduce_add_ps(level[0]);
+    p.y[(i0 + i) * p.y_row_stride + j] = _mm512_reduce_add_ps(level[0]);
   }
 }
 
-template <int kM, bool kBf16>
-void rows(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end) {
-  for (std::int64_t j = j_begin; j < j_end; ++j) row<kM, kBf16>(p, j);
-}
-
 template <bool kBf16>
-void rows_for_m(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end) {
-  switch (p.m) {
-    case 1:
-      rows<1, kBf16>(p, j_begin, j_end);
-      break;
-    case 2:
-      rows<2, kBf16>(p, j_begin, j_end);
-      break;
-    case 3:
-      rows<3, kBf16>(p, j_begin, j_end);
-      break;
-    default:
-      rows<4, kBf16>(p, j_begin, j_end);
-      break;
+void rows(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end) {
+  if (p.m == 1) {
+    for (std::int64_t j = j_begin; j < j_end; ++j) row<1, kBf16>(p, 0, j);
+    return;
+  }
+  for (std::int64_t jb = j_begin; jb < j_end; jb += kChunkRows) {
+    const std::int64_t je = std::min(j_end, jb + kChunkRows);
+    std::int64_t i = 0;
+    for (; i + 2 <= p.m; i += 2)
+      for (std::int64_t j = jb; j < je; ++j) row<2, kBf16>(p, i, j);
+    if (i < p.m)
+      for (std::int64_t j = jb; j < je; ++j) row<1, kBf16>(p, i, j);
   }
 }
 
@@ -137,9 +136,9 @@ void rows_for_m(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t 
 
 void rows_avx512(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end) {
   if (p.w_type == SkinnyWeightType::kBF16) {
-    rows_for_m<true>(p, j_begin, j_end);
+    rows<true>(p, j_begin, j_end);
   } else {
-    rows_for_m<false>(p, j_begin, j_end);
+    rows<false>(p, j_begin, j_end);
   }
 }
 

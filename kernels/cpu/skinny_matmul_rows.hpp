@@ -11,6 +11,7 @@ namespace patchbay::kernels::skinny_rows {
 
 // y[i][j] for every row i of x and the rows j in [j_begin, j_end) of W (validated params).
 void rows_generic(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end);
+void rows_avx2(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end);
 void rows_avx512(const SkinnyMatmulParams& p, std::int64_t j_begin, std::int64_t j_end);
 
 }  // namespace patchbay::kernels::skinny_rows

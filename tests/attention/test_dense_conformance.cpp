@@ -8,12 +8,14 @@ namespace pt = patchbay::testing;
 
 TEST_CASE("attention 'dense' passes the attention conformance kit") {
   pt::AttentionConformanceOptions options;
+  options.causality_tolerance = 0.0;  // bit for bit (issue 39: batch invariance)
   pt::check_attention_conformance(
       attention_test::dense_factory([](patchbay::runtime::ComponentConfig&) {}), options);
 }
 
 TEST_CASE("attention 'dense' with dropout configured still conforms (dropout is training-only)") {
   pt::AttentionConformanceOptions options;
+  options.causality_tolerance = 0.0;  // bit for bit (issue 39: batch invariance)
   options.seq_len = 9;
   options.d_model = 24;
   options.n_heads = 3;
@@ -28,6 +30,7 @@ TEST_CASE("attention 'dense' with dropout configured still conforms (dropout is 
 
 TEST_CASE("attention 'dense' with a sliding window conforms (causality, decoding, gradients)") {
   pt::AttentionConformanceOptions options;
+  options.causality_tolerance = 0.0;  // bit for bit (issue 39: batch invariance)
   options.seq_len = 14;
   options.prefill = 6;  // the window (4) ends inside the prefill, then slides over the cache
   options.cross_refused_by_configuration = true;  // a window has no meaning across sequences

@@ -65,8 +65,9 @@ TEST_CASE(
     "a dense/MoE pattern: aux loss summed and differentiable to the router, stats per block") {
   pm::ComponentTables tables;
   // The pattern's moe blocks take their options from their own table ([model.feedforward.moe]).
-  tables.feedforward.insert("moe", toml::table{{"experts", 4}, {"top_k", 2}, {"expert_d_ff", 16},
-                                               {"balance_loss_coef", 0.05}});
+  tables.feedforward.insert(
+      "moe",
+      toml::table{{"experts", 4}, {"top_k", 2}, {"expert_d_ff", 16}, {"balance_loss_coef", 0.05}});
   auto model = pm::LanguageModel::build(options({"mlp", "moe"}), tables, registry());
   std::vector<float> ids;
   for (int i = 0; i < 16; ++i) ids.push_back(static_cast<float>((i * 7) % 11));

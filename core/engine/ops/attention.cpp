@@ -22,6 +22,7 @@
 // copies per layer in training). A strided upstream gradient is read in place too.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "engine/dispatch.hpp"
@@ -117,9 +118,19 @@ Tensor bf16_kernel_operand(const Tensor& x, OperandStrides& strides) {
   return operand;
 }
 
+// PATCHBAY_BATCH_INVARIANT_DECODE=1: one-query calls (KV-cache decoding) run the query-tile
+// path, so a decoded token's attention equals its row of the full forward bit for bit
+// (kernels' AttentionParams::row_invariant_decode; slower, docs/reliability.md). Read at every
+// call (a getenv, against microseconds of attention), so a test or a host may set it late.
+bool row_invariant_decode_requested() {
+  const char* value = std::getenv("PATCHBAY_BATCH_INVARIANT_DECODE");
+  return value != nullptr && value[0] == '1' && value[1] == '\0';
+}
+
 kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& out, const Tensor& lse) {
   kernels::AttentionParams p;
+  p.row_invariant_decode = s.q_len == 1 && row_invariant_decode_requested();
   p.batch = s.batch;
   p.heads = s.heads;
   p.kv_heads = s.kv_heads;

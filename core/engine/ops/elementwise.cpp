@@ -5,9 +5,11 @@
 // onednn::eltwise_forward / eltwise_backward instead.
 #include <cmath>
 
+#include "engine/autograd.hpp"
 #include "engine/cpu/strided_loop.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
+#include "engine/ops/batch_invariance.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 
@@ -170,7 +172,10 @@ void unary_cpu(UnaryKind kind, double s, const Tensor& x, Tensor& out) {
   float* po = out.data<float>();
   const auto sf = static_cast<float>(s);
   onednn::EltwiseKind ek;
-  if (x.is_contiguous() && x.numel() >= 16384 && onednn_kind(kind, &ek)) {  // small: loop is faster
+  // Small: the loop is faster, but rounds differently from oneDNN, so where batch invariance
+  // is wanted (batch_invariance.hpp) every size takes oneDNN (whose results are per element).
+  const bool any_size = batch_invariance_wanted(grad_enabled());
+  if (x.is_contiguous() && (x.numel() >= 16384 || any_size) && onednn_kind(kind, &ek)) {
     onednn::eltwise_forward(ek, onednn::DType::kF32, px, po, x.numel());
     return;
   }

@@ -4,18 +4,34 @@
 // accumulation (AMX where present); f16 is widened to f32.
 // f32 x bf16 (either order; decoding with bf16 weights) -> f32: the bf16 operand's values
 // are exact in f32, so this is the f32 product of the same numbers, accumulated in f32.
-// Decoding shapes, x [<= 4 rows, k] @ W^T with W stored [n, k] (a linear layer's weight),
-// run the skinny matmul kernel (kernels/cpu, bandwidth-bound, reads bf16 W as it is); other
-// mixed shapes widen the bf16 operand first.
+// f32 x [rows, k] @ W^T with W stored [n, k] (a linear layer's weight; f32 or bf16) runs the
+// skinny matmul kernel (kernels/cpu; bandwidth-bound at decoding's few rows, reads bf16 W as
+// it is) whenever the product is to be row-invariant, whatever the number of rows: its sums
+// have one order per machine, so a row's result never depends on the rows beside it (batch
+// invariance: a token decoded alone equals its row of a full forward; an MoE expert's rows do
+// not depend on how many tokens the router sent it). oneDNN's f32 GEMM is not row-invariant
+// (docs/reliability.md, "Batch-invariant numerics"), but it is faster at training shapes, so
+// the policy of batch_invariance.hpp (PATCHBAY_BATCH_INVARIANCE) chooses: by default
+// row-invariant unless the product records a gradient (eval, generate, decoding, no_grad
+// forwards); products that record one (training) take the kernel up to 4 rows and oneDNN
+// above (or a plain loop below 32k multiply-adds); "always" makes training products
+// row-invariant too (bit-exact causality of an MoE while training; slower steps), "off"
+// restores the former split everywhere.
+// Other mixed shapes widen the bf16 operand first.
 // Under a bf16 autocast policy (engine/autocast.hpp) f32 x f32 runs as bf16 x bf16 -> f32
 // (weights' bf16 copies cached per scope) and so does its backward; the gradients stay f32.
 //
 // Backward, with op(X) = X or X^T as stored:  C = op(A) op(B)
 //   d op(A) = dC op(B)^T,  d op(B) = op(A)^T dC, transposed back when the operand was
 //   stored transposed, then summed over broadcast batch dims.
+#include <cstdlib>
+#include <string>
+
 #include "engine/autocast.hpp"
+#include "engine/autograd.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
+#include "engine/ops/batch_invariance.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "patchbay/kernels/skinny_matmul.hpp"
@@ -26,14 +42,14 @@ namespace {
 using kernel::MatmulKernel;
 using kernel::MatmulProblem;
 
-// x [rows, k] f32 @ W^T with W [n, k] f32 or bf16, rows <= kSkinnyMaxRows: batch-1 (or
-// beam) decoding through a linear layer. Rows of A stack densely when A is [1, m, k] or
+// x [rows, k] f32 @ W^T with W [n, k] f32 or bf16: any rows when p.row_invariant, else at
+// most kSkinnyMaxRows (see the file comment). Rows of A stack densely when A is [1, m, k] or
 // [batch, m, k] against one broadcast W.
 bool run_skinny_matmul(const MatmulProblem& p, const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t rows = p.broadcast_b ? p.batch * p.m : p.m;
   if (!p.transpose_b || p.transpose_a || (p.batch != 1 && !p.broadcast_b) || p.broadcast_a ||
-      rows > kernels::kSkinnyMaxRows || a.dtype() != DType::kF32 || out.dtype() != DType::kF32 ||
-      (b.dtype() != DType::kF32 && b.dtype() != DType::kBF16)) {
+      (!p.row_invariant && rows > kernels::kSkinnyMaxRows) || a.dtype() != DType::kF32 ||
+      out.dtype() != DType::kF32 || (b.dtype() != DType::kF32 && b.dtype() != DType::kBF16)) {
     return false;
   }
   kernels::SkinnyMatmulParams params;
@@ -217,6 +233,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   out_shape.push_back(p.m);
   out_shape.push_back(p.n);
   Tensor out = Tensor::empty(out_shape, compute, a.device());
+  p.row_invariant = batch_invariance_wanted(grad_enabled() && any_requires_grad({a, b}));
   find_kernel<MatmulKernel>("matmul", a.device().type)(p, a_c, b_c, out);
   if (out.dtype() != a.dtype() && !mixed) {
     NoGradGuard no_grad;
@@ -235,6 +252,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
                                    sum_to_shape(db, b_s.shape()).to(b_s.dtype())};
       });
   return out;
+}
+
+bool batch_invariance_wanted(bool records_gradient) {
+  const char* value = std::getenv("PATCHBAY_BATCH_INVARIANCE");
+  const std::string mode = value != nullptr ? value : "";
+  if (mode == "off") return false;
+  if (mode == "always") return true;
+  return !records_gradient;
 }
 
 }  // namespace patchbay::engine

@@ -15,8 +15,10 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/autograd.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
+#include "engine/ops/batch_invariance.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 
@@ -40,7 +42,9 @@ float* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<float>() :
 void layer_norm_cpu(const NormShape& s, const Tensor& x, const Tensor& gain, const Tensor& bias,
                     Tensor& y, Tensor& mean, Tensor& var) {
   if (s.rows * s.cols == 0) return;
-  if (s.rows * s.cols >= kOnednnMinElements) {
+  // The loop below rounds differently from oneDNN (whose rows do not depend on the others):
+  // where batch invariance is wanted (batch_invariance.hpp) every size takes oneDNN.
+  if (s.rows * s.cols >= kOnednnMinElements || batch_invariance_wanted(grad_enabled())) {
     onednn::LayerNormForwardArgs a;
     a.rows = s.rows;
     a.cols = s.cols;

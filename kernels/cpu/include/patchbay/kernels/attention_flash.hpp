@@ -84,9 +84,9 @@ struct AttentionParams {
   AttentionStrides out_strides;
   float* lse = nullptr;  // [B, H, Tq] densely packed, natural-log row log-sum-exp; out of forward
 
-  float scale = 0.0f;    // score scale; the caller chooses, usually 1/sqrt(D). Must be finite.
-  bool causal = false;   // bottom-right aligned mask (see top of file)
-  std::int64_t window = 0;              // >= 0; 0 = unlimited; else the sliding window above
+  float scale = 0.0f;       // score scale; the caller chooses, usually 1/sqrt(D). Must be finite.
+  bool causal = false;      // bottom-right aligned mask (see top of file)
+  std::int64_t window = 0;  // >= 0; 0 = unlimited; else the sliding window above
   const float* alibi_slopes = nullptr;  // nullable; [H] finite ALiBi slopes (borrowed)
 
   // Backward only (ignored by the forward). dq/dk/dv are overwritten, not accumulated.
@@ -123,6 +123,12 @@ struct AttentionParams {
   // thread only.
   int num_threads = 0;
   KernelIsa isa = KernelIsa::automatic;
+  // Decode (Tq = 1) runs a row kernel of its own by default (no query tile padded to 16
+  // columns), which sums in another order than the query tiles: a decoded token's output then
+  // differs in the last bits from its row of a longer call. true: Tq = 1 runs the query-tile
+  // path too, bit-identical to that row of any call over the same keys (batch invariance),
+  // at 2.5-3.5x the row kernel's time (docs/reliability.md).
+  bool row_invariant_decode = false;
 };
 
 // Empty when `p` is usable for `pass`; otherwise one sentence saying what was expected and

@@ -1,6 +1,8 @@
 // Skinny matmul for decoding: y = x · Wᵀ for a few rows of x (batch-1 decoding has one; beam
 // search a handful), with W stored row-major [n, k] as linear layers keep their weights
 // (PyTorch's layout: one output feature per row). With plain reference beside it for tests.
+// It takes any number of rows: the engine runs every f32 x · Wᵀ through it, so that a row's
+// result never depends on how many rows share the product (batch invariance, below).
 //
 //   x [m, k] f32, row i at x + i * x_row_stride (elements; k contiguous)
 //   w [n, k] f32 or bf16 (bf16 = the upper 16 bits of an f32), row j at w + j * w_row_stride
@@ -23,7 +25,14 @@
 // contiguous ranges over omp_get_max_threads() (or `threads` when > 0) OpenMP threads, and a
 // thread done with its range takes chunks of the range with the most left; results do not
 // depend on the thread count (each y element is summed by one thread in a fixed order).
-// Paths: AVX-512 (chosen at run time with __builtin_cpu_supports) and a portable loop.
+// Paths: AVX-512, AVX2 + FMA (chosen at run time with __builtin_cpu_supports) and a portable
+// loop.
+//
+// Batch invariance: on one machine every y[i][j] is summed in one order that depends on k
+// alone: not on m, on the other rows of x, on the thread count or on which thread took it
+// (each path documents its order; the path is chosen by the CPU, never by the shape). So a
+// row of y is bit-identical whether x has 1 row or 1000, and a token decoded alone gets the
+// bits it gets inside a full forward. The three paths differ from each other in the last bits.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +41,7 @@
 namespace patchbay::kernels {
 
 enum class SkinnyWeightType { kF32, kBF16 };
-enum class SkinnyIsa { kAuto, kGeneric, kAvx512 };
+enum class SkinnyIsa { kAuto, kGeneric, kAvx2, kAvx512 };
 // The epilogue's activation: GELU (tanh form) and ReLU as bias_activation computes them.
 enum class SkinnyActivation { kNone, kRelu, kGeluTanh };
 
@@ -47,15 +56,16 @@ struct SkinnyMatmulParams {
   std::int64_t m = 0, n = 0, k = 0;
   const float* bias = nullptr;  // [n] f32, added to every row of y; null: none
   SkinnyActivation activation = SkinnyActivation::kNone;  // after the bias; needs one
-  int threads = 0;                   // 0: omp_get_max_threads()
-  SkinnyIsa isa = SkinnyIsa::kAuto;  // tests force a path; kAvx512 falls back when absent
+  int threads = 0;                                        // 0: omp_get_max_threads()
+  SkinnyIsa isa = SkinnyIsa::kAuto;  // tests force a path; one the CPU lacks falls back
 };
 
-// The most rows of x the kernel takes (callers use another GEMM above it).
+// The most rows of x for which the engine's linear op runs the kernel with its epilogue
+// (decoding shapes; above it the op is matmul, which also runs this kernel, then the bias op).
 inline constexpr std::int64_t kSkinnyMaxRows = 4;
 
 // Empty on success; otherwise a sentence saying what is wrong (nothing written): null
-// pointers, m outside [1, kSkinnyMaxRows], n or k < 1, a row stride shorter than k (or n),
+// pointers, m < 1, n or k < 1, a row stride shorter than k (or n),
 // an activation without a bias.
 std::string skinny_matmul_error(const SkinnyMatmulParams& p);
 
@@ -66,8 +76,9 @@ std::string skinny_matmul(const SkinnyMatmulParams& p);
 // the activation applied in double (std::tanh), rounded to f32 once.
 std::string skinny_matmul_reference(const SkinnyMatmulParams& p);
 
-// Whether the AVX-512 path can run on this CPU.
+// Whether the AVX-512 (AVX2 + FMA) path can run on this CPU.
 bool skinny_matmul_has_avx512();
+bool skinny_matmul_has_avx2();
 
 // Time and weight bytes of the skinny_matmul calls made by the calling thread while its
 // profiling is on (`bench generate` splits a decode step into the products and the rest).
