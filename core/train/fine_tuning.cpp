@@ -4,7 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cctype>
+#include <charconv>
+#include <limits>
 #include <set>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
@@ -86,6 +89,15 @@ namespace {
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
+// The decimal number in `digits` (digits only), saturated at LLONG_MAX: a range bound of any
+// length in a pattern is a valid bound, never an out-of-range error.
+long long saturated_number(std::string_view digits) {
+  long long value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  (void)end;
+  return error == std::errc::result_out_of_range ? std::numeric_limits<long long>::max() : value;
+}
+
 // "A-B" at pattern[p]: both numbers and where the range ends; false when there is none.
 bool read_range(const std::string& pattern, size_t p, long long* low, long long* high,
                 size_t* end) {
@@ -95,8 +107,8 @@ bool read_range(const std::string& pattern, size_t p, long long* low, long long*
   size_t j = i + 1;
   while (j < pattern.size() && is_digit(pattern[j])) ++j;
   if (j == i + 1) return false;
-  *low = std::stoll(pattern.substr(p, i - p));
-  *high = std::stoll(pattern.substr(i + 1, j - i - 1));
+  *low = saturated_number(std::string_view(pattern).substr(p, i - p));
+  *high = saturated_number(std::string_view(pattern).substr(i + 1, j - i - 1));
   *end = j;
   return true;
 }
@@ -117,7 +129,7 @@ bool glob_match(const std::string& pattern, size_t p, const std::string& name, s
     size_t k = n;
     while (k < name.size() && is_digit(name[k])) ++k;
     if (k == n || k - n > 18) return false;
-    const long long value = std::stoll(name.substr(n, k - n));
+    const long long value = saturated_number(std::string_view(name).substr(n, k - n));
     return value >= low && value <= high && glob_match(pattern, range_end, name, k);
   }
   if (n == name.size()) return false;

@@ -2,10 +2,10 @@
 // memory, the CPU kernels aliased to it; core/engine/host_standin_device.hpp): the device
 // reaches the model, the built-in optimizers update device parameters through the ops table's
 // optimizer_update (version 12) and gradient clipping sums device gradients on the device. With
-// clipping off, the run equals the CPU run bit for bit (the same per-element update rule as the
-// plugins' own CPU loops); with clipping on, to f32 rounding (the device sums the norm in f32,
-// the CPU in double). An optimizer without a device path (adafactor) refuses the device naming
-// itself, before any update or checkpoint.
+// clipping off, training equals the CPU run bit for bit (the same per-element update rule as the
+// plugins' own CPU loops; evaluation to f32 rounding, see below); with clipping on, to f32 rounding
+// (the device sums the norm in f32, the CPU in double). An optimizer without a device path
+// (adafactor) refuses the device naming itself, before any update or checkpoint.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -41,15 +41,18 @@ TEST_CASE("run.device = cuda trains like the CPU: optimizer updates and clipping
   tt::write_tiny_corpus(folder.path());
   tt::TinySetup setup;
   for (const char* optimizer : {"adamw", "sgd", "lion"}) {
-    CAPTURE(optimizer);
+    CAPTURE(std::string(optimizer));
     const std::string kind = std::string("optimizer.kind=\"") + optimizer + "\"";
     const auto cpu = train_tiny(setup, folder.path(), {kind, "train.grad_clip=0"});
     const auto device =
         train_tiny(setup, folder.path(), {kind, "train.grad_clip=0", "run.device=\"cuda\""});
     CHECK(device.steps_done == 6);
-    CHECK(device.last_loss == cpu.last_loss);  // bit for bit
+    CHECK(device.last_loss == cpu.last_loss);  // training: bit for bit
+    // Evaluation records no gradient, so on the CPU the products take the row-invariant kernel
+    // (engine/ops/batch_invariance.hpp) while the device keeps its own: equal to f32 rounding.
     REQUIRE(device.last_eval.has_value());
-    CHECK(device.last_eval->loss == cpu.last_eval->loss);
+    CHECK(std::fabs(device.last_eval->loss - cpu.last_eval->loss) <=
+          1e-6 * std::fabs(cpu.last_eval->loss));
   }
   const auto cpu = train_tiny(setup, folder.path(), {"train.grad_clip=0.05"});
   const auto device =

@@ -58,6 +58,10 @@ TEST_CASE("name patterns: globs, number ranges, prefixes at dots, aliases") {
   CHECK_FALSE(train::name_matches("blocks.1", "blocks.10.attn.qkv.weight"));
   CHECK(train::name_matches("blocks.0-19.*", "blocks.19.ffn.fc.weight"));
   CHECK_FALSE(train::name_matches("blocks.0-19.*", "blocks.20.ffn.fc.weight"));
+  // Bounds of any length are bounds (saturated), never an out-of-range error (issue 39).
+  CHECK(train::name_matches("blocks.0-99999999999999999999999.*", "blocks.7.ffn.fc.weight"));
+  CHECK_FALSE(train::name_matches("blocks.99999999999999999999-99999999999999999999.*",
+                                  "blocks.7.ffn.fc.weight"));
   CHECK(train::name_matches("layers.2-3.*", "blocks.3.norm1.gain"));
   CHECK(train::name_matches("*.attn.*", "blocks.7.attn.proj.weight"));
   CHECK_FALSE(train::name_matches("*.attn.*", "blocks.7.ffn.proj.weight"));
