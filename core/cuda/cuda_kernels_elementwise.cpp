@@ -9,8 +9,8 @@
 //   add, binary, unary, masked_fill: the strided kernels (kernels/cuda/strided.hpp), f32;
 //          add of contiguous same-layout operands takes the contiguous kernel.
 //   unary_backward, dropout_mask, random: contiguous f32 (the engine's layout for them).
-// The unary kinds share their formulas with the CPU (kernels/cuda/math/unary.hpp, the same
-// enum order as engine::kernel::UnaryKind, checked below at compile time).
+// The unary kinds are kernels/cuda/math/unary.hpp's UnaryOp (engine::kernel::UnaryKind is that
+// enum), whose formulas the CUDA kernels share with their CPU twins.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -31,12 +31,6 @@ using engine::DType;
 using engine::Tensor;
 namespace kc = kernels::cuda;
 namespace sig = engine::kernel;
-
-static_assert(static_cast<int>(sig::UnaryKind::kPowScalar) ==
-                  static_cast<int>(kc::math::UnaryOp::kPowScalar) &&
-              static_cast<int>(sig::UnaryKind::kGeluTanh) ==
-                  static_cast<int>(kc::math::UnaryOp::kGeluTanh) &&
-              static_cast<int>(sig::UnaryKind::kNeg) == static_cast<int>(kc::math::UnaryOp::kNeg));
 
 void copy_cuda(const Tensor& src, Tensor& dst) {
   const int64_t n = dst.numel();
@@ -129,9 +123,9 @@ void binary_cuda(sig::BinaryKind kind, const Tensor& a, const Tensor& b, Tensor&
 void unary_cuda(sig::UnaryKind kind, double s, const Tensor& x, Tensor& out) {
   if (x.numel() == 0) return;
   const OnDeviceOf on(out);
-  check_launch(kc::unary_strided_f32(static_cast<kc::math::UnaryOp>(kind), static_cast<float>(s),
-                                     x.data<float>(), strides_of(x), out.data<float>(),
-                                     strides_of(out), strided_shape_of("unary", x), on.stream),
+  check_launch(kc::unary_strided_f32(kind, static_cast<float>(s), x.data<float>(), strides_of(x),
+                                     out.data<float>(), strides_of(out),
+                                     strided_shape_of("unary", x), on.stream),
                "unary");
 }
 
@@ -141,9 +135,8 @@ void unary_backward_cuda(sig::UnaryKind kind, double s, const Tensor& x, const T
   for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &grad, &dx})
     require_f32_contiguous("unary_backward", *t);
   const OnDeviceOf on(dx);
-  check_launch(kc::unary_backward_f32(static_cast<kc::math::UnaryOp>(kind), static_cast<float>(s),
-                                      x.data<float>(), grad.data<float>(), dx.data<float>(),
-                                      x.numel(), on.stream),
+  check_launch(kc::unary_backward_f32(kind, static_cast<float>(s), x.data<float>(),
+                                      grad.data<float>(), dx.data<float>(), x.numel(), on.stream),
                "unary_backward");
 }
 

@@ -12,6 +12,7 @@
 #include "engine/ops_indexing.hpp"
 #include "engine/ops_optimizer.hpp"
 #include "engine/tensor.hpp"
+#include "patchbay/kernels/cuda/math/unary.hpp"
 
 namespace patchbay::engine::kernel {
 
@@ -27,24 +28,10 @@ using AddKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
 enum class BinaryKind { kSub, kMul, kDiv };
 // out = a (op) b; a, b expanded to out's shape.
 using BinaryKernel = void(BinaryKind kind, const Tensor& a, const Tensor& b, Tensor& out);
-// The order is kernels/cuda/math/unary.hpp's UnaryOp, which the CUDA entries rely on.
-enum class UnaryKind {
-  kNeg,
-  kAbs,
-  kExp,
-  kLog,
-  kSqrt,
-  kRsqrt,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kGeluTanh,
-  kGeluErf,
-  kSilu,
-  kAddScalar,
-  kMulScalar,
-  kPowScalar
-};
+// The unary ops (neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, GELU tanh/erf, SiLU,
+// add/mul/pow by a scalar): one enum for every backend, the one whose formulas the CUDA kernels
+// and their CPU twins share (kernels/cuda/math/unary.hpp, header-only).
+using UnaryKind = kernels::cuda::math::UnaryOp;
 // out = f(x) (scalar parameter s for the *Scalar kinds); x any strides, out contiguous.
 using UnaryKernel = void(UnaryKind kind, double s, const Tensor& x, Tensor& out);
 // dx = grad * f'(x); all contiguous, one shape.

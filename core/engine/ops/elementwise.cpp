@@ -1,7 +1,7 @@
 // Element-wise ops other than add: sub/mul/div (broadcasting), neg and scalar ops, the
 // unary math functions and the activations. Forward and the derivative of every unary op
-// are written once (unary_value / unary_derivative) and shared by the CPU loops; on
-// large contiguous f32 buffers the activations and exp/log/sqrt/tanh/sigmoid run through
+// are written once (kernels/cuda/math/unary.hpp, shared with the CUDA kernels) for the CPU loops;
+// on large contiguous f32 buffers the activations and exp/log/sqrt/tanh/sigmoid run through
 // onednn::eltwise_forward / eltwise_backward instead.
 #include <cmath>
 
@@ -22,91 +22,9 @@ using kernel::UnaryBackwardKernel;
 using kernel::UnaryKernel;
 using kernel::UnaryKind;
 
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kInvSqrt2 = 0.7071067811865476f;
-
-inline float unary_value(UnaryKind k, float s, float x) {
-  switch (k) {
-    case UnaryKind::kNeg:
-      return -x;
-    case UnaryKind::kAbs:
-      return std::fabs(x);
-    case UnaryKind::kExp:
-      return std::exp(x);
-    case UnaryKind::kLog:
-      return std::log(x);
-    case UnaryKind::kSqrt:
-      return std::sqrt(x);
-    case UnaryKind::kRsqrt:
-      return 1.0f / std::sqrt(x);
-    case UnaryKind::kTanh:
-      return std::tanh(x);
-    case UnaryKind::kSigmoid:
-      return 1.0f / (1.0f + std::exp(-x));
-    case UnaryKind::kRelu:
-      return x > 0.0f ? x : 0.0f;
-    case UnaryKind::kGeluTanh:
-      return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    case UnaryKind::kGeluErf:
-      return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-    case UnaryKind::kSilu:
-      return x / (1.0f + std::exp(-x));
-    case UnaryKind::kAddScalar:
-      return x + s;
-    case UnaryKind::kMulScalar:
-      return x * s;
-    case UnaryKind::kPowScalar:
-      return std::pow(x, s);
-  }
-  return 0.0f;
-}
-
-inline float unary_derivative(UnaryKind k, float s, float x) {
-  switch (k) {
-    case UnaryKind::kNeg:
-      return -1.0f;
-    case UnaryKind::kAbs:
-      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
-    case UnaryKind::kExp:
-      return std::exp(x);
-    case UnaryKind::kLog:
-      return 1.0f / x;
-    case UnaryKind::kSqrt:
-      return 0.5f / std::sqrt(x);
-    case UnaryKind::kRsqrt:
-      return -0.5f / (x * std::sqrt(x));
-    case UnaryKind::kTanh: {
-      float t = std::tanh(x);
-      return 1.0f - t * t;
-    }
-    case UnaryKind::kSigmoid: {
-      float g = 1.0f / (1.0f + std::exp(-x));
-      return g * (1.0f - g);
-    }
-    case UnaryKind::kRelu:
-      return x > 0.0f ? 1.0f : 0.0f;
-    case UnaryKind::kGeluTanh: {
-      float u = kSqrt2OverPi * (x + 0.044715f * x * x * x);
-      float t = std::tanh(u);
-      float du = kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * x * x);
-      return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-    }
-    case UnaryKind::kGeluErf:
-      return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) +
-             x * 0.3989422804014327f * std::exp(-0.5f * x * x);
-    case UnaryKind::kSilu: {
-      float g = 1.0f / (1.0f + std::exp(-x));
-      return g * (1.0f + x * (1.0f - g));
-    }
-    case UnaryKind::kAddScalar:
-      return 1.0f;
-    case UnaryKind::kMulScalar:
-      return s;
-    case UnaryKind::kPowScalar:
-      return s == 0.0f ? 0.0f : s * std::pow(x, s - 1.0f);
-  }
-  return 0.0f;
-}
+// One formula per op and its derivative, shared with the CUDA kernels and their CPU twins.
+using kernels::cuda::math::unary_derivative;
+using kernels::cuda::math::unary_value;
 
 void binary_cpu(BinaryKind kind, const Tensor& a, const Tensor& b, Tensor& out) {
   const float* pa = a.data<float>();
