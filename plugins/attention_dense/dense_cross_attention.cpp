@@ -33,17 +33,6 @@ class DenseCrossMemory : public patchbay::CrossMemory {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> attended_runs;  // [B] when padded
 };
 
-// Rows [start, end) of dim 2 of t[b] for each run, joined: [1, heads, attended, Dh].
-Tensor gather_runs(const Tensor& t, int64_t b,
-                   const std::vector<std::pair<int64_t, int64_t>>& runs) {
-  const Tensor row = t.slice(0, b, b + 1);
-  if (runs.size() == 1 && runs[0].first == 0 && runs[0].second == t.size(2)) return row;
-  std::vector<Tensor> parts;
-  parts.reserve(runs.size());
-  for (const auto& [start, end] : runs) parts.push_back(row.slice(2, start, end));
-  return parts.size() == 1 ? parts[0] : patchbay::Ops(t.ops()).concat(parts, 2);
-}
-
 }  // namespace
 
 std::unique_ptr<patchbay::CrossMemory> DenseAttention::create_cross_memory(
@@ -87,8 +76,9 @@ Tensor DenseAttention::forward_cross(const Tensor& x, const patchbay::CrossMemor
             on_device(ops_.zeros({1, local_heads_, q.size(2), head_dim_}, q.dtype())));
         continue;
       }
-      per_sequence.push_back(
-          ops_.attention(q_b, gather_runs(m.k, b, runs), gather_runs(m.v, b, runs), false, scale));
+      per_sequence.push_back(ops_.attention(q_b, patchbay::gather_attended_rows(m.k, b, runs),
+                                            patchbay::gather_attended_rows(m.v, b, runs), false,
+                                            scale));
     }
     o = ops_.concat(per_sequence, 0);
   }

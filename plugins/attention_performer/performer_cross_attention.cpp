@@ -33,15 +33,6 @@ class PerformerCrossMemory : public patchbay::CrossMemory {
   Tensor key_sum;  // z [B, H, 1, m], fp32
 };
 
-// Rows of dim 2 of t[b] in the runs [start, end), joined: [1, H, attended, last dim].
-Tensor gather_runs(const Tensor& t, int64_t b,
-                   const std::vector<std::pair<int64_t, int64_t>>& runs) {
-  const Tensor row = t.slice(0, b, b + 1);
-  std::vector<Tensor> parts;
-  for (const auto& [start, end] : runs) parts.push_back(row.slice(2, start, end));
-  return parts.size() == 1 ? parts[0] : patchbay::Ops(t.ops()).concat(parts, 2);
-}
-
 }  // namespace
 
 Tensor PerformerAttention::project_block(const Tensor& x, int64_t which) const {
@@ -78,7 +69,8 @@ std::unique_ptr<patchbay::CrossMemory> PerformerAttention::create_cross_memory(
       key_sums.push_back(ops_.zeros({1, n_heads_, 1, features_}, PB_DTYPE_F32));
       continue;
     }
-    const Tensor fk_b = gather_runs(fk, b, runs), v_b = gather_runs(v, b, runs);
+    const Tensor fk_b = patchbay::gather_attended_rows(fk, b, runs),
+                 v_b = patchbay::gather_attended_rows(v, b, runs);
     kv_sums.push_back(fk_b.matmul(v_b, true, false));
     key_sums.push_back(fk_b.sum({2}, true));
   }

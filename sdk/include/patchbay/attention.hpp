@@ -116,6 +116,19 @@ struct KeyPadding {
   }
 };
 
+// Rows [start, end) of dim 2 of t[b] for each run of KeyPadding::attended_runs(b), joined:
+// t [B, heads, Tk, last] -> [1, heads, attended, last] (t[b] itself when the one run is all of
+// Tk). `runs` must not be empty (a sequence with every key padded has nothing to gather).
+inline Tensor gather_attended_rows(const Tensor& t, int64_t b,
+                                   const std::vector<std::pair<int64_t, int64_t>>& runs) {
+  const Tensor row = t.slice(0, b, b + 1);
+  if (runs.size() == 1 && runs[0].first == 0 && runs[0].second == t.size(2)) return row;
+  std::vector<Tensor> parts;
+  parts.reserve(runs.size());
+  for (const auto& [start, end] : runs) parts.push_back(row.slice(2, start, end));
+  return parts.size() == 1 ? parts[0] : Ops(t.ops()).concat(parts, 2);
+}
+
 // What a cross-attention layer computed once from a memory [B, Tk, C] (keys and values, a
 // linear-attention summary, ...). Created by create_cross_memory, read by forward_cross.
 class CrossMemory {
