@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/parse_number.hpp"
 #include "data/split.hpp"
 #include "run/metrics_log.hpp"
 #include "sweep/toml_value_text.hpp"
@@ -123,8 +124,14 @@ RunResult read_run(const fs::path& dir, const std::string& seed_key) {
   run.dir = dir;
   const toml::table table = toml::parse_file(config_file.string());
   flatten(table, "", run.flat);
-  if (const auto it = run.flat.find(seed_key); it != run.flat.end())
-    run.seed = std::stoll(it->second);
+  if (const auto it = run.flat.find(seed_key); it != run.flat.end()) {
+    const std::optional<int64_t> seed = parse_int64(it->second);
+    if (!seed)
+      throw Error(ErrorKind::kInvalidArgument, "'" + config_file.string() + "': " + seed_key +
+                                                   " is '" + it->second +
+                                                   "', expected an integer seed");
+    run.seed = *seed;
+  }
   for (const char* key : {"run.name", "train.out_dir"}) run.flat.erase(key);
   run.flat.erase(seed_key);
   std::string canonical;

@@ -27,9 +27,8 @@
 // single-token steps are timed; printed: the median ms per token, the state's size (engine
 // memory held after the prefill), and the fitted exponents of both against T (a KV cache
 // grows ~1, a recurrent state stays ~0). Kinds without a decoding state are left out.
-#include <boost/program_options.hpp>
-
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -43,6 +42,7 @@
 #include "cli/attention_flop_count.hpp"
 #include "cli/command.hpp"
 #include "common/error.hpp"
+#include "common/parse_number.hpp"
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
 #include "engine/generator.hpp"
@@ -103,13 +103,14 @@ double fitted_exponent(const std::vector<Point>& points, bool memory) {
   mx /= static_cast<double>(xs.size());
   my /= static_cast<double>(xs.size());
   double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < xs.size(); ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
+  for (size_t i = 0; i < xs.size(); ++i)
+    sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
   return sxx > 0 ? sxy / sxx : std::nan("");
 }
 
 // Sets key=value on a component config, the value read as the field's type.
-void apply_setting(runtime::ComponentConfig& config, const pb_component_descriptor& d, const std::string& key,
-                   const std::string& value) {
+void apply_setting(runtime::ComponentConfig& config, const pb_component_descriptor& d,
+                   const std::string& key, const std::string& value) {
   for (size_t i = 0; i < d.config_field_count; ++i) {
     const pb_config_field& f = d.config_fields[i];
     if (key != f.key) continue;
@@ -117,12 +118,24 @@ void apply_setting(runtime::ComponentConfig& config, const pb_component_descript
       case PB_TYPE_BOOL:
         config.set_bool(key, value == "true" || value == "1");
         return;
-      case PB_TYPE_INT:
-        config.set_int(key, std::stoll(value));
+      case PB_TYPE_INT: {
+        const std::optional<int64_t> number = parse_int64(value);
+        if (!number)
+          throw Error(ErrorKind::kInvalidArgument,
+                      "--set " + key + "=" + value + ": '" + key +
+                          "' is an integer setting; give a whole number");
+        config.set_int(key, *number);
         return;
-      case PB_TYPE_FLOAT:
-        config.set_float(key, std::stod(value));
+      }
+      case PB_TYPE_FLOAT: {
+        const std::optional<double> number = parse_double(value);
+        if (!number)
+          throw Error(ErrorKind::kInvalidArgument,
+                      "--set " + key + "=" + value + ": '" + key +
+                          "' is a number setting; give a number such as 0.5");
+        config.set_float(key, *number);
         return;
+      }
       case PB_TYPE_STRING:
         config.set_string(key, value);
         return;
@@ -130,8 +143,9 @@ void apply_setting(runtime::ComponentConfig& config, const pb_component_descript
         break;
     }
   }
-  throw Error(ErrorKind::kInvalidArgument, "--set: attention '" + std::string(d.name) + "' has no scalar field '" +
-                                               key + "' (see `patchbay plugins describe " + d.name + "`)");
+  throw Error(ErrorKind::kInvalidArgument,
+              "--set: attention '" + std::string(d.name) + "' has no scalar field '" + key +
+                  "' (see `patchbay plugins describe " + d.name + "`)");
 }
 
 // The shape of one benchmark: what every kind is measured on.
@@ -143,9 +157,9 @@ struct BenchShape {
 // `kind` with its default config plus `settings`, initialised as layer 0 of a causal (or, with
 // shape.causal false, bidirectional) model of max_seq_len positions. In a bidirectional bench
 // a kind's own `causal` key is set to false unless the settings name it.
-runtime::ComponentConfig make_config(runtime::Registry& registry, const std::string& kind,
-                                     const std::vector<std::pair<std::string, std::string>>& settings,
-                                     const BenchShape& shape) {
+runtime::ComponentConfig make_config(
+    runtime::Registry& registry, const std::string& kind,
+    const std::vector<std::pair<std::string, std::string>>& settings, const BenchShape& shape) {
   const pb_component_descriptor& descriptor = *registry.find(PB_KIND_ATTENTION, kind).descriptor;
   runtime::ComponentConfig config(descriptor);
   bool causal_set = false;
@@ -155,16 +169,19 @@ runtime::ComponentConfig make_config(runtime::Registry& registry, const std::str
   }
   if (!shape.causal && !causal_set)
     for (size_t i = 0; i < descriptor.config_field_count; ++i)
-      if (std::string(descriptor.config_fields[i].key) == "causal" && descriptor.config_fields[i].type == PB_TYPE_BOOL)
+      if (std::string(descriptor.config_fields[i].key) == "causal" &&
+          descriptor.config_fields[i].type == PB_TYPE_BOOL)
         config.set_bool("causal", false);
   return config;
 }
 
-runtime::AttentionHandle make_layer(runtime::Registry& registry, const std::string& kind,
-                                    const std::vector<std::pair<std::string, std::string>>& settings,
-                                    const BenchShape& shape, int64_t max_seq_len) {
+runtime::AttentionHandle make_layer(
+    runtime::Registry& registry, const std::string& kind,
+    const std::vector<std::pair<std::string, std::string>>& settings, const BenchShape& shape,
+    int64_t max_seq_len) {
   runtime::ComponentConfig config = make_config(registry, kind, settings, shape);
-  runtime::AttentionHandle layer(registry.create(PB_KIND_ATTENTION, kind, config.view()), registry.host());
+  runtime::AttentionHandle layer(registry.create(PB_KIND_ATTENTION, kind, config.view()),
+                                 registry.host());
   pb_layer_context ctx{};
   ctx.struct_size = sizeof(ctx);
   ctx.d_model = shape.heads * shape.head_dim;
@@ -187,9 +204,10 @@ runtime::AttentionHandle make_layer(runtime::Registry& registry, const std::stri
 
 // The FLOPs counted for one forward + backward of `kind` at length t (attention_flop_count.hpp),
 // read from its resolved config (defaults plus --set); nullopt for a kind without a formula.
-std::optional<AttentionFlops> counted_flops(runtime::Registry& registry, const std::string& kind,
-                                            const std::vector<std::pair<std::string, std::string>>& settings,
-                                            const BenchShape& shape, int64_t t) {
+std::optional<AttentionFlops> counted_flops(
+    runtime::Registry& registry, const std::string& kind,
+    const std::vector<std::pair<std::string, std::string>>& settings, const BenchShape& shape,
+    int64_t t) {
   runtime::ComponentConfig config = make_config(registry, kind, settings, shape);
   const pb_config_view& view = config.view();
   const ConfigIntLookup lookup = [&view](const std::string& key) -> std::optional<int64_t> {
@@ -199,7 +217,8 @@ std::optional<AttentionFlops> counted_flops(runtime::Registry& registry, const s
     }
     return std::nullopt;
   };
-  return attention_flops(kind, lookup, AttentionFlopShape{shape.batch, t, shape.heads, shape.head_dim, shape.causal});
+  return attention_flops(
+      kind, lookup, AttentionFlopShape{shape.batch, t, shape.heads, shape.head_dim, shape.causal});
 }
 
 // The same-run reference: oneDNN's f32 GEMM [kGemmSide x kGemmSide] x [kGemmSide x kGemmSide]
@@ -210,14 +229,15 @@ double reference_gemm_gflops() {
   onednn::GemmRateOptions options;
   options.warmup_iterations = 1;
   options.repeats = 5;
-  return onednn::measure_onednn_matmul_rate(kGemmSide, kGemmSide, kGemmSide, onednn::DType::kF32, options)
+  return onednn::measure_onednn_matmul_rate(kGemmSide, kGemmSide, kGemmSide, onednn::DType::kF32,
+                                            options)
       .median_gflops;
 }
 
 // One forward + backward of `kind` at length t; returns the point (throws on failure).
 Point measure(runtime::Registry& registry, const std::string& kind,
-              const std::vector<std::pair<std::string, std::string>>& settings, const BenchShape& shape, int64_t t,
-              int repeats) {
+              const std::vector<std::pair<std::string, std::string>>& settings,
+              const BenchShape& shape, int64_t t, int repeats) {
   runtime::AttentionHandle layer = make_layer(registry, kind, settings, shape, t);
   const int64_t batch = shape.batch, d_model = shape.heads * shape.head_dim;
   eng::Generator gen(7);
@@ -246,8 +266,8 @@ Point measure(runtime::Registry& registry, const std::string& kind,
 // token), Point::mib the engine memory the state holds after the prefill (what stays allocated
 // beyond the parameters once the prefill's output is freed).
 Point measure_decode(runtime::Registry& registry, const std::string& kind,
-                     const std::vector<std::pair<std::string, std::string>>& settings, const BenchShape& shape,
-                     int64_t t, int steps) {
+                     const std::vector<std::pair<std::string, std::string>>& settings,
+                     const BenchShape& shape, int64_t t, int steps) {
   runtime::AttentionHandle layer = make_layer(registry, kind, settings, shape, t + steps);
   const int64_t d_model = shape.heads * shape.head_dim;
   eng::NoGradGuard no_grad;
@@ -281,49 +301,57 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
   int repeats = 1, decode_steps = 16;
   bool bidirectional = false, decode = false;
   po::options_description options("Options");
-  options.add_options()("help,h", "this help")("seq-lens", po::value(&lengths_text),
-                                               "comma-separated T list (default 512..32768, doubling)")(
+  options.add_options()("help,h", "this help")(
+      "seq-lens", po::value(&lengths_text),
+      "comma-separated T list (default 512..32768, doubling)")(
       "batch", po::value(&shape.batch), "sequences (default 1)")("heads", po::value(&shape.heads),
                                                                  "heads H (default 4)")(
       "head-dim", po::value(&shape.head_dim), "head dim D (default 64; d_model = H * D)")(
-      "kinds", po::value(&kinds_text), "comma-separated attention kinds (default: every one found)")(
+      "kinds", po::value(&kinds_text),
+      "comma-separated attention kinds (default: every one found)")(
       "set", po::value(&sets)->composing(), "KIND.KEY=VALUE: a component setting (repeatable)")(
-      "max-seconds", po::value(&max_seconds), "stop a kind after a run longer than this (default 60)")(
+      "max-seconds", po::value(&max_seconds),
+      "stop a kind after a run longer than this (default 60)")(
       "repeats", po::value(&repeats), "runs per point, best time kept (default 1)")(
       "bidirectional", po::bool_switch(&bidirectional),
       "bidirectional layers (no causal mask; `causal` keys set to false; Linformer included)")(
       "decode", po::bool_switch(&decode),
       "decoding cost per token against the position T (prefill T, then time single steps)")(
-      "decode-steps", po::value(&decode_steps), "--decode: single-token steps timed per T (median kept; default 16)");
+      "decode-steps", po::value(&decode_steps),
+      "--decode: single-token steps timed per T (median kept; default 16)");
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).run(), values);
   po::notify(values);
   if (values.count("help") != 0) {
-    std::cout << "Usage: patchbay bench attention [--seq-lens LIST] [--batch B] [--heads H] [--head-dim D]\n"
-                 "                                [--bidirectional | --decode]\n\n"
-                 "Forward + backward time and peak memory of every attention kind on the plugin path\n"
-                 "(dense is the reference), fitted exponents against T and the crossover against dense,\n"
-                 "each kind's counted FLOPs and its rate as a share of a same-run oneDNN GEMM.\n"
-                 "--bidirectional measures the layers without a causal mask (Linformer joins, dense\n"
-                 "unmasked is the reference); --decode measures the cost of one decoding step and the\n"
-                 "state's size against the position instead.\n\n"
-              << options;
+    std::cout
+        << "Usage: patchbay bench attention [--seq-lens LIST] [--batch B] [--heads H] [--head-dim "
+           "D]\n"
+           "                                [--bidirectional | --decode]\n\n"
+           "Forward + backward time and peak memory of every attention kind on the plugin path\n"
+           "(dense is the reference), fitted exponents against T and the crossover against dense,\n"
+           "each kind's counted FLOPs and its rate as a share of a same-run oneDNN GEMM.\n"
+           "--bidirectional measures the layers without a causal mask (Linformer joins, dense\n"
+           "unmasked is the reference); --decode measures the cost of one decoding step and the\n"
+           "state's size against the position instead.\n\n"
+        << options;
     return kExitOk;
   }
   if (shape.batch < 1 || shape.heads < 1 || shape.head_dim < 1 || repeats < 1 || decode_steps < 1)
     throw Error(ErrorKind::kInvalidArgument,
                 "--batch, --heads, --head-dim, --repeats and --decode-steps must be >= 1");
   if (bidirectional && decode)
-    throw Error(ErrorKind::kInvalidArgument,
-                "--decode measures incremental (causal) decoding; a bidirectional layer has no decoding "
-                "state. Use one of --bidirectional and --decode");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "--decode measures incremental (causal) decoding; a bidirectional layer has no decoding "
+        "state. Use one of --bidirectional and --decode");
   shape.causal = !bidirectional;
   const std::vector<int64_t> lengths = parse_lengths(lengths_text);
 
   // The engine behind the process host api, then every plugin on the search path.
   const pb_host_api* host = runtime::host_api();
   if (host->ops == nullptr) {
-    eng::set_ops_status_functions({host->status_create, host->status_code, host->status_message, host->status_free});
+    eng::set_ops_status_functions(
+        {host->status_create, host->status_code, host->status_message, host->status_free});
     runtime::set_host_ops(eng::host_ops_table());
   }
   runtime::Registry registry(host);
@@ -347,7 +375,8 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
   }
   // Kinds that cannot run in this mode are left out, with the reason.
   std::erase_if(kinds, [&](const std::string& kind) {
-    const auto* vt = static_cast<const pb_attention_vtable*>(registry.find(PB_KIND_ATTENTION, kind).descriptor->vtable);
+    const auto* vt = static_cast<const pb_attention_vtable*>(
+        registry.find(PB_KIND_ATTENTION, kind).descriptor->vtable);
     const char* why = nullptr;
     if (bidirectional && (vt->capabilities & PB_ATTENTION_CAP_NONCAUSAL) == 0)
       why = "causal only (no PB_ATTENTION_CAP_NONCAUSAL)";
@@ -359,8 +388,10 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
     return why != nullptr;
   });
   if (std::find(kinds.begin(), kinds.end(), "dense") == kinds.end())
-    throw Error(ErrorKind::kNotFound, "bench attention needs attention 'dense' (the reference) on the plugin path");
-  std::stable_partition(kinds.begin(), kinds.end(), [](const std::string& k) { return k == "dense"; });
+    throw Error(ErrorKind::kNotFound,
+                "bench attention needs attention 'dense' (the reference) on the plugin path");
+  std::stable_partition(kinds.begin(), kinds.end(),
+                        [](const std::string& k) { return k == "dense"; });
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> settings;
   for (const std::string& s : sets) {
     const size_t dot = s.find('.'), eq = s.find('=');
@@ -369,19 +400,22 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
     settings[s.substr(0, dot)].emplace_back(s.substr(dot + 1, eq - dot - 1), s.substr(eq + 1));
   }
 
-  std::cout << "machine: " << onednn::machine_info_line(onednn::machine_info()) << "\n"
-            << "shape: batch " << shape.batch << ", heads " << shape.heads << ", head dim " << shape.head_dim << ", "
-            << (decode ? "causal, one decoding step (median of " + std::to_string(decode_steps) +
-                             ") after a prefill of T positions, one attention layer (projections included)"
-                       : std::string(bidirectional ? "bidirectional" : "causal") +
-                             ", forward + backward of one attention layer (projections included)")
-            << "\n";
+  std::cout
+      << "machine: " << onednn::machine_info_line(onednn::machine_info()) << "\n"
+      << "shape: batch " << shape.batch << ", heads " << shape.heads << ", head dim "
+      << shape.head_dim << ", "
+      << (decode
+              ? "causal, one decoding step (median of " + std::to_string(decode_steps) +
+                    ") after a prefill of T positions, one attention layer (projections included)"
+              : std::string(bidirectional ? "bidirectional" : "causal") +
+                    ", forward + backward of one attention layer (projections included)")
+      << "\n";
   std::map<std::string, std::vector<Point>> results;
   if (decode)
     std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "ms/token", "state MiB", "vs dense");
   else
-    std::printf("%-10s %8s %12s %12s %10s %10s %10s %8s\n", "kind", "T", "fwd+bwd s", "peak MiB", "vs dense",
-                "GFLOP", "GFLOP/s", "of GEMM");
+    std::printf("%-10s %8s %12s %12s %10s %10s %10s %8s\n", "kind", "T", "fwd+bwd s", "peak MiB",
+                "vs dense", "GFLOP", "GFLOP/s", "of GEMM");
   // T outer, kinds inner: every kind at one T is measured within a short interval, so a change
   // of machine load between kinds does not skew their ratio.
   std::map<std::string, bool> stopped;
@@ -389,9 +423,11 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
     double gemm_gflops = 0;
     if (!decode) {
       gemm_gflops = reference_gemm_gflops();
-      std::printf("reference at T = %lld: oneDNN f32 GEMM [%lld x %lld] x [%lld x %lld] %.1f GFLOP/s\n",
-                  static_cast<long long>(t), static_cast<long long>(kGemmSide), static_cast<long long>(kGemmSide),
-                  static_cast<long long>(kGemmSide), static_cast<long long>(kGemmSide), gemm_gflops);
+      std::printf(
+          "reference at T = %lld: oneDNN f32 GEMM [%lld x %lld] x [%lld x %lld] %.1f GFLOP/s\n",
+          static_cast<long long>(t), static_cast<long long>(kGemmSide),
+          static_cast<long long>(kGemmSide), static_cast<long long>(kGemmSide),
+          static_cast<long long>(kGemmSide), gemm_gflops);
     }
     for (const std::string& kind : kinds) {
       if (stopped[kind]) continue;
@@ -407,24 +443,27 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       results[kind].push_back(p);
       std::string ratio = "-";
       for (const Point& d : results["dense"])
-        if (d.length == t && kind != "dense") ratio = std::to_string(d.seconds / p.seconds).substr(0, 5) + "x";
+        if (d.length == t && kind != "dense")
+          ratio = std::to_string(d.seconds / p.seconds).substr(0, 5) + "x";
       if (decode) {
-        std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t), p.seconds * 1e3,
-                    p.mib, ratio.c_str());
-      } else if (const std::optional<AttentionFlops> flops = counted_flops(registry, kind, settings[kind], shape, t)) {
+        std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t),
+                    p.seconds * 1e3, p.mib, ratio.c_str());
+      } else if (const std::optional<AttentionFlops> flops =
+                     counted_flops(registry, kind, settings[kind], shape, t)) {
         const double rate = flops->total() / p.seconds / 1e9;
-        std::printf("%-10s %8lld %12.4f %12.1f %10s %10.3f %10.1f %7.1f%%\n", kind.c_str(), static_cast<long long>(t),
-                    p.seconds, p.mib, ratio.c_str(), flops->total() / 1e9, rate, 100 * rate / gemm_gflops);
+        std::printf("%-10s %8lld %12.4f %12.1f %10s %10.3f %10.1f %7.1f%%\n", kind.c_str(),
+                    static_cast<long long>(t), p.seconds, p.mib, ratio.c_str(),
+                    flops->total() / 1e9, rate, 100 * rate / gemm_gflops);
       } else {
-        std::printf("%-10s %8lld %12.4f %12.1f %10s %10s %10s %8s\n", kind.c_str(), static_cast<long long>(t),
-                    p.seconds, p.mib, ratio.c_str(), "-", "-", "-");
+        std::printf("%-10s %8lld %12.4f %12.1f %10s %10s %10s %8s\n", kind.c_str(),
+                    static_cast<long long>(t), p.seconds, p.mib, ratio.c_str(), "-", "-", "-");
       }
       std::fflush(stdout);
       if (p.seconds > max_seconds) stopped[kind] = true;
     }
   }
-  std::printf("\n%-10s %14s %14s %22s\n", "kind", "time exponent", decode ? "state exponent" : "memory exponent",
-              "faster than dense from T");
+  std::printf("\n%-10s %14s %14s %22s\n", "kind", "time exponent",
+              decode ? "state exponent" : "memory exponent", "faster than dense from T");
   for (const std::string& kind : kinds) {
     const std::vector<Point>& points = results[kind];
     // Exponents over T >= 1024 where available (short runs are dominated by fixed costs).
@@ -450,16 +489,17 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
         }
       }
     }
-    std::printf("%-10s %14.2f %14.2f %22s\n", kind.c_str(), fitted_exponent(fit, false), fitted_exponent(fit, true),
-                crossover.c_str());
+    std::printf("%-10s %14.2f %14.2f %22s\n", kind.c_str(), fitted_exponent(fit, false),
+                fitted_exponent(fit, true), crossover.c_str());
   }
   return kExitOk;
 }
 
 }  // namespace
 
-PATCHBAY_REGISTER_COMMAND({"bench attention",
-                           "Forward+backward time and memory of every attention kind vs T, exponents, crossover",
-                           run_bench_attention});
+PATCHBAY_REGISTER_COMMAND(
+    {"bench attention",
+     "Forward+backward time and memory of every attention kind vs T, exponents, crossover",
+     run_bench_attention});
 
 }  // namespace patchbay::cli

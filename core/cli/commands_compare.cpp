@@ -14,6 +14,7 @@
 #include "analysis/run_results.hpp"
 #include "cli/command.hpp"
 #include "common/error.hpp"
+#include "common/parse_number.hpp"
 #include "run/atomic_file.hpp"
 
 namespace patchbay::cli {
@@ -88,8 +89,9 @@ int run_compare(const std::vector<std::string>& args, const GlobalOptions&) {
   if (!baseline.empty()) {
     bool found = false;
     if (baseline.find_first_not_of("0123456789") == std::string::npos) {
-      base = std::stoul(baseline);
-      found = base < groups.size();
+      const std::optional<uint64_t> index = parse_uint64(baseline);
+      found = index && *index < groups.size();
+      base = found ? static_cast<size_t>(*index) : 0;
     } else {
       for (size_t g = 0; g < groups.size() && !found; ++g)
         if (groups[g].label.find(baseline) != std::string::npos) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/parse_number.hpp"
 #include "data/prepare.hpp"
 
 namespace patchbay::data {
@@ -41,7 +42,13 @@ PreparedDataset open_prepared_dataset(const fs::path& folder) {
   const nlohmann::json& t = m.at("tokenizer");
   d.tokenizer_kind = t.at("kind").get<std::string>();
   d.tokenizer_file = t.at("file").get<std::string>();
-  d.tokenizer_hash = std::stoull(t.at("hash").get<std::string>(), nullptr, 16);
+  const std::string hash_text = t.at("hash").get<std::string>();
+  const std::optional<uint64_t> hash = parse_uint64(hash_text, 16);
+  if (!hash)
+    throw Error(ErrorKind::kInvalidArgument,
+                "'" + manifest_file.string() + "': tokenizer.hash is '" + hash_text.substr(0, 40) +
+                    "', expected 16 hex digits; prepare the data again");
+  d.tokenizer_hash = *hash;
   d.vocab_size = t.at("vocab_size").get<int64_t>();
   d.eot_id = t.at("eot_id").get<int32_t>();
   for (int split = 0; split < 3; ++split) {

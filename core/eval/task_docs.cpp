@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/parse_number.hpp"
 #include "eval/python_random.hpp"
 #include "eval/template.hpp"
 
@@ -70,8 +71,12 @@ struct DocView {
                                  features.count(std::get<std::string>(spec.doc_to_target)) == 0;
       if (from_template && v.is_string()) {
         const std::string s = v.get<std::string>();
-        if (is_digits(s) && !std::holds_alternative<std::monostate>(spec.doc_to_choice))
-          return std::stoll(s);
+        if (is_digits(s) && !std::holds_alternative<std::monostate>(spec.doc_to_choice)) {
+          const std::optional<int64_t> index = parse_int64(s);
+          if (!index)
+            throw Error(ErrorKind::kInvalidArgument, "answer index '" + s + "' is out of range");
+          return *index;
+        }
         if (s.size() >= 2 && s.front() == '[' && s.back() == ']') {
           try {
             return parse_python_literal(s);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/parse_number.hpp"
 
 namespace patchbay::eval {
 namespace {
@@ -192,9 +193,11 @@ class Evaluator {
       case TokenKind::kString:
         return t.text;
       case TokenKind::kInteger:
-        return std::stoll(t.text);
+        if (const std::optional<int64_t> number = parse_int64(t.text)) return *number;
+        fail(source_, "the integer " + t.text + " does not fit 64 bits");
       case TokenKind::kFloat:
-        return std::stod(t.text);
+        if (const std::optional<double> number = parse_double(t.text)) return *number;
+        fail(source_, "'" + t.text + "' is not a number");
       case TokenKind::kName:
         if (t.text == "true" || t.text == "True") return true;
         if (t.text == "false" || t.text == "False") return false;

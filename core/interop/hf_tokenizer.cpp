@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/parse_number.hpp"
 
 namespace patchbay::interop {
 
@@ -392,7 +393,11 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
     std::string first_duplicate;
     for (const auto& row : read_section(in, "merges", kind)) {
       if (row.size() != 3) bad_file(kind, "a merge line is not '<left> <right> <hex>'");
-      const size_t left = std::stoul(row[0]), right = std::stoul(row[1]);
+      const std::optional<uint64_t> left_id = parse_uint64(row[0]), right_id = parse_uint64(row[1]);
+      if (!left_id || !right_id)
+        bad_file(kind,
+                 "a merge line '" + row[0] + " " + row[1] + "' does not start with two token ids");
+      const size_t left = *left_id, right = *right_id;
       if (left >= spelling.size() || right >= spelling.size())
         bad_file(kind, "a merge names a later id");
       const std::string text = spelling[left] + spelling[right];
@@ -434,7 +439,9 @@ HfTokenizerFiles tokenizer_to_hf(const std::string& kind, const std::string& fil
   return files;
 }
 
-PatchbayTokenizerFile tokenizer_from_hf(const json& tokenizer) {
+namespace {
+
+PatchbayTokenizerFile convert_tokenizer_json(const json& tokenizer) {
   if (!tokenizer.contains("model") || tokenizer["model"].value("type", "") != "BPE")
     throw Error(
         ErrorKind::kInvalidArgument,
@@ -471,6 +478,25 @@ PatchbayTokenizerFile tokenizer_from_hf(const json& tokenizer) {
               "found pre_tokenizer " +
                   pre.dump() +
                   "; SentencePiece/WordPiece/Unigram tokenizers have no Patchbay counterpart");
+}
+
+}  // namespace
+
+// The conversion reads fields with nlohmann's checked accessors (at, value, get); a file whose
+// structure differs from tokenizer.json's (a missing "vocab", a number where an object goes)
+// surfaces as a json exception, turned here into an input error that says what was expected.
+PatchbayTokenizerFile tokenizer_from_hf(const json& tokenizer) {
+  try {
+    return convert_tokenizer_json(tokenizer);
+  } catch (const json::exception& error) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("tokenizer.json does not have the structure of a Hugging Face "
+                            "tokenizers file (") +
+                    error.what() +
+                    "); expected {\"model\": {\"type\": \"BPE\", \"vocab\": {...}, "
+                    "\"merges\": [...]}, \"pre_tokenizer\": ..., \"added_tokens\": [...]} as "
+                    "transformers saves it");
+  }
 }
 
 }  // namespace patchbay::interop

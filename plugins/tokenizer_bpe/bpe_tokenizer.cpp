@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -440,17 +441,28 @@ void BpeTokenizer::load(const std::string& path) {
   }
   if (!(file >> keyword >> value) || keyword != "pretokenizer" || value != "gpt2")
     fail("expected 'pretokenizer gpt2'");
-  size_t merge_count = 0;
-  if (!(file >> keyword >> merge_count) || keyword != "merges") fail("expected 'merges <count>'");
+  // Every merge or special line takes at least two bytes, so a count above the file's
+  // size is corrupt: refuse it before sizing anything by it.
+  std::error_code size_error;
+  const size_t file_bytes = static_cast<size_t>(std::filesystem::file_size(path, size_error));
+  auto read_count = [&](const char* expected_keyword) {
+    size_t count = 0;
+    if (!(file >> keyword >> count) || keyword != expected_keyword)
+      fail(std::string("expected '") + expected_keyword + " <count>'");
+    if (count > file_bytes / 2) {
+      fail(std::string("'") + expected_keyword + " " + std::to_string(count) +
+           "' but the file has only " + std::to_string(file_bytes) + " bytes");
+    }
+    return count;
+  };
+  const size_t merge_count = read_count("merges");
   std::vector<Merge> merges(merge_count);
   std::vector<std::string> hex_bytes(merge_count);
   for (size_t r = 0; r < merge_count; ++r) {
     if (!(file >> merges[r].left >> merges[r].right >> hex_bytes[r]))
       fail("merge line " + std::to_string(r) + " unreadable");
   }
-  size_t special_count = 0;
-  if (!(file >> keyword >> special_count) || keyword != "specials")
-    fail("expected 'specials <count>'");
+  const size_t special_count = read_count("specials");
   std::vector<std::string> specials(special_count);
   for (size_t s = 0; s < special_count; ++s) {
     if (!(file >> value)) fail("special token line " + std::to_string(s) + " unreadable");

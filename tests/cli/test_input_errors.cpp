@@ -103,3 +103,15 @@ TEST_CASE("config check refuses what train would refuse before its first step") 
     CHECK(contains(r.output, c.expected));
   }
 }
+
+TEST_CASE("bench attention --set with a value that is not a number names the setting") {
+  for (const std::string& value : {std::string("abc"), std::string("99999999999999999999")}) {
+    const CommandResult r =
+        run_patchbay("bench attention --seq-lens 16 --kinds dense,lsh --set lsh.n_hashes=" + value);
+    INFO(r.output);
+    // The bench reports a kind it cannot make in that kind's row and goes on with the others.
+    CHECK(contains(r.output, "lsh              16  failed: --set n_hashes=" + value));
+    CHECK(contains(r.output, "'n_hashes' is an integer setting"));
+    CHECK_FALSE(contains(r.output, "internal"));
+  }
+}
