@@ -25,6 +25,7 @@
 #include "common/error.hpp"
 #include "data/document_reader.hpp"
 #include "data/prepare_state.hpp"
+#include "data/prepared_dataset.hpp"
 #include "data/shard_writer.hpp"
 #include "data/source_files.hpp"
 #include "data/split.hpp"
@@ -344,6 +345,33 @@ TEST_CASE("a resumed preparation gives the same files; another tokenizer's shard
   CHECK(message.find(m["tokenizer"]["hash"].get<std::string>()) != std::string::npos);
   CHECK(message.find(hex64(fnv1a64(read_file(other.file)))) != std::string::npos);
   CHECK(message.find("never mix") != std::string::npos);
+}
+
+TEST_CASE("a manifest with a missing or mistyped field is an input error naming the file") {
+  const testing::TempDir dir("prepare_manifest_fields");
+  write_file(dir / "src" / "a.txt", paragraph(1) + paragraph(2));
+  const Tokenizer t(dir.path(), paragraph(1) + paragraph(2));
+  PrepareOptions o;
+  o.sources = {{dir / "src", {}, {}, "text"}};
+  o.out = dir / "out";
+  prepare_dataset(o, t.prepare());
+  const nlohmann::json good = nlohmann::json::parse(read_file(o.out / "manifest.json"));
+  CHECK(open_prepared_dataset(o.out).tokens[0] > 0);
+  const std::vector<std::function<void(nlohmann::json&)>> edits = {
+      [](nlohmann::json& m) { m["tokenizer"].erase("vocab_size"); },
+      [](nlohmann::json& m) { m["splits"]["train"]["tokens"] = "many"; },
+      [](nlohmann::json& m) { m["tokenizer"]["hash"] = "not-hex"; },
+      [](nlohmann::json& m) { m["tokenizer"]["hash"] = 12; },
+      [](nlohmann::json& m) { m.erase("splits"); }};
+  for (size_t e = 0; e < edits.size(); ++e) {
+    INFO("edit " << e);
+    nlohmann::json edited = good;
+    edits[e](edited);
+    write_file(o.out / "manifest.json", edited.dump());
+    const std::string message = error_of([&] { (void)open_prepared_dataset(o.out); });
+    CHECK(message.find("manifest.json") != std::string::npos);
+    CHECK(message.find("prepare the data again") != std::string::npos);
+  }
 }
 
 TEST_CASE("ids of a vocabulary past 65,536 are stored as uint32") {
