@@ -186,9 +186,17 @@ std::vector<RunResult> collect_runs(const std::vector<fs::path>& paths,
   for (const fs::path& path : paths) {
     if (fs::exists(path / "ledger.json")) {
       std::ifstream in(path / "ledger.json");
-      const nlohmann::json ledger = nlohmann::json::parse(in);
+      const nlohmann::json ledger = nlohmann::json::parse(in, nullptr, false);
+      if (!ledger.is_object() || !ledger.contains("jobs") || !ledger["jobs"].is_object())
+        throw Error(ErrorKind::kInvalidArgument,
+                    "'" + (path / "ledger.json").string() +
+                        "' is not a sweep ledger (JSON with a \"jobs\" object, as patchbay sweep "
+                        "writes it); give run directories or an intact sweep directory");
       std::vector<std::pair<int64_t, std::string>> order;
-      for (const auto& [id, entry] : ledger.at("jobs").items()) {
+      for (const auto& [id, entry] : ledger["jobs"].items()) {
+        if (!entry.is_object())
+          throw Error(ErrorKind::kInvalidArgument, "'" + (path / "ledger.json").string() +
+                                                       "': job '" + id + "' is not an object");
         if (entry.value("state", "") != "done") {
           if (skipped != nullptr)
             skipped->push_back(id + " (" + entry.value("label", "?") +

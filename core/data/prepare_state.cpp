@@ -122,12 +122,19 @@ ResumeState scan_output_folder(const PrepareOptions& options,
       check_same_options(d.value("options", nlohmann::ordered_json::object()), record, tokens);
       FinishedShard f;
       f.file = tokens.filename().string();
-      f.documents = d.at("documents").get<uint64_t>();
-      f.tokens = d.at("tokens").get<uint64_t>();
-      f.last_document = d.at("last_document").get<std::string>();
-      for (const auto& s : d.at("sources")) {
-        f.source_documents.push_back(s.at("documents").get<uint64_t>());
-        f.source_tokens.push_back(s.at("tokens").get<uint64_t>());
+      try {
+        f.documents = d.at("documents").get<uint64_t>();
+        f.tokens = d.at("tokens").get<uint64_t>();
+        f.last_document = d.at("last_document").get<std::string>();
+        for (const auto& s : d.at("sources")) {
+          f.source_documents.push_back(s.at("documents").get<uint64_t>());
+          f.source_tokens.push_back(s.at("tokens").get<uint64_t>());
+        }
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    "'" + ShardWriter::description_file(tokens).string() +
+                        "' is not a shard description (" + e.what() +
+                        "): delete it and its shard, then run the preparation again (it resumes)");
       }
       const TokenCache cache = TokenCache::open(tokens);  // checks its header and length
       const std::vector<uint64_t> offsets = read_document_index(ShardWriter::index_file(tokens));

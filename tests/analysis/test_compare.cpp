@@ -13,6 +13,7 @@
 #include "analysis/plots.hpp"
 #include "analysis/run_results.hpp"
 #include "analysis/scaling_report.hpp"
+#include "common/error.hpp"
 
 using namespace patchbay::analysis;
 namespace fs = std::filesystem;
@@ -195,4 +196,30 @@ TEST_CASE("compare plots stay readable with a dozen configurations") {
   if (const char* keep = std::getenv("PATCHBAY_KEEP_PLOTS"))
     fs::copy(temp.path / "plots", keep,
              fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}
+
+TEST_CASE("compare refuses a damaged sweep ledger or seed with errors naming the file") {
+  TempFolder temp;
+  const fs::path sweep = temp.path / "sweep";
+  fs::create_directories(sweep);
+  for (const std::string& ledger : {std::string("{not json"), std::string("{\"jobs\": 3}"),
+                                    std::string("{\"jobs\": {\"0001\": 7}}")}) {
+    INFO(ledger);
+    std::ofstream(sweep / "ledger.json") << ledger;
+    try {
+      (void)collect_runs({sweep});
+      FAIL("a damaged ledger was accepted");
+    } catch (const patchbay::Error& e) {
+      CHECK(std::string(e.what()).find("ledger.json") != std::string::npos);
+    }
+  }
+  const fs::path run = temp.path / "run";
+  write_run(run, "learned", 1, 2.0);
+  std::ofstream(run / "config.toml") << "[run]\nname = \"run\"\nseed = \"abc\"\n";
+  try {
+    (void)collect_runs({run});
+    FAIL("a seed that is not an integer was accepted");
+  } catch (const patchbay::Error& e) {
+    CHECK(std::string(e.what()).find("expected an integer seed") != std::string::npos);
+  }
 }
