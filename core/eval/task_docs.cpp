@@ -35,7 +35,13 @@ struct DocView {
 
   json field_or_template(const FieldSpec& f, const json& doc) const {
     if (const auto* s = std::get_if<std::string>(&f)) {
-      if (features.count(*s) != 0) return doc.at(*s);
+      if (features.count(*s) != 0) {
+        if (!doc.is_object() || !doc.contains(*s))
+          throw Error(ErrorKind::kInvalidArgument,
+                      "this document has no field '" + *s +
+                          "', which other documents of the split have; give every line the field");
+        return doc[*s];
+      }
       return render_template(*s, doc);
     }
     if (const auto* i = std::get_if<int64_t>(&f)) return *i;

@@ -322,15 +322,25 @@ TaskSpec parse_task_yaml(const std::string& text, const std::string& origin,
          spec.metadata = ss.str();
        }},
   };
-  for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    const auto reader = readers.find(key);
-    if (reader == readers.end()) {
-      std::string list;
-      for (const auto& [k, unused] : readers) list += (list.empty() ? "" : ", ") + k;
-      refuse(origin, key, "not a supported task field (supported: " + list + ")");
+  std::string key = "(a key)";
+  try {
+    for (const auto& kv : root) {
+      key = kv.first.as<std::string>();
+      const auto reader = readers.find(key);
+      if (reader == readers.end()) {
+        std::string list;
+        for (const auto& [k, unused] : readers) list += (list.empty() ? "" : ", ") + k;
+        refuse(origin, key, "not a supported task field (supported: " + list + ")");
+      }
+      reader->second(kv.second);
     }
-    reader->second(kv.second);
+  } catch (const YAML::Exception& e) {
+    // The readers index maps and lists; a scalar where lm-eval's schema has a mapping (or the
+    // reverse) surfaces from yaml-cpp as BadSubscript / BadConversion / InvalidNode.
+    throw Error(ErrorKind::kInvalidArgument,
+                origin + ": field '" + key +
+                    "' does not have the shape lm-eval task files give it (" + e.what() +
+                    "); see docs/evaluation.md for the supported fields");
   }
   if (spec.name.empty()) refuse(origin, "task", "missing: every task needs a name");
   if (spec.data_files.empty())

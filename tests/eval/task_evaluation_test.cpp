@@ -100,6 +100,13 @@ TEST_CASE("bad documents are refused naming the task, the doc and the field") {
   spec = ev::load_task_file(make_task(dir, {good}));
   CHECK_THROWS_WITH_AS(ev::build_task_requests(spec, 11, std::nullopt),
                        doctest::Contains("num_fewshot"), patchbay::Error);
+  // A later document without the field doc_to_target names (fuzz_task_files: an escaped
+  // json::out_of_range before).
+  const json no_label = {{"q", "x"}, {"choices", {"a", "b"}}};
+  spec = ev::load_task_file(make_task(dir, {good, no_label}));
+  CHECK_THROWS_WITH_AS(ev::build_task_requests(spec, 0, std::nullopt),
+                       doctest::Contains("doc 1, doc_to_target: this document has no field 'label'"),
+                       patchbay::Error);
 }
 
 TEST_CASE(

@@ -88,4 +88,11 @@ TEST_CASE("unknown and unsupported fields are refused with the field named") {
   CHECK_THROWS_WITH_AS(parse(f1), doctest::Contains("metric_list[].metric"), patchbay::Error);
   CHECK_THROWS_WITH_AS(ev::parse_task_yaml("task: [unclosed", "bad.yaml", "."),
                        doctest::Contains("bad.yaml"), patchbay::Error);
+  // A scalar where the schema has a mapping (found by fuzz_task_files: yaml-cpp's BadSubscript
+  // escaped as an internal error).
+  std::string scalar_kwargs = kTask;
+  scalar_kwargs.replace(scalar_kwargs.find("dataset_kwargs:"), 15, "dataset_kwargs: 3\nx:");
+  CHECK_THROWS_AS(parse(scalar_kwargs), patchbay::Error);
+  CHECK_THROWS_WITH_AS(parse(std::string(kTask) + "generation_kwargs: 7\n"),
+                       doctest::Contains("generation_kwargs"), patchbay::Error);
 }
