@@ -1,10 +1,13 @@
 // The CUDA dispatch entries of scaled_dot_product_attention (engine/kernel_signatures.hpp,
-// AttentionShape) through the fused causal kernels of kernels/cuda/attention.hpp: causal
-// self-attention (q_len == kv_len), f32, head dim 32, 64 or 128, as many KV heads as query heads,
-// no sliding window, no ALiBi. Anything else is refused naming what the kernel lacks (the CPU
-// runs every variant). The kernels read packed [B*H, T, D] operands: strided operands (a
-// permuted [B, T, H, D] projection) are packed first and strided outputs written through a
-// packed buffer; lse is [B, H, T] contiguous on both devices.
+// AttentionShape). Plain causal self-attention (q_len == kv_len, as many KV heads as query
+// heads, no window, no ALiBi, head dim 32, 64 or 128) takes the tiled flash kernels of
+// kernels/cuda/attention.hpp, the training path; every other shape the op allows (a KV cache:
+// decode and chunked prefill, grouped KV heads, bidirectional, a sliding window, ALiBi, head
+// dims up to 256) takes the warp-per-row kernels of attention_general.hpp, with the CPU
+// kernel's semantics. f32 only; bf16 operands are refused (the CPU runs them). The kernels read
+// packed operands: strided operands (a permuted [B, T, H, D] projection, a KV-cache buffer
+// sliced to its filled prefix) are packed first and strided outputs written through a packed
+// buffer; lse is [B, H, Tq] contiguous on both devices.
 #include <string>
 
 #include "cuda/cuda_kernel_support.hpp"
@@ -12,6 +15,7 @@
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "patchbay/kernels/cuda/attention.hpp"
+#include "patchbay/kernels/cuda/attention_general.hpp"
 
 namespace patchbay::cuda {
 namespace {
@@ -21,27 +25,41 @@ using engine::Tensor;
 using engine::kernel::AttentionShape;
 namespace kc = kernels::cuda;
 
+// The tiled kernel's case: plain causal self-attention with a head dim it is compiled for.
+bool tiled_kernel_serves(const AttentionShape& s) {
+  return s.causal && s.q_len == s.kv_len && s.kv_heads == s.heads && s.window == 0 &&
+         s.slopes.empty() && (s.head_dim == 32 || s.head_dim == 64 || s.head_dim == 128);
+}
+
 void require_supported(const char* op, const AttentionShape& s, const Tensor& q) {
-  std::string missing;
-  if (!s.causal)
-    missing = "non-causal attention";
-  else if (s.q_len != s.kv_len)
-    missing = "a query length other than the key length (a KV cache)";
-  else if (s.kv_heads != s.heads)
-    missing = "grouped key/value heads";
-  else if (s.window != 0)
-    missing = "a sliding window";
-  else if (!s.slopes.empty())
-    missing = "ALiBi slopes";
-  else if (s.head_dim != 32 && s.head_dim != 64 && s.head_dim != 128)
-    missing = "a head dim other than 32, 64 or 128";
-  else if (q.dtype() != DType::kF32)
-    missing = "operands other than f32";
-  if (!missing.empty())
+  if (q.dtype() != DType::kF32)
     refuse_op(op,
-              "the CUDA attention kernel is causal self-attention with head dim 32, 64 or 128; " +
-                  missing + " needs a kernel not written yet",
+              "the CUDA attention kernels take f32 operands; bf16 attention on CUDA needs a kernel "
+              "not written yet",
               q);
+  if (s.head_dim > kc::kGeneralAttentionMaxHeadDim || s.heads > kc::kGeneralAttentionMaxHeads)
+    refuse_op(op,
+              "the CUDA attention kernels take head dims up to " +
+                  std::to_string(kc::kGeneralAttentionMaxHeadDim) + " and up to " +
+                  std::to_string(kc::kGeneralAttentionMaxHeads) + " heads; found head dim " +
+                  std::to_string(s.head_dim) + ", " + std::to_string(s.heads) + " heads",
+              q);
+}
+
+kc::GeneralAttentionShape general_shape(const AttentionShape& s) {
+  kc::GeneralAttentionShape g;
+  g.batch = s.batch;
+  g.heads = s.heads;
+  g.kv_heads = s.kv_heads;
+  g.q_len = s.q_len;
+  g.kv_len = s.kv_len;
+  g.head_dim = s.head_dim;
+  g.scale = s.scale;
+  g.causal = s.causal;
+  g.window = s.window;
+  g.has_slopes = !s.slopes.empty();
+  for (size_t h = 0; h < s.slopes.size(); ++h) g.slopes[h] = s.slopes[h];
+  return g;
 }
 
 // x itself when packed, else a packed copy (on x's device).
@@ -62,10 +80,18 @@ void attention_cuda(const AttentionShape& s, const Tensor& q, const Tensor& k, c
   Tensor pout = packed_output(out);
   {
     const OnDeviceOf on(out);
-    check_launch(kc::causal_attention_forward(
-                     pq.data<float>(), pk.data<float>(), pv.data<float>(), pout.data<float>(),
-                     lse.data<float>(), s.batch * s.heads, s.q_len, s.head_dim, s.scale, on.stream),
-                 "attention");
+    if (tiled_kernel_serves(s)) {
+      check_launch(
+          kc::causal_attention_forward(pq.data<float>(), pk.data<float>(), pv.data<float>(),
+                                       pout.data<float>(), lse.data<float>(), s.batch * s.heads,
+                                       s.q_len, s.head_dim, s.scale, on.stream),
+          "attention");
+    } else {
+      check_launch(kc::general_attention_forward(general_shape(s), pq.data<float>(),
+                                                 pk.data<float>(), pv.data<float>(),
+                                                 pout.data<float>(), lse.data<float>(), on.stream),
+                   "attention");
+    }
   }
   finish(out, pout);
 }
@@ -74,7 +100,7 @@ void attention_backward_cuda(const AttentionShape& s, const Tensor& q, const Ten
                              const Tensor& v, const Tensor& out, const Tensor& lse,
                              const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
   require_supported("attention_backward", s, q);
-  if (s.batch * s.heads * s.q_len == 0) return;
+  if (s.batch * s.heads * s.q_len == 0 && s.batch * s.kv_heads * s.kv_len == 0) return;
   if (dout.dtype() != DType::kF32)
     refuse_op("attention_backward", "expected an f32 upstream gradient", dout);
   const Tensor pq = packed(q), pk = packed(k), pv = packed(v), pout = packed(out),
@@ -83,12 +109,21 @@ void attention_backward_cuda(const AttentionShape& s, const Tensor& q, const Ten
   Tensor delta = Tensor::empty({s.batch * s.heads * s.q_len}, DType::kF32, q.device());
   {
     const OnDeviceOf on(dq);
-    check_launch(kc::causal_attention_backward(
-                     pq.data<float>(), pk.data<float>(), pv.data<float>(), pout.data<float>(),
-                     pdout.data<float>(), lse.data<float>(), delta.data<float>(), pdq.data<float>(),
-                     pdk.data<float>(), pdv.data<float>(), s.batch * s.heads, s.q_len, s.head_dim,
-                     s.scale, on.stream),
-                 "attention_backward");
+    if (tiled_kernel_serves(s)) {
+      check_launch(kc::causal_attention_backward(
+                       pq.data<float>(), pk.data<float>(), pv.data<float>(), pout.data<float>(),
+                       pdout.data<float>(), lse.data<float>(), delta.data<float>(),
+                       pdq.data<float>(), pdk.data<float>(), pdv.data<float>(), s.batch * s.heads,
+                       s.q_len, s.head_dim, s.scale, on.stream),
+                   "attention_backward");
+    } else {
+      check_launch(
+          kc::general_attention_backward(general_shape(s), pq.data<float>(), pk.data<float>(),
+                                         pv.data<float>(), pout.data<float>(), pdout.data<float>(),
+                                         lse.data<float>(), delta.data<float>(), pdq.data<float>(),
+                                         pdk.data<float>(), pdv.data<float>(), on.stream),
+          "attention_backward");
+    }
   }
   finish(dq, pdq);
   finish(dk, pdk);
