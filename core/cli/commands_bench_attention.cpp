@@ -1,5 +1,6 @@
 // `patchbay bench attention [--seq-lens 512,1024,...] [--batch B] [--heads H] [--head-dim D]
-// [--kinds a,b] [--set kind.key=value] [--max-seconds S] [--bidirectional | --decode]`: every
+// [--kinds a,b] [--set kind.key=value] [--max-seconds S] [--repeats N] [--warmup N]
+// [--bidirectional | --decode]`: every
 // attention component the plugin registry finds (dense is the reference, measured in the same
 // run; a new attention plugin appears here without changes), forward + backward time and peak
 // engine memory at each T, the exponent of a least-squares fit of log time and log memory
@@ -13,6 +14,10 @@
 // Each kind is created with its default config (plus --set overrides), initialised as layer 0
 // of a causal model with max_seq_len = T (so components that size themselves from T, such as
 // sparse's automatic stride, do), and run on x [B, T, H*D] ~ N(0, 1) with loss = sum(y * w).
+// Each point runs --warmup untimed passes (default 1: a shape's first pass pays first-touch
+// zeroing of fresh pages and the caching allocator's growth, up to a third of a single run's
+// time for the kinds with large temporaries, which no later training step pays), then
+// --repeats timed passes, the best kept.
 // Memory: the engine allocator's peak during forward + backward minus what was live before
 // (parameters and x). Lengths run in order, every kind at one T before the next T; a kind stops
 // after the first T whose run took longer than --max-seconds.
@@ -237,14 +242,14 @@ double reference_gemm_gflops() {
 // One forward + backward of `kind` at length t; returns the point (throws on failure).
 Point measure(runtime::Registry& registry, const std::string& kind,
               const std::vector<std::pair<std::string, std::string>>& settings,
-              const BenchShape& shape, int64_t t, int repeats) {
+              const BenchShape& shape, int64_t t, int warmups, int repeats) {
   runtime::AttentionHandle layer = make_layer(registry, kind, settings, shape, t);
   const int64_t batch = shape.batch, d_model = shape.heads * shape.head_dim;
   eng::Generator gen(7);
   Point point;
   point.length = t;
   point.seconds = 1e300;
-  for (int r = 0; r < repeats; ++r) {
+  for (int r = -warmups; r < repeats; ++r) {  // r < 0: untimed warm-up runs
     eng::Tensor x = eng::randn({batch, t, d_model}, gen);
     x.set_requires_grad(true);
     eng::Tensor w = eng::randn({batch, t, d_model}, gen);
@@ -255,6 +260,7 @@ Point measure(runtime::Registry& registry, const std::string& kind,
     eng::backward(eng::sum(eng::mul(y, w)));
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     const size_t peak = eng::memory_stats(eng::cpu()).peak_bytes;
+    if (r < 0) continue;
     point.seconds = std::min(point.seconds, seconds);
     point.mib = static_cast<double>(peak - std::min(peak, baseline)) / (1024.0 * 1024.0);
   }
@@ -298,7 +304,7 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
   std::vector<std::string> sets;
   BenchShape shape;
   double max_seconds = 60;
-  int repeats = 1, decode_steps = 16;
+  int repeats = 1, warmups = 1, decode_steps = 16;
   bool bidirectional = false, decode = false;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")(
@@ -312,7 +318,10 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       "set", po::value(&sets)->composing(), "KIND.KEY=VALUE: a component setting (repeatable)")(
       "max-seconds", po::value(&max_seconds),
       "stop a kind after a run longer than this (default 60)")(
-      "repeats", po::value(&repeats), "runs per point, best time kept (default 1)")(
+      "repeats", po::value(&repeats), "timed runs per point, best time kept (default 1)")(
+      "warmup", po::value(&warmups),
+      "untimed runs before them (default 1): the first run of a shape pays first-touch page "
+      "zeroing of its temporaries and the allocator's growth, which a training step does not")(
       "bidirectional", po::bool_switch(&bidirectional),
       "bidirectional layers (no causal mask; `causal` keys set to false; Linformer included)")(
       "decode", po::bool_switch(&decode),
@@ -336,9 +345,11 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
         << options;
     return kExitOk;
   }
-  if (shape.batch < 1 || shape.heads < 1 || shape.head_dim < 1 || repeats < 1 || decode_steps < 1)
-    throw Error(ErrorKind::kInvalidArgument,
-                "--batch, --heads, --head-dim, --repeats and --decode-steps must be >= 1");
+  if (shape.batch < 1 || shape.heads < 1 || shape.head_dim < 1 || repeats < 1 || warmups < 0 ||
+      decode_steps < 1)
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "--batch, --heads, --head-dim, --repeats and --decode-steps must be >= 1, --warmup >= 0");
   if (bidirectional && decode)
     throw Error(
         ErrorKind::kInvalidArgument,
@@ -434,7 +445,7 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       Point p;
       try {
         p = decode ? measure_decode(registry, kind, settings[kind], shape, t, decode_steps)
-                   : measure(registry, kind, settings[kind], shape, t, repeats);
+                   : measure(registry, kind, settings[kind], shape, t, warmups, repeats);
       } catch (const std::exception& e) {
         std::printf("%-10s %8lld  failed: %s\n", kind.c_str(), static_cast<long long>(t), e.what());
         stopped[kind] = true;
