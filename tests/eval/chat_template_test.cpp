@@ -6,11 +6,13 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.hpp"
 #include "eval/jinja_template.hpp"
+#include "patchbay/testing/temp_dir.hpp"
 
 using nlohmann::json;
 namespace ev = patchbay::eval;
@@ -158,4 +160,32 @@ TEST_CASE("templates that cannot render say the line and the reason") {
                        doctest::Contains("line 1"), patchbay::Error);
   CHECK_THROWS_WITH_AS(ev::render_jinja("x\n{{ 1 + }}", none),
                        doctest::Contains("chat template line 2"), patchbay::Error);
+}
+
+TEST_CASE(
+    "a model's own template: chat_template.jinja beside imported_model.json, "
+    "tokenizer_config.json") {
+  patchbay::testing::TempDir dir("chat_template_files");
+  const std::filesystem::path imported = dir.path() / "imported", hf = dir.path() / "hf";
+  std::filesystem::create_directories(imported);
+  std::filesystem::create_directories(hf);
+  std::ofstream(imported / "chat_template.jinja")
+      << "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}\n";
+  std::ofstream(imported / "imported_model.json")
+      << R"({"bos_token": {"id": 1, "text": "<|im_start|>"}, "eos_token": {"id": 2, "text": "<|im_end|>"}})";
+  const ev::ChatTemplate own = ev::find_chat_template(imported.string());
+  CHECK(own.bos_token == "<|im_start|>");
+  CHECK(own.eos_token == "<|im_end|>");
+  CHECK(ev::render_chat(own, chat({{"user", "a"}}), false) ==
+        "<|im_start|>a");  // trailing newline dropped
+  CHECK(ev::directory_has_chat_template(imported));
+
+  std::ofstream(hf / "tokenizer_config.json")
+      << R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "chat_template": [{"name": "tool_use", "template": "x"}, {"name": "default", "template": "{{ eos_token }}"}]})";
+  const ev::ChatTemplate from_hf = ev::find_chat_template(hf.string());
+  CHECK(from_hf.bos_token == "<s>");
+  CHECK(ev::render_chat(from_hf, chat({{"user", "a"}}), false) == "</s>");
+  CHECK_FALSE(ev::directory_has_chat_template(dir.path()));
+  CHECK_THROWS_WITH_AS(ev::find_chat_template(dir.path().string()),
+                       doctest::Contains("holds no chat template"), patchbay::Error);
 }

@@ -24,6 +24,7 @@
 #include "train/checkpoint.hpp"
 #include "train/instruction_data.hpp"
 #include "train/objective.hpp"
+#include "train/sft_options.hpp"
 #include "train/trainer.hpp"
 #include "train/training_data.hpp"
 #include "train_fixture.hpp"
@@ -253,4 +254,24 @@ TEST_CASE("sft: a short run lowers the assistant-token loss and resumes bit-iden
     REQUIRE(x.nbytes() == y.nbytes());
     CHECK(std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0);
   }
+}
+
+TEST_CASE(
+    "sft: template = \"auto\" is the template beside train.init_from, else refused naming the "
+    "choices") {
+  const auto folder = train::testing::fresh_folder("sft_auto");
+  std::filesystem::create_directories(folder / "run" / "checkpoints");
+  std::ofstream(folder / "run" / "chat_template.jinja") << "{{ messages[0].content }}";
+  std::ofstream(folder / "run" / "checkpoints" / "step_4.safetensors") << "";
+  const std::string run = (folder / "run").string();
+  CHECK(train::resolve_chat_template_spec("auto", run) == run);
+  CHECK(train::resolve_chat_template_spec(
+            "auto", folder / "run" / "checkpoints" / "step_4.safetensors") == run);
+  CHECK(train::resolve_chat_template_spec("llama3", "") == "llama3");
+  CHECK(error_of([] {
+          train::resolve_chat_template_spec("auto", "");
+        }).find("train.init_from, which is empty") != std::string::npos);
+  CHECK(error_of([&] {
+          train::resolve_chat_template_spec("auto", folder / "checkpoints-elsewhere.gguf");
+        }).find("\"chatml\", \"llama3\"") != std::string::npos);
 }
