@@ -10,8 +10,9 @@
 // is exact. Validation batch b holds validation examples b * rows .. + rows (padding rows
 // past the end), independent of the seed.
 //
-// The data are read, rendered and tokenised on first use, not when the objective is made, so
-// `patchbay generate` and `eval` (which make it to ask makes_samples) need no data file.
+// The template is found and the data read, rendered and tokenised on first use, not when the
+// objective is made, so `patchbay generate` and `chat` (which make it to ask makes_samples)
+// need neither the data file nor the init_from a merged export no longer names.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -118,7 +119,8 @@ class InstructionObjective final : public TrainingObjective {
  private:
   void load() const {
     std::call_once(loaded_, [this] {
-      chat_ = eval::find_chat_template(options_.chat_template);
+      chat_ = eval::find_chat_template(
+          resolve_chat_template_spec(options_.chat_template, options_.init_from));
       pad_id_ = 0;
       for (const runtime::SpecialTokenInfo& s : tokenizer_.special_tokens())
         if (s.text == chat_.eos_token) pad_id_ = s.id;

@@ -92,8 +92,8 @@ SftOptions sft_options_from_config(const config::ResolvedConfig& config,
   o.overlong = config_string(config, "train.sft.overlong") == "refuse" ? Overlong::kRefuse
                                                                        : Overlong::kTruncate;
   o.seq_len = options.seq_len;
-  o.chat_template =
-      resolve_chat_template_spec(config_string(config, "train.sft.template"), options.init_from);
+  o.chat_template = config_string(config, "train.sft.template");
+  o.init_from = options.init_from;
   return o;
 }
 

@@ -18,7 +18,8 @@ struct SftOptions {
   std::filesystem::path data;             // JSON Lines of conversations
   std::filesystem::path validation_data;  // "" = hold out validation_fraction of `data` (its end)
   double validation_fraction = 0.1;
-  std::string chat_template;  // resolved: a built-in name, a file or a directory
+  std::string chat_template;        // train.sft.template as given ("auto" resolved on first use)
+  std::filesystem::path init_from;  // train.init_from, where "auto" looks
   Overlong overlong = Overlong::kTruncate;
   int64_t seq_len = 0;  // train.seq_len
 };
