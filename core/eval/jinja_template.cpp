@@ -88,7 +88,8 @@ std::vector<Tag> cut_tags(std::string_view source) {
       size_t start = open;
       while (start > 0 && (source[start - 1] == ' ' || source[start - 1] == '\t')) --start;
       const size_t spaces = open - start;
-      if ((start == 0 || source[start - 1] == '\n') && spaces <= text.size()) text.resize(text.size() - spaces);
+      if ((start == 0 || source[start - 1] == '\n') && spaces <= text.size())
+        text.resize(text.size() - spaces);
     }
     const int line = line_of(source, open);
     const std::string_view closer = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
