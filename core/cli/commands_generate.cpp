@@ -5,7 +5,9 @@
 // [[generate.chain]] entries of --config FILE; --temperature, --top-k, --top-p, --min-p,
 // --repetition-penalty and --seed then edit it (generate/sampler_config.hpp says how;
 // --temperature 0 is greedy decoding). The model, tokenizer and plugins are those the
-// checkpoint's stored config names; the tokenizer file is the one the run saved.
+// checkpoint's stored config names; the tokenizer file is the one the run saved
+// (cli/checkpoint_model.hpp, shared with `patchbay chat`). --chat wraps the prompt in the run's
+// chat template and stops at its end-of-turn marker.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -14,39 +16,22 @@
 #include <string>
 #include <vector>
 
-#include "cli/checkpoint_tokenizer.hpp"
+#include "cli/checkpoint_model.hpp"
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
 #include "cli/device_option.hpp"
 #include "common/error.hpp"
-#include "config/config_loader.hpp"
-#include "data/split.hpp"
-#include "data/tokenizer_io.hpp"
 #include "generate/beam_generate.hpp"
 #include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
 #include "generate/sampler_vocabulary.hpp"
+#include "runtime/registry.hpp"
 #include "train/checkpoint.hpp"
-#include "train/objective.hpp"
-#include "train/train_config.hpp"
 
 namespace patchbay::cli {
 namespace {
 
 namespace po = boost::program_options;
-namespace fs = std::filesystem;
-
-void check_tokenizer_hash(const train::Checkpoint& checkpoint, const fs::path& file) {
-  const uint64_t hash = data::fnv1a64(data::read_text_file(file));
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
-  const std::string& stored = checkpoint.meta(train::kMetaTokenizerHash);
-  if (stored != std::to_string(hash) && stored != hex) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "tokenizer file " + file.string() + " differs from the one the run used " +
-                    "(fnv1a64 " + hex + ", checkpoint records " + stored + ")");
-  }
-}
 
 toml::array chain_entries(const std::string& chain_file,
                           const generate::SamplerOverrides& overrides) {
@@ -115,6 +100,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   std::string grammar_file, regex;
   std::string weights_dtype = "f32";
   std::string device;
+  bool chat = false;
+  std::string system, template_spec;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint file or run directory (its latest)")(
@@ -141,7 +128,13 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       "constrain the output to a GBNF grammar file (plugin sampler_grammar; configs/grammars/)")(
       "regex", po::value(&regex), "constrain the whole output to match a regular expression")(
       "weights-dtype", po::value(&weights_dtype),
-      "f32 (default) or bf16: weight matrices converted at load, f32 activations and accumulation");
+      "f32 (default) or bf16: weight matrices converted at load, f32 activations and accumulation")(
+      "chat", po::bool_switch(&chat),
+      "the prompt is a user message in the run's chat template; prints the reply "
+      "(docs/finetuning.md)")("system", po::value(&system),
+                              "with --chat: a system message before the prompt")(
+      "template", po::value(&template_spec),
+      "with --chat: chatml, llama3, a .jinja file or a model directory (default: the run's own)");
   add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
@@ -156,7 +149,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
            "                         [--num-beams N [--length-penalty L] [--early-stopping "
            "true|false|never]\n"
            "                          [--num-return-sequences K]]\n"
-           "                         [--grammar FILE.gbnf | --regex REGEX] [--weights-dtype f32|bf16]\n\n"
+           "                         [--grammar FILE.gbnf | --regex REGEX] [--weights-dtype "
+           "f32|bf16]\n"
+           "                         [--chat [--system TEXT] [--template NAME|FILE]]\n\n"
            "Continues TEXT with the checkpoint's model, using the KV cache. Sampling runs an "
            "explicit\n"
            "chain: by default temperature 0.8 -> top_k 40 -> sample(seed); --config replaces it "
@@ -175,10 +170,6 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     return help ? kExitOk : kExitUsage;
   }
   po::notify(values);
-  if (weights_dtype != "f32" && weights_dtype != "bf16") {
-    throw Error(ErrorKind::kInvalidArgument,
-                "--weights-dtype: expected f32 or bf16, found '" + weights_dtype + "'");
-  }
   generate::SamplerOverrides overrides;
   if (values.count("temperature") != 0) overrides.temperature = temperature;
   if (values.count("top-k") != 0) overrides.top_k = top_k;
@@ -201,37 +192,25 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     }
   };
 
-  const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);
-  config::ResolvedConfig config = config::load_config_text(
-      checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
-  (void)apply_device_option(config, device);
-  const ComponentLookup components = make_component_lookup(global, config, recorded_plugins(checkpoint));
-  if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
-  train::validate_training_config(config, components.lookup);
-  const fs::path tokenizer_file = tokenizer_file_of(checkpoint);
-  check_tokenizer_hash(checkpoint, tokenizer_file);
-  data::TokenizerSettings tokenizer_settings;
-  tokenizer_settings.kind = train::config_string(config, "tokenizer.kind");
-  const runtime::TokenizerHandle tokenizer =
-      data::load_tokenizer(*components.registry, tokenizer_file, tokenizer_settings);
-  // The run's objective (objective.hpp) says whether its model continues text left to right.
-  const std::string objective = train::objective_name(config);
-  if (!train::make_objective(config, train::train_options_from_config(config), tokenizer)->makes_samples())
-    throw Error(ErrorKind::kInvalidArgument,
-                checkpoint.path().string() + " holds a model trained with train.objective = \"" + objective +
-                    "\" (" + train::find_objective(objective).summary +
-                    "), which cannot continue text left to right. Score it with `patchbay eval " +
-                    checkpoint_path + "` (its own loss and metrics); generate with a model trained causally");
-
-  auto model = model::LanguageModel::build(
-      model::model_options_from_config(config, tokenizer.vocab_size()),
-      model::component_tables_from_config(config), *components.registry);
-  std::vector<train::NamedTensor> params;
-  for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
-  checkpoint.load_into(params);
-  if (weights_dtype == "bf16") {
-    model->convert_weights_for_inference(engine::DType::kBF16);  // half the bytes per token
+  const CheckpointModel run = load_checkpoint_model(checkpoint_path, global, device, weights_dtype);
+  const train::Checkpoint& checkpoint = run.checkpoint;
+  const runtime::TokenizerHandle& tokenizer = run.tokenizer;
+  model::LanguageModel* model = run.model.get();
+  runtime::Registry& registry = *run.components.registry;
+  // --chat: the prompt is a user message in the run's chat template (generation prompt
+  // opened); the reply stops at the template's end-of-turn marker and is printed alone.
+  std::vector<std::string> stop_strings;
+  if (chat) {
+    const eval::ChatTemplate chat_template = chat_template_of_run(run, template_spec);
+    std::vector<eval::ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", prompt});
+    prompt = eval::render_chat(chat_template, messages, true);
+    stop_strings = eval::chat_stop_strings(chat_template);
+  } else if (!system.empty() || !template_spec.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "generate: --system and --template go with --chat");
   }
+  const std::string echoed = chat ? std::string() : prompt;  // what is printed before the text
 
   if (num_beams > 0) {
     // Beam search: only the processors asked for (a --config chain, command-line options).
@@ -243,7 +222,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       entries = chain_entries(chain_file, overrides);
     }
     add_constraint(entries);
-    runtime::SamplerChain beam_chain = generate::build_sampler_chain(entries, *components.registry);
+    runtime::SamplerChain beam_chain = generate::build_sampler_chain(entries, registry);
     generate::give_vocabulary_if_needed(beam_chain, tokenizer);
     generate::BeamSearchOptions beam;
     beam.num_beams = num_beams;
@@ -251,27 +230,31 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     beam.early_stopping = generate::early_stopping_from_name(early_stopping);
     beam.num_return_sequences = num_return_sequences;
     beam.max_new_tokens = max_new_tokens;
-    std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step() << ")\n"
-              << "beam search: " << num_beams << " beams, length penalty " << length_penalty << ", early stopping "
-              << early_stopping << "; processors: " << beam_chain.describe() << " (selector unused)\n";
+    std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
+              << ")\n"
+              << "beam search: " << num_beams << " beams, length penalty " << length_penalty
+              << ", early stopping " << early_stopping << "; processors: " << beam_chain.describe()
+              << " (selector unused)\n";
     const generate::BeamGenerateResult r =
         generate::beam_generate(*model, tokenizer, prompt, beam, !no_stop, &beam_chain);
     for (size_t i = 0; i < r.sequences.size(); ++i) {
       const generate::BeamText& s = r.sequences[i];
-      if (r.sequences.size() > 1) std::cout << "[" << i + 1 << "] score " << s.score << (s.finished ? " (eos)" : "") << "\n";
-      std::cout << prompt << s.text << "\n";
+      if (r.sequences.size() > 1)
+        std::cout << "[" << i + 1 << "] score " << s.score << (s.finished ? " (eos)" : "") << "\n";
+      std::cout << echoed << s.text << "\n";
     }
-    std::cerr << r.steps + 1 << " decoding steps of " << num_beams << " beams, prompt " << r.prompt_tokens
-              << " tokens, " << r.seconds << " s" << (r.state_rebuilds > 0 ? ", states rebuilt by re-prefilling " +
-                                                                                   std::to_string(r.state_rebuilds) + " times"
-                                                                             : std::string())
+    std::cerr << r.steps + 1 << " decoding steps of " << num_beams << " beams, prompt "
+              << r.prompt_tokens << " tokens, " << r.seconds << " s"
+              << (r.state_rebuilds > 0 ? ", states rebuilt by re-prefilling " +
+                                             std::to_string(r.state_rebuilds) + " times"
+                                       : std::string())
               << "\n";
     return kExitOk;
   }
 
   toml::array entries = chain_entries(chain_file, overrides);
   add_constraint(entries);
-  runtime::SamplerChain chain = generate::build_sampler_chain(entries, *components.registry);
+  runtime::SamplerChain chain = generate::build_sampler_chain(entries, registry);
   generate::give_vocabulary_if_needed(chain, tokenizer);
   std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
             << ")\n"
@@ -281,7 +264,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   generate_options.max_new_tokens = max_new_tokens;
   generate_options.stop_at_special = !no_stop;
   generate_options.on_text = [](std::string_view piece) { std::cout << piece << std::flush; };
-  std::cout << prompt << std::flush;
+  generate_options.stop_strings = stop_strings;
+  std::cout << echoed << std::flush;
   const generate::GenerateResult r =
       generate::generate(*model, tokenizer, prompt, generate_options, chain);
   // The text's newline must reach the terminal (or the file both streams share) before the
@@ -291,7 +275,9 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   const double seconds = r.decode_seconds > 0 ? r.decode_seconds : 1e-9;
   std::cerr << r.tokens.size() << " tokens ("
             << (r.stop_reason == generate::StopReason::kSpecialToken ? "stopped at a special token"
-                                                                     : "max-new-tokens")
+                : r.stop_reason == generate::StopReason::kStopString
+                    ? "stopped at the end of the turn"
+                    : "max-new-tokens")
             << "), prompt " << r.prompt_tokens << " tokens"
             << (r.prompt_tokens_dropped > 0
                     ? " (" + std::to_string(r.prompt_tokens_dropped) + " cut to fit the context)"

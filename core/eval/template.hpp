@@ -2,13 +2,10 @@
 // doc_to_target, doc_to_choice and description, evaluated over one document (a JSON object).
 //
 //   text {{ expr }} text ...        literal text and interpolations (no {% %} blocks)
-//   expr:   a ~ b, a + b            string concatenation (+ also adds numbers, joins lists)
-//           x.field, x['key'], x[i], x[i:j]   (negative indices count from the end)
-//           'str', "str", 42, 1.5, true/false/True/False, none/None, ['A', 'B'] list literals
-//           x.strip() .lower() .upper() .split(sep?) .index(v) .replace(a, b)   (Python methods)
-//           x|trim |lower |upper |string |int |length |first |last |join(sep) |replace(a, b)
+//   expr: the expressions of template_expression.hpp (the evaluator chat templates share):
+//           x.field, x['key'], x[i], x[i:j], a ~ b, a + b, methods, filters, comparisons, ...
 //   A name not in the document is an error naming it (lm-eval renders with StrictUndefined).
-//   Anything else ({% if %}, comparisons, `x if c else y`) is refused naming what was found.
+//   {% %} statements are refused here (chat templates have them: jinja_template.hpp).
 //
 // Interpolated values print as Jinja prints Python values: strings as they are, integers in
 // decimal, booleans True/False, None, lists as Python reprs ("['a', 'b']"), so a
@@ -18,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+
+#include "eval/template_expression.hpp"
 
 namespace patchbay::eval {
 
@@ -32,8 +31,5 @@ nlohmann::json evaluate_template(std::string_view source, const nlohmann::json& 
 // A Python literal as ast.literal_eval reads the ones task files produce: strings, numbers,
 // True/False/None and (nested) lists. Throws Error(kInvalidArgument) otherwise.
 nlohmann::json parse_python_literal(std::string_view text);
-
-// Python's str() of a value (what Jinja prints).
-std::string python_str(const nlohmann::json& value);
 
 }  // namespace patchbay::eval

@@ -35,23 +35,48 @@ size_t complete_utf8_prefix(std::string_view text) {
 class TextStream {
  public:
   TextStream(const runtime::TokenizerHandle& tokenizer,
-             const std::function<void(std::string_view)>& sink)
-      : tokenizer_(tokenizer), sink_(sink) {}
+             const std::function<void(std::string_view)>& sink,
+             const std::vector<std::string>& stops)
+      : tokenizer_(tokenizer), sink_(sink), stops_(stops) {}
 
-  void update(const std::vector<int32_t>& generated, bool final) {
+  // Returns true when the text now contains a stop string (the text is cut before it and
+  // emitted up to there).
+  bool update(const std::vector<int32_t>& generated, bool final) {
     text_ = tokenizer_.decode(generated);
-    const size_t ready = final ? text_.size() : complete_utf8_prefix(text_);
-    // A decoder may rewrite earlier text (a replacement character becoming a whole one);
-    // only emit when what was already emitted is still a prefix.
-    if (ready <= emitted_ || text_.compare(0, emitted_, text_, 0, emitted_) != 0) return;
-    if (sink_) sink_(std::string_view(text_).substr(emitted_, ready - emitted_));
-    emitted_ = ready;
+    size_t stop_at = std::string::npos;
+    for (const std::string& stop : stops_)
+      if (!stop.empty()) stop_at = std::min(stop_at, text_.find(stop));
+    if (stop_at != std::string::npos) {
+      text_.resize(stop_at);
+      final = true;
+    }
+    size_t ready = final ? text_.size()
+                         : std::min(complete_utf8_prefix(text_), text_.size() - stop_prefix_tail());
+    // Hold back an incomplete UTF-8 character and a tail that may still become a stop string.
+    if (ready > emitted_) {
+      if (sink_) sink_(std::string_view(text_).substr(emitted_, ready - emitted_));
+      emitted_ = ready;
+    }
+    return stop_at != std::string::npos;
   }
   const std::string& text() const { return text_; }
 
  private:
+  // Length of the longest tail of the text that is a proper prefix of a stop string.
+  size_t stop_prefix_tail() const {
+    size_t tail = 0;
+    for (const std::string& stop : stops_)
+      for (size_t n = std::min(stop.size() - (stop.empty() ? 0 : 1), text_.size()); n > tail; --n)
+        if (text_.compare(text_.size() - n, n, stop, 0, n) == 0) {
+          tail = n;
+          break;
+        }
+    return tail;
+  }
+
   const runtime::TokenizerHandle& tokenizer_;
   const std::function<void(std::string_view)>& sink_;
+  const std::vector<std::string>& stops_;
   std::string text_;
   size_t emitted_ = 0;
 };
@@ -98,7 +123,7 @@ GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHan
   }
 
   chain.reset();
-  TextStream stream(tokenizer, options.on_text);
+  TextStream stream(tokenizer, options.on_text, options.stop_strings);
   const auto start = std::chrono::steady_clock::now();
   model::DecodeState state = model.start_decoding(1, context);
   std::vector<float> logits = last_logits(model.decode_step(state, token_tensor(history)));
@@ -112,7 +137,10 @@ GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHan
     }
     result.tokens.push_back(token);
     history.push_back(token);
-    stream.update(result.tokens, /*final=*/false);
+    if (stream.update(result.tokens, /*final=*/false)) {
+      result.stop_reason = StopReason::kStopString;
+      break;
+    }
     if (step + 1 == options.max_new_tokens) break;  // no logits needed after the last token
     if (state.length() + 1 > state.capacity()) {
       // Slide: keep the last ceil(context / 2) tokens and prefill them into a fresh state.
@@ -128,7 +156,7 @@ GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHan
     logits =
         last_logits(model.decode_step(state, token_tensor(std::span<const int32_t>(&token, 1))));
   }
-  stream.update(result.tokens, /*final=*/true);
+  if (result.stop_reason != StopReason::kStopString) stream.update(result.tokens, /*final=*/true);
   result.text = stream.text();
   result.decode_seconds = seconds_since(start) - result.prefill_seconds;
   return result;

@@ -20,6 +20,9 @@
 // middle of a character) is held back until the character completes, so the pieces
 // concatenate to exactly GenerateResult::text.
 //
+// Stop strings (GenerateOptions::stop_strings): generation ends at the first token after
+// which the text contains one; the text is cut before it (the tokens keep every id chosen).
+//
 // Determinism: generate() resets the chain first, so equal seeds (the selector's `seed`),
 // equal models and equal prompts give equal tokens.
 #pragma once
@@ -43,9 +46,13 @@ struct GenerateOptions {
   bool stop_at_special = true;
   // Called with each piece of final text, in order (may be empty: no streaming).
   std::function<void(std::string_view piece)> on_text;
+  // Stop when the generated text contains one of these (a chat template's end-of-turn marker
+  // written as text): the text ends before it. Streaming holds back a tail that could still
+  // become one, so the marker is never emitted.
+  std::vector<std::string> stop_strings;
 };
 
-enum class StopReason { kMaxNewTokens, kSpecialToken };
+enum class StopReason { kMaxNewTokens, kSpecialToken, kStopString };
 
 struct GenerateResult {
   std::string text;                   // the generated text (prompt excluded)

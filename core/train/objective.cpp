@@ -10,8 +10,9 @@ namespace patchbay::train {
 
 const std::vector<ObjectiveEntry>& objective_entries() {
   static const std::vector<ObjectiveEntry> entries = {
-      causal_lm_objective_entry(),  // "clm": objective_clm.cpp
-      masked_lm_objective_entry(),  // "mlm": objective_mlm.cpp
+      causal_lm_objective_entry(),    // "clm": objective_clm.cpp
+      masked_lm_objective_entry(),    // "mlm": objective_mlm.cpp
+      instruction_objective_entry(),  // "sft": objective_sft.cpp
   };
   return entries;
 }

@@ -123,5 +123,6 @@ std::unique_ptr<TrainingObjective> make_objective(const config::ResolvedConfig& 
 // The table's entries (each defined in its objective's file).
 ObjectiveEntry causal_lm_objective_entry();
 ObjectiveEntry masked_lm_objective_entry();
+ObjectiveEntry instruction_objective_entry();
 
 }  // namespace patchbay::train

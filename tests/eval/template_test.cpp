@@ -36,9 +36,11 @@ TEST_CASE("unknown fields and unsupported constructs are refused by name") {
                        doctest::Contains("'answer' is not a field"), patchbay::Error);
   CHECK_THROWS_WITH_AS(ev::render_template("{% if flag %}x{% endif %}", doc),
                        doctest::Contains("{% ... %} blocks"), patchbay::Error);
-  CHECK_THROWS_WITH_AS(ev::render_template("{{question|title}}", doc),
-                       doctest::Contains("unsupported filter |title"), patchbay::Error);
-  CHECK_THROWS_WITH_AS(ev::render_template("{{label == 1}}", doc),
-                       doctest::Contains("unsupported character '='"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(ev::render_template("{{question|wordcount}}", doc),
+                       doctest::Contains("unsupported filter |wordcount"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(ev::render_template("{{label @ 1}}", doc),
+                       doctest::Contains("unsupported character '@'"), patchbay::Error);
+  // Comparisons and conditionals come from the evaluator chat templates share.
+  CHECK(ev::render_template("{{'yes' if label == 1 else 'no'}}", doc) == "yes");
   CHECK_THROWS_AS(ev::render_template("{{question", doc), patchbay::Error);
 }

@@ -118,3 +118,24 @@ TEST_CASE("an empty prompt is refused") {
   CHECK_THROWS_WITH_AS(gen::generate(*model, tokenizer(), "", {}, chain),
                        doctest::Contains("prompt is empty"), patchbay::Error);
 }
+
+TEST_CASE("a stop string ends generation before it, and streaming never emits it") {
+  auto model = tiny_model(64);
+  const gen::GenerateResult free_run = run(*model, 1, 20);
+  REQUIRE(free_run.text.size() >= 10);
+  const std::string stop = free_run.text.substr(6, 3);
+  const size_t at = free_run.text.find(stop);
+  rt::SamplerChain chain =
+      gen::build_sampler_chain(gen::default_chain_entries(1), model_test::registry());
+  gen::GenerateOptions options;
+  options.max_new_tokens = 20;
+  options.stop_at_special = false;
+  options.stop_strings = {"never appears", stop};
+  std::string streamed;
+  options.on_text = [&streamed](std::string_view piece) { streamed.append(piece); };
+  const gen::GenerateResult r = gen::generate(*model, tokenizer(), "the earth", options, chain);
+  CHECK(r.stop_reason == gen::StopReason::kStopString);
+  CHECK(r.text == free_run.text.substr(0, at));
+  CHECK(streamed == r.text);
+  CHECK(r.tokens.size() == at + stop.size());  // one character per token: stopped at once
+}
