@@ -16,7 +16,7 @@ shift || true
 build="${PATCHBAY_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_config fuzz_gbnf fuzz_regex fuzz_plugin_metadata
-                                     fuzz_tokenizer_files fuzz_metrics_jsonl fuzz_gguf fuzz_task_files)
+                                     fuzz_tokenizer_files fuzz_metrics_jsonl fuzz_gguf fuzz_task_files fuzz_chat_template)
 
 bash "$root/scripts/setup.sh"
 if [ ! -f "$build/build.ninja" ]; then

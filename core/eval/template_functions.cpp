@@ -466,8 +466,17 @@ json call_function(const std::string& name, const std::vector<json>& args,
     const int64_t stop = args.size() == 1 ? args[0].get<int64_t>() : args[1].get<int64_t>();
     const int64_t step = args.size() == 3 ? args[2].get<int64_t>() : 1;
     if (step == 0) template_error(source, "range() step must not be zero");
+    // jinja2's sandbox limit (MAX_RANGE): a template read from a model file must not be able
+    // to ask for unbounded memory. Counted in 128 bits: start/stop/step are any int64.
+    constexpr __int128 kMaxRange = 100000;
+    const __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
+    const __int128 magnitude = step > 0 ? __int128{step} : -__int128{step};
+    const __int128 count = span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
+    if (count > kMaxRange)
+      template_error(source, "range() of " + std::to_string(static_cast<long double>(count)) +
+                                 " items; at most 100000 (jinja2's sandbox limit)");
     json out = json::array();
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(i);
+    for (__int128 n = 0; n < count; ++n) out.push_back(static_cast<int64_t>(start + n * step));
     return out;
   }
   if (name == "namespace" && args.empty()) {
