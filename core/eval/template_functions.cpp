@@ -467,16 +467,22 @@ json call_function(const std::string& name, const std::vector<json>& args,
     const int64_t step = args.size() == 3 ? args[2].get<int64_t>() : 1;
     if (step == 0) template_error(source, "range() step must not be zero");
     // jinja2's sandbox limit (MAX_RANGE): a template read from a model file must not be able
-    // to ask for unbounded memory. Counted in 128 bits: start/stop/step are any int64.
-    constexpr __int128 kMaxRange = 100000;
-    const __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
-    const __int128 magnitude = step > 0 ? __int128{step} : -__int128{step};
-    const __int128 count = span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
+    // to ask for unbounded memory. Counted in uint64 (start, stop, step are any int64: their
+    // differences fit 64 unsigned bits, and start + n * step wraps back into range).
+    constexpr uint64_t kMaxRange = 100000;
+    const bool empty = step > 0 ? stop <= start : stop >= start;
+    const uint64_t span = step > 0 ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                                   : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+    const uint64_t magnitude =
+        step > 0 ? static_cast<uint64_t>(step) : static_cast<uint64_t>(-(step + 1)) + 1;
+    const uint64_t count = empty ? 0 : (span - 1) / magnitude + 1;
     if (count > kMaxRange)
-      template_error(source, "range() of " + std::to_string(static_cast<long double>(count)) +
+      template_error(source, "range() of " + std::to_string(count) +
                                  " items; at most 100000 (jinja2's sandbox limit)");
     json out = json::array();
-    for (__int128 n = 0; n < count; ++n) out.push_back(static_cast<int64_t>(start + n * step));
+    for (uint64_t n = 0; n < count; ++n)
+      out.push_back(
+          static_cast<int64_t>(static_cast<uint64_t>(start) + n * static_cast<uint64_t>(step)));
     return out;
   }
   if (name == "namespace" && args.empty()) {

@@ -160,6 +160,15 @@ TEST_CASE("templates that cannot render say the line and the reason") {
                        doctest::Contains("line 1"), patchbay::Error);
   CHECK_THROWS_WITH_AS(ev::render_jinja("x\n{{ 1 + }}", none),
                        doctest::Contains("chat template line 2"), patchbay::Error);
+  // A template from a model file cannot ask for unbounded memory (jinja2's sandbox limit).
+  CHECK_THROWS_WITH_AS(ev::render_jinja("{% for i in range(1000000000000) %}{% endfor %}", none),
+                       doctest::Contains("at most 100000"), patchbay::Error);
+  CHECK_THROWS_WITH_AS(
+      ev::render_jinja("{{ range(-9223372036854775807, 9223372036854775807, 2) | length }}", none),
+      doctest::Contains("at most 100000"), patchbay::Error);
+  CHECK(ev::render_jinja("{{ range(5, -5, -3) | join(',') }}", none).text == "5,2,-1,-4");
+  CHECK(ev::render_jinja("{{ range(3) | join(',') }}|{{ range(2, 2) | length }}", none).text ==
+        "0,1,2|0");
 }
 
 TEST_CASE(
