@@ -1,7 +1,7 @@
 // The task side of `patchbay eval` (eval_tasks.hpp): load the checkpoint's model and the
-// tokenizer file its run saved, resolve each task (a YAML file, or a name looked up as
-// configs/tasks/<name>.yaml beside the working directory or the executable), evaluate, print
-// the table, write the results JSON (and --log-samples JSON Lines).
+// tokenizer file its run saved, resolve each task (eval/task_lookup.hpp: a YAML file, or a
+// shipped task's name), evaluate, print the table, write the results JSON (and --log-samples JSON
+// Lines).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +15,8 @@
 #include "data/split.hpp"
 #include "data/tokenizer_io.hpp"
 #include "eval/task_evaluation.hpp"
+#include "eval/task_lookup.hpp"
+#include "eval/tokenizer_codec.hpp"
 #include "run/atomic_file.hpp"
 #include "train/checkpoint.hpp"
 #include "train/objective.hpp"
@@ -25,41 +27,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A task argument: an existing file, else configs/tasks/<name>.yaml under the working
-// directory, else under the source tree the executable was built from (build/ beside configs/).
-fs::path resolve_task(const std::string& name) {
-  if (fs::exists(name)) return name;
-  std::vector<fs::path> tried = {fs::path("configs/tasks") / (name + ".yaml")};
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) tried.push_back(exe.parent_path().parent_path() / "configs/tasks" / (name + ".yaml"));
-  for (const fs::path& p : tried)
-    if (fs::exists(p)) return p;
-  std::string list;
-  for (const fs::path& p : tried) list += (list.empty() ? "" : ", ") + p.string();
-  throw Error(ErrorKind::kNotFound, "task '" + name +
-                                        "' is neither a file nor a shipped task (looked for " +
-                                        list + "); shipped tasks are listed in docs/evaluation.md");
-}
-
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
   for (std::string part; std::getline(in, part, ',');)
     if (!part.empty()) out.push_back(part);
   return out;
-}
-
-eval::TextCodec codec_of(const runtime::TokenizerHandle& tokenizer) {
-  eval::TextCodec codec;
-  codec.encode = [&tokenizer](std::string_view text) { return tokenizer.encode(text); };
-  codec.decode = [&tokenizer](const std::vector<int32_t>& ids) { return tokenizer.decode(ids); };
-  for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens()) {
-    if (!codec.prefix_token)
-      codec.prefix_token = s.id;  // the first special: the HF export's bos/eos
-    codec.stop_tokens.push_back(s.id);
-  }
-  return codec;
 }
 
 }  // namespace
@@ -74,7 +47,7 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   train::validate_training_config(config, components.lookup);
   std::vector<eval::TaskSpec> specs;  // all read before any scoring: a bad file fails fast
   for (const std::string& t : split_commas(args.tasks))
-    specs.push_back(eval::load_task_file(resolve_task(t)));
+    specs.push_back(eval::load_task_file(eval::resolve_task(t)));
   if (specs.empty()) throw Error(ErrorKind::kInvalidArgument, "--tasks names no task");
 
   const fs::path tokenizer_file = tokenizer_file_of(checkpoint);
@@ -103,7 +76,7 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
-  const eval::TextCodec codec = codec_of(tokenizer);
+  const eval::TextCodec codec = eval::text_codec_of(tokenizer);
 
   eval::EvalOptions options;
   options.num_fewshot = args.num_fewshot;

@@ -197,8 +197,17 @@ std::string format_number(double v) {
 TaskResult evaluate_task(model::LanguageModel& model, const TextCodec& codec, const TaskSpec& spec,
                          const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const TaskRequests requests =
-      build_task_requests(spec, options.num_fewshot, options.limit, options.fewshot_seed);
+  TaskResult out = evaluate_task_requests(
+      model, codec,
+      build_task_requests(spec, options.num_fewshot, options.limit, options.fewshot_seed), options);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+TaskResult evaluate_task_requests(model::LanguageModel& model, const TextCodec& codec,
+                                  const TaskRequests& requests, const EvalOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const TaskSpec& spec = requests.spec;
   TaskResult out;
   out.task = spec.name;
   out.file = spec.file.string();
