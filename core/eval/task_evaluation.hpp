@@ -23,6 +23,9 @@ struct EvalOptions {
   int64_t batch_size = 32;
   uint64_t fewshot_seed = 1234;  // lm-eval's default --fewshot_seed
   bool keep_samples = false;
+  // Score the choices of an item from one prefill of their shared context (request_scorer.hpp);
+  // false: every request forwarded whole (`patchbay eval --compare-context-cache` times both).
+  bool share_contexts = true;
 };
 
 struct MetricResult {
