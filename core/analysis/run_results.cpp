@@ -37,6 +37,30 @@ double number(const nlohmann::json& record, const char* key) {
   return it != record.end() && it->is_number() ? it->get<double>() : kMissing;
 }
 
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "task.<task>.<metric>" fields of an evaluation record (and their "_stderr"); a record that
+// has any replaces what earlier ones gave (a later evaluation, or a resumed run's repeat).
+void read_task_metrics(const nlohmann::json& record, RunResult& run) {
+  bool replaced = false;
+  for (const auto& [key, value] : record.items()) {
+    if (key.rfind("task.", 0) != 0 || !value.is_number() || ends_with(key, ".items")) continue;
+    if (!replaced) {
+      run.task_metrics.clear();
+      run.task_stderr.clear();
+      replaced = true;
+    }
+    const std::string name = key.substr(5);
+    if (ends_with(name, "_stderr"))
+      run.task_stderr[name.substr(0, name.size() - 7)] = value.get<double>();
+    else
+      run.task_metrics[name] = value.get<double>();
+  }
+}
+
 std::string value_of(const RunGroup& group, const std::string& key) {
   const auto found = group.runs.front().flat.find(key);
   return found == group.runs.front().flat.end() ? "<unset>" : found->second;
@@ -158,6 +182,7 @@ RunResult read_run(const fs::path& dir, const std::string& seed_key) {
             curve.end());
         curve.emplace_back(static_cast<int64_t>(step), loss);
       }
+      read_task_metrics(record, run);
       if (record.contains("tokens_per_second")) {
         if (!first_speed) speeds.push_back(number(record, "tokens_per_second"));
         first_speed = false;

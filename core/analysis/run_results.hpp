@@ -29,6 +29,10 @@ struct RunResult {
   double flops_per_token = kMissing;
   double tokens = kMissing;                           // tokens trained at the last logged step
   std::vector<std::pair<int64_t, double>> val_curve;  // (step, val_loss)
+  // [eval] tasks (core/train/training_tasks.hpp): "<task>.<metric>" -> value at the last
+  // evaluation that scored tasks, and the stderr lm-eval defines for it (absent when none).
+  std::map<std::string, double> task_metrics;
+  std::map<std::string, double> task_stderr;
 };
 
 // Reads one run directory. Throws Error(kNotFound) when it holds no config.toml.

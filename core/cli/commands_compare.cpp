@@ -2,7 +2,8 @@
 // the table of core/analysis/compare_table.hpp over run directories or sweep directories
 // (their finished jobs), grouped by configuration with the seed removed, and the plots of
 // core/analysis/plots.hpp. With --out (default: the sweep directory when one is given),
-// compare.md, compare.csv, compare.json and plots/ are written there.
+// compare.md, compare.csv, compare.json and plots/ are written there (compare_tasks.csv too when
+// the runs scored [eval] tasks).
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
@@ -57,6 +58,8 @@ int run_compare(const std::vector<std::string>& args, const GlobalOptions&) {
            "baseline) and a two-sided p-value: paired t-test when both rows have the same seeds,\n"
            "else Welch's t-test. Plots (gnuplot): val_loss_curves and final_loss_bars, PNG and "
            "SVG.\n"
+           "Runs that scored [eval] tasks get a second table: each task metric (acc, acc_norm, "
+           "...)\nof the final evaluation with the same statistics, and lm-eval's item stderr.\n"
            "A row is labelled by the config keys that differ between rows; keys a differing\n"
            "component kind implies (the options of each kind's own table, its plugin file) are\n"
            "left out unless --full-labels. Rows are numbered #0, #1, ... in tables and plots.\n\n"
@@ -110,12 +113,18 @@ int run_compare(const std::vector<std::string>& args, const GlobalOptions&) {
   std::cout << (format == "md"    ? analysis::to_markdown(table)
                 : format == "csv" ? analysis::to_csv(table)
                                   : analysis::to_json(table));
+  if (format == "csv" && !table.task_rows.empty())
+    std::cout << "\n" << analysis::task_metrics_csv(table);
   if (!out_dir.empty()) {
     const fs::path out(out_dir);
     run::write_text_atomically(out / "compare.md", analysis::to_markdown(table));
     run::write_text_atomically(out / "compare.csv", analysis::to_csv(table));
     run::write_text_atomically(out / "compare.json", analysis::to_json(table));
     std::cerr << "compare: wrote " << (out / "compare.{md,csv,json}").string() << "\n";
+    if (!table.task_rows.empty()) {
+      run::write_text_atomically(out / "compare_tasks.csv", analysis::task_metrics_csv(table));
+      std::cerr << "compare: wrote " << (out / "compare_tasks.csv").string() << "\n";
+    }
     if (!no_plots) {
       for (const fs::path& image : analysis::write_compare_plots(groups, table, out / "plots"))
         std::cerr << "compare: plot " << image.string() << "\n";

@@ -28,6 +28,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   int64_t batches = 0, batch_size = 0;
   EvalTasksArgs tasks;
   int64_t num_fewshot = -1, limit = -1;
+  bool no_context_cache = false;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint or run directory")(
@@ -46,7 +47,13 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
       "fewshot-seed", po::value(&tasks.fewshot_seed),
       "with --tasks: few-shot sampling seed (default 1234, as lm-eval)")(
       "output", po::value(&tasks.output),
-      "with --tasks: results JSON (default RUN/eval_tasks.json)");
+      "with --tasks: results JSON (default RUN/eval_tasks.json)")(
+      "no-context-cache", po::bool_switch(&no_context_cache),
+      "with --tasks: forward every request whole instead of prefilling a shared context once "
+      "and forking its decoding state per choice")(
+      "compare-context-cache", po::bool_switch(&tasks.compare_context_cache),
+      "with --tasks: score each task both ways in this run; print both times, tokens forwarded "
+      "and the largest log-likelihood difference");
   add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
@@ -75,10 +82,15 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
     if (num_fewshot >= 0) tasks.num_fewshot = num_fewshot;
     if (limit >= 0) tasks.limit = limit;
     if (batch_size > 0) tasks.batch_size = batch_size;
+    tasks.share_contexts = !no_context_cache;
     return run_eval_tasks(tasks, global);
   }
   for (const char* task_only : {"num-fewshot", "limit", "log-samples", "fewshot-seed", "output"})
     if (values.count(task_only) != 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string("--") + task_only + " applies to task evaluation: add --tasks");
+  for (const char* task_only : {"no-context-cache", "compare-context-cache"})
+    if (values.count(task_only) != 0 && !values[task_only].defaulted())
       throw Error(ErrorKind::kInvalidArgument,
                   std::string("--") + task_only + " applies to task evaluation: add --tasks");
   const train::Checkpoint checkpoint = train::load_checkpoint(checkpoint_path);

@@ -1,12 +1,17 @@
 // The task side of `patchbay eval` (eval_tasks.hpp): load the checkpoint's model and the
-// tokenizer file its run saved, resolve each task (a YAML file, or a name looked up as
-// configs/tasks/<name>.yaml beside the working directory or the executable), evaluate, print
-// the table, write the results JSON (and --log-samples JSON Lines).
+// tokenizer file its run saved, resolve each task (eval/task_lookup.hpp: a YAML file, or a
+// shipped task's name), evaluate, print the table, write the results JSON (and --log-samples JSON
+// Lines).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cli/checkpoint_tokenizer.hpp"
 #include "cli/component_lookup.hpp"
@@ -15,6 +20,8 @@
 #include "data/split.hpp"
 #include "data/tokenizer_io.hpp"
 #include "eval/task_evaluation.hpp"
+#include "eval/task_lookup.hpp"
+#include "eval/tokenizer_codec.hpp"
 #include "run/atomic_file.hpp"
 #include "train/checkpoint.hpp"
 #include "train/objective.hpp"
@@ -25,21 +32,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A task argument: an existing file, else configs/tasks/<name>.yaml under the working
-// directory, else under the source tree the executable was built from (build/ beside configs/).
-fs::path resolve_task(const std::string& name) {
-  if (fs::exists(name)) return name;
-  std::vector<fs::path> tried = {fs::path("configs/tasks") / (name + ".yaml")};
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) tried.push_back(exe.parent_path().parent_path() / "configs/tasks" / (name + ".yaml"));
-  for (const fs::path& p : tried)
-    if (fs::exists(p)) return p;
-  std::string list;
-  for (const fs::path& p : tried) list += (list.empty() ? "" : ", ") + p.string();
-  throw Error(ErrorKind::kNotFound, "task '" + name +
-                                        "' is neither a file nor a shipped task (looked for " +
-                                        list + "); shipped tasks are listed in docs/evaluation.md");
+// The largest |a - b| over the per-request log-likelihoods of two sample lists of one task
+// (the same items in the same order), and how many were compared.
+std::pair<double, int64_t> largest_difference(const std::vector<nlohmann::json>& a,
+                                              const std::vector<nlohmann::json>& b) {
+  double largest = 0;
+  int64_t compared = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    std::vector<double> x, y;
+    if (a[i].contains("loglikelihoods")) {
+      x = a[i]["loglikelihoods"].get<std::vector<double>>();
+      y = b[i]["loglikelihoods"].get<std::vector<double>>();
+    } else if (a[i].contains("loglikelihood")) {
+      x = {a[i]["loglikelihood"].get<double>()};
+      y = {b[i]["loglikelihood"].get<double>()};
+    }
+    for (size_t k = 0; k < x.size() && k < y.size(); ++k, ++compared)
+      largest = std::max(largest, std::fabs(x[k] - y[k]));
+  }
+  return {largest, compared};
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -48,18 +59,6 @@ std::vector<std::string> split_commas(const std::string& s) {
   for (std::string part; std::getline(in, part, ',');)
     if (!part.empty()) out.push_back(part);
   return out;
-}
-
-eval::TextCodec codec_of(const runtime::TokenizerHandle& tokenizer) {
-  eval::TextCodec codec;
-  codec.encode = [&tokenizer](std::string_view text) { return tokenizer.encode(text); };
-  codec.decode = [&tokenizer](const std::vector<int32_t>& ids) { return tokenizer.decode(ids); };
-  for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens()) {
-    if (!codec.prefix_token)
-      codec.prefix_token = s.id;  // the first special: the HF export's bos/eos
-    codec.stop_tokens.push_back(s.id);
-  }
-  return codec;
 }
 
 }  // namespace
@@ -74,7 +73,7 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   train::validate_training_config(config, components.lookup);
   std::vector<eval::TaskSpec> specs;  // all read before any scoring: a bad file fails fast
   for (const std::string& t : split_commas(args.tasks))
-    specs.push_back(eval::load_task_file(resolve_task(t)));
+    specs.push_back(eval::load_task_file(eval::resolve_task(t)));
   if (specs.empty()) throw Error(ErrorKind::kInvalidArgument, "--tasks names no task");
 
   const fs::path tokenizer_file = tokenizer_file_of(checkpoint);
@@ -103,7 +102,7 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
-  const eval::TextCodec codec = codec_of(tokenizer);
+  const eval::TextCodec codec = eval::text_codec_of(tokenizer);
 
   eval::EvalOptions options;
   options.num_fewshot = args.num_fewshot;
@@ -111,7 +110,10 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   options.batch_size = args.batch_size;
   options.fewshot_seed = args.fewshot_seed;
   options.keep_samples = !args.log_samples.empty();
+  options.share_contexts = args.share_contexts;
   std::vector<eval::TaskResult> results;
+  std::vector<std::string> cache_lines;  // --compare-context-cache
+  nlohmann::json cache_comparison = nlohmann::json::array();
   std::ofstream samples;
   if (options.keep_samples) {
     samples.open(args.log_samples);
@@ -120,7 +122,50 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   }
   for (const eval::TaskSpec& spec : specs) {
     std::cerr << "task " << spec.name << " (" << spec.file.string() << ")...\n";
-    results.push_back(eval::evaluate_task(*model, codec, spec, options));
+    if (args.compare_context_cache && spec.output_type != eval::OutputType::kGenerateUntil) {
+      // Whole rows first, then shared contexts (the reported result), same process and threads.
+      eval::EvalOptions whole = options, shared = options;
+      whole.share_contexts = false;
+      shared.share_contexts = true;
+      whole.keep_samples = shared.keep_samples = true;
+      // Process CPU time beside wall time: on a shared machine the wall clock mostly measures
+      // preemption, CPU seconds (all threads) the work done.
+      const std::clock_t whole_start = std::clock();
+      const eval::TaskResult reference = eval::evaluate_task(*model, codec, spec, whole);
+      const double whole_cpu = static_cast<double>(std::clock() - whole_start) / CLOCKS_PER_SEC;
+      const std::clock_t shared_start = std::clock();
+      eval::TaskResult result = eval::evaluate_task(*model, codec, spec, shared);
+      const double shared_cpu = static_cast<double>(std::clock() - shared_start) / CLOCKS_PER_SEC;
+      const auto [largest, compared] = largest_difference(reference.samples, result.samples);
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "context cache, %s: shared contexts %.3f s wall, %.3f s CPU (%lld tokens "
+                    "forwarded, %lld contexts shared) vs whole rows %.3f s wall, %.3f s CPU "
+                    "(%lld tokens): %.2fx wall, %.2fx CPU; largest |log-likelihood difference| "
+                    "%.2e over %lld requests\n",
+                    spec.name.c_str(), result.seconds, shared_cpu,
+                    static_cast<long long>(result.scoring.tokens),
+                    static_cast<long long>(result.scoring.shared_contexts), reference.seconds,
+                    whole_cpu, static_cast<long long>(reference.scoring.tokens),
+                    result.seconds > 0 ? reference.seconds / result.seconds : 0.0,
+                    shared_cpu > 0 ? whole_cpu / shared_cpu : 0.0, largest,
+                    static_cast<long long>(compared));
+      cache_lines.push_back(line);
+      cache_comparison.push_back({{"task", spec.name},
+                                  {"shared_seconds", result.seconds},
+                                  {"shared_cpu_seconds", shared_cpu},
+                                  {"whole_cpu_seconds", whole_cpu},
+                                  {"shared_tokens", result.scoring.tokens},
+                                  {"shared_contexts", result.scoring.shared_contexts},
+                                  {"whole_seconds", reference.seconds},
+                                  {"whole_tokens", reference.scoring.tokens},
+                                  {"largest_loglikelihood_difference", largest},
+                                  {"requests_compared", compared}});
+      if (!options.keep_samples) result.samples.clear();
+      results.push_back(std::move(result));
+    } else {
+      results.push_back(eval::evaluate_task(*model, codec, spec, options));
+    }
     for (nlohmann::json& s : results.back().samples) {
       s["task"] = spec.name;
       samples << s.dump() << "\n";
@@ -153,12 +198,19 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
                 << " requests tokenise differently across the context/continuation boundary "
                    "(scored as lm-eval does)\n";
   }
+  if (!cache_lines.empty()) {
+    const char* threads = std::getenv("OMP_NUM_THREADS");
+    std::printf("threads: OMP_NUM_THREADS=%s, %u cores\n", threads ? threads : "unset (every core)",
+                std::thread::hardware_concurrency());
+    for (const std::string& line : cache_lines) std::fputs(line.c_str(), stdout);
+  }
   nlohmann::json out = {{"checkpoint", checkpoint.path().string()},
                         {"step", checkpoint.step()},
                         {"fewshot_seed", args.fewshot_seed},
                         {"batch_size", args.batch_size},
                         {"tasks", nlohmann::json::array()}};
   if (args.limit) out["limit"] = *args.limit;
+  if (!cache_comparison.empty()) out["context_cache_comparison"] = cache_comparison;
   for (const eval::TaskResult& r : results) out["tasks"].push_back(eval::task_result_json(r));
   const fs::path output = args.output.empty()
                               ? checkpoint.path().parent_path().parent_path() / "eval_tasks.json"

@@ -21,6 +21,7 @@
 #include "sweep/sweep_jobs.hpp"
 #include "sweep/sweep_spec.hpp"
 #include "train/train_config.hpp"
+#include "train/training_tasks.hpp"
 
 namespace patchbay::cli {
 namespace {
@@ -150,6 +151,7 @@ int run_sweep_command(const std::vector<std::string>& args, const GlobalOptions&
     };
     train::validate_training_config(config, recording);
     (void)train::train_options_from_config(config);  // rules the schema cannot state
+    train::check_training_tasks(config);  // [eval] tasks: a bad name stops the sweep here
   };
   const sweep::PluginUseFinder third_party = [&](const config::ResolvedConfig& config) {
     return third_party_plugin_uses(looked_up, config);

@@ -19,6 +19,8 @@ struct EvalTasksArgs {
   uint64_t fewshot_seed = 1234;
   std::string log_samples;  // JSON Lines file, or empty
   std::string output;       // results JSON; default <run>/eval_tasks.json
+  bool share_contexts = true;          // --no-context-cache: every request forwarded whole
+  bool compare_context_cache = false;  // --compare-context-cache: both, timed, in this run
 };
 
 int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global);

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
+#include "engine/device.hpp"
 
 namespace patchbay::eval {
 namespace {
@@ -20,55 +22,47 @@ struct Row {
   std::vector<size_t> requests;  // requests scored from this row
 };
 
-// Σ log p(token) over the last `targets.size()` positions ending at `end` (exclusive) of one
-// row of logits [T, V]; logsumexp in double so f32 rounding stays below 1e-6 per token.
-LoglikelihoodResult score_row(const float* logits, int64_t vocab, int64_t end,
-                              const std::vector<int32_t>& targets) {
+// Requests that share one context, scored from one prefill of it (see the header).
+struct ContextGroup {
+  const std::vector<int32_t>* context = nullptr;
+  std::vector<size_t> requests;
+};
+
+// Σ log p(token) over the targets, the distribution of target k at logits_at(k) (a row of V
+// floats); logsumexp in double so f32 rounding stays below 1e-6 per token.
+template <typename LogitsAt>
+LoglikelihoodResult score_targets(int64_t vocab, const std::vector<int32_t>& targets,
+                                  LogitsAt logits_at) {
   LoglikelihoodResult r;
   r.is_greedy = true;
-  const int64_t n = static_cast<int64_t>(targets.size());
-  for (int64_t k = 0; k < n; ++k) {
-    const float* row = logits + (end - n + k) * vocab;
+  for (size_t k = 0; k < targets.size(); ++k) {
+    const float* row = logits_at(static_cast<int64_t>(k));
     const float* best = std::max_element(row, row + vocab);
     double sum = 0;
     for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - *best);
-    const int32_t t = targets[static_cast<size_t>(k)];
+    const int32_t t = targets[k];
     r.logprob += static_cast<double>(row[t]) - *best - std::log(sum);
     if (best - row != t) r.is_greedy = false;
   }
   return r;
 }
 
-}  // namespace
+// Σ log p over the last `targets.size()` positions ending at `end` (exclusive) of one row of
+// logits [T, V].
+LoglikelihoodResult score_row(const float* logits, int64_t vocab, int64_t end,
+                              const std::vector<int32_t>& targets) {
+  const int64_t n = static_cast<int64_t>(targets.size());
+  return score_targets(vocab, targets, [&](int64_t k) { return logits + (end - n + k) * vocab; });
+}
 
-std::vector<LoglikelihoodResult> score_loglikelihood(model::LanguageModel& model,
-                                                     const std::vector<TokenPair>& requests,
-                                                     int64_t batch_size, ScoringStats* stats) {
-  const int64_t max_length = model.options().context_length;
+eng::Tensor host_logits(const eng::Tensor& logits) { return logits.to(eng::cpu()).contiguous(); }
+
+// Rows of whole inputs, longest first, `batch_size` per forward (the path without a shared
+// context).
+void score_rows(model::LanguageModel& model, const std::vector<TokenPair>& requests,
+                std::vector<Row>& rows, int64_t batch_size,
+                std::vector<LoglikelihoodResult>& results, ScoringStats& s) {
   const int64_t vocab = model.options().vocab_size;
-  if (batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "batch size must be at least 1");
-  std::vector<LoglikelihoodResult> results(requests.size());
-  std::map<std::vector<int32_t>, size_t> row_of_input;
-  std::vector<Row> rows;
-  ScoringStats s;
-  s.requests = static_cast<int64_t>(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const TokenPair& r = requests[i];
-    if (static_cast<int64_t>(r.continuation.size()) > max_length)
-      throw Error(ErrorKind::kInvalidArgument, "a continuation of " +
-                                                   std::to_string(r.continuation.size()) +
-                                                   " tokens is longer than the model's context (" +
-                                                   std::to_string(max_length) + ")");
-    std::vector<int32_t> all = r.context;
-    all.insert(all.end(), r.continuation.begin(), r.continuation.end());
-    const int64_t keep = std::min<int64_t>(static_cast<int64_t>(all.size()), max_length + 1);
-    results[i].truncated_tokens = static_cast<int64_t>(all.size()) - keep;
-    if (results[i].truncated_tokens > 0) ++s.truncated_requests;
-    std::vector<int32_t> input(all.end() - keep, all.end() - 1);
-    const auto [it, inserted] = row_of_input.try_emplace(std::move(input), rows.size());
-    if (inserted) rows.push_back({it->first, {}});
-    rows[it->second].requests.push_back(i);
-  }
   // Longest first, then by tokens (lm-eval's sort key: -len(tokens), tuple(tokens)).
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0);
@@ -77,7 +71,6 @@ std::vector<LoglikelihoodResult> score_loglikelihood(model::LanguageModel& model
       return rows[a].input.size() > rows[b].input.size();
     return rows[a].input < rows[b].input;
   });
-  eng::NoGradGuard no_grad;
   for (size_t start = 0; start < order.size(); start += static_cast<size_t>(batch_size)) {
     const size_t count = std::min(order.size() - start, static_cast<size_t>(batch_size));
     const int64_t width = static_cast<int64_t>(rows[order[start]].input.size());
@@ -91,7 +84,7 @@ std::vector<LoglikelihoodResult> score_loglikelihood(model::LanguageModel& model
     const eng::Tensor batch = eng::Tensor::from_data(
         tokens.data(), {static_cast<int64_t>(count), width}, eng::DType::kI32);
     const eng::Tensor logits =
-        model.forward(batch, /*training=*/false).logits.contiguous();  // [B, T, V]
+        host_logits(model.forward(batch, /*training=*/false).logits);  // [B, T, V]
     const float* data = logits.data<float>();
     // Log-softmax at the continuation positions, one (row, request) per iteration across the
     // cores: with a 50K vocabulary and rolling windows (every position scored) this is as much
@@ -111,7 +104,146 @@ std::vector<LoglikelihoodResult> score_loglikelihood(model::LanguageModel& model
     }
     ++s.batches;
   }
-  s.rows = static_cast<int64_t>(rows.size());
+}
+
+// One shared context: prefilled once in a batch-1 decoding state (its last logits give every
+// continuation's first token), then the state forked into one sequence per distinct
+// continuation longer than one token, which decode their tokens but the last (right-padded).
+// Returns false, having scored nothing, when the model's layers cannot fork a state.
+bool score_shared_context(model::LanguageModel& model, const std::vector<TokenPair>& requests,
+                          const ContextGroup& group, std::vector<LoglikelihoodResult>& results,
+                          ScoringStats& s) {
+  const int64_t vocab = model.options().vocab_size;
+  const std::vector<int32_t>& context = *group.context;
+  const int64_t context_length = static_cast<int64_t>(context.size());
+  // Distinct continuations that need positions past the context: one forked sequence each.
+  std::map<std::vector<int32_t>, int64_t> sequence_of;
+  int64_t width = 0;  // tokens each forked sequence decodes (the longest continuation - 1)
+  for (size_t i : group.requests) {
+    const std::vector<int32_t>& c = requests[i].continuation;
+    if (c.size() < 2) continue;
+    sequence_of.try_emplace(c, static_cast<int64_t>(sequence_of.size()));
+    width = std::max(width, static_cast<int64_t>(c.size()) - 1);
+  }
+  model::DecodeState state;
+  try {
+    state = model.start_decoding(1, context_length + width);
+  } catch (const Error&) {
+    return false;  // a layer without a decoding state (cache kind NONE): whole rows instead
+  }
+  const eng::Tensor first = host_logits(model.decode_step(
+      state, eng::Tensor::from_data(context.data(), {1, context_length}, eng::DType::kI32)));
+  const float* next_of_context = first.data<float>() + (context_length - 1) * vocab;
+  eng::Tensor rest;  // [N, width, V]: logits after each continuation's first width tokens
+  const int64_t sequences = static_cast<int64_t>(sequence_of.size());
+  if (sequences > 0) {
+    const std::vector<int64_t> source(static_cast<size_t>(sequences), 0);
+    std::optional<model::DecodeState> forked = model.fork_decoding(state, source);
+    if (!forked) return false;
+    std::vector<int32_t> tokens(static_cast<size_t>(sequences * width), 0);  // right padding
+    for (const auto& [c, n] : sequence_of) {
+      std::copy(c.begin(), c.end() - 1, tokens.begin() + n * width);
+      s.tokens += static_cast<int64_t>(c.size()) - 1;
+    }
+    rest = host_logits(model.decode_step(
+        *forked, eng::Tensor::from_data(tokens.data(), {sequences, width}, eng::DType::kI32)));
+  }
+  s.tokens += context_length;
+  s.rows += 1 + sequences;
+  ++s.batches;
+  ++s.shared_contexts;
+  const float* rest_data = sequences > 0 ? rest.data<float>() : nullptr;
+  const std::vector<size_t>& members = group.requests;
+#pragma omp parallel for schedule(dynamic)
+  for (size_t m = 0; m < members.size(); ++m) {
+    const size_t i = members[m];
+    const std::vector<int32_t>& c = requests[i].continuation;
+    const float* row = nullptr;
+    if (c.size() >= 2) row = rest_data + sequence_of.at(c) * width * vocab;
+    // Token 0 after the context's last position, token k >= 1 after continuation token k - 1.
+    results[i] = score_targets(
+        vocab, c, [&](int64_t k) { return k == 0 ? next_of_context : row + (k - 1) * vocab; });
+  }
+  return true;
+}
+
+// Whether a shared prefill saves enough to pay for its two small decoding calls: the tokens it
+// forwards (the context once, each distinct continuation but its last token) at most 3/4 of
+// what whole rows forward (each distinct input row). A short context with long choices
+// (wordnet_definitions' "word:") goes to whole rows, which batch better.
+bool worth_sharing(const std::vector<TokenPair>& requests, const std::vector<int32_t>& context,
+                   const ContextGroup& group) {
+  std::map<std::vector<int32_t>, bool> distinct;
+  for (size_t i : group.requests) distinct.emplace(requests[i].continuation, true);
+  const int64_t context_tokens = static_cast<int64_t>(context.size());
+  int64_t shared = context_tokens, whole = 0;
+  bool one_token_row = false;  // every one-token continuation reads the context's row alone
+  for (const auto& [c, unused] : distinct) {
+    const int64_t n = static_cast<int64_t>(c.size());
+    shared += n - 1;
+    if (n > 1)
+      whole += context_tokens + n - 1;
+    else
+      one_token_row = true;
+  }
+  if (one_token_row) whole += context_tokens;
+  return 4 * shared <= 3 * whole;
+}
+
+}  // namespace
+
+std::vector<LoglikelihoodResult> score_loglikelihood(model::LanguageModel& model,
+                                                     const std::vector<TokenPair>& requests,
+                                                     int64_t batch_size, ScoringStats* stats,
+                                                     bool share_contexts) {
+  const int64_t max_length = model.options().context_length;
+  if (batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "batch size must be at least 1");
+  std::vector<LoglikelihoodResult> results(requests.size());
+  ScoringStats s;
+  s.requests = static_cast<int64_t>(requests.size());
+  // Requests whose context is shared (two or more, nothing cut from the left) go to the
+  // shared-context path; the rest to whole rows.
+  std::map<std::vector<int32_t>, ContextGroup> groups;
+  std::vector<bool> in_group(requests.size(), false);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const TokenPair& r = requests[i];
+    if (static_cast<int64_t>(r.continuation.size()) > max_length)
+      throw Error(ErrorKind::kInvalidArgument, "a continuation of " +
+                                                   std::to_string(r.continuation.size()) +
+                                                   " tokens is longer than the model's context (" +
+                                                   std::to_string(max_length) + ")");
+    const int64_t total = static_cast<int64_t>(r.context.size() + r.continuation.size());
+    results[i].truncated_tokens = std::max<int64_t>(0, total - (max_length + 1));
+    if (results[i].truncated_tokens > 0) ++s.truncated_requests;
+    if (share_contexts && results[i].truncated_tokens == 0 && !r.context.empty() &&
+        !r.continuation.empty())
+      groups[r.context].requests.push_back(i);
+  }
+  eng::NoGradGuard no_grad;
+  bool can_fork = share_contexts;
+  for (auto& [context, group] : groups) {
+    if (group.requests.size() < 2 || !can_fork || !worth_sharing(requests, context, group))
+      continue;
+    group.context = &context;
+    can_fork = score_shared_context(model, requests, group, results, s);
+    if (can_fork)
+      for (size_t i : group.requests) in_group[i] = true;
+  }
+  std::map<std::vector<int32_t>, size_t> row_of_input;
+  std::vector<Row> rows;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (in_group[i]) continue;
+    const TokenPair& r = requests[i];
+    std::vector<int32_t> all = r.context;
+    all.insert(all.end(), r.continuation.begin(), r.continuation.end());
+    const int64_t keep = static_cast<int64_t>(all.size()) - results[i].truncated_tokens;
+    std::vector<int32_t> input(all.end() - keep, all.end() - 1);
+    const auto [it, inserted] = row_of_input.try_emplace(std::move(input), rows.size());
+    if (inserted) rows.push_back({it->first, {}});
+    rows[it->second].requests.push_back(i);
+  }
+  score_rows(model, requests, rows, batch_size, results, s);
+  s.rows += static_cast<int64_t>(rows.size());
   if (stats != nullptr) *stats = s;
   return results;
 }
@@ -156,7 +288,7 @@ std::vector<GenerationResult> generate_until(model::LanguageModel& model, const 
     std::vector<int32_t> generated;
     const int64_t vocab = model.options().vocab_size;
     for (int64_t step = 0; step < max_gen_toks; ++step) {
-      const eng::Tensor last = logits.contiguous();
+      const eng::Tensor last = host_logits(logits);
       const float* row = last.data<float>() + (last.size(1) - 1) * vocab;
       const int32_t token = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
       if (std::find(codec.stop_tokens.begin(), codec.stop_tokens.end(), token) !=

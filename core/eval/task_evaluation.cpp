@@ -42,7 +42,7 @@ void score_choices(model::LanguageModel& model, const TextCodec& codec, const Ta
                         "a longer context");
     }
   const std::vector<LoglikelihoodResult> scores =
-      score_loglikelihood(model, pairs, options.batch_size, &out.scoring);
+      score_loglikelihood(model, pairs, options.batch_size, &out.scoring, options.share_contexts);
   out.truncated_requests = out.scoring.truncated_requests;
   std::map<std::string, std::vector<double>> per_metric;
   size_t next = 0;
@@ -108,7 +108,7 @@ void score_rolling(model::LanguageModel& model, const TextCodec& codec, const Ta
       owner.push_back(i);
     }
   const std::vector<LoglikelihoodResult> scores =
-      score_loglikelihood(model, windows, options.batch_size, &out.scoring);
+      score_loglikelihood(model, windows, options.batch_size, &out.scoring, options.share_contexts);
   std::vector<double> ll(r.items.size(), 0.0);
   for (size_t w = 0; w < windows.size(); ++w) ll[owner[w]] += scores[w].logprob;
   double total = 0, words = 0, bytes = 0;
@@ -197,8 +197,17 @@ std::string format_number(double v) {
 TaskResult evaluate_task(model::LanguageModel& model, const TextCodec& codec, const TaskSpec& spec,
                          const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const TaskRequests requests =
-      build_task_requests(spec, options.num_fewshot, options.limit, options.fewshot_seed);
+  TaskResult out = evaluate_task_requests(
+      model, codec,
+      build_task_requests(spec, options.num_fewshot, options.limit, options.fewshot_seed), options);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+TaskResult evaluate_task_requests(model::LanguageModel& model, const TextCodec& codec,
+                                  const TaskRequests& requests, const EvalOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const TaskSpec& spec = requests.spec;
   TaskResult out;
   out.task = spec.name;
   out.file = spec.file.string();
@@ -237,6 +246,7 @@ json task_result_json(const TaskResult& r) {
           {"boundary_mismatches", r.boundary_mismatches},
           {"requests", r.scoring.requests},
           {"rows", r.scoring.rows},
+          {"shared_contexts", r.scoring.shared_contexts},
           {"batches", r.scoring.batches},
           {"tokens", r.scoring.tokens},
           {"seconds", r.seconds}};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eval/request_scorer.hpp"
+#include "eval/task_docs.hpp"
 #include "eval/task_spec.hpp"
 #include "eval/token_requests.hpp"
 #include "model/language_model.hpp"
@@ -22,6 +23,9 @@ struct EvalOptions {
   int64_t batch_size = 32;
   uint64_t fewshot_seed = 1234;  // lm-eval's default --fewshot_seed
   bool keep_samples = false;
+  // Score the choices of an item from one prefill of their shared context (request_scorer.hpp);
+  // false: every request forwarded whole (`patchbay eval --compare-context-cache` times both).
+  bool share_contexts = true;
 };
 
 struct MetricResult {
@@ -46,6 +50,11 @@ struct TaskResult {
 
 TaskResult evaluate_task(model::LanguageModel& model, const TextCodec& codec, const TaskSpec& spec,
                          const EvalOptions& options);
+// The same over items built beforehand (build_task_requests; options.num_fewshot, limit and
+// fewshot_seed are then the ones they were built with and are not read again): training builds
+// its tasks' items once and scores them at every evaluation.
+TaskResult evaluate_task_requests(model::LanguageModel& model, const TextCodec& codec,
+                                  const TaskRequests& requests, const EvalOptions& options);
 
 // {"task", "output_type", "num_fewshot", "items", "metrics": {name: value, name_stderr: ...},
 //  "truncated_requests", "boundary_mismatches", "rows", "batches", "tokens", "seconds"}

@@ -267,6 +267,37 @@ bool LanguageModel::reorder_decoding(DecodeState& state, std::span<const int64_t
   return true;
 }
 
+std::optional<DecodeState> LanguageModel::fork_decoding(const DecodeState& state,
+                                                        std::span<const int64_t> source) {
+  if (!state.impl_ || state.impl_->owner != impl_.get())
+    throw Error(ErrorKind::kInvalidArgument,
+                "fork_decoding: the state was not made by this model's start_decoding");
+  const DecodeState::Impl& s = *state.impl_;
+  if (source.empty())
+    throw Error(ErrorKind::kInvalidArgument, "fork_decoding: needs at least one source");
+  for (int64_t index : source)
+    if (index < 0 || index >= s.batch)
+      throw Error(ErrorKind::kInvalidArgument, "fork_decoding: source " + std::to_string(index) +
+                                                   " is not a sequence of the state (batch " +
+                                                   std::to_string(s.batch) + ")");
+  if (s.broken)
+    throw Error(ErrorKind::kInvalidArgument, "fork_decoding: the state is broken; start a new one");
+  DecodeState copy;
+  copy.impl_ = std::make_unique<DecodeState::Impl>();
+  copy.impl_->owner = s.owner;
+  copy.impl_->batch = static_cast<int64_t>(source.size());
+  copy.impl_->capacity = s.capacity;
+  copy.impl_->length = s.length;
+  eng::NoGradGuard no_grad;
+  for (size_t i = 0; i < impl_->blocks.size(); ++i) {
+    std::optional<runtime::AttentionHandle::State> layer =
+        impl_->blocks[i].attn->fork_state(s.layers[i], source);
+    if (!layer) return std::nullopt;
+    copy.impl_->layers.push_back(std::move(*layer));
+  }
+  return copy;
+}
+
 std::string LanguageModel::describe() const {
   const Impl& m = *impl_;
   const ModelOptions& o = m.options;

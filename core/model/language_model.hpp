@@ -208,6 +208,13 @@ class LanguageModel {
   // some layer cannot reorder its state; the state is then unusable (start a new one and
   // prefill each beam's tokens).
   bool reorder_decoding(DecodeState& state, std::span<const int64_t> source);
+  // Shared prefixes: a new state of source.size() sequences (>= 1), sequence i a copy of the
+  // state's sequence source[i] at the same length; `state` is unchanged and both continue
+  // independently (evaluation prefills a context once and forks it into one sequence per
+  // continuation). nullopt when some layer cannot fork its state (attention interface < 1.4,
+  // or the layer declines); Error(kInvalidArgument) for sources out of range.
+  std::optional<DecodeState> fork_decoding(const DecodeState& state,
+                                           std::span<const int64_t> source);
 
   // Decoding with bf16 weights (model/inference_weights.cpp): converts every weight matrix
   // (parameters with >= 2 dims except wpe) to `dtype` in place, rounding once; biases and

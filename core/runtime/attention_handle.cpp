@@ -187,6 +187,27 @@ bool AttentionHandle::reorder_state(State& state, std::span<const int64_t> sourc
   return true;
 }
 
+std::optional<AttentionHandle::State> AttentionHandle::fork_state(
+    const State& state, std::span<const int64_t> source) const {
+  if (state.state_ == nullptr || state.owner_ != instance_)
+    throw Error(ErrorKind::kInternal,
+                context("state_fork") + ": the state was not made by this layer");
+  if (!PB_HAS_FIELD(vtable_, pb_attention_vtable, state_fork) || vtable_->state_fork == nullptr)
+    return std::nullopt;
+  void* copy = nullptr;
+  pb_status* status = vtable_->state_fork(instance_->get(), state.state_, source.data(),
+                                          static_cast<int64_t>(source.size()), &copy);
+  if (status != nullptr && host_->status_code(status) == PB_STATUS_UNSUPPORTED) {
+    host_->status_free(status);
+    return std::nullopt;
+  }
+  throw_if_error(status, context("state_fork failed"));
+  if (copy == nullptr)
+    throw Error(ErrorKind::kInternal,
+                context("state_fork") + " returned success but no state (a plugin bug)");
+  return State(instance_, copy, static_cast<int64_t>(source.size()), state.capacity_);
+}
+
 bool AttentionHandle::can_cross() const {
   return has(PB_ATTENTION_CAP_CROSS) && PB_HAS_FIELD(vtable_, pb_attention_vtable, forward_cross) &&
          vtable_->cross_memory_create != nullptr && vtable_->cross_memory_destroy != nullptr &&

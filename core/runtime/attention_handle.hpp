@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -101,6 +102,10 @@ class AttentionHandle {
   // (state untouched) when the layer cannot (interface 1.0, a NULL state_reorder, or
   // PB_STATUS_UNSUPPORTED); throws Error for other failures.
   bool reorder_state(State& state, std::span<const int64_t> source) const;
+  // Shared prefixes (interface 1.4): a new state of source.size() sequences, sequence i a copy
+  // of the state's sequence source[i]; `state` is unchanged. nullopt when the layer cannot
+  // (an older interface, a NULL state_fork, or PB_STATUS_UNSUPPORTED); throws Error otherwise.
+  std::optional<State> fork_state(const State& state, std::span<const int64_t> source) const;
 
   // Cross-attention (interface 1.3). can_cross(): the layer declares PB_ATTENTION_CAP_CROSS
   // (and has the functions). require_cross() throws Error(kInvalidArgument) naming the kind

@@ -1,7 +1,8 @@
 // The sweep ledger: <sweep_dir>/ledger.json, one JSON document rewritten atomically (write,
 // fsync, rename) under an flock on <sweep_dir>/ledger.lock, so several sweep processes (or
 // slot threads) can update it and a crash never leaves it torn. It records every job the
-// sweep has known: its overrides, state, attempts and the third-party plugins it uses. Job claims
+// sweep has known: its overrides, state, attempts, the third-party plugins it uses and, once
+// done, its last evaluation ("final": losses and [eval] tasks' metrics; job_results.hpp). Job claims
 // are separate: an O_EXCL file <run_dir>/claim.lock holding the claiming process id; a claim whose
 // process is gone is stale and taken over.
 //

@@ -19,6 +19,7 @@
 
 #include "common/error.hpp"
 #include "run/atomic_file.hpp"
+#include "sweep/job_results.hpp"
 
 extern char** environ;
 
@@ -217,11 +218,14 @@ SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& swee
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       const bool interrupted = code != 0 && (g_stop_signal.load() != 0 || stop.load());
       const std::string state = code == 0 ? "done" : interrupted ? "interrupted" : "failed";
+      // A finished job's last evaluation (losses, [eval] tasks' metrics): job_results.hpp.
+      const nlohmann::json final = code == 0 ? final_evaluation(job->run_dir) : nlohmann::json();
       ledger.update([&](nlohmann::json& d) {
         nlohmann::json& e = d["jobs"][job->id];
         e["state"] = state;
         e["exit_code"] = code;
         e["seconds"] = seconds;
+        if (code == 0) e["final"] = final;
         e.erase("pid");
       });
       release_job(job->run_dir);
@@ -230,6 +234,10 @@ SweepReport run_sweep(const std::vector<ResolvedJob>& jobs, const fs::path& swee
       if (code == 0) {
         ++report.done;
         finished_seconds.push_back(seconds);
+        if (const std::string scored = final_evaluation_summary(final);
+            !scored.empty() && options.progress)
+          std::cerr << "sweep: job " << job->id << " (" << job->spec.label() << "): " << scored
+                    << std::endl;
       } else if (interrupted) {
         ++report.not_run;
       } else {

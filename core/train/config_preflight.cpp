@@ -9,6 +9,7 @@
 #include "runtime/registry.hpp"
 #include "train/objective.hpp"
 #include "train/train_config.hpp"
+#include "train/training_tasks.hpp"
 
 namespace patchbay::train {
 
@@ -31,6 +32,7 @@ void preflight_training_config(const config::ResolvedConfig& config, runtime::Re
       config::select_component(config, make_training_schema(), lookup, "optimizer");
   (void)registry.create(PB_KIND_OPTIMIZER, optimizer.name,
                         *optimizer.config.view());  // its own checks
+  check_training_tasks(config);  // [eval] tasks resolve, read and build (training_tasks.hpp)
 }
 
 }  // namespace patchbay::train

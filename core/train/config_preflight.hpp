@@ -5,7 +5,9 @@
 //     train_options_from_config), and train.seq_len <= model.context_length;
 //   - the chosen objective's own checks (objective.hpp: the objective against model.causal);
 //   - the optimizer plugin's own checks of its options (it is created once, with no
-//     parameters: sgd's nesterov without momentum, ...).
+//     parameters: sgd's nesterov without momentum, ...);
+//   - [eval] tasks: every name or file resolves, reads and builds its items
+//     (training_tasks.hpp), and the model is causal when there are any.
 // The model itself is not built (that allocates its weights); its plugins check their layer
 // options when `train` builds it.
 #pragma once

@@ -37,6 +37,8 @@
 #include "train/objective.hpp"
 #include "train/param_groups.hpp"
 #include "train/training_data.hpp"
+#include "train/training_tasks.hpp"
+#include "eval/tokenizer_codec.hpp"
 
 namespace patchbay::train {
 
@@ -215,6 +217,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                             const config::ComponentSchemaLookup& lookup, const TrainRequest& request,
                             parallel::ParallelRun& par) {
   const TrainOptions o = with_run_dir(train_options_from_config(config), request.run_dir);
+  // [eval] tasks (training_tasks.hpp): read and built now, so a bad one stops the run before
+  // any data is prepared or any step is taken.
+  const TrainingTasks tasks(training_task_settings(config));
   TrainSummary summary;
   summary.run_dir = o.run_dir;
   summary.writer = par.writer();
@@ -263,6 +268,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   // Which windows each micro-batch reads is the data's business (data.sampling,
   // window_sampler.hpp): a pure function of (seed, step, micro) and the global batch shape.
   const std::unique_ptr<TrainingObjective> objective = make_objective(config, o, data.tokenizer);
+  if (!tasks.empty() && !objective->makes_samples())
+    throw Error(ErrorKind::kInvalidArgument,
+                "eval.tasks: task scoring reads left-to-right log-likelihoods, and train.objective = \"" +
+                    o.objective + "\" trains a model that does not make them; set eval.tasks = []");
+  const eval::TextCodec task_codec = eval::text_codec_of(data.tokenizer);
   const WindowSampler sampler(data.train, data.train.document_starts(), data.sampling, o.batch_size,
                               o.grad_accum_steps, o.seq_len);
   // [[data.sources]]: each row's source from the blend (mixture_sampler.hpp).
@@ -540,6 +550,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     record.update(evaluation.extra);  // the objective's own fields (mlm: val_accuracy, objective)
     if (!evaluation.summary.empty()) spdlog::info("step {}: {}", step, evaluation.summary);
     r.layer_stats.write_to(record, "val_");
+    if (tasks.due(step, step == o.max_steps)) {
+      const TaskEvaluation scored = tasks.evaluate(model, task_codec);
+      record.update(scored.fields);  // task.<task>.<metric>[_stderr], task.<task>.items
+      spdlog::info("step {}: tasks: {}", step, scored.summary);
+    }
     if (metrics) metrics->append(record);
     spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
                  r.bits_per_byte);

@@ -9,7 +9,9 @@
 //                             per evaluation: step, val_loss, val_ppl, val_bpb, val_tokens,
 //                             val_bytes, and the statistics prefixed "val_", over the targets
 //                             that carry loss, plus the objective's own fields
-//                             (objective.hpp; mlm: val_accuracy and "objective": "mlm")
+//                             (objective.hpp; mlm: val_accuracy and "objective": "mlm"),
+//                             plus [eval] tasks' metrics ("task.<task>.acc", ...;
+//                             training_tasks.hpp)
 //   <run_dir>/model_size.json parameters (with and without embeddings), FLOPs per token
 //   <run_dir>/tokenizer.txt   copy of the tokenizer file the run uses
 //   <run_dir>/checkpoints/    train/checkpoint.hpp

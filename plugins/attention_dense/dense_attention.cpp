@@ -52,6 +52,12 @@ class KvCache : public patchbay::AttentionState {
     k = patchbay::reorder_batch(k, source);
     v = patchbay::reorder_batch(v, source);
   }
+  // Shared prefixes (attention interface 1.4): a new cache whose sequence i copies source[i].
+  std::unique_ptr<patchbay::AttentionState> fork(std::span<const int64_t> source) const override {
+    return std::make_unique<KvCache>(static_cast<int64_t>(source.size()), capacity(),
+                                     patchbay::reorder_batch(k, source),
+                                     patchbay::reorder_batch(v, source));
+  }
   Tensor k, v;
 };
 

@@ -27,6 +27,12 @@ class RecurrentState : public patchbay::AttentionState {
     kv_sum = patchbay::reorder_batch(kv_sum, source);
     key_sum = patchbay::reorder_batch(key_sum, source);
   }
+  // Shared prefixes (attention interface 1.4): new sums whose sequence i copies source[i]'s.
+  std::unique_ptr<patchbay::AttentionState> fork(std::span<const int64_t> source) const override {
+    return std::make_unique<RecurrentState>(static_cast<int64_t>(source.size()), capacity(),
+                                            patchbay::reorder_batch(kv_sum, source),
+                                            patchbay::reorder_batch(key_sum, source));
+  }
 };
 
 }  // namespace

@@ -47,11 +47,12 @@ static_assert(PB_POSITIONAL_NONE == 0 && PB_POSITIONAL_LEARNED == 1 &&
               PB_POSITIONAL_ALIBI == 4);
 
 // ---- attention.h ----
-FROZEN_SIZE(pb_attention_vtable, 128);  // interface 1.3: the cross-attention functions appended
+FROZEN_SIZE(pb_attention_vtable, 136);  // 1.3: cross-attention functions; 1.4: state_fork
 FROZEN_OFFSET(pb_attention_vtable, state_reorder, 96);
 FROZEN_OFFSET(pb_attention_vtable, cross_memory_create, 104);  // interface 1.3
 FROZEN_OFFSET(pb_attention_vtable, cross_memory_destroy, 112);
 FROZEN_OFFSET(pb_attention_vtable, forward_cross, 120);
+FROZEN_OFFSET(pb_attention_vtable, state_fork, 128);  // interface 1.4
 FROZEN_OFFSET(pb_attention_vtable, struct_size, 0);
 FROZEN_OFFSET(pb_attention_vtable, capabilities, 8);
 FROZEN_OFFSET(pb_attention_vtable, cache_kind, 16);

@@ -2,7 +2,8 @@
 // validation of every job before launch (a typo in one job fails the sweep, nothing runs),
 // job ids stable across runs and different for different configs, resume after the sweep is
 // killed mid-job (the job continues from its checkpoint), a changed sweep file refused, and
-// the failure policy (continue by default with the failure listed; --fail-fast stops).
+// the failure policy (continue by default with the failure listed; --fail-fast stops), and
+// [eval] tasks recorded per job in the ledger and tabulated by compare.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -252,4 +253,52 @@ TEST_CASE("failure policy: a failing job does not stop the sweep; --fail-fast do
   CHECK(count_state(lf, "failed") == 1);
   CHECK(count_state(lf, "done") == 0);
   CHECK(count_state(lf, "pending") == 1);
+}
+
+TEST_CASE("[eval] tasks: the ledger records each job's task metrics; compare tabulates them") {
+  Folder folder;
+  train::testing::write_tiny_corpus(folder.path);
+  std::ofstream(folder.path / "words.jsonl")
+      << R"({"q": "the cat sat on", "choices": ["the mat.", "a tree."], "label": 0})" << "\n"
+      << R"({"q": "a dog ran to", "choices": ["the river.", "the door."], "label": 1})" << "\n";
+  std::ofstream(folder.path / "words.yaml")
+      << "task: words\ndataset_path: json\ndataset_kwargs: {data_files: {test: words.jsonl}}\n"
+         "test_split: test\noutput_type: multiple_choice\ndoc_to_text: \"{{q}}\"\n"
+         "doc_to_choice: \"{{choices}}\"\ndoc_to_target: label\n";
+  std::ofstream(folder.path / "base.toml")
+      << train::testing::tiny_config_text(folder.path) << "[eval]\ntasks = [\""
+      << (folder.path / "words.yaml").string() << "\"]\n";
+  const fs::path sweep_file = folder.path / "seeds.toml";
+  std::ofstream(sweep_file) << "base = \"base.toml\"\nseeds = [1, 2]\n";
+  const fs::path out = folder.path / "s";
+  const Result run = patchbay_cli("sweep " + sweep_file.string() + " --out " + out.string() +
+                                  " --jobs 1 --threads 1");
+  REQUIRE_MESSAGE(run.code == 0, run.output);
+  const nlohmann::json l = ledger(out);
+  REQUIRE(count_state(l, "done") == 2);
+  for (const auto& [id, e] : l["jobs"].items()) {
+    REQUIRE_MESSAGE(e.contains("final"), id);
+    CHECK(e["final"]["step"] == 6);
+    CHECK(e["final"].contains("val_loss"));
+    CHECK(e["final"]["task.words.items"] == 2);
+    CHECK(e["final"].contains("task.words.acc"));
+    CHECK(e["final"].contains("task.words.acc_norm_stderr"));
+  }
+  CHECK(run.output.find("task.words.acc ") != std::string::npos);  // the per-job progress line
+
+  // A typo in a task name stops the sweep before any job runs.
+  std::ofstream(folder.path / "bad.toml")
+      << train::testing::tiny_config_text(folder.path) << "[eval]\ntasks = [\"wordz\"]\n";
+  std::ofstream(folder.path / "bad_sweep.toml") << "base = \"bad.toml\"\nseeds = [1, 2]\n";
+  const Result bad = patchbay_cli("sweep " + (folder.path / "bad_sweep.toml").string() +
+                                  " --out " + (folder.path / "b").string() + " --jobs 1");
+  CHECK(bad.code != 0);
+  CHECK(bad.output.find("eval.tasks[0] = \"wordz\"") != std::string::npos);
+  CHECK_FALSE(fs::exists(folder.path / "b" / "ledger.json"));
+
+  const Result compare = patchbay_cli("compare " + out.string() + " --no-plots");
+  REQUIRE_MESSAGE(compare.code == 0, compare.output);
+  CHECK(compare.output.find("| task metric |") != std::string::npos);
+  CHECK(compare.output.find("| words.acc |") != std::string::npos);
+  CHECK(fs::exists(out / "compare_tasks.csv"));
 }

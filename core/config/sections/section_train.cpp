@@ -98,11 +98,30 @@ HostSection optimizer_section() {
 HostSection eval_section() {
   HostSection section;
   section.path = "eval";
-  section.summary = "evaluation by `patchbay eval` (training uses [train] eval_batches)";
+  section.summary =
+      "evaluation by `patchbay eval` (training uses [train] eval_batches), and downstream tasks "
+      "scored at training's evaluation steps (docs/evaluation.md)";
   section.fields = {
       Field::string("split", "\"val\"", "split evaluated").choices("val|train"),
       Field::integer("batches", "0", "batches evaluated (0: train.eval_batches)").range(0, kMaxInt),
       Field::integer("batch_size", "0", "sequences per batch (0: train.batch_size)").range(0, 1 << 20),
+      // Checked by core/train/training_tasks.hpp (names resolve, files read, documents build)
+      // when the config is checked, a sweep validates its jobs, and training starts.
+      Field::strings("tasks", "[]",
+                     "downstream tasks scored at each evaluation during training: shipped names "
+                     "or YAML task files, \"name:N\" for N documents (metrics.jsonl task.<name>.*)"),
+      Field::integer("task_limit", "0", "documents per task unless its entry says \":N\" (0: all)")
+          .range(0, kMaxInt),
+      Field::integer("task_every", "0",
+                     "updates between task evaluations (0: at every evaluation; the last step "
+                     "always)")
+          .range(0, kMaxInt),
+      Field::integer("task_num_fewshot", "-1", "few-shot examples per prompt (-1: each task file's)")
+          .range(-1, 1 << 20),
+      Field::integer("task_batch_size", "32", "request rows per forward when scoring tasks")
+          .range(1, 1 << 20),
+      Field::integer("task_fewshot_seed", "1234", "seed of the few-shot sampler (lm-eval's default)")
+          .range(0, kMaxInt),
   };
   return section;
 }

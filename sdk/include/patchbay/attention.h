@@ -34,7 +34,7 @@ extern "C" {
 
 #define PB_ATTENTION_INTERFACE_MAJOR 1
 #define PB_ATTENTION_INTERFACE_MINOR \
-  3 /* 1.1: state_reorder; 1.2: tensor parallelism; 1.3: cross-attention */
+  4 /* 1.1: state_reorder; 1.2: tensor parallelism; 1.3: cross-attention; 1.4: state_fork */
 
 #define PB_ATTENTION_CAP_CAUSAL (1u << 0)    /* can run with a causal mask */
 #define PB_ATTENTION_CAP_NONCAUSAL (1u << 1) /* can run bidirectionally */
@@ -125,6 +125,18 @@ typedef struct pb_attention_vtable {
   void (*cross_memory_destroy)(void* self, void* memory);
   pb_status* (*forward_cross)(void* self, const pb_tensor* x, const void* memory, int32_t training,
                               pb_tensor** out_y /* out, new reference */);
+
+  /* ---- interface 1.4 (shared prefixes) ----
+   * A new state of `count` sequences (count >= 1) with the capacity and length of `state`:
+   * sequence i holds what sequence source[i] of `state` holds (sources in [0, batch), any may
+   * repeat or be absent). `state` is not changed; both are released with state_destroy and
+   * continue independently. The host scores several continuations of one context this way: the
+   * context is prefilled once in a batch-1 state, then forked into one sequence per
+   * continuation (lm-eval's multiple-choice requests). NULL, or PB_STATUS_UNSUPPORTED: the host
+   * prefills the context once per continuation instead (correct, slower). Read only when
+   * PB_HAS_FIELD(vtable, pb_attention_vtable, state_fork). */
+  pb_status* (*state_fork)(void* self, const void* state, const int64_t* source, int64_t count,
+                           void** out_state /* out */);
 } pb_attention_vtable;
 
 #ifdef __cplusplus

@@ -79,6 +79,15 @@ class AttentionState {
                       "this attention state cannot be reordered between beams (the host re-prefills "
                       "each beam instead)");
   }
+  // Shared prefixes (attention.h 1.4): a new state of source.size() sequences, sequence i a copy
+  // of this state's sequence source[i] (the adapter has checked the indices and advances the
+  // copy to this state's length). Override it by gathering every batch-major tensor of the state
+  // into a new one, e.g. `std::make_unique<KvCache>(n, capacity(), reorder_batch(k, source), ...)`.
+  virtual std::unique_ptr<AttentionState> fork(std::span<const int64_t> /*source*/) const {
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this attention state cannot be forked (the host prefills the shared "
+                      "context once per continuation instead)");
+  }
 
  private:
   int64_t batch_;
@@ -449,6 +458,33 @@ struct AttentionAdapter {
       state.reorder(std::span<const int64_t>(source, static_cast<size_t>(count)));
     });
   }
+  static pb_status* state_fork(void* p, const void* state_ptr, const int64_t* source,
+                               int64_t count, void** out_state) {
+    Object* o = self(p);
+    return guarded(o->host, "attention state_fork", [&] {
+      if (state_ptr == nullptr || out_state == nullptr || count < 1 || source == nullptr)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                          "state_fork needs a state, an out pointer and count >= 1 sources, found "
+                          "count " + std::to_string(count));
+      const AttentionState& state = *static_cast<const AttentionState*>(state_ptr);
+      for (int64_t i = 0; i < count; ++i)
+        if (source[i] < 0 || source[i] >= state.batch())
+          throw PluginError(PB_STATUS_OUT_OF_RANGE,
+                            "state_fork: source[" + std::to_string(i) + "] = " +
+                                std::to_string(source[i]) + " is not a sequence of the state (0.." +
+                                std::to_string(state.batch() - 1) + ")");
+      NoGradGuard no_grad(o->host->ops);
+      std::unique_ptr<AttentionState> copy =
+          state.fork(std::span<const int64_t>(source, static_cast<size_t>(count)));
+      if (!copy || copy->batch() != count || copy->capacity() != state.capacity() ||
+          copy->length() > state.length())
+        throw PluginError(PB_STATUS_INTERNAL, "fork did not make a state of " +
+                                                  std::to_string(count) +
+                                                  " sequences with the source's capacity");
+      copy->advance(state.length() - copy->length());  // the copy holds the source's positions
+      *out_state = copy.release();
+    });
+  }
   static int64_t state_length(const void* /*p*/, const void* state) {
     return static_cast<const AttentionState*>(state)->length();
   }
@@ -548,7 +584,8 @@ struct AttentionAdapter {
                                                   kHasCache ? &state_reorder : nullptr,
                                                   kCross ? &cross_memory_create : nullptr,
                                                   kCross ? &cross_memory_destroy : nullptr,
-                                                  kCross ? &forward_cross : nullptr};
+                                                  kCross ? &forward_cross : nullptr,
+                                                  kHasCache ? &state_fork : nullptr};
 };
 
 }  // namespace detail

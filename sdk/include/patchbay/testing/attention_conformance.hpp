@@ -20,6 +20,10 @@
 //     length is unchanged and a wrong count or source is refused. A layer without it passes
 //     with a note (the host then re-runs the prompt per beam, slower); set
 //     `state_reorder_required` to make its absence a failure;
+//   - shared prefixes (state_fork, interface 1.4, when the layer has it): a prefilled state
+//     forked into more sequences (one source repeated) decodes each copy as a fresh state that
+//     prefilled its source's prompt, within `decode_tolerance`; the source state is unchanged;
+//     a source out of range and zero sources are refused. A layer without it passes with a note;
 //   - gradients of forward with respect to x and every parameter match central finite
 //     differences (patchbay/testing/gradcheck.hpp) on a tiny f32 configuration;
 //   - cross-attention (interface 1.3): a layer declaring PB_ATTENTION_CAP_CROSS passes the
@@ -418,6 +422,78 @@ inline void check_state_reorder(const AttentionFactory& make,
   CHECK(state->length() == prompt_len + extra);
 }
 
+// Shared prefixes (state_fork, interface 1.4): two sequences prefilled, forked into {1, 0, 1}
+// (a new state; the source untouched), then two more tokens per copy: each copy's outputs must
+// equal a fresh state's that prefilled its source's prompt, and the source state must still
+// decode as if never forked. A layer without it passes with a note (the host then prefills a
+// shared context once per continuation).
+inline void check_state_fork(const AttentionFactory& make, const AttentionConformanceOptions& o) {
+  AttentionUnderTest layer = ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+  const pb_attention_vtable* vt = layer.vtable();
+  if (!PB_HAS_FIELD(vt, pb_attention_vtable, state_fork) || vt->state_fork == nullptr) {
+    MESSAGE(
+        "note: no state_fork (attention interface 1.4); evaluation will prefill a shared context "
+        "once per continuation (correct, slower). Override AttentionState::fork to provide it.");
+    return;
+  }
+  NoGradGuard no_grad(layer.ops());
+  Ops ops(layer.ops());
+  const int64_t sources = 2, copies = 3, extra = 2;
+  const int64_t prompt_len = std::min<int64_t>(o.prefill, o.seq_len - extra);
+  Generator g(layer.ops(), o.seed + 37);
+  const Tensor prompt = ops.uniform({sources, prompt_len, o.d_model}, g, -1.0, 1.0);
+  const Tensor next = ops.uniform({copies, extra, o.d_model}, g, -1.0, 1.0);
+  std::unique_ptr<AttentionUnderTest::State> state = layer.state_create(sources, o.seq_len);
+  layer.forward_step(*state, prompt);
+  const std::vector<int64_t> source = {1, 0, 1};
+  void* forked = nullptr;
+  pb_status* st = vt->state_fork(layer.instance(), state->get(), source.data(), copies, &forked);
+  if (st != nullptr && layer.host()->status_code(st) == PB_STATUS_UNSUPPORTED) {
+    layer.code_of(st);
+    MESSAGE("note: state_fork answers UNSUPPORTED; evaluation will prefill shared contexts again");
+    return;
+  }
+  REQUIRE_MESSAGE(layer.code_of(st) == PB_STATUS_OK, "state_fork failed");
+  REQUIRE(forked != nullptr);
+  const AttentionUnderTest::State copy(&layer, forked);
+  CHECK(copy.length() == prompt_len);
+  const std::vector<float> got = layer.forward_step(copy, next).to_vector();
+  CHECK(copy.length() == prompt_len + extra);
+  CHECK(state->length() == prompt_len);  // the source is not advanced by its copy
+  const size_t per_copy = static_cast<size_t>(extra * o.d_model);
+  for (int64_t i = 0; i < copies; ++i) {
+    CAPTURE(i);
+    const int64_t s = source[static_cast<size_t>(i)];
+    const std::vector<float> expected =
+        prefill_then_step(layer, prompt.slice(0, s, s + 1), next.slice(0, i, i + 1), o.seq_len)
+            .to_vector();
+    CHECK(max_abs_diff(
+              std::vector<float>(got.begin() + static_cast<std::ptrdiff_t>(i * per_copy),
+                                 got.begin() + static_cast<std::ptrdiff_t>((i + 1) * per_copy)),
+              expected) <= o.decode_tolerance);
+  }
+  // The check can fail: copy 1 (source 0) differs from what source 1's prompt gives.
+  const std::vector<float> other =
+      prefill_then_step(layer, prompt.slice(0, 1, 2), next.slice(0, 1, 2), o.seq_len).to_vector();
+  CHECK(max_abs_diff(std::vector<float>(got.begin() + static_cast<std::ptrdiff_t>(per_copy),
+                                        got.begin() + static_cast<std::ptrdiff_t>(2 * per_copy)),
+                     other) > 10 * o.decode_tolerance);
+  // The source still decodes its own sequences as if never forked.
+  const std::vector<float> source_next =
+      layer.forward_step(*state, next.slice(0, 0, sources)).to_vector();
+  const std::vector<float> source_expected =
+      prefill_then_step(layer, prompt, next.slice(0, 0, sources), o.seq_len).to_vector();
+  CHECK(max_abs_diff(source_next, source_expected) <= o.decode_tolerance);
+  // Refusals: a source out of range, no sources.
+  void* refused = nullptr;
+  const std::vector<int64_t> out_of_range = {0, 2};
+  CHECK(layer.code_of(vt->state_fork(layer.instance(), state->get(), out_of_range.data(), 2,
+                                     &refused)) != PB_STATUS_OK);
+  CHECK(layer.code_of(vt->state_fork(layer.instance(), state->get(), source.data(), 0, &refused)) !=
+        PB_STATUS_OK);
+  CHECK(refused == nullptr);
+}
+
 }  // namespace attention_kit_detail
 
 // The cross-attention checks (attention_cross_conformance.hpp, included at the end).
@@ -566,6 +642,9 @@ inline void check_attention_conformance(const AttentionFactory& make,
   if (causal && probe.has_cache()) {
     SUBCASE("state_reorder equals re-running each beam's prompt") {
       detail::check_state_reorder(make, o);
+    }
+    SUBCASE("state_fork copies equal re-running each source's prompt") {
+      detail::check_state_fork(make, o);
     }
   }
 
