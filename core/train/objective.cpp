@@ -14,6 +14,7 @@ const std::vector<ObjectiveEntry>& objective_entries() {
       causal_lm_objective_entry(),  // "clm": objective_clm.cpp
       masked_lm_objective_entry(),  // "mlm": objective_mlm.cpp
       span_corruption_objective_entry(),  // "span_corruption": objective_span_corruption.cpp
+      seq2seq_objective_entry(),          // "seq2seq": objective_seq2seq.cpp
   };
   return entries;
 }
@@ -58,9 +59,26 @@ model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& bat
     throw Error(ErrorKind::kInvalidArgument,
                 "the model is an encoder-decoder (model.architecture = \"encoder_decoder\") but "
                 "the objective gives it no source; choose train.objective = "
-                "\"span_corruption\"");
+                "\"span_corruption\" or \"seq2seq\"");
   return seq2seq->forward({batch.source, batch.source_padding, batch.inputs, batch.target_padding},
                           training);
+}
+
+void add_tokenizer_special_tokens(config::ResolvedConfig& config,
+                                  const std::vector<std::string>& texts) {
+  toml::table& root = config.table();
+  if (!root.contains("tokenizer")) root.insert("tokenizer", toml::table{});
+  toml::table* tokenizer = root["tokenizer"].as_table();
+  if (tokenizer == nullptr) return;
+  if (!tokenizer->contains("special_tokens"))
+    tokenizer->insert("special_tokens", toml::array{"<|endoftext|>"});
+  toml::array* specials = (*tokenizer)["special_tokens"].as_array();
+  if (specials == nullptr) return;
+  for (const std::string& text : texts) {
+    bool listed = false;
+    for (const toml::node& n : *specials) listed = listed || n.value<std::string>() == text;
+    if (!listed) specials->push_back(text);
+  }
 }
 
 void refuse_encoder_decoder(const config::ResolvedConfig& config, const std::string& objective) {
@@ -70,7 +88,7 @@ void refuse_encoder_decoder(const config::ResolvedConfig& config, const std::str
               "model.architecture = \"encoder_decoder\"" +
                   (location.empty() ? std::string() : " (" + location + ")") +
                   " needs a source for its encoder, which train.objective = \"" + objective +
-                  "\" does not give; choose train.objective = \"span_corruption\", or "
+                  "\" does not give; choose train.objective = \"span_corruption\" or \"seq2seq\", or "
                   "model.architecture = \"single_stack\"");
 }
 

@@ -130,9 +130,16 @@ model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& bat
 // model.architecture = "encoder_decoder" refused by an objective without a source (clm, mlm).
 void refuse_encoder_decoder(const config::ResolvedConfig& config, const std::string& objective);
 
+// For an objective's add_defaults: appends `texts` (those not listed yet) to [tokenizer]
+// special_tokens, starting from the built-in tokenizers' default ["<|endoftext|>"] when the
+// key is absent. Malformed tables are left for validation to report.
+void add_tokenizer_special_tokens(config::ResolvedConfig& config,
+                                  const std::vector<std::string>& texts);
+
 // The table's entries (each defined in its objective's file).
 ObjectiveEntry causal_lm_objective_entry();
 ObjectiveEntry masked_lm_objective_entry();
 ObjectiveEntry span_corruption_objective_entry();
+ObjectiveEntry seq2seq_objective_entry();
 
 }  // namespace patchbay::train

@@ -24,9 +24,10 @@
 
 #include "common/error.hpp"
 #include "data/split.hpp"
-#include "patchbay/component.hpp"
 #include "model/encoder_decoder.hpp"
+#include "patchbay/component.hpp"
 #include "train/objective.hpp"
+#include "train/seq2seq_batch.hpp"
 #include "train/span_corruption.hpp"
 #include "train/train_config.hpp"
 
@@ -75,20 +76,9 @@ void add_span_corruption_defaults(config::ResolvedConfig& config) {
   if (const auto given = (*train)["span_corruption"]["sentinels"].value<int64_t>())
     sentinels = *given;
   if (sentinels < 1 || sentinels > 10000) return;  // validation reports the range
-  if (!root.contains("tokenizer")) root.insert("tokenizer", toml::table{});
-  toml::table* tokenizer = root["tokenizer"].as_table();
-  if (tokenizer == nullptr) return;
-  if (!tokenizer->contains("special_tokens"))
-    tokenizer->insert("special_tokens", toml::array{"<|endoftext|>"});
-  toml::array* specials = (*tokenizer)["special_tokens"].as_array();
-  if (specials == nullptr) return;
-  auto add = [&](const std::string& text) {
-    for (const toml::node& n : *specials)
-      if (n.value<std::string>() == text) return;
-    specials->push_back(text);
-  };
-  add(kPadToken);
-  for (int64_t k = sentinels - 1; k >= 0; --k) add(sentinel_text(k));
+  std::vector<std::string> added = {kPadToken};
+  for (int64_t k = sentinels - 1; k >= 0; --k) added.push_back(sentinel_text(k));
+  add_tokenizer_special_tokens(config, added);
 }
 
 void check_span_corruption(const config::ResolvedConfig& config) {
@@ -185,41 +175,13 @@ class SpanCorruptionObjective final : public TrainingObjective {
     const engine::Tensor ids = windows.ids.contiguous().to(engine::DType::kI32);
     const int64_t rows = ids.size(0), t = ids.size(1) - 1;
     const int32_t* data = ids.data<int32_t>();
-    std::vector<SpanCorruptedExample> examples;
-    size_t source_len = 1, target_len = 1;
+    std::vector<Seq2SeqExample> examples;
     for (int64_t r = 0; r < rows; ++r) {
       const std::vector<int32_t> tokens(data + r * (t + 1), data + r * (t + 1) + t);
-      examples.push_back(span_corrupt(tokens, setup_.corruption, seed_of(r)));
-      source_len = std::max(source_len, examples.back().inputs.size());
-      target_len = std::max(target_len, examples.back().targets.size());
+      SpanCorruptedExample e = span_corrupt(tokens, setup_.corruption, seed_of(r));
+      examples.push_back({std::move(e.inputs), std::move(e.targets)});
     }
-    const size_t n = static_cast<size_t>(rows);
-    std::vector<int32_t> source(n * source_len, setup_.pad_id), source_padding(n * source_len, 0);
-    std::vector<int32_t> inputs(n * target_len, setup_.pad_id),
-        targets(n * target_len, kIgnoreTarget), target_padding(n * target_len, 0);
-    for (size_t r = 0; r < n; ++r) {
-      const SpanCorruptedExample& e = examples[r];
-      for (size_t i = 0; i < e.inputs.size(); ++i) {
-        source[r * source_len + i] = e.inputs[i];
-        source_padding[r * source_len + i] = 1;
-      }
-      for (size_t i = 0; i < e.targets.size(); ++i) {
-        targets[r * target_len + i] = e.targets[i];
-        inputs[r * target_len + i] = i == 0 ? setup_.pad_id : e.targets[i - 1];
-        target_padding[r * target_len + i] = 1;
-      }
-    }
-    auto tensor = [&](const std::vector<int32_t>& v, size_t len) {
-      return engine::Tensor::from_data(v.data(), {rows, static_cast<int64_t>(len)},
-                                       engine::DType::kI32);
-    };
-    Batch batch;
-    batch.inputs = tensor(inputs, target_len);
-    batch.targets = tensor(targets, target_len);
-    batch.source = tensor(source, source_len);
-    batch.source_padding = tensor(source_padding, source_len);
-    batch.target_padding = tensor(target_padding, target_len);
-    return batch;
+    return seq2seq_batch(examples, setup_.pad_id);
   }
 
   SpanCorruptionSetup setup_;
