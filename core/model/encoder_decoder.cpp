@@ -133,13 +133,16 @@ void EncoderDecoderModel::Impl::run_decoder(const eng::Tensor& memory,
                                      "decoder.blocks." + std::to_string(i), &result),
                       training);
   }
-  x = m.dropout(m.norm(m.decoder_norm, x), training);
-  const int64_t c = o.d_model;
+  result.logits = m.head_logits(m.dropout(m.norm(m.decoder_norm, x), training));
+}
+
+eng::Tensor EncoderDecoderModel::Impl::head_logits(const eng::Tensor& x) const {
+  const ModelOptions& o = options.base;
+  const int64_t b = x.size(0), t = x.size(1), c = o.d_model;
   eng::Tensor rows = eng::reshape(x, {b * t, c});
   if (o.tie_embeddings) rows = eng::mul_scalar(rows, 1.0 / std::sqrt(static_cast<double>(c)));
-  result.logits =
-      eng::reshape(eng::matmul(rows, o.tie_embeddings ? m.decoder_embed : m.head, false, true),
-                   {b, t, o.vocab_size});
+  return eng::reshape(eng::matmul(rows, o.tie_embeddings ? decoder_embed : head, false, true),
+                      {b, t, o.vocab_size});
 }
 
 eng::Tensor EncoderDecoderModel::encode(const eng::Tensor& source,

@@ -74,6 +74,25 @@ struct Seq2SeqInputs {
   engine::Tensor target_padding;  // [B, T] or undefined
 };
 
+// Incremental decoding state of an EncoderDecoderModel (start_decoding): the encoder output
+// and, per decoder layer, its self-attention keys/values so far and the cross-attention
+// memory made once from the encoder output. Move-only; used with the model that made it.
+class Seq2SeqDecodeState {
+ public:
+  Seq2SeqDecodeState();
+  ~Seq2SeqDecodeState();
+  Seq2SeqDecodeState(Seq2SeqDecodeState&&) noexcept;
+  Seq2SeqDecodeState& operator=(Seq2SeqDecodeState&&) noexcept;
+  int64_t batch() const;
+  int64_t capacity() const;
+  int64_t length() const;  // decoder positions already decoded
+
+ private:
+  friend class EncoderDecoderModel;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class EncoderDecoderModel {
  public:
   // Creates every layer through `registry` (alive as long as the model). Throws
@@ -99,6 +118,21 @@ class EncoderDecoderModel {
   ForwardResult decode(const engine::Tensor& memory, const engine::Tensor& source_padding,
                        const engine::Tensor& target_inputs, const engine::Tensor& target_padding,
                        bool training);
+
+  // Decoding (encoder_decoder_decode.cpp; no gradients): runs the encoder once on the
+  // source and makes every cross-attention memory once. capacity: decoder positions, <=
+  // model.context_length. Throws Error(kInvalidArgument) as forward() for bad sources.
+  Seq2SeqDecodeState start_decoding(const engine::Tensor& source,
+                                    const engine::Tensor& source_padding, int64_t capacity);
+  // tokens [B, Tn] at decoder positions state.length() .. +Tn-1 -> logits [B, Tn, V], equal
+  // (up to rounding) to forward()'s at those positions; the state advances.
+  engine::Tensor decode_step(Seq2SeqDecodeState& state, const engine::Tensor& tokens);
+  // Greedy decoding: each sequence starts with start_id and takes the highest logit until it
+  // gives eos_id or max_new tokens. Returns the generated ids (eos included when given).
+  std::vector<std::vector<int32_t>> greedy_decode(const engine::Tensor& source,
+                                                  const engine::Tensor& source_padding,
+                                                  int32_t start_id, int32_t eos_id,
+                                                  int64_t max_new);
 
   std::vector<NamedParameter> parameters() const;
   int64_t parameter_count() const;

@@ -46,11 +46,22 @@ struct EncoderDecoderModel::Impl {
   void run_decoder(const engine::Tensor& memory, const engine::Tensor& source_padding,
                    const engine::Tensor& target_inputs, const engine::Tensor& target_padding,
                    bool training, ForwardResult& result);
+  // x [B, T, C] after the decoder's final norm -> logits [B, T, V] (tied: x·C^-1/2·embᵀ).
+  engine::Tensor head_logits(const engine::Tensor& x) const;
   engine::Tensor norm(const Norm& n, const engine::Tensor& x) const;
   engine::Tensor dropout(const engine::Tensor& x, bool training);
   // The feed-forward branch; adds its aux loss and stats (named <prefix>.ffn.<stat>) to result.
   engine::Tensor feed_forward(runtime::FeedForwardHandle& ffn, const engine::Tensor& h,
                               bool training, const std::string& prefix, ForwardResult* result);
+};
+
+struct Seq2SeqDecodeState::Impl {
+  const void* owner = nullptr;  // the EncoderDecoderModel::Impl that made it
+  int64_t batch = 0, capacity = 0, length = 0;
+  bool broken = false;    // a step failed part-way: the layers' caches disagree
+  engine::Tensor memory;  // [B, S, C]
+  std::vector<RelativeSelfAttention::Cache> self_caches;              // one per decoder block
+  std::vector<runtime::AttentionHandle::CrossMemory> cross_memories;  // one per decoder block
 };
 
 }  // namespace patchbay::model

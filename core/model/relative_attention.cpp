@@ -58,17 +58,27 @@ RelativeSelfAttention::RelativeSelfAttention(int64_t d_model, int64_t n_heads, d
 
 eng::Tensor RelativeSelfAttention::forward(const eng::Tensor& x, const eng::Tensor& bias,
                                            const eng::Tensor& blocked) const {
+  Cache whole;  // no earlier positions: keys and values of x only
+  return forward_cached(x, whole, bias, blocked);
+}
+
+eng::Tensor RelativeSelfAttention::forward_cached(const eng::Tensor& x, Cache& cache,
+                                                  const eng::Tensor& bias,
+                                                  const eng::Tensor& blocked) const {
   const int64_t b = x.size(0), t = x.size(1), c = x.size(2), d = c / heads_;
-  auto heads_of = [&](const eng::Tensor& w) {  // [B, T, C] -> [B, H, T, D]
+  auto heads_of = [&](const eng::Tensor& w) {  // [B, Tn, C] -> [B, H, Tn, D]
     return eng::permute(eng::reshape(eng::linear(x, w, eng::Tensor()), {b, t, heads_, d}),
                         {0, 2, 1, 3});
   };
-  const eng::Tensor q = heads_of(wq_), k = heads_of(wk_), v = heads_of(wv_);
-  eng::Tensor scores = eng::mul_scalar(eng::matmul(q, k, false, true),
-                                       1.0 / std::sqrt(static_cast<double>(d)));  // [B,H,T,T]
+  const eng::Tensor q = heads_of(wq_);
+  const eng::Tensor k_new = heads_of(wk_), v_new = heads_of(wv_);
+  cache.k = cache.k.defined() ? eng::concat({cache.k, k_new}, 2) : k_new;  // [B, H, L+Tn, D]
+  cache.v = cache.v.defined() ? eng::concat({cache.v, v_new}, 2) : v_new;
+  eng::Tensor scores = eng::mul_scalar(eng::matmul(q, cache.k, false, true),
+                                       1.0 / std::sqrt(static_cast<double>(d)));
   if (bias.defined()) scores = scores + bias;
   if (blocked.defined()) scores = eng::masked_fill(scores, blocked.to(scores.device()), -1e9);
-  const eng::Tensor mixed = eng::matmul(eng::softmax(scores), v);  // [B, H, T, D]
+  const eng::Tensor mixed = eng::matmul(eng::softmax(scores), cache.v);  // [B, H, Tn, D]
   const eng::Tensor joined = eng::reshape(eng::permute(mixed, {0, 2, 1, 3}), {b, t, c});
   return eng::linear(joined, wo_, eng::Tensor());
 }

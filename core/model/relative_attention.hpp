@@ -54,6 +54,19 @@ class RelativeSelfAttention {
   engine::Tensor forward(const engine::Tensor& x, const engine::Tensor& bias,
                          const engine::Tensor& blocked) const;
 
+  // Decoding: the keys and values of the positions seen so far, [B, H, L, D] each
+  // (undefined before the first step).
+  struct Cache {
+    engine::Tensor k, v;
+    int64_t length() const { return k.defined() ? k.size(2) : 0; }
+  };
+  // x [B, Tn, C] at positions cache.length() .. +Tn-1: appends their keys and values to the
+  // cache and attends over all L + Tn of them. bias [1, H, Tn, L + Tn] (RelativePositionBias::
+  // bias(Tn, L + Tn, L)) or undefined; blocked [B or 1, 1, Tn, L + Tn] or undefined. Equal to
+  // the rows L.. of forward() on the whole sequence (up to rounding).
+  engine::Tensor forward_cached(const engine::Tensor& x, Cache& cache, const engine::Tensor& bias,
+                                const engine::Tensor& blocked) const;
+
   // ("q.weight", Wq), ("k.weight", Wk), ("v.weight", Wv), ("o.weight", Wo).
   std::vector<std::pair<std::string, engine::Tensor>> parameters() const;
 

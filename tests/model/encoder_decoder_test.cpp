@@ -352,3 +352,64 @@ decoder_feedforward = ["mlp"]
           pm::model_options_from_config(single, 50);
         }).find("architecture = \"encoder_decoder\" only") != std::string::npos);
 }
+
+TEST_CASE("decoding with caches equals the whole forward; greedy equals no-cache recomputation") {
+  auto model = build(tiny_seq2seq());
+  eng::NoGradGuard no_grad;
+  const pm::Seq2SeqInputs in = sample_inputs();
+  const std::vector<float> whole = model->forward(in, false).logits.to_vector();  // [2, 5, 11]
+  // Prefill 2 positions, then one at a time: every logit as the whole forward's.
+  pm::Seq2SeqDecodeState state = model->start_decoding(in.source, in.source_padding, 5);
+  std::vector<float> stepped = model->decode_step(state, ids({1, 4, 1, 3}, 2)).to_vector();
+  for (const std::vector<int32_t>& next : {std::vector<int32_t>{6, 3}, {10, 5}, {2, 7}}) {
+    const std::vector<float> more = model->decode_step(state, ids(next, 2)).to_vector();
+    stepped.insert(stepped.end(), more.begin(), more.end());
+  }
+  CHECK(state.length() == 5);
+  // stepped holds [2,2,V], then [2,1,V] x 3: compare position by position.
+  auto stepped_at = [&](int64_t seq, int64_t pos) {
+    const size_t offset = pos < 2 ? static_cast<size_t>((seq * 2 + pos) * 11)
+                                  : static_cast<size_t>(44 + ((pos - 2) * 2 + seq) * 11);
+    return std::vector<float>(stepped.begin() + static_cast<long>(offset),
+                              stepped.begin() + static_cast<long>(offset) + 11);
+  };
+  for (int64_t seq = 0; seq < 2; ++seq)
+    for (int64_t pos = 0; pos < 5; ++pos) {
+      const std::vector<float> got = stepped_at(seq, pos);
+      for (int64_t k = 0; k < 11; ++k) {
+        INFO("sequence ", seq, " position ", pos, " logit ", k);
+        CHECK(got[static_cast<size_t>(k)] ==
+              doctest::Approx(whole[static_cast<size_t>((seq * 5 + pos) * 11 + k)]).epsilon(1e-4));
+      }
+    }
+  CHECK(error_of([&] {
+          model->decode_step(state, ids({1, 1}, 2));
+        }).find("capacity") != std::string::npos);
+
+  // Greedy: the cached decode against recomputing the whole decoder on each prefix.
+  const std::vector<std::vector<int32_t>> cached =
+      model->greedy_decode(in.source, in.source_padding, 1, -1, 6);
+  for (int64_t seq = 0; seq < 2; ++seq) {
+    std::vector<int32_t> prefix = {1};
+    std::vector<int32_t> recomputed;
+    const std::vector<float> src = in.source.to(eng::DType::kF32).to_vector();
+    const std::vector<float> pad = in.source_padding.to(eng::DType::kF32).to_vector();
+    std::vector<int32_t> one_source, one_pad;
+    for (int64_t j = 0; j < 6; ++j) {
+      one_source.push_back(static_cast<int32_t>(src[static_cast<size_t>(seq * 6 + j)]));
+      one_pad.push_back(static_cast<int32_t>(pad[static_cast<size_t>(seq * 6 + j)]));
+    }
+    for (int step = 0; step < 6; ++step) {
+      const std::vector<float> logits =
+          model
+              ->forward({ids(one_source, 1), ids(one_pad, 1), ids(prefix, 1), eng::Tensor()}, false)
+              .logits.to_vector();
+      const auto last = logits.end() - 11;
+      const int32_t best = static_cast<int32_t>(std::max_element(last, logits.end()) - last);
+      recomputed.push_back(best);
+      prefix.push_back(best);
+    }
+    INFO("sequence ", seq);
+    CHECK(cached[static_cast<size_t>(seq)] == recomputed);
+  }
+}
