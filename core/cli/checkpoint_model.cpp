@@ -44,11 +44,8 @@ runtime::TokenizerHandle load_run_tokenizer(const train::Checkpoint& checkpoint,
 
 }  // namespace
 
-CheckpointModel load_checkpoint_model(const std::string& path, const GlobalOptions& global,
-                                      const std::string& device, const std::string& weights_dtype) {
-  if (weights_dtype != "f32" && weights_dtype != "bf16")
-    throw Error(ErrorKind::kInvalidArgument,
-                "--weights-dtype: expected f32 or bf16, found '" + weights_dtype + "'");
+CheckpointModel open_checkpoint_run(const std::string& path, const GlobalOptions& global,
+                                    const std::string& device) {
   train::Checkpoint checkpoint = train::load_checkpoint(path);
   config::ResolvedConfig config = config::load_config_text(
       checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
@@ -57,25 +54,45 @@ CheckpointModel load_checkpoint_model(const std::string& path, const GlobalOptio
   if (!components.registry) throw Error(ErrorKind::kInternal, components.unavailable_reason);
   train::validate_training_config(config, components.lookup);
   runtime::TokenizerHandle tokenizer = load_run_tokenizer(checkpoint, config, *components.registry);
+  return CheckpointModel{std::move(checkpoint), std::move(config), std::move(components),
+                         std::move(tokenizer), nullptr};
+}
+
+void build_checkpoint_model(CheckpointModel& run, const std::string& weights_dtype) {
+  if (weights_dtype != "f32" && weights_dtype != "bf16")
+    throw Error(ErrorKind::kInvalidArgument,
+                "--weights-dtype: expected f32 or bf16, found '" + weights_dtype + "'");
+  const config::ResolvedConfig& config = run.config;
   // The run's objective (objective.hpp) says whether its model continues text left to right.
   const std::string objective = train::objective_name(config);
-  if (!train::make_objective(config, train::train_options_from_config(config), tokenizer)
+  if (!train::make_objective(config, train::train_options_from_config(config), run.tokenizer)
            ->makes_samples())
     throw Error(ErrorKind::kInvalidArgument,
-                checkpoint.path().string() + " holds a model trained with train.objective = \"" +
-                    objective + "\" (" + train::find_objective(objective).summary +
+                run.checkpoint.path().string() +
+                    " holds a model trained with train.objective = \"" + objective + "\" (" +
+                    train::find_objective(objective).summary +
                     "), which cannot continue text left to right. Score it with `patchbay eval " +
-                    path + "` (its own loss and metrics); generate with a model trained causally");
-  std::unique_ptr<model::LanguageModel> model = model::LanguageModel::build(
-      model::model_options_from_config(config, tokenizer.vocab_size()),
-      model::component_tables_from_config(config), *components.registry);
+                    run.checkpoint.path().string() +
+                    "` (its own loss and metrics); generate with a model trained causally");
+  run.model = model::LanguageModel::build(
+      model::model_options_from_config(config, run.tokenizer.vocab_size()),
+      model::component_tables_from_config(config), *run.components.registry);
   std::vector<train::NamedTensor> params;
-  for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
-  checkpoint.load_into(params);
+  for (const model::NamedParameter& p : run.model->parameters())
+    params.push_back({p.name, p.tensor});
+  run.checkpoint.load_into(params);
   if (weights_dtype == "bf16")
-    model->convert_weights_for_inference(engine::DType::kBF16);  // half the bytes
-  return CheckpointModel{std::move(checkpoint), std::move(config), std::move(components),
-                         std::move(tokenizer), std::move(model)};
+    run.model->convert_weights_for_inference(engine::DType::kBF16);  // half the bytes
+}
+
+CheckpointModel load_checkpoint_model(const std::string& path, const GlobalOptions& global,
+                                      const std::string& device, const std::string& weights_dtype) {
+  if (weights_dtype != "f32" && weights_dtype != "bf16")
+    throw Error(ErrorKind::kInvalidArgument,
+                "--weights-dtype: expected f32 or bf16, found '" + weights_dtype + "'");
+  CheckpointModel run = open_checkpoint_run(path, global, device);
+  build_checkpoint_model(run, weights_dtype);
+  return run;
 }
 
 eval::ChatTemplate chat_template_of_run(const CheckpointModel& run, const std::string& given) {

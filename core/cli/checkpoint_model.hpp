@@ -27,8 +27,18 @@ struct CheckpointModel {
 
 // `path` is a checkpoint file or a run directory (its latest); `device` as --device gives it
 // ("" = the config's); `weights_dtype` "f32" or "bf16" (weight matrices converted at load).
+// open_checkpoint_run followed by build_checkpoint_model.
 CheckpointModel load_checkpoint_model(const std::string& path, const GlobalOptions& global,
                                       const std::string& device, const std::string& weights_dtype);
+
+// The first half: the checkpoint, its stored config with --device applied, the plugins and the
+// tokenizer; `model` stays empty (an encoder-decoder run is decoded by its own path).
+CheckpointModel open_checkpoint_run(const std::string& path, const GlobalOptions& global,
+                                    const std::string& device);
+
+// The second half: refuses a model whose objective cannot continue text, builds the
+// single-stack model and loads the weights into run.model.
+void build_checkpoint_model(CheckpointModel& run, const std::string& weights_dtype);
 
 // The chat template for a run (chat, generate --chat): `given` (--template: a built-in name, a
 // file or a directory) when not empty, else the run directory's chat_template.jinja or

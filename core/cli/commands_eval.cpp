@@ -12,6 +12,7 @@
 #include "cli/device_option.hpp"
 #include "cli/eval_tasks.hpp"
 #include "config/config_loader.hpp"
+#include "model/encoder_decoder.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluator.hpp"
 #include "train/objective.hpp"
@@ -117,9 +118,15 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
                 "the tokenizer prepared from the checkpoint's config (" +
                     data.tokenizer_file.string() + ") differs from the one the run used (" +
                     checkpoint.meta(train::kMetaTokenizerFile) + ")");
-  auto model = model::LanguageModel::build(
-      model::model_options_from_config(config, data.tokenizer.vocab_size()),
-      model::component_tables_from_config(config), *components.registry);
+  // An encoder-decoder run is scored by its objective (span_corruption, seq2seq) the same way.
+  auto model =
+      model::model_architecture(config) == "encoder_decoder"
+          ? model::LanguageModel::build_encoder_decoder(
+                model::encoder_decoder_options_from_config(config, data.tokenizer.vocab_size()),
+                model::component_tables_from_config(config), *components.registry)
+          : model::LanguageModel::build(
+                model::model_options_from_config(config, data.tokenizer.vocab_size()),
+                model::component_tables_from_config(config), *components.registry);
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);

@@ -8,6 +8,7 @@
 // checkpoint's stored config names; the tokenizer file is the one the run saved
 // (cli/checkpoint_model.hpp, shared with `patchbay chat`). --chat wraps the prompt in the run's
 // chat template and stops at its end-of-turn marker.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
 #include "generate/sampler_vocabulary.hpp"
+#include "model/encoder_decoder.hpp"
 #include "runtime/registry.hpp"
 #include "train/checkpoint.hpp"
 
@@ -87,8 +89,50 @@ void check_constraint_options(bool grammar_given, const std::string& grammar_fil
                                                  " MiB; a grammar is a short text file");
 }
 
+// `generate --source`: greedy decoding of an encoder-decoder run (the encoder once, the
+// decoder with its caches), starting from <pad> and stopping at </s> when the tokenizer has
+// them (the seq2seq / span_corruption objectives add both).
+int generate_from_source(const config::ResolvedConfig& config, const train::Checkpoint& checkpoint,
+                         const runtime::TokenizerHandle& tokenizer, runtime::Registry& registry,
+                         const std::string& source, int64_t max_new_tokens) {
+  auto model = model::LanguageModel::build_encoder_decoder(
+      model::encoder_decoder_options_from_config(config, tokenizer.vocab_size()),
+      model::component_tables_from_config(config), registry);
+  std::vector<train::NamedTensor> params;
+  for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
+  checkpoint.load_into(params);
+  int32_t start_id = -1, eos_id = -1;
+  for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens()) {
+    if (s.text == "<pad>") start_id = s.id;
+    if (s.text == "</s>") eos_id = s.id;
+  }
+  if (start_id < 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "generate --source: the run's tokenizer has no \"<pad>\" special token, the "
+                "decoder's start token (train.objective = \"seq2seq\" or \"span_corruption\" "
+                "add it)");
+  const std::vector<int32_t> ids = tokenizer.encode(source);
+  if (ids.empty())
+    throw Error(ErrorKind::kInvalidArgument, "generate --source: the source is empty");
+  const int64_t limit =
+      std::min<int64_t>(max_new_tokens, model->options().context_length);  // decoder positions
+  const std::vector<std::vector<int32_t>> out = model->encoder_decoder()->greedy_decode(
+      engine::Tensor::from_data(ids.data(), {1, static_cast<int64_t>(ids.size())},
+                                engine::DType::kI32),
+      engine::Tensor(), start_id, eos_id, limit);
+  std::vector<int32_t> text_ids = out.front();
+  const bool stopped = !text_ids.empty() && text_ids.back() == eos_id;
+  if (stopped) text_ids.pop_back();
+  std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
+            << "), greedy encoder-decoder decoding\n";
+  std::cout << tokenizer.decode(text_ids) << "\n" << std::flush;
+  std::cerr << text_ids.size() << " tokens (" << (stopped ? "stopped at </s>" : "max-new-tokens")
+            << "), source " << ids.size() << " tokens\n";
+  return kExitOk;
+}
+
 int run_generate(const std::vector<std::string>& args, const GlobalOptions& global) {
-  std::string checkpoint_path, prompt, chain_file;
+  std::string checkpoint_path, prompt, chain_file, source;
   int64_t max_new_tokens = 200;
   bool no_stop = false;
   double temperature = 0, top_p = 0, min_p = 0, repetition_penalty = 0;
@@ -106,6 +150,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint file or run directory (its latest)")(
       "prompt,p", po::value(&prompt), "text to continue (required)")(
+      "source", po::value(&source),
+      "encoder-decoder runs: the source to transform (greedy decoding; instead of --prompt)")(
       "max-new-tokens,n", po::value(&max_new_tokens), "tokens to generate (default 200)")(
       "seed", po::value(&seed), "seed of the random selector (default 0)")(
       "temperature", po::value(&temperature), "divide logits by T; 0 = greedy decoding")(
@@ -141,9 +187,12 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
   const bool help = values.count("help") != 0;
-  if (help || values.count("checkpoint") == 0 || values.count("prompt") == 0) {
+  const bool has_source = values.count("source") != 0;
+  if (help || values.count("checkpoint") == 0 || (values.count("prompt") == 0 && !has_source)) {
     std::cout
         << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
+           "       patchbay generate CHECKPOINT --source TEXT [--max-new-tokens N]   "
+           "(encoder-decoder runs)\n"
            "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
            "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n"
            "                         [--num-beams N [--length-penalty L] [--early-stopping "
@@ -192,7 +241,32 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     }
   };
 
-  const CheckpointModel run = load_checkpoint_model(checkpoint_path, global, device, weights_dtype);
+  CheckpointModel run = open_checkpoint_run(checkpoint_path, global, device);
+  const bool encoder_decoder = model::model_architecture(run.config) == "encoder_decoder";
+  if (has_source || encoder_decoder) {
+    if (!encoder_decoder)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "generate --source: " + run.checkpoint.path().string() +
+                      " holds a single-stack model (model.architecture = \"single_stack\"), "
+                      "which has no encoder to read a source; continue text with --prompt");
+    if (!has_source)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "generate: " + run.checkpoint.path().string() +
+                      " holds an encoder-decoder (model.architecture = \"encoder_decoder\"), "
+                      "which transforms a source: give --source TEXT instead of --prompt");
+    if (values.count("prompt") != 0 || num_beams > 0 || !chain_file.empty() ||
+        !grammar_file.empty() || !regex.empty() || weights_dtype != "f32" || chat ||
+        values.count("temperature") != 0 || values.count("top-k") != 0 ||
+        values.count("top-p") != 0 || values.count("min-p") != 0 ||
+        values.count("repetition-penalty") != 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "generate --source: encoder-decoder decoding is greedy only for now (no "
+                  "--prompt, --chat, sampling options, --config chains, beam search, grammars "
+                  "or bf16 weights); give --source and --max-new-tokens");
+    return generate_from_source(run.config, run.checkpoint, run.tokenizer, *run.components.registry,
+                                source, max_new_tokens);
+  }
+  build_checkpoint_model(run, weights_dtype);
   const train::Checkpoint& checkpoint = run.checkpoint;
   const runtime::TokenizerHandle& tokenizer = run.tokenizer;
   model::LanguageModel* model = run.model.get();

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "engine/ops.hpp"
+#include "model/encoder_decoder.hpp"
 #include "model/model_impl.hpp"
 
 namespace patchbay::model {
@@ -124,6 +125,11 @@ const ModelOptions& LanguageModel::options() const { return impl_->options; }
 
 ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
   Impl& m = *impl_;
+  if (m.encoder_decoder)
+    throw Error(ErrorKind::kInvalidArgument,
+                "LanguageModel::forward: this is an encoder-decoder (model.architecture = "
+                "\"encoder_decoder\"), which needs a source as well as decoder inputs; an "
+                "objective that gives one (train.objective = \"span_corruption\") runs it");
   m.check_tokens(tokens, "LanguageModel::forward");
   if (tokens.size(1) > m.options.context_length) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -178,6 +184,10 @@ DecodeState LanguageModel::start_decoding(int64_t batch, int64_t capacity) {
                     std::to_string(m.options.context_length) + "), found batch " +
                     std::to_string(batch) + ", capacity " + std::to_string(capacity));
   }
+  if (m.encoder_decoder)
+    throw Error(ErrorKind::kInvalidArgument,
+                "start_decoding: encoder-decoder decoding (the encoder once, then the decoder "
+                "with its caches) is not built yet (docs/encoder_decoder.md)");
   if (!m.options.causal)
     throw Error(ErrorKind::kInvalidArgument,
                 "start_decoding: this model is bidirectional (model.causal = false, a masked-LM "
@@ -300,6 +310,7 @@ std::optional<DecodeState> LanguageModel::fork_decoding(const DecodeState& state
 
 std::string LanguageModel::describe() const {
   const Impl& m = *impl_;
+  if (m.encoder_decoder) return m.encoder_decoder->describe();
   const ModelOptions& o = m.options;
   std::ostringstream out;
   out << (o.causal ? "GPT" : "bidirectional encoder (model.causal = false)") << ": vocab "

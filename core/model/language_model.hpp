@@ -55,6 +55,9 @@ class Registry;
 
 namespace patchbay::model {
 
+class EncoderDecoderModel;     // encoder_decoder.hpp
+struct EncoderDecoderOptions;  // encoder_decoder.hpp
+
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionalKind { kLearned, kSinusoidal, kRotary, kAlibi, kNone };
 
@@ -171,6 +174,17 @@ class LanguageModel {
   static std::unique_ptr<LanguageModel> build(const ModelOptions& options,
                                               const ComponentTables& tables,
                                               runtime::Registry& registry);
+  // An encoder–decoder (model.architecture = "encoder_decoder", encoder_decoder.hpp) held as a
+  // LanguageModel, so that training, optimizers and checkpoints take it as any model:
+  // parameters() are its parameters, options() its ModelOptions (n_layers = encoder +
+  // decoder blocks). forward(tokens) and start_decoding refuse it (it needs a source): run it
+  // through encoder_decoder()->forward (train::forward_batch does for objectives' batches).
+  static std::unique_ptr<LanguageModel> build_encoder_decoder(const EncoderDecoderOptions& options,
+                                                              const ComponentTables& tables,
+                                                              runtime::Registry& registry);
+  // The encoder–decoder this model holds; null for a single-stack model.
+  EncoderDecoderModel* encoder_decoder() const;
+
   ~LanguageModel();
   LanguageModel(const LanguageModel&) = delete;
   LanguageModel& operator=(const LanguageModel&) = delete;

@@ -13,6 +13,7 @@
 #include "config/component_view.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops_table.hpp"
+#include "model/build_support.hpp"
 #include "model/model_impl.hpp"
 #include "runtime/host_api.hpp"
 #include "runtime/registry.hpp"
@@ -45,6 +46,10 @@ void check_options(const ModelOptions& o) {
   require(!o.attention_kinds.empty(), "attention_kinds (model.attention.pattern) is empty");
   require(!o.feedforward_kinds.empty(), "feedforward_kinds (model.feedforward.pattern) is empty");
 }
+
+}  // namespace
+
+namespace build_support {
 
 // The engine's ops table in the registry's host api (set once for the process-wide api).
 void attach_engine(const runtime::Registry& registry) {
@@ -107,12 +112,7 @@ pb_positional_kind positional_for_layers(PositionalKind kind) {
   return PB_POSITIONAL_NONE;
 }
 
-// What one layer's init() marked with tp_mark_partitioned (the layer context's tp_host).
-struct LayerPartitions {
-  const pb_host_api* host = nullptr;
-  int64_t tp_size = 1;
-  std::map<std::string, TensorParallelPartition> marked;  // by the layer's parameter name
-};
+// LayerPartitions: build_support.hpp.
 
 pb_status* mark_partitioned(void* tp_host, const char* name, int32_t partition_dim,
                             int32_t partition_stride) {
@@ -189,6 +189,12 @@ std::map<std::string, toml::table> layer_options(
   }
   return options;
 }
+
+}  // namespace build_support
+
+using namespace build_support;
+
+namespace {
 
 std::string layer_label(int64_t layer, const char* what, const std::string& kind,
                         const runtime::Registry& registry, const runtime::ComponentEntry& entry) {
@@ -333,8 +339,8 @@ std::unique_ptr<LanguageModel> LanguageModel::build(const ModelOptions& options,
     for (const auto& [section, options] :
          {std::pair<const char*, const std::map<std::string, toml::table>*>{"model.attention",
                                                                             &attention_options},
-          std::pair<const char*, const std::map<std::string, toml::table>*>{
-              "model.feedforward", &feedforward_options}})
+          std::pair<const char*, const std::map<std::string, toml::table>*>{"model.feedforward",
+                                                                            &feedforward_options}})
       for (const auto& [kind, table] : *options)
         if (const std::optional<double> d = table["dropout"].value<double>(); d && *d > 0)
           throw Error(ErrorKind::kInvalidArgument,

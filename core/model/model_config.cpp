@@ -12,6 +12,7 @@
 #include "config/field_schema.hpp"
 #include "config/schema_registry.hpp"
 #include "engine/device_name.hpp"
+#include "model/encoder_decoder.hpp"
 #include "model/language_model.hpp"
 #include "model/model_impl.hpp"
 #include "patchbay/component.hpp"
@@ -40,8 +41,9 @@ config::HostSection model_section() {
       Field::string(
           "positional", "\"learned\"",
           "learned (wpe table), sinusoidal (fixed, added), rotary (inside attention), alibi "
-          "(inside attention, if it supports it), none")
-          .choices("learned|sinusoidal|rotary|alibi|none"),
+          "(inside attention, if it supports it), none; t5_relative (T5's bucketed relative "
+          "bias, architecture = \"encoder_decoder\" only)")
+          .choices("learned|sinusoidal|rotary|alibi|none|t5_relative"),
       Field::string("embedding_scale", "\"auto\"",
                     "factor on token embeddings: auto (sqrt(d_model) with sinusoidal positions, "
                     "as Vaswani et al.; 1 otherwise), none (1), sqrt_d_model, or a positive "
@@ -63,6 +65,36 @@ config::HostSection model_section() {
                      "true: causal LM (each position sees only earlier ones); false: bidirectional "
                      "encoder for train.objective = \"mlm\" (attention must support it; no "
                      "generation)"),
+      // ---- architecture = "encoder_decoder" (encoder_decoder.hpp, docs/encoder_decoder.md)
+      Field::string("architecture", "\"single_stack\"",
+                    "single_stack: one stack of blocks (causal LM, or encoder with causal = "
+                    "false); encoder_decoder: T5-shaped encoder + decoder with cross-attention")
+          .choices("single_stack|encoder_decoder"),
+      Field::integer("encoder_layers", "0", "encoder blocks (encoder_decoder); 0 = n_layers")
+          .range(0, 1024),
+      Field::integer("decoder_layers", "0", "decoder blocks (encoder_decoder); 0 = n_layers")
+          .range(0, 1024),
+      Field::integer("source_context_length", "0",
+                     "longest source the encoder reads (encoder_decoder); 0 = context_length")
+          .range(0, 1048576),
+      Field::boolean("shared_embeddings", "true",
+                     "encoder_decoder: one embedding table for sources and decoder inputs"),
+      Field::integer("relative_attention_num_buckets", "32",
+                     "positional = t5_relative: buckets of the relative bias (T5: 32)")
+          .range(2, 4096),
+      Field::integer("relative_attention_max_distance", "128",
+                     "positional = t5_relative: distance of the last bucket (T5: 128)")
+          .range(1, 1048576),
+      Field::string("cross_attention", "\"dense\"",
+                    "encoder_decoder: the decoder's cross-attention kind (one declaring "
+                    "cross-attention: dense, linear, performer); options in "
+                    "[model.attention.<kind>]"),
+      Field::strings("encoder_feedforward", "[]",
+                     "encoder_decoder: feed-forward kinds cycled over the encoder's blocks; "
+                     "empty = model.feedforward's"),
+      Field::strings("decoder_feedforward", "[]",
+                     "encoder_decoder: feed-forward kinds cycled over the decoder's blocks; "
+                     "empty = model.feedforward's"),
   };
   return section;
 }
@@ -161,7 +193,8 @@ std::vector<std::string> layer_kinds(const config::ResolvedConfig& config,
 
 void declare_model_sections(config::SchemaRegistry& schema) {
   schema.add_section(model_section());
-  schema.add_section(layer_section("model.attention", PB_KIND_ATTENTION, "\"dense\"",  // kDefaultAttentionKind
+  schema.add_section(layer_section("model.attention", PB_KIND_ATTENTION,
+                                   "\"dense\"",  // kDefaultAttentionKind
                                    "the attention component of every block and its settings",
                                    "attention component, e.g. \"dense\" (patchbay plugins list)",
                                    "components cycled over the blocks (block i uses pattern[i % "
@@ -175,7 +208,10 @@ void declare_model_sections(config::SchemaRegistry& schema) {
                                    "empty = kind everywhere"));
 }
 
-ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size) {
+namespace {
+
+// [model] as ModelOptions, whichever the architecture.
+ModelOptions read_model_options(const config::ResolvedConfig& config, int64_t vocab_size) {
   ModelOptions o;
   o.vocab_size = vocab_size;
   o.context_length = int_value(config, "context_length");
@@ -195,9 +231,9 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
   try {
     o.embedding_scale = parse_embedding_scale(string_value(config, "embedding_scale"), o.d_model);
   } catch (const Error& e) {
-    throw Error(ErrorKind::kInvalidArgument, "model.embedding_scale (" +
-                                                 config.locate("model.embedding_scale").to_string() +
-                                                 "): " + e.what());
+    throw Error(ErrorKind::kInvalidArgument,
+                "model.embedding_scale (" + config.locate("model.embedding_scale").to_string() +
+                    "): " + e.what());
   }
   o.rope_theta = float_value(config, "rope_theta");
   o.tie_embeddings = bool_value(config, "tie_embeddings");
@@ -220,6 +256,86 @@ ModelOptions model_options_from_config(const config::ResolvedConfig& config, int
   o.attention_kinds = layer_kinds(config, "model.attention", kDefaultAttentionKind);
   o.feedforward_kinds = layer_kinds(config, "model.feedforward", kDefaultFeedforwardKind);
   return o;
+}
+
+std::vector<std::string> string_list(const config::ResolvedConfig& config, const std::string& key) {
+  std::vector<std::string> out;
+  if (const toml::node* node = config.find("model." + key); node != nullptr && node->is_array())
+    for (const toml::node& item : *node->as_array())
+      if (item.is_string()) out.push_back(item.as_string()->get());
+  return out;
+}
+
+std::string at(const config::ResolvedConfig& config, const std::string& key) {
+  const std::string location = config.locate(key).to_string();
+  return location.empty() ? key : key + " (" + location + ")";
+}
+
+}  // namespace
+
+std::string model_architecture(const config::ResolvedConfig& config) {
+  return string_value(config, "architecture");
+}
+
+ModelOptions model_options_from_config(const config::ResolvedConfig& config, int64_t vocab_size) {
+  if (model_architecture(config) == "encoder_decoder")
+    throw Error(ErrorKind::kInvalidArgument,
+                at(config, "model.architecture") +
+                    " = \"encoder_decoder\": this command builds a single-stack model; the "
+                    "encoder-decoder is built by the encoder-decoder model "
+                    "(EncoderDecoderModel) and its objectives (docs/encoder_decoder.md)");
+  if (string_value(config, "positional") == "t5_relative")
+    throw Error(ErrorKind::kInvalidArgument,
+                at(config, "model.positional") +
+                    " = \"t5_relative\" is built for architecture = \"encoder_decoder\" only; "
+                    "a single-stack model takes learned, sinusoidal, rotary, alibi or none");
+  return read_model_options(config, vocab_size);
+}
+
+EncoderDecoderOptions encoder_decoder_options_from_config(const config::ResolvedConfig& config,
+                                                          int64_t vocab_size) {
+  auto refuse = [&](const std::string& key, const std::string& why) {
+    throw Error(ErrorKind::kInvalidArgument, at(config, key) + ": " + why);
+  };
+  if (model_architecture(config) != "encoder_decoder")
+    refuse("model.architecture", "expected \"encoder_decoder\"");
+  EncoderDecoderOptions e;
+  e.base = read_model_options(config, vocab_size);
+  const std::string positional = string_value(config, "positional");
+  if (positional != "t5_relative" && positional != "none")
+    refuse("model.positional", "\"" + positional +
+                                   "\" is not built for the encoder-decoder; use \"t5_relative\" "
+                                   "(T5's relative bias) or \"none\"");
+  if (!e.base.pre_norm)
+    refuse("model.norm_position", "the encoder-decoder has T5's pre-norm blocks; set \"pre\"");
+  if (e.base.reversible)
+    refuse("model.residual", "reversible blocks are not built for the encoder-decoder");
+  if (!e.base.causal)
+    refuse("model.causal",
+           "the encoder-decoder's encoder is always bidirectional and its decoder causal; "
+           "remove model.causal");
+  if (config.find("model.attention.pattern") != nullptr &&
+      config.find("model.attention.pattern")->is_array() &&
+      !config.find("model.attention.pattern")->as_array()->empty())
+    refuse("model.attention.pattern",
+           "the encoder-decoder's self-attention is its own relative-bias attention and its "
+           "cross-attention is model.cross_attention; remove the pattern");
+  e.relative_bias = positional == "t5_relative";
+  const int64_t layers = int_value(config, "n_layers");
+  const int64_t encoder_layers = int_value(config, "encoder_layers");
+  const int64_t decoder_layers = int_value(config, "decoder_layers");
+  e.encoder_layers = encoder_layers == 0 ? layers : encoder_layers;
+  e.decoder_layers = decoder_layers == 0 ? layers : decoder_layers;
+  const int64_t source = int_value(config, "source_context_length");
+  e.source_context_length = source == 0 ? e.base.context_length : source;
+  e.shared_embeddings = bool_value(config, "shared_embeddings");
+  e.relative_buckets = static_cast<int32_t>(int_value(config, "relative_attention_num_buckets"));
+  e.relative_max_distance =
+      static_cast<int32_t>(int_value(config, "relative_attention_max_distance"));
+  e.cross_attention = string_value(config, "cross_attention");
+  e.encoder_feedforward = string_list(config, "encoder_feedforward");
+  e.decoder_feedforward = string_list(config, "decoder_feedforward");
+  return e;
 }
 
 ComponentTables component_tables_from_config(const config::ResolvedConfig& config) {

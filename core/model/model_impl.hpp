@@ -41,6 +41,9 @@ struct LanguageModel::Impl {
   std::vector<NamedParameter> parameters;  // every parameter, in the documented order
   std::map<std::string, TensorParallelPartition> tp_partitions;  // tensor parallelism only
   engine::Generator dropout_generator;                           // model-level dropout masks
+  // architecture = "encoder_decoder" only (encoder_decoder_language_model.cpp): the model
+  // itself; the fields above then hold only options and parameters (its list).
+  std::shared_ptr<EncoderDecoderModel> encoder_decoder;
   // The weight matrices' dtype: f32, or bf16 after convert_weights_for_inference.
   engine::DType weights_dtype = engine::DType::kF32;
 

@@ -21,8 +21,14 @@
 namespace patchbay::train {
 
 struct Batch {
-  engine::Tensor inputs;   // [rows, T] i32
+  engine::Tensor inputs;   // [rows, T] i32 (an encoder-decoder's: the decoder inputs)
   engine::Tensor targets;  // [rows, T] i32
+  // Encoder-decoder objectives only (span_corruption); undefined otherwise. source [rows, S]
+  // i32 is the encoder's input; the paddings are [rows, S] / [rows, T] i32, 1 = token,
+  // 0 = padding (a padded target is kIgnoreTarget). train::forward_batch runs the model on it.
+  engine::Tensor source;
+  engine::Tensor source_padding;
+  engine::Tensor target_padding;
 };
 
 // What the data reader hands a training objective (objective.hpp): rows windows of

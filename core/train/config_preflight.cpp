@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "config/component_view.hpp"
+#include "model/encoder_decoder.hpp"
 #include "model/language_model.hpp"
 #include "runtime/registry.hpp"
 #include "train/objective.hpp"
@@ -16,7 +17,10 @@ namespace patchbay::train {
 void preflight_training_config(const config::ResolvedConfig& config, runtime::Registry& registry,
                                const config::ComponentSchemaLookup& lookup) {
   // vocab_size comes from the tokenizer at training time; any positive value checks the rest.
-  const model::ModelOptions model_options = model::model_options_from_config(config, 1);
+  const model::ModelOptions model_options =
+      model::model_architecture(config) == "encoder_decoder"
+          ? model::encoder_decoder_options_from_config(config, 1).base
+          : model::model_options_from_config(config, 1);
   const TrainOptions options = train_options_from_config(config);
   if (options.seq_len > model_options.context_length)
     throw Error(ErrorKind::kInvalidArgument,

@@ -120,9 +120,27 @@ std::unique_ptr<TrainingObjective> make_objective(const config::ResolvedConfig& 
                                                   const TrainOptions& options,
                                                   const runtime::TokenizerHandle& tokenizer);
 
+// The model's forward on a batch: encoder-decoder batches (batch.source defined) through the
+// model's encoder_decoder(), the others through forward(inputs). Throws
+// Error(kInvalidArgument) for a source given to a single-stack model, or an encoder-decoder
+// given no source, naming train.objective and model.architecture.
+model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& batch,
+                                   bool training);
+
+// model.architecture = "encoder_decoder" refused by an objective without a source (clm, mlm).
+void refuse_encoder_decoder(const config::ResolvedConfig& config, const std::string& objective);
+
+// For an objective's add_defaults: appends `texts` (those not listed yet) to [tokenizer]
+// special_tokens, starting from the built-in tokenizers' default ["<|endoftext|>"] when the
+// key is absent. Malformed tables are left for validation to report.
+void add_tokenizer_special_tokens(config::ResolvedConfig& config,
+                                  const std::vector<std::string>& texts);
+
 // The table's entries (each defined in its objective's file).
 ObjectiveEntry causal_lm_objective_entry();
 ObjectiveEntry masked_lm_objective_entry();
 ObjectiveEntry instruction_objective_entry();
+ObjectiveEntry span_corruption_objective_entry();
+ObjectiveEntry seq2seq_objective_entry();
 
 }  // namespace patchbay::train

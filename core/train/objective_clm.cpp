@@ -48,6 +48,7 @@ class CausalLmObjective final : public TrainingObjective {
 };
 
 void check_causal_model(const config::ResolvedConfig& config) {
+  refuse_encoder_decoder(config, "clm");
   const toml::node* causal = config.find("model.causal");
   if (causal != nullptr && causal->is_boolean() && !causal->as_boolean()->get())
     throw Error(

@@ -148,7 +148,7 @@ MlmEvalResult evaluate_masked_batches(model::LanguageModel& model,
   LayerStats stats;
   for (int64_t b = 0; b < settings.batches; ++b) {
     const Batch batch = batch_at(b);
-    const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
+    const model::ForwardResult out = forward_batch(model, batch, /*training=*/false);
     const int64_t vocab = out.logits.size(-1);
     const MaskedScore score =
         score_masked(out.logits.reshape({-1, vocab}), batch.targets, ignore_index);
@@ -212,6 +212,7 @@ void add_mlm_defaults(config::ResolvedConfig& config) {
 
 // After validation: a bidirectional model, and rates that split the selected positions.
 void check_mlm(const config::ResolvedConfig& config) {
+  refuse_encoder_decoder(config, "mlm");
   if (config_bool(config, "model.causal", true))
     throw Error(
         ErrorKind::kInvalidArgument,

@@ -26,8 +26,8 @@
 // on each side and one EOS): the raw token length whose corrupted input fits inputs_length,
 // and the resulting target length (512 -> 568 tokens, 114 targets).
 //
-// This is the basis of a future `[train] objective = "span_corruption"`; no objective is
-// registered until an encoder–decoder model exists to train with it.
+// The `[train] objective = "span_corruption"` objective (objective_span_corruption.cpp) uses
+// these with an encoder–decoder model (docs/encoder_decoder.md).
 #pragma once
 
 #include <cstdint>

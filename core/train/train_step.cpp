@@ -6,6 +6,8 @@
 #include "common/error.hpp"
 #include "config/component_view.hpp"
 #include "engine/ops.hpp"
+#include "model/encoder_decoder.hpp"
+#include "train/objective.hpp"
 #include "train/grad_clip.hpp"
 #include "train/grad_norm_in_backward.hpp"
 #include "train/lr_schedule.hpp"
@@ -20,11 +22,21 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
                                      int64_t vocab_size, int64_t tp_rank, int64_t tp_size,
                                      const InitialWeights* initial) {
   TrainableModel t;
-  model::ModelOptions options = model::model_options_from_config(config, vocab_size);
-  options.tp_rank = tp_rank;
-  options.tp_size = tp_size;
-  t.model =
-      model::LanguageModel::build(options, model::component_tables_from_config(config), registry);
+  if (model::model_architecture(config) == "encoder_decoder") {
+    if (tp_size > 1)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "model.architecture = \"encoder_decoder\" cannot be split over tensor-parallel "
+                  "ranks yet; use parallelism.kind = \"mpi_data\" or none");
+    t.model = model::LanguageModel::build_encoder_decoder(
+        model::encoder_decoder_options_from_config(config, vocab_size),
+        model::component_tables_from_config(config), registry);
+  } else {
+    model::ModelOptions options = model::model_options_from_config(config, vocab_size);
+    options.tp_rank = tp_rank;
+    options.tp_size = tp_size;
+    t.model =
+        model::LanguageModel::build(options, model::component_tables_from_config(config), registry);
+  }
   const config::SelectedComponent selected =
       config::select_component(config, make_training_schema(), lookup, "optimizer");
   t.optimizer_name = selected.name;
@@ -40,8 +52,8 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
     std::vector<model::NamedParameter> layer_state;
     for (const model::NamedParameter& p : model_parameters)
       if (!p.tensor.requires_grad()) layer_state.push_back(p);
-    t.lora = std::make_shared<LoraAdapters>(model_parameters, options.d_model, fine_tuning.lora,
-                                            options.seed);
+    t.lora = std::make_shared<LoraAdapters>(model_parameters, t.model->options().d_model,
+                                            fine_tuning.lora, t.model->options().seed);
     t.lora->materialize();
     t.parameters = t.lora->parameters();
     t.parameters.insert(t.parameters.end(), layer_state.begin(), layer_state.end());
@@ -99,7 +111,7 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   std::optional<GradNormInBackward> backward_norm;
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
-    const model::ForwardResult out = trainable.model->forward(batch.inputs, /*training=*/true);
+    const model::ForwardResult out = forward_batch(*trainable.model, batch, /*training=*/true);
     const int64_t vocab = out.logits.size(-1);
     const engine::Tensor loss = engine::cross_entropy(
         out.logits.reshape({-1, vocab}), batch.targets.reshape({-1}).to(out.logits.device()));

@@ -21,6 +21,7 @@
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
 #include "engine/ops.hpp"
+#include "model/encoder_decoder.hpp"
 #include "parallel/gradient_reducer.hpp"
 #include "parallel/parallel_run.hpp"
 #include "parallel/tensor_parallel.hpp"
@@ -48,9 +49,16 @@ std::string components_json(const config::ResolvedConfig& config, runtime::Regis
                             const std::string& optimizer) {
   std::set<std::pair<pb_component_kind, std::string>> used{{PB_KIND_TOKENIZER, config_string(config, "tokenizer.kind")},
                                                            {PB_KIND_OPTIMIZER, optimizer}};
-  const model::ModelOptions model_options = model::model_options_from_config(config, 1);
-  for (const std::string& kind : model_options.attention_kinds) used.insert({PB_KIND_ATTENTION, kind});
-  for (const std::string& kind : model_options.feedforward_kinds) used.insert({PB_KIND_FEEDFORWARD, kind});
+  if (model::model_architecture(config) == "encoder_decoder") {
+    const model::EncoderDecoderOptions e = model::encoder_decoder_options_from_config(config, 1);
+    used.insert({PB_KIND_ATTENTION, e.cross_attention});
+    for (const auto* kinds : {&e.base.feedforward_kinds, &e.encoder_feedforward, &e.decoder_feedforward})
+      for (const std::string& kind : *kinds) used.insert({PB_KIND_FEEDFORWARD, kind});
+  } else {
+    const model::ModelOptions model_options = model::model_options_from_config(config, 1);
+    for (const std::string& kind : model_options.attention_kinds) used.insert({PB_KIND_ATTENTION, kind});
+    for (const std::string& kind : model_options.feedforward_kinds) used.insert({PB_KIND_FEEDFORWARD, kind});
+  }
   nlohmann::json list = nlohmann::json::array();
   for (const auto& [kind, name] : used) {
     const runtime::ComponentEntry& entry = registry.find(kind, name);
@@ -447,6 +455,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       return b;  // every rank computes its slice of the layers on the whole batch
     b.inputs = par.shard_rows(b.inputs);
     b.targets = par.shard_rows(b.targets);
+    for (engine::Tensor* t : {&b.source, &b.source_padding, &b.target_padding})
+      if (t->defined()) *t = par.shard_rows(*t);
     return b;
   };
 
@@ -465,7 +475,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       engine::NoGradGuard no_grad;
       for (int64_t s = 0; s < start_step; ++s)
         for (int64_t m = 0; m < o.grad_accum_steps; ++m)
-          model.forward(rank_batch(micro_batch_at(s, m)).inputs, true);
+          forward_batch(model, rank_batch(micro_batch_at(s, m)), true);
     }
     std::vector<NamedTensor> params;
     for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});

@@ -44,7 +44,7 @@ TEST_CASE("the objective table names every objective and refuses an unknown one"
     CHECK(e.make);
     CHECK(!e.summary.empty());
   }
-  CHECK(names == std::vector<std::string>{"clm", "mlm", "sft"});
+  CHECK(names == std::vector<std::string>{"clm", "mlm", "sft", "span_corruption", "seq2seq"});
   CHECK(&train::find_objective("mlm") == &train::objective_entries()[1]);
   const std::string message = error_of([] { train::find_objective("mlmm"); });
   CHECK(message.find("train.objective = \"mlmm\" is not a training objective") !=
