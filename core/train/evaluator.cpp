@@ -50,7 +50,7 @@ EvalResult evaluate_batches(model::LanguageModel& model,
   LayerStats stats;
   for (int64_t b = 0; b < settings.batches; ++b) {
     const Batch batch = batch_at(b);
-    const model::ForwardResult out = model.forward(batch.inputs, /*training=*/false);
+    const model::ForwardResult out = forward_batch(model, batch, /*training=*/false);
     const int64_t vocab = out.logits.size(-1);
     // Special-token targets become ignore_index; the others add their bytes.
     std::vector<int32_t> targets(static_cast<size_t>(batch.targets.numel()));

@@ -15,6 +15,15 @@
 
 namespace patchbay::train {
 
+// The model's forward on a batch's inputs: LanguageModel::forward_packed when the batch
+// carries segment ids (packed rows), forward otherwise.
+inline model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& batch,
+                                          bool training) {
+  return batch.segment_ids.defined()
+             ? model.forward_packed(batch.inputs, batch.segment_ids, training)
+             : model.forward(batch.inputs, training);
+}
+
 struct EvalResult {
   double loss = 0;        // mean cross-entropy, nats per token, over every evaluated target
   double perplexity = 0;  // exp(loss)

@@ -88,6 +88,11 @@ class TrainingObjective {
 
   // One line for checkpoints' RNG metadata: how batches are made from the windows.
   virtual std::string batch_rule() const = 0;
+
+  // Whether its batches carry the windows' segment ids (TokenWindows::segment_ids into
+  // Batch::segment_ids), so that [data] pack_documents keeps documents apart. An objective
+  // that packs several examples per row itself sets Batch::segment_ids whatever this says.
+  virtual bool packs_segments() const { return false; }
 };
 
 // One objective as the table in objective.cpp lists it.

@@ -99,7 +99,7 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   std::optional<GradNormInBackward> backward_norm;
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
-    const model::ForwardResult out = trainable.model->forward(batch.inputs, /*training=*/true);
+    const model::ForwardResult out = forward_batch(*trainable.model, batch, /*training=*/true);
     const int64_t vocab = out.logits.size(-1);
     const engine::Tensor loss = engine::cross_entropy(
         out.logits.reshape({-1, vocab}), batch.targets.reshape({-1}).to(out.logits.device()));
