@@ -30,7 +30,7 @@ eng::Tensor LanguageModel::Impl::norm(const Norm& n, const eng::Tensor& x) const
 }
 
 eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t position_offset,
-                                       bool training) {
+                                       bool training, const eng::Tensor* positions) {
   const int64_t t = tokens.size(1);
   // [B, T, C]; f32 also when wte holds bf16 (convert_weights_for_inference): exact widening.
   // Tokens made on the host move to the model's device (queued, no wait).
