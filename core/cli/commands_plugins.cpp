@@ -177,7 +177,8 @@ void describe_declarations(std::ostream& out, const pb_component_descriptor& d) 
                                {PB_ATTENTION_CAP_ROTARY, "rotary"},
                                {PB_ATTENTION_CAP_ALIBI, "alibi"},
                                {PB_ATTENTION_CAP_TENSOR_PARALLEL, "tensor-parallel"},
-                               {PB_ATTENTION_CAP_CROSS, "cross-attention"}})
+                               {PB_ATTENTION_CAP_CROSS, "cross-attention"},
+                               {PB_ATTENTION_CAP_PACKED, "packed sequences"}})
           << "\n";
       const char* cache = v->cache_kind == PB_ATTENTION_CACHE_NONE  ? "none (no incremental decoding)"
                           : v->cache_kind == PB_ATTENTION_CACHE_KV ? "kv (keys and values, grows with length)"

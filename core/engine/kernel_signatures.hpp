@@ -155,8 +155,9 @@ struct AttentionShape {
   float scale = 0.f;
   bool causal = false;
   int64_t window = 0;
-  OperandStrides q, k, v;     // of the (possibly strided) f32 operands
-  std::vector<float> slopes;  // [H] ALiBi slopes, empty = none
+  OperandStrides q, k, v;              // of the (possibly strided) f32 operands
+  std::vector<float> slopes;           // [H] ALiBi slopes, empty = none
+  std::vector<std::int32_t> segments;  // [B * Tk] packed-sequence segment ids, empty = none
 };
 // out [B,H,Tq,D] (out, f32, last dim contiguous, any layout), lse [B,H,Tq] (out, contiguous
 // f32); q, k, v all f32 or all bf16 (the CPU's bf16 kernel) with the shape's strides.

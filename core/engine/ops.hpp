@@ -142,6 +142,10 @@ struct AttentionOptions {
   // 1 are computed (ops/attention_options.cpp), forward and backward. Not with ALiBi.
   Tensor block_layout;
   int64_t block_size = 0;
+  // Packed sequences (ops table version 13): undefined = none; else integer [B, Tk],
+  // non-decreasing along each row: a query at position p sees key j only when
+  // segment_ids[b][j] == segment_ids[b][p] (kernels' AttentionParams::segment_ids). CPU only.
+  Tensor segment_ids;
 };
 // The block-sparse path of scaled_dot_product_attention (ops/attention_options.cpp).
 Tensor block_sparse_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,

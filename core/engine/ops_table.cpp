@@ -549,7 +549,7 @@ pb_status* rotary_embedding_fn(const pb_tensor* x, int64_t position_offset, doub
                  [&] { return rotary_embedding(unwrap(x, "x"), position_offset, theta); });
 }
 
-// ---- versions 3 and 4 ----
+// ---- versions 3, 4 and 13 ----
 // options: NULL = defaults. struct_size must cover the version-3 fields; bytes past the
 // fields this engine knows (appended by a newer SDK) must be zero, i.e. those options off.
 AttentionOptions attention_options_from(const pb_attention_options* options) {
@@ -577,6 +577,8 @@ AttentionOptions attention_options_from(const pb_attention_options* options) {
     o.block_layout = unwrap(options->block_layout, "block_layout");
     o.block_size = options->block_size;
   }
+  if (PB_HAS_FIELD(options, pb_attention_options, segment_ids) && options->segment_ids != nullptr)
+    o.segment_ids = unwrap(options->segment_ids, "segment_ids");
   return o;
 }
 pb_status* attention_with_options_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,

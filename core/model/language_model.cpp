@@ -31,14 +31,19 @@ eng::Tensor LanguageModel::Impl::norm(const Norm& n, const eng::Tensor& x) const
 }
 
 eng::Tensor LanguageModel::Impl::embed(const eng::Tensor& tokens, int64_t position_offset,
-                                       bool training) {
+                                       bool training, const eng::Tensor* positions) {
   const int64_t t = tokens.size(1);
   // [B, T, C]; f32 also when wte holds bf16 (convert_weights_for_inference): exact widening.
   // Tokens made on the host move to the model's device (queued, no wait).
   eng::Tensor x = eng::embedding(wte, tokens.to(wte.device())).to(eng::DType::kF32);
   if (const double scale = resolved_embedding_scale(options); scale != 1.0)
     x = eng::mul_scalar(x, scale);  // sqrt(d_model) with sinusoidal positions by default
-  if (options.positional == PositionalKind::kLearned) {
+  if (positions != nullptr && (options.positional == PositionalKind::kLearned ||
+                               options.positional == PositionalKind::kSinusoidal)) {
+    // Packed rows: each token's own position within its segment, [B, T, C].
+    const eng::Tensor& table = options.positional == PositionalKind::kLearned ? wpe : sinusoid;
+    x = x + eng::embedding(table, positions->to(table.device()));
+  } else if (options.positional == PositionalKind::kLearned) {
     x = x + eng::narrow(wpe, 0, position_offset, t);  // [T, C] broadcast over B
   } else if (options.positional == PositionalKind::kSinusoidal) {
     x = x + eng::narrow(sinusoid, 0, position_offset, t);
@@ -65,8 +70,9 @@ eng::Tensor LanguageModel::Impl::block_forward(size_t index, const eng::Tensor& 
                                                ForwardResult* result, eng::Tensor* normed) {
   Block& block = blocks[index];
   auto attend = [&](const eng::Tensor& h) {
-    return state != nullptr ? block.attn->forward_step(*state, h)
-                            : block.attn->forward(h, training);
+    if (state != nullptr) return block.attn->forward_step(*state, h);
+    return packed_segments != nullptr ? block.attn->forward_packed(h, *packed_segments, training)
+                                      : block.attn->forward(h, training);
   };
   auto feed_forward = [&](const eng::Tensor& h) {
     runtime::FeedForwardHandle::Output out = block.ffn->forward(h, training);
@@ -146,6 +152,66 @@ ForwardResult LanguageModel::forward(const eng::Tensor& tokens, bool training) {
     for (size_t i = 0; i < m.blocks.size(); ++i)
       x = m.block_forward(i, x, training, nullptr, &result, &normed);
   }
+  result.logits = m.head_logits(normed.defined() ? normed : m.norm(m.norm_f, x));
+  return result;
+}
+
+void LanguageModel::require_packing() const {
+  const Impl& m = *impl_;
+  if (m.options.reversible)
+    throw Error(ErrorKind::kInvalidArgument,
+                "packed sequences are not implemented for [model] residual = \"reversible\" "
+                "(its reconstructing backward runs the layers' plain forward); turn packing off "
+                "or use the standard residual");
+  for (const Block& block : m.blocks) block.attn->require_packed();
+}
+
+ForwardResult LanguageModel::forward_packed(const eng::Tensor& tokens,
+                                            const eng::Tensor& segment_ids, bool training) {
+  Impl& m = *impl_;
+  m.check_tokens(tokens, "LanguageModel::forward_packed");
+  require_packing();
+  if (!segment_ids.defined() || segment_ids.dim() != 2 || segment_ids.size(0) != tokens.size(0) ||
+      segment_ids.size(1) != tokens.size(1) ||
+      (segment_ids.dtype() != eng::DType::kI32 && segment_ids.dtype() != eng::DType::kI64))
+    throw Error(ErrorKind::kInvalidArgument,
+                "LanguageModel::forward_packed: expected segment_ids [B, T] of i32 or i64 "
+                "matching the tokens " +
+                    tokens.str() + ", found " +
+                    (segment_ids.defined() ? segment_ids.str() : std::string("none")));
+  if (tokens.size(1) > m.options.context_length)
+    throw Error(ErrorKind::kInvalidArgument,
+                "LanguageModel::forward_packed: " + std::to_string(tokens.size(1)) +
+                    " positions exceed the context length " +
+                    std::to_string(m.options.context_length) + " (model.context_length)");
+  const eng::Tensor ids = segment_ids.to(eng::cpu()).to(eng::DType::kI64).contiguous();
+  const int64_t b = ids.size(0), t = ids.size(1);
+  std::vector<int64_t> positions(static_cast<size_t>(b * t));
+  const int64_t* id = ids.data<int64_t>();
+  for (int64_t row = 0; row < b; ++row)
+    for (int64_t j = 0; j < t; ++j) {
+      const size_t i = static_cast<size_t>(row * t + j);
+      if (j > 0 && id[i] < id[i - 1])
+        throw Error(ErrorKind::kInvalidArgument,
+                    "LanguageModel::forward_packed: segment_ids must be non-decreasing along "
+                    "each row (each example one contiguous run); row " +
+                        std::to_string(row) + " goes from " + std::to_string(id[i - 1]) + " to " +
+                        std::to_string(id[i]) + " at position " + std::to_string(j));
+      positions[i] = j > 0 && id[i] == id[i - 1] ? positions[i - 1] + 1 : 0;
+    }
+  const eng::Tensor position_tensor =
+      eng::Tensor::from_data(positions.data(), {b, t}, eng::DType::kI64);
+  // Every attention layer reads the ids for the duration of this forward only.
+  struct Reset {
+    Impl& m;
+    ~Reset() { m.packed_segments = nullptr; }
+  } reset{m};
+  m.packed_segments = &ids;
+  ForwardResult result;
+  eng::Tensor x = m.embed(tokens, 0, training, &position_tensor);
+  eng::Tensor normed;
+  for (size_t i = 0; i < m.blocks.size(); ++i)
+    x = m.block_forward(i, x, training, nullptr, &result, &normed);
   result.logits = m.head_logits(normed.defined() ? normed : m.norm(m.norm_f, x));
   return result;
 }

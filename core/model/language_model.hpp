@@ -192,6 +192,16 @@ class LanguageModel {
   // tokens [B, T] i32 or i64, 1 <= T <= context_length, ids in [0, vocab_size).
   // `training` enables dropout (model and plugins). Records autograd when grad mode is on.
   ForwardResult forward(const engine::Tensor& tokens, bool training);
+  // Packed rows (several examples or documents per row): segment_ids [B, T] (i32|i64, on the
+  // CPU or the model's device), non-decreasing along each row. No attention across segments,
+  // and learned / sinusoidal / rotary positions restart at 0 with each segment, so each
+  // segment's logits (and gradients) equal those of forward() on that segment alone, up to
+  // rounding. Every attention layer must support it (require_packing()).
+  ForwardResult forward_packed(const engine::Tensor& tokens, const engine::Tensor& segment_ids,
+                               bool training);
+  // Throws Error(kInvalidArgument) naming the first attention layer's kind (and file) that
+  // cannot run packed sequences (no PB_ATTENTION_CAP_PACKED), or for a reversible model.
+  void require_packing() const;
 
   // Every parameter, named and ordered as in the header comment.
   std::vector<NamedParameter> parameters() const;

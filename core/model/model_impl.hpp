@@ -44,12 +44,18 @@ struct LanguageModel::Impl {
   // architecture = "encoder_decoder" only (encoder_decoder_language_model.cpp): the model
   // itself; the fields above then hold only options and parameters (its list).
   std::shared_ptr<EncoderDecoderModel> encoder_decoder;
+  // Set by LanguageModel::forward_packed for the duration of its forward: the batch's segment
+  // ids [B, T], which block_forward passes to every attention layer; null otherwise.
+  const engine::Tensor* packed_segments = nullptr;
   // The weight matrices' dtype: f32, or bf16 after convert_weights_for_inference.
   engine::DType weights_dtype = engine::DType::kF32;
 
   engine::Tensor norm(const Norm& n, const engine::Tensor& x) const;
   // tokens [B, T] at positions offset.. -> [B, T, C] (token + absolute positions, dropout).
-  engine::Tensor embed(const engine::Tensor& tokens, int64_t position_offset, bool training);
+  // positions (packed forward): null, or integer [B, T] positions of each token (restarting
+  // with each segment), used instead of offset + t for learned and sinusoidal positions.
+  engine::Tensor embed(const engine::Tensor& tokens, int64_t position_offset, bool training,
+                       const engine::Tensor* positions = nullptr);
   engine::Tensor head_logits(const engine::Tensor& x) const;  // [B, T, C] -> [B, T, V]
   engine::Tensor residual_dropout(const engine::Tensor& branch, bool training);
   // `normed` (optional, pre-norm layer norm only): on entry, when defined, the block's first

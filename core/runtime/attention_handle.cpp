@@ -175,8 +175,11 @@ engine::Tensor AttentionHandle::forward_step(State& state, const engine::Tensor&
 
 bool AttentionHandle::reorder_state(State& state, std::span<const int64_t> source) const {
   if (state.state_ == nullptr || state.owner_ != instance_)
-    throw Error(ErrorKind::kInternal, context("state_reorder") + ": the state was not made by this layer");
-  if (!PB_HAS_FIELD(vtable_, pb_attention_vtable, state_reorder) || vtable_->state_reorder == nullptr) return false;
+    throw Error(ErrorKind::kInternal,
+                context("state_reorder") + ": the state was not made by this layer");
+  if (!PB_HAS_FIELD(vtable_, pb_attention_vtable, state_reorder) ||
+      vtable_->state_reorder == nullptr)
+    return false;
   pb_status* status = vtable_->state_reorder(instance_->get(), state.state_, source.data(),
                                              static_cast<int64_t>(source.size()));
   if (status != nullptr && host_->status_code(status) == PB_STATUS_UNSUPPORTED) {
@@ -252,6 +255,36 @@ engine::Tensor AttentionHandle::forward_cross(const engine::Tensor& x, const Cro
       vtable_->forward_cross(instance_->get(), input.get(), memory.memory_, training ? 1 : 0, &y),
       context("forward_cross failed"));
   return take(y, "forward_cross");
+}
+
+bool AttentionHandle::can_pack() const {
+  return has(PB_ATTENTION_CAP_PACKED) &&
+         PB_HAS_FIELD(vtable_, pb_attention_vtable, forward_packed) &&
+         vtable_->forward_packed != nullptr;
+}
+
+void AttentionHandle::require_packed() const {
+  if (can_pack()) return;
+  throw Error(ErrorKind::kInvalidArgument,
+              "attention '" + instance_->name() + "' (" + instance_->file().string() +
+                  ") cannot run packed sequences: it does not declare PB_ATTENTION_CAP_PACKED "
+                  "(attention interface 1.5), so examples packed into one row would attend to "
+                  "each other. Turn packing off ([data] pack_documents = false) or choose a kind "
+                  "whose `patchbay plugins describe attention <name>` lists packed sequences "
+                  "(e.g. dense)");
+}
+
+engine::Tensor AttentionHandle::forward_packed(const engine::Tensor& x,
+                                               const engine::Tensor& segment_ids,
+                                               bool training) const {
+  require_packed();
+  OwnedHandle input(engine::ops_table_wrap(x), HandleDeleter{host_->ops});
+  OwnedHandle ids(engine::ops_table_wrap(segment_ids), HandleDeleter{host_->ops});
+  pb_tensor* y = nullptr;
+  throw_if_error(
+      vtable_->forward_packed(instance_->get(), input.get(), ids.get(), training ? 1 : 0, &y),
+      context("forward_packed failed"));
+  return take(y, "forward_packed");
 }
 
 }  // namespace patchbay::runtime

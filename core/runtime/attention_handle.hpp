@@ -121,6 +121,16 @@ class AttentionHandle {
   engine::Tensor forward_cross(const engine::Tensor& x, const CrossMemory& memory,
                                bool training) const;
 
+  // Packed sequences (interface 1.4). can_pack(): the layer declares PB_ATTENTION_CAP_PACKED
+  // (and has forward_packed). require_packed() throws Error(kInvalidArgument) naming the kind
+  // and its file when it cannot, so a packed run is refused before it starts.
+  bool can_pack() const;
+  void require_packed() const;
+  // x [B, T, C], segment_ids integer [B, T] non-decreasing per row -> [B, T, C], no attention
+  // across segments, positions per segment. Throws as require_packed() without the capability.
+  engine::Tensor forward_packed(const engine::Tensor& x, const engine::Tensor& segment_ids,
+                                bool training) const;
+
   uint64_t capabilities() const { return vtable_->capabilities; }
   bool has(uint64_t capability) const { return (capabilities() & capability) != 0; }
   pb_attention_cache_kind cache_kind() const { return vtable_->cache_kind; }

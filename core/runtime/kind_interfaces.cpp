@@ -96,6 +96,16 @@ std::vector<std::string> check_attention(const void* vtable) {
               problems);
     }
   }
+  if ((vt->capabilities & PB_ATTENTION_CAP_PACKED) != 0) {  // interface 1.5
+    if (!PB_HAS_FIELD(vt, pb_attention_vtable, forward_packed)) {
+      problems.push_back(
+          "declares PB_ATTENTION_CAP_PACKED but its pb_attention_vtable (struct_size " +
+          std::to_string(vt->struct_size) +
+          ") predates forward_packed of interface 1.5; rebuild against this host's SDK");
+    } else {
+      require("attention (packed sequences)", {fn(vt->forward_packed, "forward_packed")}, problems);
+    }
+  }
   return problems;
 }
 

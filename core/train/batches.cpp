@@ -22,7 +22,8 @@ void require_window(uint64_t count, int64_t seq_len) {
 TokenWindows windows_at(const data::TokenSource& cache, const std::vector<uint64_t>& starts,
                         int64_t seq_len) {
   const int64_t rows = static_cast<int64_t>(starts.size());
-  TokenWindows windows{engine::Tensor::empty({rows, seq_len + 1}, engine::DType::kI32)};
+  TokenWindows windows{engine::Tensor::empty({rows, seq_len + 1}, engine::DType::kI32), starts,
+                       engine::Tensor()};
   int32_t* ids = windows.ids.data<int32_t>();
   for (int64_t r = 0; r < rows; ++r)
     cache.copy(starts[static_cast<size_t>(r)],
@@ -79,7 +80,9 @@ Batch causal_batch(const TokenWindows& windows) {
                     windows.ids.str());
   const int64_t rows = windows.ids.size(0), seq_len = windows.ids.size(1) - 1;
   Batch batch{engine::Tensor::empty({rows, seq_len}, engine::DType::kI32),
-              engine::Tensor::empty({rows, seq_len}, engine::DType::kI32)};
+              engine::Tensor::empty({rows, seq_len}, engine::DType::kI32), engine::Tensor()};
+  if (windows.segment_ids.defined())  // the inputs' segments: window positions [0, T)
+    batch.segment_ids = windows.segment_ids.narrow(1, 0, seq_len).contiguous();
   const engine::Tensor source = windows.ids.contiguous().to(engine::DType::kI32);
   const int32_t* ids = source.data<int32_t>();
   int32_t* inputs = batch.inputs.data<int32_t>();
@@ -105,7 +108,7 @@ Batch validation_batch(const data::TokenSource& cache, int64_t batch_index, int6
 Batch random_batch(int64_t vocab_size, uint64_t seed, int64_t step, int64_t rows, int64_t seq_len) {
   if (vocab_size < 1) throw Error(ErrorKind::kInvalidArgument, "random_batch: vocab_size must be >= 1");
   Batch batch{engine::Tensor::empty({rows, seq_len}, engine::DType::kI32),
-              engine::Tensor::empty({rows, seq_len}, engine::DType::kI32)};
+              engine::Tensor::empty({rows, seq_len}, engine::DType::kI32), engine::Tensor()};
   int32_t* inputs = batch.inputs.data<int32_t>();
   int32_t* targets = batch.targets.data<int32_t>();
   for (int64_t r = 0; r < rows; ++r) {

@@ -29,12 +29,22 @@ struct Batch {
   engine::Tensor source;
   engine::Tensor source_padding;
   engine::Tensor target_padding;
+  // Packed rows (docs/packing.md): undefined = each row is one sequence; else [rows, T] i32,
+  // the segment (document or example) of every input position, non-decreasing along a row.
+  // The model then runs LanguageModel::forward_packed: no attention across segments and
+  // positions restarting at each (forward_batch in evaluator.hpp).
+  engine::Tensor segment_ids;
 };
 
 // What the data reader hands a training objective (objective.hpp): rows windows of
 // seq_len + 1 consecutive ids each, before any objective has made inputs and targets of them.
 struct TokenWindows {
   engine::Tensor ids;  // [rows, T + 1] i32
+  // Stream offset of each row's first id, where the reader knows it (every reader here).
+  std::vector<uint64_t> starts;
+  // [data] pack_documents: [rows, T + 1] i32, the document of each id, counted from 0 per row
+  // (with_document_segments in window_sampler.hpp); undefined otherwise.
+  engine::Tensor segment_ids;
 };
 
 // Offset of a training window's first id, in [0, count - seq_len). Throws Error
@@ -56,7 +66,9 @@ TokenWindows validation_windows(const data::TokenSource& cache, int64_t batch_in
                                 int64_t batch_count, int64_t rows, int64_t seq_len);
 
 // Next-token prediction's batch of windows [rows, T + 1]: inputs = window[0 .. T),
-// targets = window[1 .. T].
+// targets = window[1 .. T], and segment_ids = the windows' segments[0 .. T) when they have any
+// (the target of a document's last position, the next document's first id, keeps its loss:
+// it is predicted from that document alone, as a first token after end-of-text).
 Batch causal_batch(const TokenWindows& windows);
 
 // causal_batch(training_windows(...)): the training micro-batch (step, micro_step).

@@ -15,6 +15,14 @@
 
 namespace patchbay::train {
 
+// The model's forward on a batch (defined in objective.cpp): encoder-decoder batches
+// (batch.source defined) through the model's encoder_decoder(); packed rows (segment ids)
+// through LanguageModel::forward_packed; the others through forward(inputs). Throws
+// Error(kInvalidArgument) for a source given to a single-stack model, an encoder-decoder given
+// no source or packed rows, naming train.objective and model.architecture.
+model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& batch,
+                                   bool training);
+
 struct EvalResult {
   double loss = 0;        // mean cross-entropy, nats per token, over every evaluated target
   double perplexity = 0;  // exp(loss)

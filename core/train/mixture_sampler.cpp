@@ -61,7 +61,10 @@ MixtureSampler::MixtureSampler(const std::vector<const data::TokenSequence*>& st
       seq_len_(seq_len) {}
 
 TokenWindows MixtureSampler::training_windows(uint64_t seed, int64_t step, int64_t micro) const {
-  TokenWindows windows{engine::Tensor::empty({rows_, seq_len_ + 1}, engine::DType::kI32)};
+  // Rows come from several streams: no single offset space, so `starts` stays empty (and
+  // [data] pack_documents is refused with a mixture).
+  TokenWindows windows{
+      engine::Tensor::empty({rows_, seq_len_ + 1}, engine::DType::kI32), {}, engine::Tensor()};
   int32_t* ids = windows.ids.data<int32_t>();
   const auto first = static_cast<uint64_t>((step * accum_ + micro) * rows_);
   for (int64_t r = 0; r < rows_; ++r) {

@@ -55,7 +55,15 @@ model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& bat
                 "the objective gives the model a source (encoder input), but the model is a "
                 "single stack (model.architecture = \"single_stack\"); set model.architecture "
                 "= \"encoder_decoder\", or choose train.objective = \"clm\" or \"mlm\"");
-  if (seq2seq == nullptr) return model.forward(batch.inputs, training);
+  if (seq2seq == nullptr)
+    return batch.segment_ids.defined()
+               ? model.forward_packed(batch.inputs, batch.segment_ids, training)
+               : model.forward(batch.inputs, training);
+  if (batch.segment_ids.defined())
+    throw Error(ErrorKind::kInvalidArgument,
+                "packed rows (segment ids) reached an encoder-decoder, which does not pack "
+                "its batches; leave [data] pack_documents off for model.architecture = "
+                "\"encoder_decoder\"");
   if (!batch.source.defined())
     throw Error(ErrorKind::kInvalidArgument,
                 "the model is an encoder-decoder (model.architecture = \"encoder_decoder\") but "

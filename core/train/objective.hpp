@@ -88,6 +88,11 @@ class TrainingObjective {
 
   // One line for checkpoints' RNG metadata: how batches are made from the windows.
   virtual std::string batch_rule() const = 0;
+
+  // Whether its batches carry the windows' segment ids (TokenWindows::segment_ids into
+  // Batch::segment_ids), so that [data] pack_documents keeps documents apart. An objective
+  // that packs several examples per row itself sets Batch::segment_ids whatever this says.
+  virtual bool packs_segments() const { return false; }
 };
 
 // One objective as the table in objective.cpp lists it.
@@ -119,13 +124,6 @@ std::string objective_name(const config::ResolvedConfig& config);
 std::unique_ptr<TrainingObjective> make_objective(const config::ResolvedConfig& config,
                                                   const TrainOptions& options,
                                                   const runtime::TokenizerHandle& tokenizer);
-
-// The model's forward on a batch: encoder-decoder batches (batch.source defined) through the
-// model's encoder_decoder(), the others through forward(inputs). Throws
-// Error(kInvalidArgument) for a source given to a single-stack model, or an encoder-decoder
-// given no source, naming train.objective and model.architecture.
-model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& batch,
-                                   bool training);
 
 // model.architecture = "encoder_decoder" refused by an objective without a source (clm, mlm).
 void refuse_encoder_decoder(const config::ResolvedConfig& config, const std::string& objective);

@@ -39,6 +39,8 @@ class CausalLmObjective final : public TrainingObjective {
 
   bool makes_samples() const override { return true; }
 
+  bool packs_segments() const override { return true; }  // causal_batch keeps them
+
   std::string batch_rule() const override {
     return "next token: inputs window[0, T), targets window[1, T]";
   }

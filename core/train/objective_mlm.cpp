@@ -92,7 +92,8 @@ Batch mask_batch(const Batch& batch, const MlmObjective& objective, uint64_t see
   std::vector<int32_t> targets(masked.targets.begin(),
                                masked.targets.end());  // ids and -100 fit i32
   return Batch{engine::Tensor::from_data(masked.inputs.data(), window.shape(), engine::DType::kI32),
-               engine::Tensor::from_data(targets.data(), window.shape(), engine::DType::kI32)};
+               engine::Tensor::from_data(targets.data(), window.shape(), engine::DType::kI32),
+               engine::Tensor()};
 }
 
 MaskedScore score_masked(const engine::Tensor& logits, const engine::Tensor& targets,

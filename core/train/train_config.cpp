@@ -249,6 +249,8 @@ DataOptions data_options_from_config(const config::ResolvedConfig& config) {
   if (const toml::node* prepared = config.find("data.prepared")) d.prepared = prepared->value<std::string>().value_or("");
   if (const toml::node* sampling = config.find("data.sampling"))
     d.sampling = sampling->value<std::string>().value_or("auto");
+  if (const toml::node* pack = config.find("data.pack_documents"))
+    d.pack_documents = pack->value<bool>().value_or(false);
   if (const toml::node* sources = config.find("data.sources"); sources != nullptr && sources->is_array())
     for (const toml::node& entry : *sources->as_array()) {
       const toml::table& t = *entry.as_table();

@@ -84,6 +84,7 @@ struct DataOptions {
   std::filesystem::path output_dir;    // the prepared folder
   std::filesystem::path prepared;      // a `patchbay data prepare --source` folder ("": corpus)
   std::string sampling = "auto";       // auto | random | epochs | documents (window_sampler.hpp)
+  bool pack_documents = false;         // segment ids per document in every window (packing.md)
   std::vector<MixtureSourceOptions> sources;  // [[data.sources]]: a mixture (empty: none)
 };
 

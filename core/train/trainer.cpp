@@ -300,13 +300,30 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                    static_cast<double>(mixture->schedule().period()) / static_cast<double>(o.batch_size * o.grad_accum_steps),
                    o.max_steps);
   }
+  // [data] pack_documents: every window marked with its documents' segments (the model then
+  // attends within documents only; docs/packing.md). Refused up front when the objective's
+  // batches would drop the segments or a layer cannot honour them.
+  if (data.pack_documents) {
+    if (!objective->packs_segments())
+      throw Error(ErrorKind::kInvalidArgument,
+                  "data.pack_documents = true, but train.objective = \"" + objective->name() +
+                      "\" makes its batches without the windows' segments; turn packing off");
+    trainable.model->require_packing();
+  }
+  auto packed = [&](TokenWindows windows, const data::TokenSequence& stream) {
+    return data.pack_documents
+               ? with_document_segments(std::move(windows), stream.document_starts())
+               : windows;
+  };
   auto micro_batch_at = [&](int64_t step, int64_t micro) {
-    return objective->training_batch(mixture ? mixture->training_windows(o.seed, step, micro)
-                                             : sampler.training_windows(o.seed, step, micro),
-                                     o.seed, step, micro);
+    return objective->training_batch(
+        mixture ? mixture->training_windows(o.seed, step, micro)
+                : packed(sampler.training_windows(o.seed, step, micro), data.train),
+        o.seed, step, micro);
   };
   const ValidationWindows validation = [&](int64_t b) {
-    return validation_windows(data.val, b, o.eval_batches, o.batch_size, o.seq_len);
+    return packed(validation_windows(data.val, b, o.eval_batches, o.batch_size, o.seq_len),
+                  data.val);
   };
   model::LanguageModel& model = *trainable.model;
   if (o.seq_len > model.options().context_length)
@@ -455,7 +472,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       return b;  // every rank computes its slice of the layers on the whole batch
     b.inputs = par.shard_rows(b.inputs);
     b.targets = par.shard_rows(b.targets);
-    for (engine::Tensor* t : {&b.source, &b.source_padding, &b.target_padding})
+    for (engine::Tensor* t : {&b.source, &b.source_padding, &b.target_padding, &b.segment_ids})
       if (t->defined()) *t = par.shard_rows(*t);
     return b;
   };

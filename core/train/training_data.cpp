@@ -103,23 +103,25 @@ TrainingData open_prepared_training_data(const config::ResolvedConfig& config, r
                     dataset.tokenizer_file.string() + "), or prepare the data again with this one");
   runtime::TokenizerHandle tokenizer = load_config_tokenizer(config, registry, lookup, tokenizer_file);
   const Sampling sampling = resolved_sampling(options);
-  data::TokenSequence val = data::open_split(dataset, 1, false);
+  data::TokenSequence val = data::open_split(dataset, 1, options.pack_documents);
   if (val.size() == 0)
     throw Error(ErrorKind::kInvalidArgument, "data.prepared '" + options.prepared.string() +
                                                  "' has no validation documents: prepare it with --val-fraction > 0");
   spdlog::info("prepared dataset {}: {} train tokens in {} shards, {} val tokens; windows: {}",
                options.prepared.string(), dataset.tokens[0], dataset.shards[0].size(), dataset.tokens[1],
                sampling_name(sampling));
-  TrainingData data{std::move(tokenizer),
-                    kind,
-                    tokenizer_file,
-                    hash,
-                    data::open_split(dataset, 0, sampling == Sampling::kDocuments),
-                    std::move(val),
-                    dataset.bytes[0],
-                    dataset.bytes[1],
-                    options.prepared};
+  TrainingData data{
+      std::move(tokenizer),
+      kind,
+      tokenizer_file,
+      hash,
+      data::open_split(dataset, 0, sampling == Sampling::kDocuments || options.pack_documents),
+      std::move(val),
+      dataset.bytes[0],
+      dataset.bytes[1],
+      options.prepared};
   data.sampling = sampling;
+  data.pack_documents = options.pack_documents;
   return data;
 }
 
@@ -155,6 +157,13 @@ TrainingData open_mixture_training_data(const config::ResolvedConfig& config, ru
 TrainingData prepare_training_data(const config::ResolvedConfig& config, runtime::Registry& registry,
                                    const config::ComponentSchemaLookup& lookup) {
   const DataOptions options = data_options_from_config(config);
+  if (options.pack_documents && (!options.sources.empty() || options.prepared.empty()))
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("data.pack_documents = true needs one prepared dataset with document "
+                            "boundaries (data.prepared, made by `patchbay data prepare --source "
+                            "...`); ") +
+                    (options.sources.empty() ? "the single-corpus [data] form has none"
+                                             : "[[data.sources]] mixtures are not packed yet"));
   if (!options.sources.empty()) return open_mixture_training_data(config, registry, lookup, options);
   if (!options.prepared.empty()) return open_prepared_training_data(config, registry, lookup, options);
   const std::string& corpus_source = options.corpus;

@@ -49,6 +49,9 @@ struct TrainingData {
   uint64_t val_bytes = 0;  // bytes of val.txt (logged; bits per byte counts evaluated targets' bytes)
   std::filesystem::path prepared_dir;
   Sampling sampling = Sampling::kRandom;  // data.sampling resolved ("auto": random / epochs)
+  // data.pack_documents: train and val opened with their document starts, and every window
+  // marked with its documents' segments (with_document_segments, window_sampler.hpp).
+  bool pack_documents = false;
   // [[data.sources]]: every dataset of the mixture (train / val above are the first's); empty
   // for a single dataset or corpus.
   std::vector<MixtureData> mixture;

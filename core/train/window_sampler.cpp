@@ -89,12 +89,15 @@ uint64_t WindowSampler::window_start(uint64_t seed, uint64_t sample) const {
 TokenWindows WindowSampler::training_windows(uint64_t seed, int64_t step, int64_t micro) const {
   if (sampling_ == Sampling::kRandom)
     return train::training_windows(stream_, seed, step, micro, rows_, seq_len_);
-  TokenWindows windows{engine::Tensor::empty({rows_, seq_len_ + 1}, engine::DType::kI32)};
+  TokenWindows windows{
+      engine::Tensor::empty({rows_, seq_len_ + 1}, engine::DType::kI32), {}, engine::Tensor()};
   int32_t* ids = windows.ids.data<int32_t>();
   const auto first = static_cast<uint64_t>((step * accum_ + micro) * rows_);
-  for (int64_t r = 0; r < rows_; ++r)
-    stream_.copy(window_start(seed, first + static_cast<uint64_t>(r)),
+  for (int64_t r = 0; r < rows_; ++r) {
+    windows.starts.push_back(window_start(seed, first + static_cast<uint64_t>(r)));
+    stream_.copy(windows.starts.back(),
                  std::span<int32_t>(ids + r * (seq_len_ + 1), static_cast<size_t>(seq_len_) + 1));
+  }
   return windows;
 }
 
@@ -108,6 +111,38 @@ std::string WindowSampler::rule() const {
   if (sampling_ == Sampling::kRandom) return "splitmix64(seed, step, micro_step, row)";
   return std::string(sampling_ == Sampling::kEpochs ? "packed windows" : "document starts") +
          ", sample (step * G + micro) * B + row, epoch permutation feistel(seed, epoch)";
+}
+
+TokenWindows with_document_segments(TokenWindows windows,
+                                    const std::vector<uint64_t>& document_starts) {
+  const int64_t rows = windows.ids.size(0), width = windows.ids.size(1);
+  if (static_cast<int64_t>(windows.starts.size()) != rows)
+    throw Error(ErrorKind::kInternal, "with_document_segments: the windows carry " +
+                                          std::to_string(windows.starts.size()) +
+                                          " start offsets for " + std::to_string(rows) + " rows");
+  if (document_starts.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "data.pack_documents = true needs document boundaries: a dataset prepared with "
+                "`patchbay data prepare --source ...` (data.prepared)");
+  std::vector<int32_t> segments(static_cast<size_t>(rows * width));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t start = windows.starts[static_cast<size_t>(r)];
+    // The first document starting after the window's first id; each one starting inside the
+    // window opens the next segment.
+    auto next = std::upper_bound(document_starts.begin(), document_starts.end(), start);
+    int32_t segment = 0;
+    for (int64_t t = 0; t < width; ++t) {
+      const uint64_t offset = start + static_cast<uint64_t>(t);
+      while (next != document_starts.end() && *next <= offset) {
+        if (*next == offset) ++segment;
+        ++next;
+      }
+      segments[static_cast<size_t>(r * width + t)] = segment;
+    }
+  }
+  windows.segment_ids =
+      engine::Tensor::from_data(segments.data(), {rows, width}, engine::DType::kI32);
+  return windows;
 }
 
 }  // namespace patchbay::train

@@ -67,4 +67,12 @@ class WindowSampler {
   uint64_t units_ = 0;
 };
 
+// [data] pack_documents (docs/packing.md): `windows` with segment_ids [rows, T + 1] marking
+// the documents of each row from the stream's document starts (ascending global offsets):
+// segment 0 up to the first document start inside the window, then one more at each. Needs
+// windows.starts (every single-stream reader sets them). Throws Error(kInvalidArgument) when
+// there are no document starts.
+TokenWindows with_document_segments(TokenWindows windows,
+                                    const std::vector<uint64_t>& document_starts);
+
 }  // namespace patchbay::train

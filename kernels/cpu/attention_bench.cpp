@@ -179,6 +179,20 @@ std::vector<AttentionBenchRow> run_attention_bench(const AttentionBenchConfig& c
         std::fprintf(stderr, "attention bench: %s\n", error.c_str());
     }
 
+    if (c.packed_segment_len > 0) {
+      std::vector<std::int32_t> segments(static_cast<std::size_t>(c.batch * t));
+      for (std::int64_t i = 0; i < c.batch * t; ++i)
+        segments[static_cast<std::size_t>(i)] = std::int32_t(i % t / c.packed_segment_len);
+      AttentionParams packed = p;
+      packed.segment_ids = segments.data();
+      AttentionBenchRow row = flash;
+      row.kernel = "packed";
+      time_into(row, packed, fwd_flop, c.min_seconds_per_measure);  // same nominal FLOP
+      rows.push_back(row);
+      if (std::string error = attention_flash_forward(p); !error.empty())
+        std::fprintf(stderr, "attention bench: %s\n", error.c_str());
+    }
+
     AttentionBenchRow naive;
     naive.seq_len = t;
     naive.kernel = "naive";

@@ -37,8 +37,9 @@ bool cpu_supports(KernelIsa isa) {
 std::string operand_error(const char* name, const void* data, const AttentionStrides& s) {
   if (data == nullptr) return std::string(name) + " must not be null for this pass";
   if (s.seq <= 0 || s.head < 0 || s.batch < 0) {
-    return std::string(name) + " strides must be seq > 0, head >= 0, batch >= 0 (elements); found {" +
-           num(s.batch) + ", " + num(s.head) + ", " + num(s.seq) + "}";
+    return std::string(name) +
+           " strides must be seq > 0, head >= 0, batch >= 0 (elements); found {" + num(s.batch) +
+           ", " + num(s.head) + ", " + num(s.seq) + "}";
   }
   return {};
 }
@@ -66,6 +67,31 @@ std::string bf16_operands_error(const AttentionParams& p, AttentionPass pass) {
   return {};
 }
 
+// Packed segments: Tq <= Tk (queries are positions of the keys' rows), f32 operands only, and
+// every row non-decreasing (contiguous segments; the tiles find a segment's ends by binary
+// search). O(B * Tk), against O(B * H * Tq * Tk * D) for the call.
+std::string segment_ids_error(const AttentionParams& p) {
+  if (p.segment_ids == nullptr) return {};
+  if (p.q_len > p.kv_len)
+    return "segment_ids need q_len <= kv_len (queries at the last q_len key positions); found "
+           "q_len " +
+           num(p.q_len) + ", kv_len " + num(p.kv_len);
+  if (p.q_bf16 != nullptr)
+    return "segment_ids are not supported with bf16 operands (the bf16 kernel has no segment "
+           "mask); use f32 operands for packed sequences";
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int32_t* seg = p.segment_ids + b * p.kv_len;
+    for (std::int64_t j = 1; j < p.kv_len; ++j) {
+      if (seg[j] < seg[j - 1])
+        return "segment_ids must be non-decreasing along each row (each segment one contiguous "
+               "run); row " +
+               num(b) + " has " + num(seg[j - 1]) + " at position " + num(j - 1) + " then " +
+               num(seg[j]);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 AttentionStrides contiguous_attention_strides(std::int64_t heads, std::int64_t seq_len,
@@ -75,10 +101,14 @@ AttentionStrides contiguous_attention_strides(std::int64_t heads, std::int64_t s
 
 const char* kernel_isa_name(KernelIsa isa) {
   switch (isa) {
-    case KernelIsa::automatic: return "automatic";
-    case KernelIsa::generic: return "generic";
-    case KernelIsa::avx2: return "avx2";
-    case KernelIsa::avx512: return "avx512";
+    case KernelIsa::automatic:
+      return "automatic";
+    case KernelIsa::generic:
+      return "generic";
+    case KernelIsa::avx2:
+      return "avx2";
+    case KernelIsa::avx512:
+      return "avx512";
   }
   return "unknown";
 }
@@ -126,9 +156,11 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
       }
     }
   }
+  if (std::string e = segment_ids_error(p); !e.empty()) return e;
   if (p.workspace != nullptr && reinterpret_cast<std::uintptr_t>(p.workspace) % 64 != 0)
     return "workspace must be 64-byte aligned (or null: the kernel allocates its own)";
-  if (p.num_threads < 0) return "num_threads must be >= 0 (0 = OpenMP default); found " + num(p.num_threads);
+  if (p.num_threads < 0)
+    return "num_threads must be >= 0 (0 = OpenMP default); found " + num(p.num_threads);
   if (!cpu_supports(p.isa)) {
     return std::string("isa '") + kernel_isa_name(p.isa) +
            "' was forced but this CPU does not support it; use KernelIsa::automatic";
@@ -156,11 +188,11 @@ std::string attention_params_error(const AttentionParams& p, AttentionPass pass)
   if (p.lse == nullptr) return "lse must not be null (forward writes it, backward reads it)";
   if (pass == AttentionPass::backward) {
     const Operand backward_operands[] = {
-        {bf16 ? "dout_bf16" : "dout",
-         bf16 ? static_cast<const void*>(p.dout_bf16) : p.dout, p.dout_strides},
-                                         {"dq", p.dq, p.dq_strides},
-                                         {"dk", p.dk, p.dk_strides},
-                                         {"dv", p.dv, p.dv_strides}};
+        {bf16 ? "dout_bf16" : "dout", bf16 ? static_cast<const void*>(p.dout_bf16) : p.dout,
+         p.dout_strides},
+        {"dq", p.dq, p.dq_strides},
+        {"dk", p.dk, p.dk_strides},
+        {"dv", p.dv, p.dv_strides}};
     for (const Operand& o : backward_operands) {
       if (std::string e = operand_error(o.name, o.data, o.strides); !e.empty()) return e;
     }

@@ -1,6 +1,9 @@
 // Naive attention reference: full score matrix, double precision, straight from the formulas
-// in attention_flash.hpp (causal mask, sliding window and ALiBi bias applied per entry). Parallel over (batch, kv head) only so that the dk/dv sums over the
-// query heads of a group stay sequential and race free. Speed is not a goal; clarity is.
+// in attention_flash.hpp (causal mask, sliding window, ALiBi bias and packed segments applied per
+// entry). Parallel over (batch, kv head) only so that the dk/dv sums over the query heads of a
+// group stay sequential and race free. Speed is not a goal; clarity is.
+#include "patchbay/kernels/attention_reference.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -8,8 +11,6 @@
 #include <cstdlib>
 #include <limits>
 #include <vector>
-
-#include "patchbay/kernels/attention_reference.hpp"
 
 namespace patchbay::kernels {
 namespace {
@@ -33,8 +34,11 @@ float* row(float* base, const AttentionStrides& s, std::int64_t b, std::int64_t 
 // Absolute position of query i: the queries are the last Tq of the Tk positions.
 std::int64_t position(const AttentionParams& p, std::int64_t i) { return i + (p.kv_len - p.q_len); }
 
-bool visible(const AttentionParams& p, std::int64_t i, std::int64_t j) {
+bool visible(const AttentionParams& p, std::int64_t b, std::int64_t i, std::int64_t j) {
   const std::int64_t pos = position(p, i);
+  if (p.segment_ids != nullptr &&
+      p.segment_ids[b * p.kv_len + j] != p.segment_ids[b * p.kv_len + pos])
+    return false;  // packed sequences: another segment
   if (p.causal && j > pos) return false;
   if (p.window > 0 && j <= pos - p.window) return false;
   if (p.window > 0 && !p.causal && j >= pos + p.window) return false;
@@ -58,7 +62,7 @@ void probabilities(const AttentionParams& p, std::int64_t b, std::int64_t h, dou
     double* prow = probs + i * tk;
     double row_max = kMinusInf;
     for (std::int64_t j = 0; j < tk; ++j) {
-      if (!visible(p, i, j)) {
+      if (!visible(p, b, i, j)) {
         prow[j] = kMinusInf;
         continue;
       }

@@ -142,6 +142,10 @@ void DenseAttention::init(const pb_layer_context& ctx) {
                           "\"none\"");
   if (rotary_ && rope_scaling_.type != "none")
     rope_frequencies_ = rope_frequencies(head_dim_, rope_theta_, rope_scaling_);
+  if (rotary_)
+    packed_frequencies_ = rope_scaling_.type != "none"
+                              ? rope_frequencies_
+                              : rope_frequencies(head_dim_, rope_theta_, RopeScaling{});
   const patchbay::TensorParallel tp = patchbay::tensor_parallel_of(ctx, ops_.table());
   if (n_heads_ % tp.size != 0)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -226,8 +230,9 @@ Tensor DenseAttention::project_part(const Tensor& input, int64_t lo, int64_t hea
   return part.reshape({input.size(0), input.size(1), heads, head_dim_}).permute({0, 2, 1, 3});
 }
 
-DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t position_offset,
-                                                    bool fused) const {
+DenseAttention::Heads DenseAttention::project_heads(
+    const Tensor& x, int64_t position_offset, bool fused,
+    const std::vector<int64_t>* packed_positions) const {
   const Tensor input = prepare_input(x);
   const int64_t b = input.size(0), t = input.size(1);
   // Training: one GEMM per part on its rows of qkv.weight [3 Cl, C] (contiguous row slices),
@@ -254,7 +259,12 @@ DenseAttention::Heads DenseAttention::project_heads(const Tensor& x, int64_t pos
   };
   Heads heads{head(0, local_heads_), head(local_width_, local_kv_heads_),
               head(local_width_ + local_kv_width_, local_kv_heads_)};
-  if (rotary_) {
+  if (rotary_ && packed_positions != nullptr) {
+    heads.q = rotary_at_positions(ops_, heads.q, *packed_positions, packed_frequencies_,
+                                  device_type_, device_index_);
+    heads.k = rotary_at_positions(ops_, heads.k, *packed_positions, packed_frequencies_,
+                                  device_type_, device_index_);
+  } else if (rotary_) {
     heads.q = rotate(heads.q, position_offset);
     heads.k = rotate(heads.k, position_offset);
   }
@@ -319,15 +329,36 @@ Tensor DenseAttention::forward_step(patchbay::AttentionState& state, const Tenso
   return project_out(o);
 }
 
-Tensor DenseAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v) const {
+Tensor DenseAttention::forward_packed(const Tensor& x, const Tensor& segment_ids,
+                                      const patchbay::PackedSegments& segments, bool training) {
+  if (x.size(1) > max_seq_len_ && max_seq_len_ > 0)
+    throw PluginError(PB_STATUS_OUT_OF_RANGE, "sequence of " + std::to_string(x.size(1)) +
+                                                  " positions exceeds max_seq_len " +
+                                                  std::to_string(max_seq_len_));
+  const pb_ops_table* table = ops_.table();
+  if (table->version < 13)  // older engines refuse the options field they do not know
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "packed sequences need the host's attention segment_ids (ops table "
+                      "version 13); this host's table is version " +
+                          std::to_string(table->version));
+  Heads h = project_heads(x, 0, /*fused=*/false, &segments.positions);
+  Tensor y = project_out(attend(h.q, h.k, h.v, &segment_ids));
+  if (training && dropout_ > 0.0) y = y.dropout(dropout_, *dropout_generator_, true);
+  return y;
+}
+
+Tensor DenseAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor* segment_ids) const {
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  if (!alibi_ && window_ == 0) return ops_.attention(q, k, v, causal_, scale);
+  if (!alibi_ && window_ == 0 && segment_ids == nullptr)
+    return ops_.attention(q, k, v, causal_, scale);
   pb_attention_options options{};
   options.struct_size = sizeof(options);
   options.causal = causal_ ? 1 : 0;
   options.scale = scale;
   options.window = window_;
   options.alibi_slopes = alibi_ ? alibi_slopes_.handle() : nullptr;
+  options.segment_ids = segment_ids != nullptr ? segment_ids->handle() : nullptr;
   return patchbay::attention_with_options(q, k, v, options);
 }
 

@@ -38,6 +38,10 @@
 // (projected once per memory); no causal mask, positions or window. Without padding one fused
 // attention call; with padding each sequence attends over its attended keys only (the memory's
 // rows gathered per sequence before the fused op), so padded rows are never read.
+// Packed sequences (attention.h 1.4): forward with segment ids [B, T]; the fused op restricts
+// each query to its segment's keys (ops table version 13) and rotary uses each token's
+// position within its segment (rotary_at_positions); ALiBi distances and the window are
+// relative already. Each segment's output equals forward() on it alone, up to rounding.
 #pragma once
 
 #include <cstdint>
@@ -52,9 +56,10 @@ namespace patchbay_dense {
 
 class DenseAttention : public patchbay::Attention {
  public:
-  static constexpr uint64_t kCapabilities =
-      PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL | PB_ATTENTION_CAP_ROTARY |
-      PB_ATTENTION_CAP_ALIBI | PB_ATTENTION_CAP_TENSOR_PARALLEL | PB_ATTENTION_CAP_CROSS;
+  static constexpr uint64_t kCapabilities = PB_ATTENTION_CAP_CAUSAL | PB_ATTENTION_CAP_NONCAUSAL |
+                                            PB_ATTENTION_CAP_ROTARY | PB_ATTENTION_CAP_ALIBI |
+                                            PB_ATTENTION_CAP_TENSOR_PARALLEL |
+                                            PB_ATTENTION_CAP_CROSS | PB_ATTENTION_CAP_PACKED;
   static constexpr pb_attention_cache_kind kCacheKind = PB_ATTENTION_CACHE_KV;
   static constexpr const char* kComplexity =
       "time O(T^2 C), with window w O(T w C); memory O(T C) (fused attention); decode O(len C) "
@@ -73,15 +78,19 @@ class DenseAttention : public patchbay::Attention {
                                                              bool training) override;
   patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& memory,
                                  bool training) override;
+  patchbay::Tensor forward_packed(const patchbay::Tensor& x, const patchbay::Tensor& segment_ids,
+                                  const patchbay::PackedSegments& segments, bool training) override;
 
  private:
   struct Heads {
     patchbay::Tensor q, k, v;  // [B, H, T, Dh]
   };
-  // Projects x [B, T, C] and splits heads; rotary at positions offset + t when enabled.
+  // Projects x [B, T, C] and splits heads; rotary at positions offset + t when enabled, or at
+  // packed_positions[b * T + t] when given (packed sequences: positions per segment).
   // fused: one GEMM on the whole qkv.weight and views of its [B, T, 3 Cl] output (incremental
   // decoding, which has no backward); else one GEMM per part (training; see the .cpp).
-  Heads project_heads(const patchbay::Tensor& x, int64_t position_offset, bool fused) const;
+  Heads project_heads(const patchbay::Tensor& x, int64_t position_offset, bool fused,
+                      const std::vector<int64_t>* packed_positions = nullptr) const;
   // x [B, T, C] checked, in the parameters' dtype, through tp_copy_to_region when split.
   patchbay::Tensor prepare_input(const patchbay::Tensor& x) const;
   // Rows [lo, lo + heads Dh) of the qkv projection of a prepared input [B, T, C]
@@ -95,8 +104,10 @@ class DenseAttention : public patchbay::Attention {
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
   // The fused attention of q [B, H, Tq, Dh] over k, v [B, H, Tk, Dh] (queries at the last Tq
   // positions) with this layer's mask, window and ALiBi slopes.
+  // segment_ids (packed sequences): null, or [B, Tk] ids for the fused op (ops table 13).
   patchbay::Tensor attend(const patchbay::Tensor& q, const patchbay::Tensor& k,
-                          const patchbay::Tensor& v) const;
+                          const patchbay::Tensor& v,
+                          const patchbay::Tensor* segment_ids = nullptr) const;
 
   patchbay::Host host_;
   patchbay::Ops ops_;
@@ -114,7 +125,8 @@ class DenseAttention : public patchbay::Attention {
   bool alibi_ = false;
   patchbay::Tensor alibi_slopes_;  // f32 [H] when alibi_ (a constant, not a parameter)
   double rope_theta_ = 10000.0;
-  std::vector<double> rope_frequencies_;  // [Dh / 2] when rope_scaling_ is not "none"
+  std::vector<double> rope_frequencies_;    // [Dh / 2] when rope_scaling_ is not "none"
+  std::vector<double> packed_frequencies_;  // [Dh / 2] for packed rotary: the ones in use
   pb_dtype dtype_ = PB_DTYPE_F32;
   pb_device_type device_type_ =
       PB_DEVICE_CPU;  // pb_layer_context's: parameters and cache live there

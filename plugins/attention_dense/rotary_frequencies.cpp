@@ -66,4 +66,32 @@ patchbay::Tensor rotary_with_frequencies(const patchbay::Ops& ops, const patchba
   return ops.concat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, last);
 }
 
+patchbay::Tensor rotary_at_positions(const patchbay::Ops& ops, const patchbay::Tensor& x,
+                                     const std::vector<int64_t>& positions,
+                                     const std::vector<double>& frequencies,
+                                     pb_device_type device_type, int32_t device_index) {
+  const int64_t b = x.size(0), t = x.size(2), d = x.size(3), half = d / 2;
+  if (x.dim() != 4 || half != static_cast<int64_t>(frequencies.size()) ||
+      static_cast<int64_t>(positions.size()) != b * t)
+    throw patchbay::PluginError(
+        PB_STATUS_INTERNAL,
+        "rotary at positions: x [B, H, T, D] with D/2 = " + std::to_string(frequencies.size()) +
+            " and " + std::to_string(positions.size()) + " positions expected");
+  std::vector<float> cos_table(static_cast<size_t>(b * t * half)), sin_table(cos_table.size());
+  for (int64_t row = 0; row < b * t; ++row)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(positions[static_cast<size_t>(row)]) *
+                           frequencies[static_cast<size_t>(i)];
+      cos_table[static_cast<size_t>(row * half + i)] = static_cast<float>(std::cos(angle));
+      sin_table[static_cast<size_t>(row * half + i)] = static_cast<float>(std::sin(angle));
+    }
+  const pb_dtype dtype = x.dtype();
+  const patchbay::Tensor cos = patchbay::to_device(  // [B, 1, T, D/2], broadcast over heads
+      ops.from_vector(cos_table, {b, 1, t, half}).to(dtype), device_type, device_index);
+  const patchbay::Tensor sin = patchbay::to_device(
+      ops.from_vector(sin_table, {b, 1, t, half}).to(dtype), device_type, device_index);
+  const patchbay::Tensor x1 = x.slice(3, 0, half), x2 = x.slice(3, half, d);
+  return ops.concat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 3);
+}
+
 }  // namespace patchbay_dense

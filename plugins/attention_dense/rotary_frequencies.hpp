@@ -38,4 +38,12 @@ patchbay::Tensor rotary_with_frequencies(const patchbay::Ops& ops, const patchba
                                          const std::vector<double>& frequencies,
                                          pb_device_type device_type, int32_t device_index);
 
+// x [B, H, T, D] rotated as above, token (b, t) at positions[b * T + t] (packed sequences:
+// positions restart with each segment); the cos/sin tables [B, 1, T, D/2] are built on the
+// CPU and moved to x's device.
+patchbay::Tensor rotary_at_positions(const patchbay::Ops& ops, const patchbay::Tensor& x,
+                                     const std::vector<int64_t>& positions,
+                                     const std::vector<double>& frequencies,
+                                     pb_device_type device_type, int32_t device_index);
+
 }  // namespace patchbay_dense

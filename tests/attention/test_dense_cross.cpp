@@ -181,6 +181,7 @@ TEST_CASE("the host refuses a vtable declaring cross-attention without its funct
   CHECK(problems[0].find("'forward_cross' is NULL") != std::string::npos);
   pb_attention_vtable old = vt;
   old.struct_size = offsetof(pb_attention_vtable, cross_memory_create);  // an interface 1.1 size
+  old.capabilities &= ~static_cast<uint64_t>(PB_ATTENTION_CAP_PACKED);   // a 1.5 capability
   problems = attention->check_vtable(&old);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].find("predates the cross-attention functions") != std::string::npos);

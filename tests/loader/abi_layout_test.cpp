@@ -116,7 +116,9 @@ TEST_CASE("PB_ARRAY_AT walks an array with the producer's struct_size, not the r
 }
 
 // Ops table version 3: the options of attention_with_options (fields are only appended).
-FROZEN_SIZE(pb_attention_options, 56);  // version 4: block_layout, block_size appended
+FROZEN_SIZE(pb_attention_options, 64);  // version 4: block_layout, block_size appended;
+                                        // version 13: segment_ids appended
+FROZEN_OFFSET(pb_attention_options, segment_ids, 56);
 FROZEN_OFFSET(pb_attention_options, block_layout, 40);
 FROZEN_OFFSET(pb_attention_options, block_size, 48);
 FROZEN_OFFSET(pb_attention_options, struct_size, 0);

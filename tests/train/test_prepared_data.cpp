@@ -398,3 +398,100 @@ TEST_CASE(
     CHECK(resumed.steps_done == 6);
   }
 }
+
+TEST_CASE("pack_documents: windows marked per document, carried into the batch") {
+  const auto folder = train::testing::fresh_folder("packed_windows");
+  const data::TokenSequence stream =
+      data::TokenSequence::of(counting_file(folder / "a.tokens", 0, 1001));
+  const std::vector<uint64_t> documents = {0, 37, 200, 555, 995};
+  // Windows of T + 1 = 11 ids at 30 (crosses 37), 37 (starts a document), 195 (crosses 200),
+  // 550 (crosses 555) and 990 (crosses 995).
+  train::TokenWindows windows = train::validation_windows(stream, 0, 1, 5, 10);
+  windows.starts = {30, 37, 195, 550, 990};
+  for (int64_t r = 0; r < 5; ++r) {
+    std::vector<int32_t> ids(11);
+    stream.copy(windows.starts[static_cast<size_t>(r)], ids);
+    std::copy(ids.begin(), ids.end(), windows.ids.data<int32_t>() + r * 11);
+  }
+  const train::TokenWindows marked = train::with_document_segments(windows, documents);
+  const std::vector<float> segments = marked.segment_ids.to_vector();
+  auto row = [&](int64_t r) {
+    return std::vector<float>(segments.begin() + r * 11, segments.begin() + r * 11 + 11);
+  };
+  CHECK(row(0) == std::vector<float>{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(row(1) == std::vector<float>(11, 0.0f));
+  CHECK(row(2) == std::vector<float>{0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
+  CHECK(row(3) == std::vector<float>{0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
+  CHECK(row(4) == std::vector<float>{0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
+  // The objective seam: next-token batches keep the inputs' segments [rows, T].
+  const train::Batch batch = train::causal_batch(marked);
+  REQUIRE(batch.segment_ids.defined());
+  CHECK(batch.segment_ids.shape() == engine::Shape{5, 10});
+  const std::vector<float> inputs_segments = batch.segment_ids.to_vector();
+  CHECK(std::vector<float>(inputs_segments.begin(), inputs_segments.begin() + 10) ==
+        std::vector<float>{0, 0, 0, 0, 0, 0, 0, 1, 1, 1});
+  CHECK(!train::causal_batch(windows).segment_ids.defined());  // no packing: none
+  // The epochs sampler records where each window starts, so its windows can be marked too.
+  const train::WindowSampler epochs(stream, {}, train::Sampling::kEpochs, 3, 1, 10);
+  const train::TokenWindows sampled = epochs.training_windows(1, 0, 0);
+  REQUIRE(sampled.starts.size() == 3);
+  for (int64_t r = 0; r < 3; ++r)
+    CHECK(sampled.ids.to_vector()[static_cast<size_t>(r * 11)] ==
+          static_cast<float>(sampled.starts[static_cast<size_t>(r)]));
+  CHECK(error_of([&] {
+          train::with_document_segments(windows, {});
+        }).find("needs document boundaries") != std::string::npos);
+}
+
+TEST_CASE("pack_documents trains on prepared data; refused where it cannot be honoured") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("packed_run");
+  prepare_tiny(setup, folder);  // the corpus and its char tokenizer
+  // Short documents (~12 characters each), so that nearly every 17-id window crosses one.
+  const std::string corpus = data::read_text_file(folder / "corpus.txt");
+  fs::create_directories(folder / "short");
+  for (int d = 0; d < 300; ++d)
+    std::ofstream(folder / "short" / (std::string("s") + std::to_string(1000 + d) + ".txt"))
+        << corpus.substr(static_cast<size_t>(d) * 12, 12);
+  data::TokenizerSettings settings;
+  settings.kind = "char";
+  runtime::TokenizerHandle tokenizer = data::create_tokenizer(setup.registry, settings);
+  tokenizer.load((folder / "char.tok").string());
+  data::PrepareOptions options;
+  options.sources = {{folder / "short", {}, {}, "text"}};
+  options.out = folder / "short_prepared";
+  options.val_fraction = 0.2;
+  data::prepare_dataset(options, {&tokenizer, "char", folder / "char.tok"});
+  const std::vector<std::string> prepared = {"data.prepared=\"" +
+                                             (folder / "short_prepared").string() + "\""};
+  train::TrainRequest quiet;
+  quiet.show_progress = false;
+  quiet.print_samples = false;
+  const std::string text = train::testing::tiny_config_text(folder);
+  std::vector<std::string> packed = prepared;
+  packed.push_back("data.pack_documents=true");
+  std::vector<std::string> plain = prepared;
+  packed.push_back("train.out_dir=\"" + (folder / "packed").string() + "\"");
+  plain.push_back("train.out_dir=\"" + (folder / "plain").string() + "\"");
+  const train::TrainSummary a =
+      train::train_model(setup.config(text, packed), setup.registry, setup.lookup, quiet);
+  const train::TrainSummary b =
+      train::train_model(setup.config(text, plain), setup.registry, setup.lookup, quiet);
+  REQUIRE(a.steps_done == 6);
+  CHECK(std::isfinite(a.last_loss));
+  CHECK(a.last_loss != b.last_loss);  // the windows cross documents: packing changes them
+
+  // The single-corpus form has no document boundaries.
+  CHECK(error_of([&] {
+          train::train_model(setup.config(text, {"data.pack_documents=true"}), setup.registry,
+                             setup.lookup, quiet);
+        }).find("needs one prepared dataset") != std::string::npos);
+  // An attention kind without PB_ATTENTION_CAP_PACKED: refused before training, named.
+  std::vector<std::string> linear = packed;
+  linear.push_back("model.attention.kind=\"linear\"");
+  linear.push_back("train.out_dir=\"" + (folder / "linear").string() + "\"");
+  const std::string refused = error_of(
+      [&] { train::train_model(setup.config(text, linear), setup.registry, setup.lookup, quiet); });
+  CHECK(refused.find("attention 'linear'") != std::string::npos);
+  CHECK(refused.find("cannot run packed sequences") != std::string::npos);
+}

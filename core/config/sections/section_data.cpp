@@ -27,6 +27,10 @@ void declare_data_section(SchemaRegistry& schema) {
                     "once per epoch, a seeded order), documents (windows from document starts, prepared "
                     "data only); auto: random for corpus, epochs for prepared")
           .choices("auto|random|epochs|documents"),
+      Field::boolean("pack_documents", "false",
+                     "mark each window's documents (prepared data's document boundaries) so that no "
+                     "position attends across a document boundary and positions restart at each "
+                     "document (docs/packing.md); every attention kind must support packed sequences"),
   };
   schema.add_section(std::move(section));
 

@@ -6,7 +6,9 @@
 // dim is contiguous are handed to the kernel as strided views, without a copy (a KV-cache
 // buffer sliced to its filled prefix is read in place); other inputs are packed to
 // contiguous f32 and the result rounded back to q's dtype. k/v may have fewer heads than q
-// (grouped-query attention) as long as they divide H.
+// (grouped-query attention) as long as they divide H. Packed sequences (ops table version 13):
+// segment ids [B, Tk] restrict each query to its own segment's keys inside the kernel (tiles
+// outside the segments skipped), forward and backward; CPU only, and always f32.
 // Under a bf16 autocast policy (engine/autocast.hpp) on a CPU with AVX512-BF16, with an even
 // head dim, the op runs the kernel's bf16 variant instead: q, k, v are rounded to bf16 (or read
 // in place when they are bf16 already), saved in bf16 for the backward (half the memory), and
@@ -63,10 +65,12 @@ Tensor kernel_operand(const Tensor& x, OperandStrides& strides) {
 }
 
 // Whether this call runs the bf16 kernel: a bf16 autocast policy, a CPU tensor, an even head
-// dim and a CPU with AVX512-BF16 (see the top of the file).
-bool use_bf16_kernel(const Tensor& q) {
-  return autocast_dtype() == DType::kBF16 && q.device().type == DeviceType::kCpu &&
-         q.size(3) % 2 == 0 && kernels::attention_flash_bf16_supported();
+// dim and a CPU with AVX512-BF16 (see the top of the file); never with packed segments (the
+// bf16 kernel has no segment mask).
+bool use_bf16_kernel(const Tensor& q, const AttentionShape& s) {
+  return s.segments.empty() && autocast_dtype() == DType::kBF16 &&
+         q.device().type == DeviceType::kCpu && q.size(3) % 2 == 0 &&
+         kernels::attention_flash_bf16_supported();
 }
 
 kernels::AttentionStrides to_kernel(const OperandStrides& s) {
@@ -156,6 +160,7 @@ kernels::AttentionParams make_params(const AttentionShape& s, const Tensor& q, c
   p.causal = s.causal;
   p.window = s.window;
   p.alibi_slopes = s.slopes.empty() ? nullptr : s.slopes.data();
+  p.segment_ids = s.segments.empty() ? nullptr : s.segments.data();
   return p;
 }
 
@@ -203,6 +208,41 @@ PATCHBAY_REGISTER_KERNEL(AttentionKernel, "attention", DeviceType::kCpu, attenti
 PATCHBAY_REGISTER_KERNEL(AttentionBackwardKernel, "attention_backward", DeviceType::kCpu,
                          attention_backward_cpu);
 
+// Packed segments (AttentionOptions::segment_ids): an integer [B, Tk] tensor read once into
+// the kernel's int32 row-major form. The kernel checks that rows are non-decreasing; here the
+// shape, dtype, range and device (the CPU kernel only, for now).
+std::vector<std::int32_t> segment_ids_of(const Tensor& ids, const AttentionShape& s,
+                                         const Tensor& q) {
+  const char* op = "scaled_dot_product_attention";
+  if (ids.dim() != 2 || ids.size(0) != s.batch || ids.size(1) != s.kv_len ||
+      (ids.dtype() != DType::kI32 && ids.dtype() != DType::kI64))
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(op) + ": segment_ids must be an integer tensor [B, Tk] = [" +
+                    std::to_string(s.batch) + ", " + std::to_string(s.kv_len) +
+                    "] (one segment id per key position), found " + ids.str());
+  if (q.device().type != DeviceType::kCpu)
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(op) +
+                    ": segment_ids (packed sequences) run on the CPU kernel only; "
+                    "q is on " +
+                    q.str() +
+                    ". Run packed batches on the CPU or "
+                    "turn packing off");
+  const Tensor host = ids.device().type == DeviceType::kCpu ? ids : ids.to(cpu());
+  std::vector<std::int32_t> out(static_cast<size_t>(host.numel()));
+  const Tensor packed = host.contiguous();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t value = packed.dtype() == DType::kI32 ? packed.data<std::int32_t>()[i]
+                                                        : packed.data<std::int64_t>()[i];
+    if (value < INT32_MIN || value > INT32_MAX)
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(op) + ": segment_ids[" + std::to_string(i) +
+                      "] = " + std::to_string(value) + " does not fit in int32");
+    out[i] = static_cast<std::int32_t>(value);
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -223,6 +263,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                                  ": window must be >= 0 (0 = unlimited), found " +
                                                  std::to_string(options.window));
   if (options.block_layout.defined()) {
+    if (options.segment_ids.defined())
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(op) +
+                      ": segment_ids (packed sequences) with a block layout are not implemented "
+                      "(the block-sparse kernel has no segment mask); use one or the other");
     if (options.alibi_slopes.defined())
       throw Error(ErrorKind::kInvalidArgument,
                   std::string(op) +
@@ -258,7 +303,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     std::string(op) + ": alibi_slopes[" + std::to_string(h) +
                         "] must be finite, found " + std::to_string(s.slopes[h]));
   }
-  const bool bf16 = use_bf16_kernel(q);
+  if (options.segment_ids.defined()) s.segments = segment_ids_of(options.segment_ids, s, q);
+  const bool bf16 = use_bf16_kernel(q, s);
   auto operand = [bf16](const Tensor& x, OperandStrides& strides) {
     return bf16 ? bf16_kernel_operand(x, strides) : kernel_operand(x, strides);
   };

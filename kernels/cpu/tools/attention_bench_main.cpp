@@ -1,8 +1,11 @@
 // Command-line driver for run_attention_bench (the engine's `patchbay bench ops` calls the
 // same function). Usage:
-//   patchbay_kernels_attention_bench [max_T [naive_max_T [threads [isa [window [alibi]]]]]]
+//   patchbay_kernels_attention_bench [max_T [naive_max_T [threads [isa [window [alibi
+//                                    [packed_segment_len]]]]]]]
 // isa: generic | avx2 | avx512 | auto (default: the best this CPU has); window > 0 and/or
-// alibi = 1 add a "flash*" row with those options after each plain flash row.
+// alibi = 1 add a "flash*" row with those options after each plain flash row;
+// packed_segment_len L > 0 adds a "packed" row: the same call with every row cut into
+// segments of L positions (packed sequences, docs/packing.md).
 // e.g. `patchbay_kernels_attention_bench 4096` runs T = 256 ... 4096, causal, B=1 H=12 D=64.
 #include <cstdlib>
 #include <iostream>
@@ -30,6 +33,7 @@ int main(int argc, char** argv) {
   }
   if (argc > 5) config.window = std::atoll(argv[5]);
   if (argc > 6) config.alibi = std::atoi(argv[6]) != 0;
+  if (argc > 7) config.packed_segment_len = std::atoll(argv[7]);
   const pk::KernelIsa isa =
       config.isa == pk::KernelIsa::automatic ? pk::attention_flash_resolved_isa() : config.isa;
   std::cout << "isa " << pk::kernel_isa_name(isa) << ", B="
@@ -38,6 +42,8 @@ int main(int argc, char** argv) {
   if (config.window > 0 || config.alibi)
     std::cout << "; flash* = flash with" << (config.window > 0 ? " window " + std::to_string(config.window) : "")
               << (config.alibi ? " ALiBi" : "");
+  if (config.packed_segment_len > 0)
+    std::cout << "; packed = flash with segments of " << config.packed_segment_len << " positions";
   std::cout << "\n";
   pk::print_attention_bench(pk::run_attention_bench(config), std::cout);
   return 0;

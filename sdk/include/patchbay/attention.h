@@ -9,6 +9,9 @@
  * Cross-attention (interface 1.3, PB_ATTENTION_CAP_CROSS): queries from x, keys and values
  * from another sequence (an encoder's output) with a key padding mask; see forward_cross.
  *
+ * Packed sequences (interface 1.4, PB_ATTENTION_CAP_PACKED): forward_packed runs rows holding
+ * several examples with segment ids, no attention across segments, positions per segment.
+ *
  * Two ways to run:
  *  - forward(): the whole sequence at once (training, evaluation, prompt processing). The
  *    layer composes ops from the host ops table (or its own custom ops), so autograd gives
@@ -34,7 +37,8 @@ extern "C" {
 
 #define PB_ATTENTION_INTERFACE_MAJOR 1
 #define PB_ATTENTION_INTERFACE_MINOR \
-  4 /* 1.1: state_reorder; 1.2: tensor parallelism; 1.3: cross-attention; 1.4: state_fork */
+  5 /* 1.1: state_reorder; 1.2: tensor parallelism; 1.3: cross-attention; 1.4: state_fork;
+       1.5: packed sequences */
 
 #define PB_ATTENTION_CAP_CAUSAL (1u << 0)    /* can run with a causal mask */
 #define PB_ATTENTION_CAP_NONCAUSAL (1u << 1) /* can run bidirectionally */
@@ -48,6 +52,11 @@ extern "C" {
  * declares it exactly when those three functions are non-NULL; the host refuses an
  * encoder-decoder whose cross-attention kind lacks it, naming the kind. */
 #define PB_ATTENTION_CAP_CROSS (1u << 5)
+/* 1.4: honours packed sequences (forward_packed below): several examples per row with no
+ * attention across their boundaries and positions restarting at each. A layer declares it
+ * exactly when forward_packed is non-NULL; the host refuses a packed run (e.g. `[data]
+ * pack_documents = true`) whose model has a layer without it, naming the kind. */
+#define PB_ATTENTION_CAP_PACKED (1u << 6)
 
 typedef enum pb_attention_cache_kind {
   PB_ATTENTION_CACHE_NONE = 0,     /* no incremental decoding: forward_step is NULL */
@@ -137,6 +146,19 @@ typedef struct pb_attention_vtable {
    * PB_HAS_FIELD(vtable, pb_attention_vtable, state_fork). */
   pb_status* (*state_fork)(void* self, const void* state, const int64_t* source, int64_t count,
                            void** out_state /* out */);
+
+  /* ---- interface 1.5 (packed sequences; PB_ATTENTION_CAP_PACKED) ----
+   * forward() on rows that hold several segments laid end to end. segment_ids: integer
+   * [B, T] (i32 or i64, on the CPU), NON-DECREASING along each row, one id per position (each
+   * segment one contiguous run; ids need not start at 0 or be consecutive). Position t of a
+   * row sees position j (causal: j <= t) only when both lie in the same segment, and every
+   * positional encoding the layer applies (rotary, ALiBi distances) uses the position within
+   * the segment, t - (first position of t's segment). So each segment's output rows equal
+   * forward() on that segment alone, up to floating-point rounding, and so do the gradients.
+   * `training` and autograd as in forward. Read only when PB_HAS_FIELD(vtable,
+   * pb_attention_vtable, forward_packed) and the capability is declared; NULL otherwise. */
+  pb_status* (*forward_packed)(void* self, const pb_tensor* x, const pb_tensor* segment_ids,
+                               int32_t training, pb_tensor** out_y /* out, new reference */);
 } pb_attention_vtable;
 
 #ifdef __cplusplus

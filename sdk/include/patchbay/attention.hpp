@@ -19,6 +19,9 @@
 //         const patchbay::KeyPadding& padding, bool training) override;
 //     patchbay::Tensor forward_cross(const patchbay::Tensor& x, const patchbay::CrossMemory& m,
 //         bool training) override;
+//     // with PB_ATTENTION_CAP_PACKED (packed sequences, attention.h 1.5):
+//     patchbay::Tensor forward_packed(const patchbay::Tensor& x, const patchbay::Tensor& ids,
+//         const patchbay::PackedSegments& segments, bool training) override;
 //   };
 //   inline constexpr pb_config_field kMyFields[] = {...};    // may be empty: omit it
 //   inline constexpr pb_component_descriptor kMyAttention =
@@ -33,6 +36,9 @@
 //  - hands out the parameters T registered with add_parameter(), names and tensors owned by T;
 //  - runs forward_step with gradient recording off, checks x is [B, Tn, C] with B the state's
 //    batch, and that the state has room (PB_STATUS_OUT_OF_RANGE otherwise), so T does not;
+//  - packed sequences (only when kCapabilities holds CAP_PACKED; forward_packed is NULL
+//    otherwise): checks x [B, T, C] and segment_ids [B, T] (integer, non-decreasing per row)
+//    and passes them with a PackedSegments (ids and per-segment positions) to forward_packed;
 //  - cross-attention (only when kCapabilities holds CAP_CROSS; the entries are NULL otherwise):
 //    checks memory [B, Tk, C] and reads the key padding mask into a KeyPadding (entries 0 or
 //    1, shape [B, Tk]), and checks x [B, Tq, C] against the memory's batch, so T does not;
@@ -164,6 +170,50 @@ inline Tensor reorder_batch(const Tensor& t, std::span<const int64_t> source) {
   return Ops(t.ops()).concat(rows, 0);
 }
 
+// Packed sequences as the adapter read them (attention.h 1.5): the segment ids of a [B, T]
+// batch, row-major, checked non-decreasing along each row, and each position's place within
+// its segment (t minus the first position of its segment) for positional encodings.
+struct PackedSegments {
+  int64_t batch = 0, length = 0;
+  std::vector<int64_t> ids;        // [B * T]
+  std::vector<int64_t> positions;  // [B * T], restarting at 0 with each segment
+
+  // Reads and checks ids (integer [batch, length]); throws PluginError naming the problem.
+  static PackedSegments read(const Tensor& ids, int64_t batch, int64_t length) {
+    const std::vector<int64_t> shape = ids.shape();
+    if (shape != std::vector<int64_t>{batch, length} ||
+        (ids.dtype() != PB_DTYPE_I32 && ids.dtype() != PB_DTYPE_I64))
+      throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                        "segment_ids must be an integer tensor [B, T] = [" + std::to_string(batch) +
+                            ", " + std::to_string(length) + "] (x's batch and length)");
+    PackedSegments s;
+    s.batch = batch;
+    s.length = length;
+    s.ids.resize(static_cast<size_t>(batch * length));
+    s.positions.resize(s.ids.size());
+    const Tensor exact = ids.to(PB_DTYPE_I64).contiguous();  // every id exactly, on the host
+    check_ops_status(
+        exact.ops(),
+        exact.ops()->copy_to_host(exact.handle(), s.ids.data(), s.ids.size() * sizeof(int64_t)),
+        "segment_ids");
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < length; ++t) {
+        const size_t i = static_cast<size_t>(b * length + t);
+        const bool continues = t > 0 && s.ids[i] == s.ids[i - 1];
+        if (t > 0 && s.ids[i] < s.ids[i - 1])
+          throw PluginError(PB_STATUS_INVALID_ARGUMENT,
+                            "segment_ids must be non-decreasing along each row (each segment "
+                            "one contiguous run); row " +
+                                std::to_string(b) + " goes from " + std::to_string(s.ids[i - 1]) +
+                                " to " + std::to_string(s.ids[i]) + " at position " +
+                                std::to_string(t));
+        s.positions[i] = continues ? s.positions[i - 1] + 1 : 0;
+      }
+    }
+    return s;
+  }
+};
+
 // Base class of C++ attention layers. Methods may throw (PluginError for a chosen code).
 // One object is used by one thread at a time (attention.h).
 class Attention {
@@ -212,6 +262,17 @@ class Attention {
     throw PluginError(PB_STATUS_UNSUPPORTED,
                       "this attention layer cannot serve as cross-attention (no "
                       "PB_ATTENTION_CAP_CROSS)");
+  }
+
+  // Packed sequences (kCapabilities holds PB_ATTENTION_CAP_PACKED; attention.h 1.5): x
+  // [B, T, C] with segment_ids [B, T] (integer, non-decreasing along each row; checked by the
+  // adapter, which also hands the ids over as `segments`). No attention across segments and
+  // positions restarting at each: every segment's rows equal forward() on it alone.
+  virtual Tensor forward_packed(const Tensor& /*x*/, const Tensor& /*segment_ids*/,
+                                const PackedSegments& /*segments*/, bool /*training*/) {
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "this attention layer cannot run packed sequences (no "
+                      "PB_ATTENTION_CAP_PACKED)");
   }
 
   // Parameters in registration order. References stay valid while the layer lives.
@@ -561,6 +622,27 @@ struct AttentionAdapter {
     });
   }
 
+  static pb_status* forward_packed(void* p, const pb_tensor* x, const pb_tensor* segment_ids,
+                                   int32_t training, pb_tensor** out_y) {
+    Object* o = self(p);
+    *out_y = nullptr;
+    return guarded(o->host, "attention forward_packed", [&] {
+      if (o->d_model == 0) throw PluginError(PB_STATUS_INVALID_ARGUMENT, "forward before init");
+      if (segment_ids == nullptr)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "forward_packed: segment_ids is NULL");
+      Tensor input = borrow(o->host, x);
+      const std::vector<int64_t> shape = input.shape();
+      if (shape.size() != 3 || shape[2] != o->d_model)
+        throw PluginError(PB_STATUS_INVALID_ARGUMENT, "forward_packed expects x [B, T, " +
+                                                          std::to_string(o->d_model) + "], found " +
+                                                          shape_text(shape));
+      Tensor ids = borrow(o->host, segment_ids);
+      const PackedSegments segments = PackedSegments::read(ids, shape[0], shape[1]);
+      Tensor y = o->impl.forward_packed(input, ids, segments, training != 0);
+      *out_y = y.release();
+    });
+  }
+
   static std::string shape_text(const std::vector<int64_t>& shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -569,6 +651,7 @@ struct AttentionAdapter {
 
   static constexpr bool kHasCache = T::kCacheKind != PB_ATTENTION_CACHE_NONE;
   static constexpr bool kCross = (T::kCapabilities & PB_ATTENTION_CAP_CROSS) != 0;
+  static constexpr bool kPacked = (T::kCapabilities & PB_ATTENTION_CAP_PACKED) != 0;
   static constexpr pb_attention_vtable kVtable = {sizeof(pb_attention_vtable),
                                                   T::kCapabilities,
                                                   T::kCacheKind,
@@ -585,7 +668,8 @@ struct AttentionAdapter {
                                                   kCross ? &cross_memory_create : nullptr,
                                                   kCross ? &cross_memory_destroy : nullptr,
                                                   kCross ? &forward_cross : nullptr,
-                                                  kHasCache ? &state_fork : nullptr};
+                                                  kHasCache ? &state_fork : nullptr,
+                                                  kPacked ? &forward_packed : nullptr};
 };
 
 }  // namespace detail

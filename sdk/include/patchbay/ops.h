@@ -52,13 +52,14 @@ extern "C" {
 #endif
 
 #define PB_OPS_TABLE_VERSION                                                            \
-  12 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
+  13 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
        5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);           \
        7: bias_activation; 8: matmul takes f32 with bf16 (no new field);                \
        9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism);                \
        10: linear (fused linear layer);                                                 \
        11: to_device, from_data_on_device (device tensors);                             \
-       12: optimizer_update (fused optimizer updates on any device) */
+       12: optimizer_update (fused optimizer updates on any device);                    \
+       13: pb_attention_options.segment_ids (packed sequences; no new function) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -157,6 +158,17 @@ typedef struct pb_attention_options {
    * Not combined with alibi_slopes (INVALID_ARGUMENT). */
   const pb_tensor* block_layout;
   int64_t block_size; /* bs >= 1 when block_layout is set */
+  /* ---- version 13 (packed sequences) ---- */
+  /* Nullable integer [B, Tk] (i32 or i64, on the CPU or q's device): the segment of every key
+   * position of each batch row, NON-DECREASING along the row (several examples or documents
+   * laid end to end, each one contiguous run). Query i (absolute position p = i + Tk - Tq)
+   * sees key j only when segment[b][j] == segment[b][p], on top of causal, window and ALiBi,
+   * so each segment's rows equal attention over that segment alone (positions relative to
+   * the segment are the caller's business, e.g. rotary at per-segment positions). Key tiles
+   * outside a query tile's segments are skipped. Needs Tq <= Tk; not with block_layout; CPU
+   * tensors only for now (a device call is INVALID_ARGUMENT). Under bf16 autocast the op
+   * stays f32 when segments are given. */
+  const pb_tensor* segment_ids;
 } pb_attention_options;
 /* More on the options:
  *  - window, not causal: the window is two-sided, p - window < j < p + window (|p - j| <

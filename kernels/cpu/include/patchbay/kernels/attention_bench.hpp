@@ -34,6 +34,11 @@ struct AttentionBenchConfig {
   // (same tensors, same run), so their cost or saving reads as a ratio to the plain kernel.
   std::int64_t window = 0;
   bool alibi = false;
+  // Packed sequences: when > 0, a "packed" row follows each plain flash row (same tensors,
+  // same run): segment_ids cut every row into segments of this many positions (the last one
+  // shorter), charged the plain row's nominal FLOP, so its GF/s over the flash row's is the
+  // speed-up from skipping the tiles outside the segments (ideally about T / this, causal).
+  std::int64_t packed_segment_len = 0;
   // A "bf16" row after each flash row: the bf16 kernel (q_bf16 ...) on the same inputs
   // rounded to bf16, where the CPU has AVX512-BF16 (and D is even, the ISA not forced below
   // avx512); its max|diff| is against the f32 flash output.
@@ -42,7 +47,7 @@ struct AttentionBenchConfig {
 
 struct AttentionBenchRow {
   std::int64_t seq_len = 0;
-  std::string kernel;       // "flash", "bf16", "flash*" (with the options) or "naive"
+  std::string kernel;       // "flash", "bf16", "flash*" (with the options), "packed" or "naive"
   std::string skip_reason;  // non-empty: not run, the figures below are 0
   double forward_ms = 0, backward_ms = 0;  // wall clock, best of the repeats
   // Process CPU time (all threads) of the same best runs: on a shared, loaded machine

@@ -22,6 +22,7 @@
 //   P[i][j]       = exp(S[i][j] + bias(i,j) - lse[i]) on visible entries, 0 elsewhere
 //   lse[i]        = log(sum_{visible j} exp(S[i][j] + bias(i,j)))   (natural log)
 //   out[i,:]      = sum_j P[i][j] * v[b,hk,j,:]
+//              && (!segment_ids || seg[j] == seg[pos(i)])   packed sequences (see segment_ids)
 // A row with no visible key (causal with i + Tk - Tq < 0, only possible when Tq > Tk) gets
 // out = 0 and lse = -inf, and contributes nothing (zero gradients) in the backward pass.
 // With a window, key tiles wholly outside a query tile's window are never touched (and
@@ -88,6 +89,15 @@ struct AttentionParams {
   bool causal = false;      // bottom-right aligned mask (see top of file)
   std::int64_t window = 0;  // >= 0; 0 = unlimited; else the sliding window above
   const float* alibi_slopes = nullptr;  // nullable; [H] finite ALiBi slopes (borrowed)
+  // Packed sequences (nullable, borrowed): seg = segment_ids + b * Tk holds the segment of
+  // every key position of batch row b, NON-DECREASING along the row (each segment one
+  // contiguous run of positions, several documents or examples laid end to end). Query i,
+  // at position pos(i), sees key j only when seg[j] == seg[pos(i)], on top of the causal mask,
+  // window and ALiBi (whose distances pos(i) - j are the same as with the segment alone, so a
+  // segment's result equals running it on its own). Needs Tq <= Tk. Key tiles wholly outside a
+  // query tile's segments are never touched (and query tiles outside a key tile's segments are
+  // skipped in the backward). Not with bf16 operands (refused by validation).
+  const std::int32_t* segment_ids = nullptr;  // [B, Tk]
 
   // Backward only (ignored by the forward). dq/dk/dv are overwritten, not accumulated.
   const float* dout = nullptr;  // [B, H, Tq, D]
