@@ -12,7 +12,7 @@ letters, and their first sense in the data file's order, are used. A seeded shuf
 
 Writes OUT/train.jsonl and OUT/val.jsonl (git-ignored data/). Needs the `wordnet-base` package
 (data.noun, data.verb, data.adj, data.adv under /usr/share/wordnet); only the Python standard
-library. Used by configs/finetune_smollm2_wordnet.toml (docs/finetuning.md); not run by CI.
+library. Used by configs/finetune/smollm2_wordnet.toml (docs/finetuning.md); not run by CI.
 """
 import argparse
 import json
