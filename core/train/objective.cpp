@@ -73,6 +73,18 @@ model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& bat
                           training);
 }
 
+ObjectiveEvaluation evaluate_target_tokens(const TrainingObjective& objective,
+                                           model::LanguageModel& model,
+                                           const ValidationWindows& windows,
+                                           const EvalSettings& settings) {
+  ObjectiveEvaluation result;
+  result.eval = evaluate_batches(
+      model, [&](int64_t b) { return objective.validation_batch(windows(b), b); }, settings);
+  result.extra = {{"objective", objective.name()}};
+  result.target_unit = "target token";
+  return result;
+}
+
 void add_tokenizer_special_tokens(config::ResolvedConfig& config,
                                   const std::vector<std::string>& texts) {
   toml::table& root = config.table();

@@ -125,6 +125,13 @@ std::unique_ptr<TrainingObjective> make_objective(const config::ResolvedConfig& 
                                                   const TrainOptions& options,
                                                   const runtime::TokenizerHandle& tokenizer);
 
+// Evaluation over the target tokens of `objective`'s validation batches, with its name in
+// metrics.jsonl's "objective" field (the encoder-decoder objectives' evaluate()).
+ObjectiveEvaluation evaluate_target_tokens(const TrainingObjective& objective,
+                                           model::LanguageModel& model,
+                                           const ValidationWindows& windows,
+                                           const EvalSettings& settings);
+
 // model.architecture = "encoder_decoder" refused by an objective without a source (clm, mlm).
 void refuse_encoder_decoder(const config::ResolvedConfig& config, const std::string& objective);
 

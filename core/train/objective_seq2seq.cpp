@@ -156,12 +156,7 @@ class Seq2SeqObjective final : public TrainingObjective {
 
   ObjectiveEvaluation evaluate(model::LanguageModel& model, const ValidationWindows& windows,
                                const EvalSettings& settings) const override {
-    ObjectiveEvaluation result;
-    result.eval = evaluate_batches(
-        model, [&](int64_t b) { return validation_batch(windows(b), b); }, settings);
-    result.extra = {{"objective", name_}};
-    result.target_unit = "target token";
-    return result;
+    return evaluate_target_tokens(*this, model, windows, settings);
   }
 
   bool makes_samples() const override { return false; }  // decoding is not built yet
