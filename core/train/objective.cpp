@@ -47,8 +47,7 @@ std::unique_ptr<TrainingObjective> make_objective(const config::ResolvedConfig& 
   return find_objective(options.objective).make(ObjectiveContext{config, options, tokenizer});
 }
 
-model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& batch,
-                                   bool training) {
+model::ForwardResult forward_batch(model::LanguageModel& model, const Batch& batch, bool training) {
   model::EncoderDecoderModel* seq2seq = model.encoder_decoder();
   if (batch.source.defined() && seq2seq == nullptr)
     throw Error(ErrorKind::kInvalidArgument,
@@ -105,12 +104,13 @@ void add_tokenizer_special_tokens(config::ResolvedConfig& config,
 void refuse_encoder_decoder(const config::ResolvedConfig& config, const std::string& objective) {
   if (model::model_architecture(config) != "encoder_decoder") return;
   const std::string location = config.locate("model.architecture").to_string();
-  throw Error(ErrorKind::kInvalidArgument,
-              "model.architecture = \"encoder_decoder\"" +
-                  (location.empty() ? std::string() : " (" + location + ")") +
-                  " needs a source for its encoder, which train.objective = \"" + objective +
-                  "\" does not give; choose train.objective = \"span_corruption\" or \"seq2seq\", or "
-                  "model.architecture = \"single_stack\"");
+  throw Error(
+      ErrorKind::kInvalidArgument,
+      "model.architecture = \"encoder_decoder\"" +
+          (location.empty() ? std::string() : " (" + location + ")") +
+          " needs a source for its encoder, which train.objective = \"" + objective +
+          "\" does not give; choose train.objective = \"span_corruption\" or \"seq2seq\", or "
+          "model.architecture = \"single_stack\"");
 }
 
 }  // namespace patchbay::train
