@@ -31,6 +31,23 @@ std::string plain_config_text(const config::ResolvedConfig& adapted, const fs::p
   return config::to_toml(plain);
 }
 
+// RUN/checkpoints/step_N(.safetensors) -> RUN; a path elsewhere -> its folder.
+fs::path run_directory_of(const fs::path& checkpoint_file) {
+  const fs::path folder = checkpoint_file.parent_path();
+  return folder.filename() == "checkpoints" ? folder.parent_path() : folder;
+}
+
+// The files a run's chat template lives in (core/eval/chat_template.hpp: a GGUF import's
+// chat_template.jinja with imported_model.json's bos/eos, or HF's tokenizer_config.json),
+// copied from `from` into `out` where `out` lacks them.
+void copy_chat_template_files(const fs::path& from, const fs::path& out) {
+  for (const char* name : {"chat_template.jinja", "imported_model.json", "tokenizer_config.json"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(from / name, ec) && !fs::exists(out / name, ec))
+      fs::copy_file(from / name, out / name, ec);
+  }
+}
+
 }  // namespace
 
 LoraMergeResult merge_lora_run(const fs::path& run_or_checkpoint, const fs::path& out_dir,
@@ -69,6 +86,11 @@ LoraMergeResult merge_lora_run(const fs::path& run_or_checkpoint, const fs::path
   const fs::path tokenizer = checkpoint.meta(kMetaTokenizerFile);
   if (fs::is_regular_file(tokenizer))
     fs::copy_file(tokenizer, out_dir / "tokenizer.txt", fs::copy_options::overwrite_existing);
+  // The chat template travels with the weights: the LoRA run's own files first, then the base
+  // model's (an imported GGUF or HF run), so `patchbay chat` of the merged run finds it.
+  copy_chat_template_files(run_directory_of(checkpoint.path()), out_dir);
+  copy_chat_template_files(fs::is_directory(base_path) ? base_path : run_directory_of(base_path),
+                           out_dir);
   std::vector<NamedTensor> tensors;
   for (const model::NamedParameter& p : adapted.model->parameters())
     tensors.push_back({p.name, p.tensor});

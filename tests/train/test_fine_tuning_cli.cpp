@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "../command_runner.hpp"
 #include "train_fixture.hpp"
@@ -66,10 +67,17 @@ TEST_CASE(
   CHECK(contains(r.output, "holds LoRA adapters only"));
   CHECK(contains(r.output, "--merge-lora"));
 
+  // The base model's chat template (as `patchbay import` of a GGUF file leaves it) travels to
+  // the merged run, so `chat` of it needs no --template.
+  const std::string chat_template =
+      "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+  std::ofstream(folder / "run" / "chat_template.jinja") << chat_template;
   const fs::path merged = folder / "merged";
   r = cli("export " + quoted(lora) + " --merge-lora " + quoted(merged));
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(contains(r.output, "merged 12 LoRA adapters (step 6)"));
+  std::ifstream copied(merged / "chat_template.jinja");
+  CHECK(std::string(std::istreambuf_iterator<char>(copied), {}) == chat_template);
   r = cli("eval " + quoted(merged));
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(number_after(r.output, "\nloss: ") ==
