@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,14 @@ namespace patchbay::data {
 
 uint64_t fnv1a64(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ull);
 uint64_t splitmix64(uint64_t x);
+// A chain of splitmix64 rounds over `words` from `salt`: h = salt, then h = splitmix64(h ^ w)
+// for each word. Each user passes its own salt so its streams differ from the others' (the
+// objectives' per-row seeds: mix(seed, step, micro_step, row)).
+inline uint64_t splitmix64_words(uint64_t salt, std::initializer_list<uint64_t> words) {
+  uint64_t h = salt;
+  for (uint64_t w : words) h = splitmix64(h ^ w);
+  return h;
+}
 
 struct SplitOptions {
   double val_fraction = 0.05;  // in [0, 1)

@@ -31,9 +31,7 @@ bool config_bool(const config::ResolvedConfig& config, const std::string& key, b
 
 // A chain of splitmix64 rounds over the words (as batches.cpp mixes its counters).
 uint64_t mix(std::initializer_list<uint64_t> words) {
-  uint64_t h = 0x6d6c6d5f6d61736bull;  // "mlm_mask"
-  for (uint64_t w : words) h = data::splitmix64(h ^ w);
-  return h;
+  return data::splitmix64_words(0x6d6c6d5f6d61736bull, words);  // "mlm_mask"
 }
 
 }  // namespace
@@ -191,7 +189,8 @@ void declare_mlm_section(config::SchemaRegistry& schema) {
   section.fields = {
       Field::real("select_rate", "0.15", "fraction of positions predicted (special tokens never)")
           .range(1e-6, 1.0),
-      Field::real("mask_rate", "0.8", "of the predicted positions: input replaced by the mask token")
+      Field::real("mask_rate", "0.8",
+                  "of the predicted positions: input replaced by the mask token")
           .range(0.0, 1.0),
       Field::real("random_rate", "0.1",
                   "of the predicted positions: input replaced by a random ordinary token "

@@ -34,9 +34,7 @@ constexpr const char* kPadToken = "<pad>";
 constexpr const char* kEosToken = "</s>";
 
 uint64_t pair_mix(std::initializer_list<uint64_t> words) {
-  uint64_t h = 0x7365713273657121ull;  // "seq2seq!"
-  for (uint64_t w : words) h = data::splitmix64(h ^ w);
-  return h;
+  return data::splitmix64_words(0x7365713273657121ull, words);  // "seq2seq!"
 }
 
 void declare_seq2seq_section(config::SchemaRegistry& schema) {

@@ -32,9 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 
 uint64_t mix(std::initializer_list<uint64_t> words) {
-  uint64_t h = 0x7366745f70657270ull;  // "sft_perp"
-  for (uint64_t w : words) h = data::splitmix64(h ^ w);
-  return h;
+  return data::splitmix64_words(0x7366745f70657270ull, words);  // "sft_perp"
 }
 
 std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch) {

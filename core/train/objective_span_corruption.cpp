@@ -41,9 +41,7 @@ constexpr int64_t kDefaultSentinels = 100;
 std::string sentinel_text(int64_t k) { return "<extra_id_" + std::to_string(k) + ">"; }
 
 uint64_t span_mix(std::initializer_list<uint64_t> words) {
-  uint64_t h = 0x7370616e5f636f72ull;  // "span_cor"
-  for (uint64_t w : words) h = data::splitmix64(h ^ w);
-  return h;
+  return data::splitmix64_words(0x7370616e5f636f72ull, words);  // "span_cor"
 }
 
 void declare_span_corruption_section(config::SchemaRegistry& schema) {
