@@ -52,3 +52,15 @@ TEST_CASE("bench attention prints counted FLOPs and the share of a same-run GEMM
     CHECK(row[7].back() == '%');
   }
 }
+
+TEST_CASE("bench attention --warmup: 0 times the first pass, a negative count is refused") {
+  const auto none =
+      run_patchbay("bench attention --seq-lens 32 --kinds dense --warmup 0", "OMP_NUM_THREADS=1");
+  INFO(none.output);
+  CHECK(none.exit_code == 0);
+  CHECK(fields_of_line(none.output, "dense ").size() == 8);
+  const auto negative = run_patchbay("bench attention --seq-lens 32 --kinds dense --warmup -1");
+  INFO(negative.output);
+  CHECK(negative.exit_code != 0);
+  CHECK(negative.output.find("--warmup >= 0") != std::string::npos);
+}
