@@ -63,8 +63,7 @@ void check_source_shapes(const HfModelShape& shape, const ImportTensorSource& so
   if (!unused.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "cannot import: tensors of " + origin + " without a Patchbay counterpart: " +
-                    unused.substr(0, 2000) +
-                    " (the model's configuration does not describe them)");
+                    unused.substr(0, 2000) + " (the model's configuration does not describe them)");
 }
 
 std::map<std::string, HostTensor> patchbay_tensors_from(const HfModelShape& shape,
@@ -158,7 +157,8 @@ HfImportResult write_imported_run(const ImportedRunInputs& inputs, ImportTensorS
     text << "\n" << inputs.training_toml << "\n";
   else
     text << "\n[optimizer]\nkind = \"adamw\"\n\n[train]\nseq_len = "
-         << std::min<int64_t>(128, shape.options.context_length) << "\n";
+         << std::min<int64_t>(128, shape.options.context_length) << "\n"
+         << (shape.family == HfFamily::kT5 ? "objective = \"span_corruption\"\n" : "");
   config::ResolvedConfig config =
       config::load_config_text(text.str(), (run_dir / "config.toml").string());
   config::apply_set_override(config, "train.out_dir=" + toml_string(run_dir.string()));
