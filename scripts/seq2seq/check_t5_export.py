@@ -27,6 +27,9 @@ from tokenizers import Tokenizer
 from transformers import T5ForConditionalGeneration
 
 LIMIT = 1e-4
+# Logits are compared on span-corrupted pairs (T5's form: <extra_id_0> in the source where the
+# span was, the decoder reading <pad> <extra_id_0> span); greedy decoding on the plain sources
+# (`generate --source` encodes sentinel texts as characters).
 PAIRS = [
     ("In the beginning God created the heaven and the earth.",
      "And the earth was without form, and void"),
@@ -58,7 +61,7 @@ norm = "rmsnorm"
 positional = "t5_relative"
 relative_attention_num_buckets = 32
 relative_attention_max_distance = 128
-context_length = 64
+context_length = 128
 source_context_length = 128
 shared_embeddings = true
 tie_embeddings = {tied}
@@ -120,7 +123,7 @@ def main():
             f.write(CONFIG.format(data=os.path.join(work, "data"), run=run_dir, steps=a.steps,
                                   activation=a.activation, tied="false" if a.untied else "true"))
         print(f"training {config} ({a.steps} steps)", flush=True)
-        r = run([patchbay, "train", config, "--no-progress"])
+        r = run([patchbay, "train", config, "--no-progress", "--overwrite"])
         print(r.stdout.decode().strip().splitlines()[-1], flush=True)
     hf_dir = os.path.join(work, "hf")
     r = run([patchbay, "export", run_dir, "--format", "hf", hf_dir])
@@ -147,8 +150,11 @@ def main():
     out = os.path.join(work, "logits.safetensors")
     cases = []
     for i, (source_text, target_text) in enumerate(PAIRS):
-        source = tok.encode(source_text).ids
-        decoder_inputs = [pad] + tok.encode(target_text).ids
+        words = source_text.split(" ")
+        sentinel = cfg.vocab_size - 1  # <extra_id_0>: the highest id, as T5 numbers them
+        source = (tok.encode(" ".join(words[:3]) + " ").ids + [sentinel] +
+                  tok.encode(" " + " ".join(words[4:])).ids)
+        decoder_inputs = [pad, sentinel] + tok.encode(words[3] + " " + target_text).ids
         cases.append((source, decoder_inputs))
         pb = patchbay_logits(patchbay, run_dir, source, decoder_inputs, out)
         with torch.no_grad():
