@@ -51,7 +51,7 @@ d_model = {d_model}
 d_ff = {d_ff}
 norm = "rmsnorm"
 norm_eps = 1e-6
-positional = "t5_relative"
+positional = "{positional}"
 relative_attention_num_buckets = 32
 relative_attention_max_distance = 128
 context_length = {target_len}
@@ -160,6 +160,9 @@ def main():
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--bias-share", action="store_true",
+                   help="also time Patchbay without the relative bias (positional = \"none\") "
+                        "each round: the difference is the bias's cost")
     p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "2")))
     a = p.parse_args()
     a.patchbay = os.path.abspath(a.patchbay)
@@ -171,10 +174,16 @@ def main():
     pairs, corpus, rows = write_pairs(work, 256, a.source_len, a.target_len)
     run_dir = os.path.join(work, "run")
     config = os.path.join(work, "t5_small_speed.toml")
-    with open(config, "w") as f:
-        f.write(CONFIG.format(corpus=corpus, work=work, layers=a.layers, d_model=a.d_model,
-                              d_ff=a.d_ff, target_len=a.target_len, source_len=a.source_len,
-                              batch=a.batch, steps=a.steps, run=run_dir, pairs=pairs))
+    def write_config(path, positional, out):
+        with open(path, "w") as f:
+            f.write(CONFIG.format(corpus=corpus, work=work, layers=a.layers, d_model=a.d_model,
+                                  d_ff=a.d_ff, target_len=a.target_len, source_len=a.source_len,
+                                  batch=a.batch, steps=a.steps, run=out, pairs=pairs,
+                                  positional=positional))
+
+    write_config(config, "t5_relative", run_dir)
+    config_none, run_none = os.path.join(work, "t5_small_speed_nobias.toml"), run_dir + "-nobias"
+    write_config(config_none, "none", run_none)
     tokens_per_step = a.batch * (a.source_len + a.target_len)
     print(f"shape: batch {a.batch}, source {a.source_len}, target {a.target_len} "
           f"({tokens_per_step} tokens/step), d_model {a.d_model}, {a.layers}+{a.layers} blocks, "
@@ -206,6 +215,11 @@ def main():
             assert batches[0][1].shape == (a.batch, a.target_len), batches[0][1].shape
         th = torch_round(a, model, batches)
         pb_s, th_s = statistics.median(pb), statistics.median(th)
+        if a.bias_share:
+            none_s = statistics.median(patchbay_round(a, config_none, run_none, env))
+            print(f"round {r + 1}: Patchbay without the relative bias {none_s:.3f} s/step: the "
+                  f"bias costs {pb_s - none_s:+.3f} s/step ({(pb_s - none_s) / pb_s:+.1%} of the "
+                  f"step)", flush=True)
         results.append((pb_s, th_s))
         print(f"round {r + 1}: Patchbay {pb_s:.3f} s/step = {tokens_per_step / pb_s:.0f} tok/s; "
               f"PyTorch eager {th_s:.3f} s/step = {tokens_per_step / th_s:.0f} tok/s; "
