@@ -54,6 +54,10 @@ struct HfT5Fields {
   std::string feed_forward_proj;     // "relu", "gelu_new", "gelu", "gated-silu"
   bool attention_bias = false;       // the cross-attention's [model.attention] bias (zero in HF)
   int64_t pad_id = -1, eos_id = -1;  // the tokenizer's "<pad>" (decoder start) and "</s>"
+  // Import only: transformers 5's tied head without rescaling (tie_word_embeddings = true,
+  // scale_decoder_outputs = false: lm_head is shared.weight): Patchbay's untied head.weight,
+  // filled from shared.weight.
+  bool head_from_shared = false;
 };
 
 struct HfModelShape {

@@ -58,7 +58,7 @@ void check_source_shapes(const HfModelShape& shape, const ImportTensorSource& so
   std::string unused;
   for (const std::string& name : source.names())
     if (used.count(name) == 0 && !source.ignorable(name) &&
-        !(name == "lm_head.weight" && shape.options.tie_embeddings))
+        !(name == "lm_head.weight" && (shape.options.tie_embeddings || shape.t5.head_from_shared)))
       unused += (unused.empty() ? "" : ", ") + name;
   if (!unused.empty())
     throw Error(ErrorKind::kInvalidArgument,
@@ -94,7 +94,7 @@ std::map<std::string, HostTensor> patchbay_tensors_from(const HfModelShape& shap
   std::string unused;
   for (const std::string& name : source.names())
     if (used.count(name) == 0 && !source.ignorable(name) &&
-        !(name == "lm_head.weight" && shape.options.tie_embeddings))
+        !(name == "lm_head.weight" && (shape.options.tie_embeddings || shape.t5.head_from_shared)))
       unused += (unused.empty() ? "" : ", ") + name;
   if (!unused.empty())
     throw Error(ErrorKind::kInvalidArgument,

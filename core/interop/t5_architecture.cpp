@@ -199,10 +199,9 @@ HfModelShape t5_shape_from_config_json(const json& config) {
   // (true: tied head and scaled outputs, false: lm_head.weight and no scaling).
   const bool tied = get_bool(config, "tie_word_embeddings", true);
   const bool scaled = get_bool(config, "scale_decoder_outputs", tied);
-  if (tied && !scaled)
-    refuse_t5_field("scale_decoder_outputs", "false with tie_word_embeddings = true",
-                    "a tied head without T5's d_model^-1/2 rescaling; Patchbay's tied head "
-                    "rescales");
+  // Tied without rescaling (transformers 5 writes it for T5 v1.1-style configs): Patchbay's
+  // tied head rescales, so the head becomes an untied copy of shared.weight.
+  t5.head_from_shared = tied && !scaled;
   o.tie_embeddings = scaled;
   t5.pad_id = get_int(config, "pad_token_id", -1);
   t5.eos_id = get_int(config, "eos_token_id", -1);
@@ -331,7 +330,9 @@ std::vector<TensorRule> t5_tensor_rules(const HfModelShape& shape) {
     add_mlp_rules(shape, p + "ffn.", h + "2.DenseReluDense.", rules);
   }
   rules.push_back(one_to_one("decoder.norm_f.gain", {c}, "decoder.final_layer_norm.weight"));
-  if (!o.tie_embeddings) rules.push_back(one_to_one("head.weight", {v, c}, "lm_head.weight"));
+  if (!o.tie_embeddings)
+    rules.push_back(one_to_one("head.weight", {v, c},
+                               t5.head_from_shared ? "shared.weight" : "lm_head.weight"));
   return rules;
 }
 

@@ -20,7 +20,9 @@
 //   - embeddings: one shared table (HF T5 has no separate encoder/decoder tables).
 //   - head: tied -> tie_word_embeddings = true (HF scales the decoder output by d_model^-1/2
 //     and uses shared.weight, as Patchbay's tied head does); untied -> tie_word_embeddings =
-//     false and lm_head.weight (no scaling in either).
+//     false and lm_head.weight (no scaling in either). Import of transformers 5's
+//     scale_decoder_outputs = false with a tied head (lm_head = shared.weight, no scaling):
+//     an untied head.weight copied from shared.weight.
 //   - ids: pad_token_id = decoder_start_token_id = the tokenizer's "<pad>", eos_token_id =
 //     "</s>" (the span_corruption / seq2seq objectives add both).
 // Refused, naming the item: separate embeddings, layer norm, cross-attention other than dense,

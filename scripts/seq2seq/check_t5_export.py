@@ -10,7 +10,9 @@ T5ForConditionalGeneration, and compares on the same ids:
   - greedy decoding: `patchbay generate RUN --source TEXT -n N` vs generate(do_sample=False,
     max_new_tokens=N) decoded with the exported tokenizer.json: identical text;
   - the round trip: `patchbay import DIR` then the imported run's logits vs the run's (exactly
-    equal when sqrt(d_head) is a power of two, as here with d_head 16).
+    equal when sqrt(d_head) is a power of two, as here with d_head 16);
+  - import of a directory transformers wrote itself (save_pretrained of a freshly initialised
+    T5ForConditionalGeneration of the same config, with the export's tokenizer files).
 Exit status 1 when a check fails. Not part of CI (needs torch, transformers, tokenizers):
 
   /work/.venvs/torch/bin/python scripts/seq2seq/check_t5_export.py --patchbay build/patchbay \
@@ -194,6 +196,28 @@ def main():
         worst_round = max(worst_round, (a_logits - b_logits).abs().max().item())
     report("round trip export -> import", worst_round == 0.0,
            f"logits of the imported run vs the run: max abs diff {worst_round:.3e}")
+
+    # Import of a directory transformers itself wrote: a freshly initialised
+    # T5ForConditionalGeneration of the same config (save_pretrained), with the export's
+    # tokenizer files; Patchbay's logits after `patchbay import` against transformers'.
+    import shutil
+    written = os.path.join(work, "hf_written")
+    torch.manual_seed(0)
+    fresh = T5ForConditionalGeneration(model.config).eval()
+    fresh.save_pretrained(written)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(os.path.join(hf_dir, name), written)
+    imported_fresh = os.path.join(work, "imported_written")
+    run([patchbay, "import", written, imported_fresh, "--overwrite"])
+    worst_fresh = 0.0
+    for source, decoder_inputs in cases:
+        pb = patchbay_logits(patchbay, imported_fresh, source, decoder_inputs, out)
+        with torch.no_grad():
+            hf = fresh(input_ids=torch.tensor([source]),
+                       decoder_input_ids=torch.tensor([decoder_inputs])).logits[0].float()
+        worst_fresh = max(worst_fresh, (pb - hf).abs().max().item())
+    report("import of a transformers-written T5 directory", worst_fresh <= LIMIT,
+           f"patchbay(imported) vs transformers: max abs diff {worst_fresh:.3e}")
     print("check_t5_export: " + ("all checks passed" if ok else "SOME CHECKS FAILED"), flush=True)
     return 0 if ok else 1
 

@@ -334,9 +334,14 @@ TEST_CASE("T5 config.json fields without a Patchbay counterpart are refused on i
   kv["d_kv"] = 8;
   CHECK(error_of([&] { interop::hf_shape_from_config_json(kv); }).find("d_kv = 8") !=
         std::string::npos);
+  // transformers 5's tied head without rescaling: an untied head filled from shared.weight.
   json unscaled = t5;
   unscaled["scale_decoder_outputs"] = false;
-  CHECK(error_of([&] {
-          interop::hf_shape_from_config_json(unscaled);
-        }).find("scale_decoder_outputs") != std::string::npos);
+  const interop::HfModelShape untied = interop::hf_shape_from_config_json(unscaled);
+  CHECK_FALSE(untied.options.tie_embeddings);
+  CHECK(untied.t5.head_from_shared);
+  const std::vector<interop::TensorRule> rules = interop::t5_tensor_rules(untied);
+  CHECK(rules.back().patchbay_name == "head.weight");
+  CHECK(rules.back().parts.front().hf_name == "shared.weight");
+  CHECK(interop::hf_shape_from_config_json(t5).options.tie_embeddings);  // default: scaled, tied
 }
