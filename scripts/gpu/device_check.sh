@@ -26,7 +26,7 @@
 # parity and gpt2_speed run scripts/gpu/parity.sh and scripts/gpu/gpt2_speed.sh (OUTDIR as
 # argument) when they exist; until the engine trains on CUDA they report "not available yet".
 # Environment: STAGES="env smoke kernels" reruns a subset (in the order above; `binaries` is
-# resolved whenever a stage needs it); BUNDLE (default gpu-bundle); TOTAL_BUDGET_S (default 540:
+# resolved whenever a stage needs it); BUNDLE (default gpu-bundle); TOTAL_BUDGET_S (default 480:
 # a stage that would run past it is shortened, or not run when under 20 s remain).
 # Exit status: 0 when every stage run passed (or is not available yet), 1 otherwise.
 set -uo pipefail
@@ -40,7 +40,7 @@ out="$(mkdir -p "$1" && cd "$1" && pwd)"
 bundle="${BUNDLE:-$root/gpu-bundle}"
 all_stages="env binaries smoke kernels engine_ops parity gpt2_speed bench sanitizer racecheck"
 stages="${STAGES:-$all_stages}"
-budget="${TOTAL_BUDGET_S:-540}"
+budget="${TOTAL_BUDGET_S:-480}"
 started=$(date +%s)
 export PB_ROOT="$root" PB_OUT="$out" PB_BUNDLE="$bundle"
 export PB_BUILD="${PB_BUILD:-/tmp/patchbay-cuda-standalone}"
