@@ -676,9 +676,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     }
     if (!r.finite) {
       summary.numeric_failure = true;
-      summary.failure_message =
-          numeric_failure_message(step, r, o, intact_or_newest_intact(summary.last_checkpoint),
-                                  unread_from);
+      summary.failure_message = numeric_failure_message(
+          step, r, o, intact_or_newest_intact(summary.last_checkpoint), unread_from);
       summary.last_loss = r.loss;
       if (progress) progress->finish("stopped: non-finite values");
       spdlog::error("{}", summary.failure_message);
