@@ -229,6 +229,8 @@ const CudaProbe& initialise_cuda() {
       register_attention_kernels();
       register_cross_entropy_kernels();
       register_optimizer_kernels();
+      register_indexing_kernels();
+      register_linear_attention_kernels();
     }
     return p;
   }();

@@ -51,5 +51,7 @@ void register_row_kernels();
 void register_attention_kernels();
 void register_cross_entropy_kernels();
 void register_optimizer_kernels();
+void register_indexing_kernels();
+void register_linear_attention_kernels();
 
 }  // namespace patchbay::cuda

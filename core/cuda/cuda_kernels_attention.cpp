@@ -7,9 +7,13 @@
 // kernel's semantics. f32 only; bf16 operands are refused (the CPU runs them). The kernels read
 // packed operands: strided operands (a permuted [B, T, H, D] projection, a KV-cache buffer
 // sliced to its filled prefix) are packed first and strided outputs written through a packed
-// buffer; lse is [B, H, Tq] contiguous on both devices.
+// buffer; lse is [B, H, Tq] contiguous on both devices. Packed segment ids (the shape's host
+// vector [B, Tk]) are checked as the CPU kernel checks them and copied to the device (queued,
+// no wait); both kernel families narrow each query's keys to its segment.
+#include <cstdint>
 #include <string>
 
+#include "common/error.hpp"
 #include "cuda/cuda_kernel_support.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
@@ -46,7 +50,40 @@ void require_supported(const char* op, const AttentionShape& s, const Tensor& q)
               q);
 }
 
-kc::GeneralAttentionShape general_shape(const AttentionShape& s) {
+// The CPU kernel's conditions on packed segment ids, in its words: Tq <= Tk and every row
+// non-decreasing (each segment one contiguous run).
+void check_segments(const char* op, const AttentionShape& s, const Tensor& q) {
+  if (s.segments.empty()) return;
+  if (s.q_len > s.kv_len)
+    refuse_op(op,
+              "segment_ids need q_len <= kv_len (queries at the last q_len key positions); found "
+              "q_len " +
+                  std::to_string(s.q_len) + ", kv_len " + std::to_string(s.kv_len),
+              q);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t j = 1; j < s.kv_len; ++j) {
+      const std::int32_t before = s.segments[size_t(b * s.kv_len + j - 1)];
+      const std::int32_t now = s.segments[size_t(b * s.kv_len + j)];
+      if (now < before)
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string("scaled_dot_product_attention: segment_ids must be non-decreasing "
+                                "along each row (each segment one contiguous run); row ") +
+                        std::to_string(b) + " has " + std::to_string(before) + " at position " +
+                        std::to_string(j - 1) + " then " + std::to_string(now));
+    }
+}
+
+// The segment ids on q's device (an undefined tensor when there are none).
+Tensor device_segments(const AttentionShape& s, const Tensor& q) {
+  if (s.segments.empty()) return Tensor();
+  return Tensor::from_data(s.segments.data(), {static_cast<int64_t>(s.segments.size())},
+                           DType::kI32, q.device());
+}
+const std::int32_t* segments_pointer(const Tensor& segments) {
+  return segments.defined() ? segments.data<std::int32_t>() : nullptr;
+}
+
+kc::GeneralAttentionShape general_shape(const AttentionShape& s, const Tensor& segments) {
   kc::GeneralAttentionShape g;
   g.batch = s.batch;
   g.heads = s.heads;
@@ -59,6 +96,7 @@ kc::GeneralAttentionShape general_shape(const AttentionShape& s) {
   g.window = s.window;
   g.has_slopes = !s.slopes.empty();
   for (size_t h = 0; h < s.slopes.size(); ++h) g.slopes[h] = s.slopes[h];
+  g.segments = segments_pointer(segments);
   return g;
 }
 
@@ -75,19 +113,21 @@ void finish(Tensor& out, const Tensor& buffer) {
 void attention_cuda(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
                     Tensor& out, Tensor& lse) {
   require_supported("attention", s, q);
+  check_segments("attention", s, q);
   if (s.batch * s.heads * s.q_len == 0) return;
+  const Tensor segments = device_segments(s, q);
   const Tensor pq = packed(q), pk = packed(k), pv = packed(v);
   Tensor pout = packed_output(out);
   {
     const OnDeviceOf on(out);
     if (tiled_kernel_serves(s)) {
-      check_launch(
-          kc::causal_attention_forward(pq.data<float>(), pk.data<float>(), pv.data<float>(),
-                                       pout.data<float>(), lse.data<float>(), s.batch * s.heads,
-                                       s.q_len, s.head_dim, s.scale, on.stream),
-          "attention");
+      check_launch(kc::causal_attention_forward(
+                       pq.data<float>(), pk.data<float>(), pv.data<float>(), pout.data<float>(),
+                       lse.data<float>(), s.batch * s.heads, s.q_len, s.head_dim, s.scale,
+                       on.stream, segments_pointer(segments), s.heads),
+                   "attention");
     } else {
-      check_launch(kc::general_attention_forward(general_shape(s), pq.data<float>(),
+      check_launch(kc::general_attention_forward(general_shape(s, segments), pq.data<float>(),
                                                  pk.data<float>(), pv.data<float>(),
                                                  pout.data<float>(), lse.data<float>(), on.stream),
                    "attention");
@@ -100,7 +140,9 @@ void attention_backward_cuda(const AttentionShape& s, const Tensor& q, const Ten
                              const Tensor& v, const Tensor& out, const Tensor& lse,
                              const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
   require_supported("attention_backward", s, q);
+  check_segments("attention_backward", s, q);
   if (s.batch * s.heads * s.q_len == 0 && s.batch * s.kv_heads * s.kv_len == 0) return;
+  const Tensor segments = device_segments(s, q);
   if (dout.dtype() != DType::kF32)
     refuse_op("attention_backward", "expected an f32 upstream gradient", dout);
   const Tensor pq = packed(q), pk = packed(k), pv = packed(v), pout = packed(out),
@@ -110,18 +152,19 @@ void attention_backward_cuda(const AttentionShape& s, const Tensor& q, const Ten
   {
     const OnDeviceOf on(dq);
     if (tiled_kernel_serves(s)) {
-      check_launch(kc::causal_attention_backward(
-                       pq.data<float>(), pk.data<float>(), pv.data<float>(), pout.data<float>(),
-                       pdout.data<float>(), lse.data<float>(), delta.data<float>(),
-                       pdq.data<float>(), pdk.data<float>(), pdv.data<float>(), s.batch * s.heads,
-                       s.q_len, s.head_dim, s.scale, on.stream),
-                   "attention_backward");
+      check_launch(
+          kc::causal_attention_backward(pq.data<float>(), pk.data<float>(), pv.data<float>(),
+                                        pout.data<float>(), pdout.data<float>(), lse.data<float>(),
+                                        delta.data<float>(), pdq.data<float>(), pdk.data<float>(),
+                                        pdv.data<float>(), s.batch * s.heads, s.q_len, s.head_dim,
+                                        s.scale, on.stream, segments_pointer(segments), s.heads),
+          "attention_backward");
     } else {
       check_launch(
-          kc::general_attention_backward(general_shape(s), pq.data<float>(), pk.data<float>(),
-                                         pv.data<float>(), pout.data<float>(), pdout.data<float>(),
-                                         lse.data<float>(), delta.data<float>(), pdq.data<float>(),
-                                         pdk.data<float>(), pdv.data<float>(), on.stream),
+          kc::general_attention_backward(
+              general_shape(s, segments), pq.data<float>(), pk.data<float>(), pv.data<float>(),
+              pout.data<float>(), pdout.data<float>(), lse.data<float>(), delta.data<float>(),
+              pdq.data<float>(), pdk.data<float>(), pdv.data<float>(), on.stream),
           "attention_backward");
     }
   }

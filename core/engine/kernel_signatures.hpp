@@ -120,6 +120,38 @@ using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& targ
                                         const Tensor& row_logsumexp, const Tensor& row_grad,
                                         const CrossEntropyOptions& options, Tensor& grad_logits);
 
+// ---- gather / scatter-add (engine/ops/gather_scatter.cpp) ----
+// Float tensors f32 contiguous, index contiguous i32/i64 (on the data's device), shapes checked
+// by the op; each kernel refuses an out-of-range index entry with the op's message.
+// out (index's shape) is overwritten.
+using GatherKernel = void(const Tensor& input, int64_t dim, const Tensor& index, Tensor& out);
+// self is accumulated into in place, each element's additions in index order (deterministic).
+using ScatterAddKernel = void(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+// grad_src (src's shape) overwritten from grad_out (self's shape).
+using ScatterAddBackwardSrcKernel = void(const Tensor& grad_out, int64_t dim, const Tensor& index,
+                                         Tensor& grad_src);
+
+// ---- sort / top-k (engine/ops/sort_topk.cpp; along the last dim) ----
+// x f32 contiguous [..., length]; values f32 and indices i64 contiguous [..., length].
+using SortKernel = void(const Tensor& x, bool descending, Tensor& values, Tensor& indices);
+// x f32 contiguous [..., length]; values f32 and indices i64 contiguous [..., k].
+using TopkKernel = void(const Tensor& x, int64_t k, bool largest, Tensor& values, Tensor& indices);
+// grad_selected f32 and indices i64 contiguous [..., k]; grad_x f32 [..., length] overwritten.
+using SelectionBackwardKernel = void(const Tensor& grad_selected, const Tensor& indices,
+                                     Tensor& grad_x);
+
+// ---- causal linear attention (engine/ops/causal_linear_attention.cpp) ----
+// rows = batch x heads; q, k [rows, T, E], v, out, dout, dv [rows, T, M], dq, dk [rows, T, E]:
+// all contiguous f32; outputs overwritten.
+struct LinearAttentionShape {
+  int64_t rows = 0, length = 0, key_dim = 0, value_dim = 0;
+};
+using LinearAttentionForwardKernel = void(const LinearAttentionShape& s, const Tensor& q,
+                                          const Tensor& k, const Tensor& v, Tensor& out);
+using LinearAttentionBackwardKernel = void(const LinearAttentionShape& s, const Tensor& q,
+                                           const Tensor& k, const Tensor& v, const Tensor& dout,
+                                           Tensor& dq, Tensor& dk, Tensor& dv);
+
 // ---- embeddings and positions ----
 // weights contiguous [V, D] of a float dtype; ids contiguous i32/i64 (n elements); out f32
 // contiguous [n, D].

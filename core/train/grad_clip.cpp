@@ -113,6 +113,20 @@ double grad_square_sum(const std::vector<engine::Tensor>& params) {
   return total;
 }
 
+engine::Tensor device_grad_square_sum(const std::vector<engine::Tensor>& params) {
+  engine::Tensor total;
+  for (const engine::Tensor& p : params) {
+    const engine::Tensor g = checked_grad(p);
+    if (!g.defined()) continue;
+    if (on_host(g) || (total.defined() && total.device() != g.device()))
+      throw Error(ErrorKind::kInvalidArgument,
+                  "device gradient norm: expected every gradient on one device, found " + g.str() +
+                      (total.defined() ? " beside gradients on " + total.str() : ""));
+    total = total.defined() ? engine::add(total, device_square_sum(g)) : device_square_sum(g);
+  }
+  return total;
+}
+
 double global_grad_norm(const std::vector<engine::Tensor>& params) {
   return std::sqrt(grad_square_sum(params));
 }

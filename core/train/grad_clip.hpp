@@ -34,6 +34,10 @@ double grad_square_sum(const std::vector<engine::Tensor>& params);
 // Sum of squared elements of one parameter's .grad() (0 when undefined), in the fixed blocks
 // described above.
 double param_grad_square_sum(const engine::Tensor& param);
+// The same sum for gradients that all live on one device, left there: a device f32 scalar
+// (the device's fixed-order reduce kernels), never read back. Undefined when no parameter has
+// a gradient; Error(kInvalidArgument) for a gradient on the CPU or on another device.
+engine::Tensor device_grad_square_sum(const std::vector<engine::Tensor>& params);
 // sqrt(grad_square_sum(params)).
 double global_grad_norm(const std::vector<engine::Tensor>& params);
 // Multiplies every defined grad by `factor` in place.

@@ -7,10 +7,11 @@
 #include "config/component_view.hpp"
 #include "engine/ops.hpp"
 #include "model/encoder_decoder.hpp"
-#include "train/objective.hpp"
+#include "train/device_step.hpp"
 #include "train/grad_clip.hpp"
 #include "train/grad_norm_in_backward.hpp"
 #include "train/lr_schedule.hpp"
+#include "train/objective.hpp"
 #include "train/param_groups.hpp"
 #include "train/trainer.hpp"
 
@@ -89,6 +90,33 @@ void pause_bf16_weight_copies(TrainableModel& trainable) {
   if (trainable.bf16_copies) trainable.bf16_copies->pause();
 }
 
+namespace {
+
+// The rest of a device step (device_step.hpp): the norm, clipping and the step's values stay
+// on the device; the update is made whatever they are (the trainer checks them when it reads).
+StepResult device_step_update(TrainableModel& trainable, const TrainOptions& options,
+                              const engine::Tensor& loss_sum, const engine::Tensor& aux_sum,
+                              StepResult result) {
+  const double per_micro = 1.0 / static_cast<double>(options.grad_accum_steps);
+  const engine::Tensor loss = engine::mul_scalar(loss_sum, per_micro);
+  const engine::Tensor aux = aux_sum.defined()
+                                 ? engine::mul_scalar(aux_sum, per_micro)
+                                 : engine::zeros({}, engine::DType::kF32, loss.device());
+  engine::Tensor square_sum = device_grad_square_sum(trainable.parameter_tensors);
+  if (!square_sum.defined()) square_sum = engine::zeros({}, engine::DType::kF32, loss.device());
+  const engine::Tensor norm = engine::sqrt(square_sum);
+  if (options.grad_clip > 0)
+    clip_grads_on_device(trainable.parameter_tensors, norm, options.grad_clip);
+  trainable.optimizer->step(result.lr);
+  for (engine::Tensor& p : trainable.parameter_tensors) p.zero_grad();
+  result.device_values =
+      pack_step_values(loss.to(engine::DType::kF32), aux.to(engine::DType::kF32), norm);
+  result.values_pending = true;
+  return result;
+}
+
+}  // namespace
+
 StepResult train_step(TrainableModel& trainable, const TrainOptions& options, int64_t step,
                       const std::function<Batch(int64_t micro_step)>& micro_batch) {
   StepResult result;
@@ -106,9 +134,12 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   // The norm is summed during the last backward (grad_norm_in_backward.hpp), unless the
   // trainer's own hooks reduce or rewrite the gradients after backward (data parallelism).
   // LoRA's adapters get their gradients only when fold_gradients runs after the backward.
+  // On a device the step's values stay there (device_step.hpp): no host read in this step.
+  const bool on_device = keeps_step_values_on_device(trainable);
   const bool norm_in_backward =
-      !trainable.grad_norm && !trainable.after_backward && !trainable.lora;
+      !on_device && !trainable.grad_norm && !trainable.after_backward && !trainable.lora;
   std::optional<GradNormInBackward> backward_norm;
+  engine::Tensor device_loss, device_aux;  // device scalars: sums over the micro-batches
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
     const model::ForwardResult out = forward_batch(*trainable.model, batch, /*training=*/true);
@@ -118,9 +149,18 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     engine::Tensor total = loss;
     if (out.aux_loss.defined()) {
       total = total + out.aux_loss;
-      result.aux_loss += out.aux_loss.item() / static_cast<double>(accum);
+      if (on_device) {
+        device_aux = device_aux.defined() ? engine::add(device_aux, out.aux_loss.detach())
+                                          : out.aux_loss.detach();
+      } else {
+        result.aux_loss += out.aux_loss.item() / static_cast<double>(accum);
+      }
     }
-    result.loss += loss.item() / static_cast<double>(accum);
+    if (on_device) {
+      device_loss = device_loss.defined() ? engine::add(device_loss, loss.detach()) : loss.detach();
+    } else {
+      result.loss += loss.item() / static_cast<double>(accum);
+    }
     result.layer_stats.add(out.stats);
     if (trainable.before_backward) trainable.before_backward(m, accum);
     if (norm_in_backward && m == accum - 1) backward_norm.emplace(trainable.parameter_tensors);
@@ -129,6 +169,8 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   autocast.reset();  // bf16 scope ends before gradients are reduced, clipped and applied
   if (trainable.after_backward) trainable.after_backward(result);  // (data parallel: averaged)
   if (trainable.lora) trainable.lora->fold_gradients();            // weights' gradients -> A, B
+  result.lr = learning_rate(options.schedule, step);
+  if (on_device) return device_step_update(trainable, options, device_loss, device_aux, result);
   // Clipping: the norm was summed during backward (or is taken now); the factor is applied
   // inside the optimizer's update pass (optimizer_step_scaled), not by a pass of its own over
   // the gradients.
@@ -136,7 +178,6 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
                      : backward_norm     ? backward_norm->finish()
                                          : global_grad_norm(trainable.parameter_tensors);
   const double grad_scale = clip_factor(result.grad_norm, options.grad_clip);
-  result.lr = learning_rate(options.schedule, step);
   result.finite = std::isfinite(result.loss) && std::isfinite(result.aux_loss) &&
                   std::isfinite(result.grad_norm);
   if (result.finite) {

@@ -32,6 +32,7 @@
 #include "run/progress_bar.hpp"
 #include "run/run_directory.hpp"
 #include "train/checkpoint.hpp"
+#include "train/device_step.hpp"
 #include "train/grad_clip.hpp"
 #include "train/mixture_evaluation.hpp"
 #include "train/mixture_sampler.hpp"
@@ -90,8 +91,10 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// unread_from >= 0: a device run, whose step values were last read before step unread_from
+// (0-based; train/device_step.hpp), so the first non-finite value lies in [unread_from, step].
 std::string numeric_failure_message(int64_t step, const StepResult& r, const TrainOptions& o,
-                                    const fs::path& last_checkpoint) {
+                                    const fs::path& last_checkpoint, int64_t unread_from = -1) {
   std::ostringstream m;
   m << "training stopped at step " << step + 1 << ": ";
   if (!std::isfinite(r.loss)) {
@@ -101,7 +104,14 @@ std::string numeric_failure_message(int64_t step, const StepResult& r, const Tra
   } else {
     m << "the gradient norm is " << r.grad_norm << " (loss " << r.loss << ")";
   }
-  m << ". No update was made and no checkpoint was written; ";
+  if (unread_from >= 0) {
+    m << ". On the device the step values are read at logging steps: the first non-finite value "
+         "came at one of steps "
+      << unread_from + 1 << " to " << step + 1
+      << ", whose updates were made; no checkpoint was written since; ";
+  } else {
+    m << ". No update was made and no checkpoint was written; ";
+  }
   if (last_checkpoint.empty()) {
     m << "there is no earlier checkpoint. ";
   } else {
@@ -603,11 +613,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
 
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
+  PendingStepValues pending_values;  // device runs: the steps since the last read
   double train_seconds = 0;  // inside training steps only (no eval, checkpoint, sample)
   for (int64_t step = start_step; step < o.max_steps; ++step) {
     if (request.before_step) request.before_step(step, trainable.parameters);
     const auto step_start = Clock::now();
-    const StepResult r =
+    StepResult r =
         train_step(trainable, o, step, [&](int64_t micro) {
           Batch batch = micro_batch_at(step, micro);
           if (request.on_batch) request.on_batch(step, micro, batch);
@@ -617,6 +628,20 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     window_tokens += tokens_per_step;
     const int64_t done = step + 1;
     const bool last = done == o.max_steps;
+    // A device step's values are read only where they are printed or decided on
+    // (train/device_step.hpp): logging, evaluation, sampling and checkpoint steps, the last.
+    int64_t unread_from = -1;
+    if (r.values_pending) {
+      pending_values.add(r, step);
+      const bool read_now = done % o.log_every == 0 || last ||
+                            (o.eval_every > 0 && done % o.eval_every == 0) ||
+                            (o.sample_every > 0 && done % o.sample_every == 0) ||
+                            (o.checkpoint_every > 0 && done % o.checkpoint_every == 0);
+      if (read_now) {
+        unread_from = pending_values.first_step();
+        pending_values.read_into(r);
+      }
+    }
     if (!r.finite || done % o.log_every == 0 || last) {
       const double window_seconds = seconds_since(window_start);
       const double tokens_per_second = window_seconds > 0 ? static_cast<double>(window_tokens) / window_seconds : 0;
@@ -651,14 +676,14 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     }
     if (!r.finite) {
       summary.numeric_failure = true;
-      summary.failure_message =
-          numeric_failure_message(step, r, o, intact_or_newest_intact(summary.last_checkpoint));
+      summary.failure_message = numeric_failure_message(
+          step, r, o, intact_or_newest_intact(summary.last_checkpoint), unread_from);
       summary.last_loss = r.loss;
       if (progress) progress->finish("stopped: non-finite values");
       spdlog::error("{}", summary.failure_message);
       return summary;
     }
-    summary.last_loss = r.loss;
+    if (!r.values_pending) summary.last_loss = r.loss;
     summary.steps_done = done;
     if ((o.eval_every > 0 && done % o.eval_every == 0) || last) run_eval(done);
     if ((o.sample_every > 0 && done % o.sample_every == 0 && !last)) run_sample(done);

@@ -119,6 +119,12 @@ struct StepResult {
   double lr = 0;
   bool finite = true;    // false: loss or norm is NaN/Inf and no update was made
   LayerStats layer_stats;  // feed-forward statistics (MoE load, drops, ...), mean over micro-batches
+  // Device runs (train/device_step.hpp): the step's values stay on the device, f32 [4] =
+  // {loss, aux_loss, grad_norm, poison (0, or NaN when one of them is not finite)}, and
+  // values_pending is true until the trainer reads them (at logging steps); loss, aux_loss,
+  // grad_norm and finite above are then filled. Undefined / false on the CPU.
+  engine::Tensor device_values;
+  bool values_pending = false;
 };
 
 // One optimizer update at step `step` (0-based) with micro-batches from `micro_batch(m)`.

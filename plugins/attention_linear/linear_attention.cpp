@@ -57,10 +57,13 @@ void LinearAttention::init(const pb_layer_context& ctx) {
         PB_STATUS_INVALID_ARGUMENT,
         "attention 'linear' is configured with causal = false but the model is a causal language "
         "model; set causal = true (the default) or build a bidirectional model");
-  if (ctx.device_type != PB_DEVICE_CPU)
-    throw PluginError(PB_STATUS_UNSUPPORTED, "attention 'linear' runs on the CPU only; device " +
-                                                 std::to_string(static_cast<int>(ctx.device_type)) +
-                                                 " is not supported yet");
+  if (ctx.device_type != PB_DEVICE_CPU && !patchbay::has_device_tensors(ops_.table()))
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "attention 'linear' runs on a device through the host's to_device (ops "
+                      "table version 11); this host's table is version " +
+                          std::to_string(ops_.table()->version));
+  device_type_ = ctx.device_type;
+  device_index_ = ctx.device_index;
   if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
       ctx.param_dtype != PB_DTYPE_F16)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -71,14 +74,20 @@ void LinearAttention::init(const pb_layer_context& ctx) {
   head_dim_ = d_model_ / n_heads_;
   max_seq_len_ = ctx.max_seq_len;
   dtype_ = ctx.param_dtype;
+  // Drawn on the CPU and moved: a seed gives the same layer on every device.
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
   const int64_t c = d_model_;
-  qkv_weight_ = add_parameter("qkv.weight",
-                              (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
-  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * c}, dtype_));
+  qkv_weight_ = add_parameter(
+      "qkv.weight", on_device((ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_)));
+  qkv_bias_ = add_parameter("qkv.bias", on_device(ops_.zeros({3 * c}, dtype_)));
   proj_weight_ = add_parameter(
-      "proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
-  proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
+      "proj.weight",
+      on_device((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_)));
+  proj_bias_ = add_parameter("proj.bias", on_device(ops_.zeros({c}, dtype_)));
+}
+
+Tensor LinearAttention::on_device(const Tensor& t) const {
+  return device_type_ == PB_DEVICE_CPU ? t : patchbay::to_device(t, device_type_, device_index_);
 }
 
 LinearAttention::Features LinearAttention::project_features(const Tensor& x) const {
@@ -130,8 +139,8 @@ std::unique_ptr<patchbay::AttentionState> LinearAttention::create_state(int64_t 
                       "configured with causal = false");
   // The state does not grow with the capacity; the capacity only bounds state_length.
   return std::make_unique<RecurrentState>(
-      batch, capacity, ops_.zeros({batch, n_heads_, head_dim_, head_dim_}, PB_DTYPE_F32),
-      ops_.zeros({batch, n_heads_, 1, head_dim_}, PB_DTYPE_F32));
+      batch, capacity, on_device(ops_.zeros({batch, n_heads_, head_dim_, head_dim_}, PB_DTYPE_F32)),
+      on_device(ops_.zeros({batch, n_heads_, 1, head_dim_}, PB_DTYPE_F32)));
 }
 
 Tensor LinearAttention::forward_step(patchbay::AttentionState& state, const Tensor& x) {

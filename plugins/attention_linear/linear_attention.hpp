@@ -58,8 +58,12 @@ class LinearAttention : public patchbay::Attention {
   // its rows) -> [B, H, T, Dh] fp32.
   patchbay::Tensor project_block(const patchbay::Tensor& x, int64_t which) const;
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;  // [B, H, T, Dh] -> [B, T, C]
+  // t moved to the layer's device (ops table version 11; itself on the CPU).
+  patchbay::Tensor on_device(const patchbay::Tensor& t) const;
 
   patchbay::Ops ops_;
+  pb_device_type device_type_ = PB_DEVICE_CPU;
+  int32_t device_index_ = 0;
   bool causal_;
   double eps_;
   int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;

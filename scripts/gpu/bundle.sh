@@ -3,7 +3,7 @@
 # carries to the GPU machine) the build outputs that machine lacks:
 #   bin/cuda_kernels_gpu_tests, bin/cuda_kernels_bench   the kernels/cuda GPU tests and benchmark
 #   bin/patchbay_device_cuda_*_tests                     the engine's CUDA backend and op entries
-#   bin/patchbay, plugins/*.so                           the CLI and plugins, when built (the
+#   bin/patchbay, plugins/*.so                           the CLI and plugins, rebuilt here (the
 #                                                        engine's CUDA path; parallel_mpi left out)
 #   lib/                                                 the shared libraries they load that are
 #                                                        not glibc's nor CUDA's (ldd): oneDNN,
@@ -36,6 +36,13 @@ grep -q '^CMAKE_CUDA_ARCHITECTURES:' "$build/CMakeCache.txt" ||
 cmake --build "$build" --target cuda_kernels_gpu_tests cuda_kernels_bench \
   patchbay_device_cuda_backend_tests patchbay_device_cuda_ops_tests ||
   fail "building the GPU test targets failed (errors above)"
+# The CLI and the plugins the parity and speed stages load, rebuilt so that a stale binary from
+# an earlier build is never shipped (the bundle's engine must be this commit's).
+if [ "${BUNDLE_ENGINE:-1}" = 1 ]; then
+  cmake --build "$build" --target patchbay tokenizer_char tokenizer_bpe attention_dense ffn_mlp \
+    optimizers_basic attention_linear ||
+    fail "building the CLI and plugins failed (errors above); BUNDLE_ENGINE=0 ships the tests only"
+fi
 
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"

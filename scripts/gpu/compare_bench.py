@@ -48,6 +48,17 @@ def main():
         print(f"{row['T']:>6}{row['D']:>5}{row['batch_heads']:>6}{cell(row)}"
               f"{cell(torch_attention.get(key + ('f32',)))}{cell(torch_attention.get(key + ('bf16',)))}")
 
+    misc = [r for r in ours if r.get("op") == "misc"]
+    if misc:
+        print("\nIndexing and linear attention, ms (lower is better; torch has no linear attention)")
+        print(f"{'name':<38}{'patchbay':>10}{'torch':>10}{'ratio':>8}")
+        torch_misc = {r["name"]: r for r in theirs if r.get("op") == "misc"}
+        for row in misc:
+            other = torch_misc.get(row["name"], {}).get("ms")
+            ratio = row["ms"] / other if other else float("nan")
+            print(f"{row['name']:<38}{row['ms']:>10.3f}"
+                  f"{other if other else float('nan'):>10.3f}{ratio:>8.2f}")
+
 
 if __name__ == "__main__":
     main()

@@ -11,17 +11,22 @@
 #   smoke       a few kernels and a GEMM; when it fails the script stops early
 #   kernels     every kernel and gradient against its CPU twin (fresh seed, poisoned outputs)
 #   engine_ops  the engine's ops through their CUDA dispatch entries against the CPU kernels,
-#               forward and backward (bin/patchbay_device_cuda_*_tests from the bundle)
+#               forward and backward (bin/patchbay_device_cuda_*_tests from the bundle): every
+#               op incl. gather / scatter_add / sort / topk (bit for bit), causal linear
+#               attention, attention with packed segment ids (tiled and general kernels)
 #   parity      CPU-vs-GPU loss per step (quickstart 20 steps, GPT-2 124M shape 3 steps)
 #   gpt2_speed  GPT-2 124M bf16 tokens/s and MFU beside a plain PyTorch GPT-2 (torch_gpt2.py,
 #               eager; PB_TORCH_COMPILE=1 adds torch.compile)
 #   bench       GEMM and attention speed beside torch.matmul and scaled_dot_product_attention,
 #               same GPU, same call
-#   sanitizer   compute-sanitizer memcheck over the norm, softmax and attention tests
+#   sanitizer   compute-sanitizer memcheck over the norm, softmax, attention, embedding, gather /
+#               scatter-add, sort / top-k and causal linear attention tests
+#   racecheck   compute-sanitizer racecheck (shared-memory hazards) over the kernels that share
+#               tiles between threads: sort / top-k's bitonic tiles, causal linear attention
 # parity and gpt2_speed run scripts/gpu/parity.sh and scripts/gpu/gpt2_speed.sh (OUTDIR as
 # argument) when they exist; until the engine trains on CUDA they report "not available yet".
 # Environment: STAGES="env smoke kernels" reruns a subset (in the order above; `binaries` is
-# resolved whenever a stage needs it); BUNDLE (default gpu-bundle); TOTAL_BUDGET_S (default 540:
+# resolved whenever a stage needs it); BUNDLE (default gpu-bundle); TOTAL_BUDGET_S (default 480:
 # a stage that would run past it is shortened, or not run when under 20 s remain).
 # Exit status: 0 when every stage run passed (or is not available yet), 1 otherwise.
 set -uo pipefail
@@ -33,15 +38,15 @@ fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 bundle="${BUNDLE:-$root/gpu-bundle}"
-all_stages="env binaries smoke kernels engine_ops parity gpt2_speed bench sanitizer"
+all_stages="env binaries smoke kernels engine_ops parity gpt2_speed bench sanitizer racecheck"
 stages="${STAGES:-$all_stages}"
-budget="${TOTAL_BUDGET_S:-540}"
+budget="${TOTAL_BUDGET_S:-480}"
 started=$(date +%s)
 export PB_ROOT="$root" PB_OUT="$out" PB_BUNDLE="$bundle"
 export PB_BUILD="${PB_BUILD:-/tmp/patchbay-cuda-standalone}"
 
 declare -A timeouts=([env]=60 [binaries]=300 [smoke]=60 [kernels]=240 [engine_ops]=120 [parity]=300
-                     [gpt2_speed]=300 [bench]=240 [sanitizer]=150)
+                     [gpt2_speed]=300 [bench]=240 [sanitizer]=150 [racecheck]=90)
 
 # ---- helpers, exported to the stages (each runs in `timeout ... bash -c`) ----
 
@@ -235,14 +240,27 @@ stage_sanitizer() {
   local bin; bin="$(binaries_folder)" || return 1
   if ! command -v compute-sanitizer >/dev/null; then echo "no compute-sanitizer on PATH"; return 77; fi
   local filter status=0
-  for filter in layer_norm softmax_forward causal_attention embedding; do
+  for filter in layer_norm softmax_forward causal_attention embedding gather_scatter \
+                sort_and_topk selection_backward causal_linear_attention; do
     with_libraries compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$bin/cuda_kernels_gpu_tests" --filter "$filter" || status=1
   done
   return $status
 }
+
+# Shared-memory races in the kernels whose threads exchange tiles through shared memory.
+stage_racecheck() {
+  local bin; bin="$(binaries_folder)" || return 1
+  if ! command -v compute-sanitizer >/dev/null; then echo "no compute-sanitizer on PATH"; return 77; fi
+  local filter status=0
+  for filter in sort_tiles causal_linear_attention; do
+    with_libraries compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
+        "$bin/cuda_kernels_gpu_tests" --filter "$filter" || status=1
+  done
+  return $status
+}
 export -f stage_env stage_binaries stage_smoke stage_kernels stage_engine_ops engine_stage stage_parity \
-          stage_gpt2_speed stage_bench stage_sanitizer
+          stage_gpt2_speed stage_bench stage_sanitizer stage_racecheck
 
 # ---- driver ----
 
@@ -250,7 +268,7 @@ declare -A status_of seconds_of
 order=()
 number=0
 stop_reason=""
-needs_binaries() { case "$1" in smoke | kernels | bench | sanitizer) return 0 ;; esac; return 1; }
+needs_binaries() { case "$1" in smoke | kernels | bench | sanitizer | racecheck) return 0 ;; esac; return 1; }
 
 run_stage() {  # name
   local name="$1"

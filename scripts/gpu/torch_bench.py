@@ -72,6 +72,23 @@ def bench_attention(batch_heads, steps, dim, precision, quick):
           flush=True)
 
 
+def bench_misc(quick):
+    """The indexing and linear-attention figures of cuda_kernels_bench, by the same names."""
+    repeats = 5 if quick else 20
+    logits = torch.randn(8, 50257, device="cuda")
+    rows = [("topk50_8x50257", lambda: torch.topk(logits, 50, dim=-1)),
+            ("sort_8x50257", lambda: torch.sort(logits, dim=-1, descending=True, stable=True))]
+    tokens, routed, width = 8192, 16384, 768
+    src = torch.randn(routed, width, device="cuda")
+    index = torch.randint(0, tokens, (routed, 1), device="cuda").expand(routed, width).contiguous()
+    target = torch.zeros(tokens, width, device="cuda")
+    rows.append(("scatter_add_16384x768_into_8192", lambda: target.scatter_add(0, index, src)))
+    rows.append(("gather_16384x768_from_8192", lambda: torch.gather(target, 0, index)))
+    for name, run in rows:
+        print(json.dumps({"op": "misc", "impl": "torch", "name": name,
+                          "ms": round(median_ms(run, 2, repeats), 4)}), flush=True)
+
+
 def main():
     quick = "--quick" in sys.argv
     torch.manual_seed(0)
@@ -90,6 +107,7 @@ def main():
                 continue
             for precision in ("f32", "bf16"):
                 bench_attention(max(4, 65536 // steps), steps, dim, precision, quick)
+    bench_misc(quick)
 
 
 if __name__ == "__main__":

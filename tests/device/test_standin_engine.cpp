@@ -3,7 +3,8 @@
 // right without a GPU: bit-exact round trips host <-> device for every dtype and layout,
 // results that stay on the device and equal the CPU's, gradients that travel back across
 // to(device), refusals naming op and device (a missing kernel, mixed devices), separate
-// memory statistics, and a forward + backward pass that copies nothing back to the host.
+// memory statistics, a forward + backward pass that copies nothing back to the host, and
+// packed-sequence attention (segment ids) on the device.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -224,4 +225,26 @@ TEST_CASE("ops table version 11: device tensors from a plugin's side") {
   CHECK(ops->status_code(unknown) == PB_STATUS_INVALID_ARGUMENT);
   CHECK(nowhere == nullptr);
   ops->status_free(unknown);
+}
+
+TEST_CASE("attention with packed segment ids runs on a device: the CPU's bits, ids read once") {
+  const Device dev = standin();
+  AttentionOptions options;
+  options.causal = true;
+  const std::vector<int64_t> ids = {0, 0, 0, 1, 1, 2, 2, 2, 0, 1, 1, 1, 1, 1, 3, 3};
+  options.segment_ids = Tensor::from_data(ids.data(), {2, 8}, DType::kI64);
+  const Tensor q = random_f32({2, 2, 8, 16}, 40), k = random_f32({2, 2, 8, 16}, 41),
+               v = random_f32({2, 2, 8, 16}, 42);
+  const Tensor want = scaled_dot_product_attention(q, k, v, options);
+  const size_t before = standin_transfer_counts().device_to_host;
+  const Tensor got = scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev), options);
+  CHECK(standin_transfer_counts().device_to_host == before);  // host ids: nothing read back
+  CHECK(got.device() == dev);
+  CHECK(bytes_of(got.to(cpu())) == bytes_of(want));
+  AttentionOptions on_device = options;
+  on_device.segment_ids = options.segment_ids.to(dev);
+  const size_t before_device_ids = standin_transfer_counts().device_to_host;
+  const Tensor again = scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev), on_device);
+  CHECK(standin_transfer_counts().device_to_host == before_device_ids + 1);  // the ids, once
+  CHECK(bytes_of(again.to(cpu())) == bytes_of(want));
 }

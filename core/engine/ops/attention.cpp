@@ -8,7 +8,7 @@
 // contiguous f32 and the result rounded back to q's dtype. k/v may have fewer heads than q
 // (grouped-query attention) as long as they divide H. Packed sequences (ops table version 13):
 // segment ids [B, Tk] restrict each query to its own segment's keys inside the kernel (tiles
-// outside the segments skipped), forward and backward; CPU only, and always f32.
+// outside the segments skipped), forward and backward; always f32 (CPU and CUDA kernels).
 // Under a bf16 autocast policy (engine/autocast.hpp) on a CPU with AVX512-BF16, with an even
 // head dim, the op runs the kernel's bf16 variant instead: q, k, v are rounded to bf16 (or read
 // in place when they are bf16 already), saved in bf16 for the backward (half the memory), and
@@ -209,10 +209,10 @@ PATCHBAY_REGISTER_KERNEL(AttentionBackwardKernel, "attention_backward", DeviceTy
                          attention_backward_cpu);
 
 // Packed segments (AttentionOptions::segment_ids): an integer [B, Tk] tensor read once into
-// the kernel's int32 row-major form. The kernel checks that rows are non-decreasing; here the
-// shape, dtype, range and device (the CPU kernel only, for now).
-std::vector<std::int32_t> segment_ids_of(const Tensor& ids, const AttentionShape& s,
-                                         const Tensor& q) {
+// the kernel's int32 row-major form (a device tensor is read back once: packed batches keep
+// their ids on the host). Each device's kernel checks that rows are non-decreasing; here the
+// shape, dtype and range.
+std::vector<std::int32_t> segment_ids_of(const Tensor& ids, const AttentionShape& s) {
   const char* op = "scaled_dot_product_attention";
   if (ids.dim() != 2 || ids.size(0) != s.batch || ids.size(1) != s.kv_len ||
       (ids.dtype() != DType::kI32 && ids.dtype() != DType::kI64))
@@ -220,14 +220,6 @@ std::vector<std::int32_t> segment_ids_of(const Tensor& ids, const AttentionShape
                 std::string(op) + ": segment_ids must be an integer tensor [B, Tk] = [" +
                     std::to_string(s.batch) + ", " + std::to_string(s.kv_len) +
                     "] (one segment id per key position), found " + ids.str());
-  if (q.device().type != DeviceType::kCpu)
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(op) +
-                    ": segment_ids (packed sequences) run on the CPU kernel only; "
-                    "q is on " +
-                    q.str() +
-                    ". Run packed batches on the CPU or "
-                    "turn packing off");
   const Tensor host = ids.device().type == DeviceType::kCpu ? ids : ids.to(cpu());
   std::vector<std::int32_t> out(static_cast<size_t>(host.numel()));
   const Tensor packed = host.contiguous();
@@ -303,7 +295,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     std::string(op) + ": alibi_slopes[" + std::to_string(h) +
                         "] must be finite, found " + std::to_string(s.slopes[h]));
   }
-  if (options.segment_ids.defined()) s.segments = segment_ids_of(options.segment_ids, s, q);
+  if (options.segment_ids.defined()) s.segments = segment_ids_of(options.segment_ids, s);
   const bool bf16 = use_bf16_kernel(q, s);
   auto operand = [bf16](const Tensor& x, OperandStrides& strides) {
     return bf16 ? bf16_kernel_operand(x, strides) : kernel_operand(x, strides);

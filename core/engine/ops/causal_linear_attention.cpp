@@ -6,21 +6,16 @@
 #include <string>
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "patchbay/kernels/causal_linear_attention.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-struct LinearShape {
-  int64_t rows = 0, length = 0, key_dim = 0, value_dim = 0;
-};
-// All tensors contiguous f32; outputs overwritten.
-using LinearForwardKernel = void(const LinearShape& s, const Tensor& q, const Tensor& k,
-                                 const Tensor& v, Tensor& out);
-using LinearBackwardKernel = void(const LinearShape& s, const Tensor& q, const Tensor& k,
-                                  const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
-                                  Tensor& dv);
+using LinearShape = kernel::LinearAttentionShape;
+using LinearForwardKernel = kernel::LinearAttentionForwardKernel;
+using LinearBackwardKernel = kernel::LinearAttentionBackwardKernel;
 
 kernels::CausalLinearAttentionShape kernel_shape(const LinearShape& s) {
   return kernels::CausalLinearAttentionShape{s.rows, s.length, s.key_dim, s.value_dim};

@@ -6,32 +6,22 @@
 #include "patchbay/kernels/gather_scatter.hpp"
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
 #include "engine/ops/op_helpers.hpp"
-#include "patchbay/kernels/index_check.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// All float tensors f32 contiguous, index contiguous i32/i64, shapes already checked.
-// out (index's shape) is overwritten.
-using GatherKernel = void(const Tensor& input, int64_t dim, const Tensor& index, Tensor& out);
-// self is accumulated into in place.
-using ScatterAddKernel = void(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
-// grad_src (src's shape) overwritten from grad_out (self's shape).
-using ScatterAddBackwardSrcKernel = void(const Tensor& grad_out, int64_t dim, const Tensor& index,
-                                         Tensor& grad_src);
+using kernel::GatherKernel;
+using kernel::ScatterAddBackwardSrcKernel;
+using kernel::ScatterAddKernel;
 
 // Throws unless every index entry lies in [0, limit).
 template <class Index>
 void check_index_range(const Tensor& index, int64_t limit, int64_t dim, const char* op) {
-  const Index* data = index.data<Index>();
-  const int64_t bad = kernels::first_index_out_of_range(data, index.numel(), limit);
-  detail::throw_if_out_of_range(
-      bad, data, index, op, "index",
-      "0 <= index < " + std::to_string(limit) + " (the size of dim " + std::to_string(dim) + ")",
-      "");
+  detail::check_index_values_in_range(index.data<Index>(), index, limit, dim, op);
 }
 
 void gather_cpu(const Tensor& input, int64_t dim, const Tensor& index, Tensor& out) {

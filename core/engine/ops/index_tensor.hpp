@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "engine/tensor.hpp"
 #include "patchbay/kernels/cross_entropy.hpp"
+#include "patchbay/kernels/index_check.hpp"
 
 namespace patchbay::engine::detail {
 
@@ -49,6 +50,18 @@ void throw_if_out_of_range(int64_t position, const Index* values, const Tensor& 
                                                coordinates_str(position, index.shape()) + " of " +
                                                index.str() + " is out of range; expected " +
                                                expected + (advice.empty() ? "" : ". ") + advice);
+}
+
+// Refuses the first entry of `index` (host values `values`) outside [0, limit) (the size of
+// dim `dim` of gather's input / scatter_add's self), naming it: every device's check.
+template <class Index>
+void check_index_values_in_range(const Index* values, const Tensor& index, int64_t limit,
+                                 int64_t dim, const char* op) {
+  const int64_t bad = kernels::first_index_out_of_range(values, index.numel(), limit);
+  throw_if_out_of_range(
+      bad, values, index, op, "index",
+      "0 <= index < " + std::to_string(limit) + " (the size of dim " + std::to_string(dim) + ")",
+      "");
 }
 
 // Refuses the first target of `targets` (host values `values`) that is neither a class in

@@ -6,19 +6,16 @@
 #include "patchbay/kernels/sort_topk.hpp"
 
 #include "engine/dispatch.hpp"
+#include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/op_helpers.hpp"
 
 namespace patchbay::engine {
 namespace {
 
-// x f32 contiguous [..., length]; values f32 and indices i64 contiguous [..., length].
-using SortKernel = void(const Tensor& x, bool descending, Tensor& values, Tensor& indices);
-// x f32 contiguous [..., length]; values f32 and indices i64 contiguous [..., k].
-using TopkKernel = void(const Tensor& x, int64_t k, bool largest, Tensor& values, Tensor& indices);
-// grad_selected f32 and indices i64 contiguous [..., k]; grad_x f32 [..., length] overwritten.
-using SelectionBackwardKernel = void(const Tensor& grad_selected, const Tensor& indices,
-                                     Tensor& grad_x);
+using kernel::SelectionBackwardKernel;
+using kernel::SortKernel;
+using kernel::TopkKernel;
 
 int64_t rows_of(const Tensor& x) { return x.size(-1) == 0 ? 0 : x.numel() / x.size(-1); }
 

@@ -35,7 +35,8 @@ template <int D>
 __global__ void __launch_bounds__(kRows* D / 32)
     attention_backward_dkdv_kernel(const float* q, const float* k, const float* v,
                                    const float* dout, const float* lse, const float* delta,
-                                   float* dk, float* dv, int64_t steps, float scale) {
+                                   float* dk, float* dv, int64_t steps, float scale,
+                                   const int32_t* segments, int64_t heads) {
   constexpr int G = D / kDimsPerThread;
   __shared__ float q_tile[kTile][D];
   __shared__ float do_tile[kTile][D];
@@ -54,6 +55,7 @@ __global__ void __launch_bounds__(kRows* D / 32)
     v_reg[i] = active ? v[head_offset + key * D + part + G * i] : 0.0f;
     dk_acc[i] = dv_acc[i] = 0.0f;
   }
+  const int64_t query_end = detail::segment_query_end(segments, heads, steps, key, active);
   for (int64_t query0 = first_key / kTile * kTile; query0 < steps; query0 += kTile) {
     __syncthreads();
     load_tile<D>(q_tile, q + head_offset, query0, steps);
@@ -75,7 +77,7 @@ __global__ void __launch_bounds__(kRows* D / 32)
       score = group_sum<G>(score);
       dp = group_sum<G>(dp);
       const int64_t query = query0 + j;
-      const bool valid = active && query >= key && query < steps;
+      const bool valid = active && query >= key && query < query_end;
       const float p = valid ? expf(score * scale - lse_tile[j]) : 0.0f;
       const float ds = p * (dp - delta_tile[j]);
 #pragma unroll
@@ -98,7 +100,7 @@ template <int D>
 __global__ void __launch_bounds__(kRows* D / 32)
     attention_backward_dq_kernel(const float* q, const float* k, const float* v, const float* dout,
                                  const float* lse, const float* delta, float* dq, int64_t steps,
-                                 float scale) {
+                                 float scale, const int32_t* segments, int64_t heads) {
   constexpr int G = D / kDimsPerThread;
   __shared__ float k_tile[kTile][D];
   __shared__ float v_tile[kTile][D];
@@ -116,6 +118,7 @@ __global__ void __launch_bounds__(kRows* D / 32)
   }
   const float row_lse = active ? lse[int64_t(blockIdx.y) * steps + row] : 0.0f;
   const float row_delta = active ? delta[int64_t(blockIdx.y) * steps + row] : 0.0f;
+  const int64_t first_key = detail::segment_first_key(segments, heads, steps, row, active);
   const int64_t last_row = min(first_row + kRows, steps) - 1;
   for (int64_t key0 = 0; key0 <= last_row; key0 += kTile) {
     __syncthreads();
@@ -132,7 +135,7 @@ __global__ void __launch_bounds__(kRows* D / 32)
       }
       score = group_sum<G>(score);
       dp = group_sum<G>(dp);
-      const bool valid = active && key0 + j <= row;
+      const bool valid = active && key0 + j <= row && key0 + j >= first_key;
       const float p = valid ? expf(score * scale - row_lse) : 0.0f;
       const float ds = p * (dp - row_delta);
 #pragma unroll
@@ -148,12 +151,13 @@ __global__ void __launch_bounds__(kRows* D / 32)
 template <int D>
 cudaError_t launch_backward(const float* q, const float* k, const float* v, const float* dout,
                             const float* lse, const float* delta, float* dq, float* dk, float* dv,
-                            int64_t batch_heads, int64_t steps, float scale, cudaStream_t stream) {
+                            int64_t batch_heads, int64_t steps, float scale, cudaStream_t stream,
+                            const int32_t* segments, int64_t heads) {
   attention_backward_dkdv_kernel<D><<<row_grid(batch_heads, steps), kRows * D / 32, 0, stream>>>(
-      q, k, v, dout, lse, delta, dk, dv, steps, scale);
+      q, k, v, dout, lse, delta, dk, dv, steps, scale, segments, heads);
   if (const cudaError_t s = cudaGetLastError(); s != cudaSuccess) return s;
   attention_backward_dq_kernel<D><<<row_grid(batch_heads, steps), kRows * D / 32, 0, stream>>>(
-      q, k, v, dout, lse, delta, dq, steps, scale);
+      q, k, v, dout, lse, delta, dq, steps, scale, segments, heads);
   return cudaGetLastError();
 }
 
@@ -163,8 +167,10 @@ cudaError_t causal_attention_backward(const float* q, const float* k, const floa
                                       const float* out, const float* dout, const float* lse,
                                       float* delta, float* dq, float* dk, float* dv,
                                       int64_t batch_heads, int64_t steps, int64_t head_dim,
-                                      float scale, cudaStream_t stream) {
+                                      float scale, cudaStream_t stream, const int32_t* segments,
+                                      int64_t heads) {
   if (batch_heads <= 0 || steps <= 0) return cudaSuccess;
+  if (heads <= 0 || batch_heads % heads != 0) return cudaErrorInvalidValue;
   if (head_dim != 32 && head_dim != 64 && head_dim != 128) return cudaErrorInvalidValue;
   const int64_t rows = batch_heads * steps;
   attention_delta_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(
@@ -172,12 +178,12 @@ cudaError_t causal_attention_backward(const float* q, const float* k, const floa
   if (const cudaError_t s = cudaGetLastError(); s != cudaSuccess) return s;
   if (head_dim == 32)
     return launch_backward<32>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads, steps, scale,
-                               stream);
+                               stream, segments, heads);
   if (head_dim == 64)
     return launch_backward<64>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads, steps, scale,
-                               stream);
+                               stream, segments, heads);
   return launch_backward<128>(q, k, v, dout, lse, delta, dq, dk, dv, batch_heads, steps, scale,
-                              stream);
+                              stream, segments, heads);
 }
 
 }  // namespace patchbay::kernels::cuda

@@ -21,7 +21,7 @@ using detail::row_grid;
 template <int D>
 __global__ void __launch_bounds__(kRows* D / 32)
     attention_forward_kernel(const float* q, const float* k, const float* v, float* out, float* lse,
-                             int64_t steps, float scale) {
+                             int64_t steps, float scale, const int32_t* segments, int64_t heads) {
   constexpr int G = D / kDimsPerThread;
   __shared__ float k_tile[kTile][D];
   __shared__ float v_tile[kTile][D];
@@ -37,6 +37,7 @@ __global__ void __launch_bounds__(kRows* D / 32)
     acc[i] = 0.0f;
   }
   float running_max = -INFINITY, running_sum = 0.0f;
+  const int64_t first_key = detail::segment_first_key(segments, heads, steps, row, active);
   const int64_t last_row = min(first_row + kRows, steps) - 1;
   for (int64_t key0 = 0; key0 <= last_row; key0 += kTile) {
     __syncthreads();  // the previous tile is consumed
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(kRows* D / 32)
 #pragma unroll
       for (int i = 0; i < kDimsPerThread; ++i) partial += q_reg[i] * k_tile[j][part + G * i];
       partial = group_sum<G>(partial);
-      scores[j] = key0 + j <= row && active ? partial : -INFINITY;
+      scores[j] = key0 + j <= row && key0 + j >= first_key && active ? partial : -INFINITY;
       tile_max = fmaxf(tile_max, scores[j]);
     }
     if (tile_max == -INFINITY) continue;  // every key of the tile is masked for this row
@@ -79,9 +80,10 @@ __global__ void __launch_bounds__(kRows* D / 32)
 
 template <int D>
 cudaError_t launch_forward(const float* q, const float* k, const float* v, float* out, float* lse,
-                           int64_t batch_heads, int64_t steps, float scale, cudaStream_t stream) {
+                           int64_t batch_heads, int64_t steps, float scale, cudaStream_t stream,
+                           const int32_t* segments, int64_t heads) {
   attention_forward_kernel<D><<<row_grid(batch_heads, steps), kRows * D / 32, 0, stream>>>(
-      q, k, v, out, lse, steps, scale);
+      q, k, v, out, lse, steps, scale, segments, heads);
   return cudaGetLastError();
 }
 
@@ -89,14 +91,19 @@ cudaError_t launch_forward(const float* q, const float* k, const float* v, float
 
 cudaError_t causal_attention_forward(const float* q, const float* k, const float* v, float* out,
                                      float* lse, int64_t batch_heads, int64_t steps,
-                                     int64_t head_dim, float scale, cudaStream_t stream) {
+                                     int64_t head_dim, float scale, cudaStream_t stream,
+                                     const int32_t* segments, int64_t heads) {
   if (batch_heads <= 0 || steps <= 0) return cudaSuccess;
+  if (heads <= 0 || batch_heads % heads != 0) return cudaErrorInvalidValue;
   if (head_dim == 32)
-    return launch_forward<32>(q, k, v, out, lse, batch_heads, steps, scale, stream);
+    return launch_forward<32>(q, k, v, out, lse, batch_heads, steps, scale, stream, segments,
+                              heads);
   if (head_dim == 64)
-    return launch_forward<64>(q, k, v, out, lse, batch_heads, steps, scale, stream);
+    return launch_forward<64>(q, k, v, out, lse, batch_heads, steps, scale, stream, segments,
+                              heads);
   if (head_dim == 128)
-    return launch_forward<128>(q, k, v, out, lse, batch_heads, steps, scale, stream);
+    return launch_forward<128>(q, k, v, out, lse, batch_heads, steps, scale, stream, segments,
+                               heads);
   return cudaErrorInvalidValue;
 }
 

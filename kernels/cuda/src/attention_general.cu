@@ -7,6 +7,7 @@
 
 #include "launch.cuh"
 #include "patchbay/kernels/cuda/attention_general.hpp"
+#include "patchbay/kernels/cuda/math/segments.hpp"
 #include "reduce.cuh"
 
 namespace patchbay::kernels::cuda {
@@ -17,12 +18,20 @@ using detail::warp_sum;
 constexpr int kWarps = 4;  // warps (rows) per block
 constexpr int kThreads = kWarps * 32;
 
-// Keys [lo, hi) visible from absolute query position pos.
+// Keys [lo, hi) visible from absolute query position pos of batch row b.
 struct Span {
   int64_t lo, hi;
 };
-__device__ __forceinline__ Span visible_keys(const GeneralAttentionShape& s, int64_t pos) {
-  Span span{0, s.kv_len};
+// The span of pos's segment in batch row b (everything without segments).
+__device__ __forceinline__ Span segment_span(const GeneralAttentionShape& s, int64_t b,
+                                             int64_t pos) {
+  if (s.segments == nullptr) return Span{0, s.kv_len};
+  const int32_t* seg = s.segments + b * s.kv_len;
+  return Span{math::segment_begin(seg, pos), math::segment_end(seg, s.kv_len, pos)};
+}
+__device__ __forceinline__ Span visible_keys(const GeneralAttentionShape& s, int64_t b,
+                                             int64_t pos) {
+  Span span = segment_span(s, b, pos);
   if (s.causal) span.hi = min(span.hi, pos + 1);
   if (s.window > 0) {
     span.lo = max(span.lo, pos - s.window + 1);
@@ -32,8 +41,10 @@ __device__ __forceinline__ Span visible_keys(const GeneralAttentionShape& s, int
 }
 
 // Absolute query positions [lo, hi) that see key j (the inverse of visible_keys).
-__device__ __forceinline__ Span seeing_positions(const GeneralAttentionShape& s, int64_t j) {
-  Span span{s.kv_len - s.q_len, s.kv_len};
+__device__ __forceinline__ Span seeing_positions(const GeneralAttentionShape& s, int64_t b,
+                                                 int64_t j) {
+  Span span = segment_span(s, b, j);
+  span.lo = max(span.lo, s.kv_len - s.q_len);
   if (s.causal) span.lo = max(span.lo, j);
   if (s.window > 0) {
     span.hi = min(span.hi, j + s.window);
@@ -110,7 +121,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = 0.0f;
   float running_max = -INFINITY, running_sum = 0.0f;
-  const Span keys = visible_keys(s, r.pos);
+  const Span keys = visible_keys(s, r.b, r.pos);
   for (int64_t j = keys.lo; j < keys.hi; ++j) {
     const float* k_row = k + r.kv_offset + j * dim;
     const float* v_row = v + r.kv_offset + j * dim;
@@ -151,7 +162,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int c = 0; c < C; ++c) dq_acc[c] = 0.0f;
   const float row_lse = lse[row];
-  const Span keys = row_lse == -INFINITY ? Span{0, 0} : visible_keys(s, r.pos);
+  const Span keys = row_lse == -INFINITY ? Span{0, 0} : visible_keys(s, r.b, r.pos);
   for (int64_t j = keys.lo; j < keys.hi; ++j) {
     const float* k_row = k + r.kv_offset + j * dim;
     const float* v_row = v + r.kv_offset + j * dim;
@@ -188,7 +199,7 @@ __global__ void __launch_bounds__(kThreads)
   load_row<C>(v_reg, v + row * dim, dim, lane);
 #pragma unroll
   for (int c = 0; c < C; ++c) dk_acc[c] = dv_acc[c] = 0.0f;
-  const Span positions = seeing_positions(s, j);
+  const Span positions = seeing_positions(s, b, j);
 #pragma unroll 1
   for (int64_t h = kv_head * group; h < (kv_head + 1) * group; ++h) {
     const float slope = s.has_slopes ? s.slopes[h] : 0.0f;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "patchbay/kernels/cuda/math/segments.hpp"
 #include "reduce.cuh"
 
 namespace patchbay::kernels::cuda::detail {
@@ -33,6 +34,19 @@ __device__ __forceinline__ void load_tile(float (*tile)[D], const float* matrix,
     const int r = index / D, d = index % D;
     tile[r][d] = first + r < steps ? matrix[(first + r) * D + d] : 0.0f;
   }
+}
+
+// The first key of `row`'s segment (0 without segments); blockIdx.y = b * heads + h.
+__device__ __forceinline__ int64_t segment_first_key(const int32_t* segments, int64_t heads,
+                                                     int64_t steps, int64_t row, bool active) {
+  if (segments == nullptr || !active) return 0;
+  return math::segment_begin(segments + (int64_t(blockIdx.y) / heads) * steps, row);
+}
+// One past the last query of `key`'s segment (steps without segments).
+__device__ __forceinline__ int64_t segment_query_end(const int32_t* segments, int64_t heads,
+                                                     int64_t steps, int64_t key, bool active) {
+  if (segments == nullptr || !active) return steps;
+  return math::segment_end(segments + (int64_t(blockIdx.y) / heads) * steps, steps, key);
 }
 
 inline dim3 row_grid(int64_t batch_heads, int64_t steps) {

@@ -1,10 +1,11 @@
 // Developer benchmark of kernels/cuda on the GPU (not a test): the cuBLASLt products at
 // GPT-2 124M's shapes and square ones, and the fused causal attention forward + backward at
-// T = 1K..16K. One JSON object per line on stdout, read by scripts/gpu/compare_bench.py beside
-// PyTorch's figures from the same GPU in the same run (scripts/gpu/torch_bench.py).
-// Timing: CUDA events around `repeats` launches after `warmup` launches, median of the
-// per-launch times; inputs are random (never zeros: tensor cores run faster on zeros).
-// Usage: cuda_kernels_bench [--quick]   (exit 77 with a message when no GPU is usable)
+// T = 1K..16K, and the indexing / linear-attention kernels at the shapes the samplers, MoE and
+// the Performer / linear layers make ("op": "misc", by name). One JSON object per line on stdout,
+// read by scripts/gpu/compare_bench.py beside PyTorch's figures from the same GPU in the same run
+// (scripts/gpu/torch_bench.py). Timing: CUDA events around `repeats` launches after `warmup`
+// launches, median of the per-launch times; inputs are random (never zeros: tensor cores run faster
+// on zeros). Usage: cuda_kernels_bench [--quick]   (exit 77 with a message when no GPU is usable)
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -19,6 +20,8 @@
 
 #include "patchbay/kernels/cuda/attention.hpp"
 #include "patchbay/kernels/cuda/gemm.hpp"
+#include "patchbay/kernels/cuda/indexing.hpp"
+#include "patchbay/kernels/cuda/linear_attention.hpp"
 #include "patchbay/kernels/cuda/math/bf16.hpp"
 
 namespace cuda = patchbay::kernels::cuda;
@@ -153,6 +156,93 @@ void bench_attention(int64_t batch_heads, int64_t steps, int64_t dim, bool quick
     cudaFree(p);
 }
 
+void print_misc(const char* name, double ms) {
+  std::printf("{\"op\": \"misc\", \"name\": \"%s\", \"ms\": %.4f}\n", name, ms);
+  std::fflush(stdout);
+}
+
+// Sampler top-k and full sort of a vocabulary row, the MoE combine's scatter-add and gather
+// (16K routed rows of 768 into 8K tokens, along dim 0), causal linear attention forward +
+// backward (B*H = 32, T = 4096, E = M = 64). The same names in torch_bench.py.
+void bench_misc(bool quick) {
+  const int repeats = quick ? 5 : 20;
+  const int64_t rows = 8, vocab = 50257;
+  float* logits = static_cast<float*>(random_device_buffer(size_t(rows * vocab), false, 8));
+  float* values = device_floats(size_t(rows * vocab));
+  int64_t* indices = nullptr;
+  uint64_t* keys = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&indices), size_t(rows * vocab) * sizeof(int64_t));
+  cudaMalloc(reinterpret_cast<void**>(&keys),
+             size_t(cuda::sort_workspace_keys(rows, vocab)) * sizeof(uint64_t));
+  print_misc("topk50_8x50257", median_ms(
+                                   [&] {
+                                     return cuda::sort_rows_f32(logits, rows, vocab, 50, true,
+                                                                values, indices, keys,
+                                                                nullptr) == cudaSuccess;
+                                   },
+                                   2, repeats));
+  print_misc("sort_8x50257", median_ms(
+                                 [&] {
+                                   return cuda::sort_rows_f32(logits, rows, vocab, vocab, true,
+                                                              values, indices, keys,
+                                                              nullptr) == cudaSuccess;
+                                 },
+                                 2, repeats));
+  for (void* p : {(void*)logits, (void*)values, (void*)indices, (void*)keys}) cudaFree(p);
+
+  const int64_t tokens = 8192, routed = 2 * tokens, width = 768;
+  float* src = static_cast<float*>(random_device_buffer(size_t(routed * width), false, 9));
+  float* self = device_floats(size_t(tokens * width));
+  std::vector<int64_t> ids(size_t(routed * width));
+  std::mt19937_64 generator(10);
+  for (int64_t r = 0; r < routed; ++r) {
+    const auto token = static_cast<int64_t>(generator() % uint64_t(tokens));
+    for (int64_t c = 0; c < width; ++c) ids[size_t(r * width + c)] = token;
+  }
+  int64_t* index = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&index), ids.size() * sizeof(int64_t));
+  cudaMemcpy(index, ids.data(), ids.size() * sizeof(int64_t), cudaMemcpyHostToDevice);
+  const int64_t self_shape[] = {tokens, width}, index_shape[] = {routed, width};
+  const cuda::AlongDim walk = cuda::along_dim_of(self_shape, 2, 0);
+  const cuda::IndexShape ishape = cuda::index_shape_of(index_shape, 2, 0);
+  const cuda::Strides src_strides = cuda::contiguous_strides(index_shape, 2);
+  print_misc("scatter_add_16384x768_into_8192",
+             median_ms(
+                 [&] {
+                   return cuda::scatter_add_f32(self, walk, index, ishape, src, src_strides,
+                                                nullptr) == cudaSuccess;
+                 },
+                 2, repeats));
+  print_misc(
+      "gather_16384x768_from_8192",
+      median_ms(
+          [&] { return cuda::gather_f32(self, walk, index, ishape, src, nullptr) == cudaSuccess; },
+          2, repeats));
+  for (void* p : {(void*)src, (void*)self, (void*)index}) cudaFree(p);
+
+  const int64_t heads = 32, steps = 4096, dim = 64;
+  const size_t n = size_t(heads * steps * dim);
+  float* q = static_cast<float*>(random_device_buffer(n, false, 11));
+  float* k = static_cast<float*>(random_device_buffer(n, false, 12));
+  float* v = static_cast<float*>(random_device_buffer(n, false, 13));
+  float* dout = static_cast<float*>(random_device_buffer(n, false, 14));
+  float *out = device_floats(n), *dq = device_floats(n), *dk = device_floats(n),
+        *dv = device_floats(n);
+  print_misc("linear_attention_fwd_bwd_32x4096x64",
+             median_ms(
+                 [&] {
+                   return cuda::causal_linear_attention_forward_f32(q, k, v, out, heads, steps, dim,
+                                                                    dim, nullptr) == cudaSuccess &&
+                          cuda::causal_linear_attention_backward_f32(q, k, v, dout, dq, dk, dv,
+                                                                     heads, steps, dim, dim,
+                                                                     nullptr) == cudaSuccess;
+                 },
+                 1, quick ? 3 : 10));
+  for (void* p :
+       {(void*)q, (void*)k, (void*)v, (void*)dout, (void*)out, (void*)dq, (void*)dk, (void*)dv})
+    cudaFree(p);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,6 +278,7 @@ int main(int argc, char** argv) {
       if (quick && steps > 4096) continue;
       bench_attention(std::max<int64_t>(4, 65536 / steps), steps, dim, quick);
     }
+  bench_misc(quick);
   cudaFree(workspace);
   cublasLtDestroy(handle);
   return 0;

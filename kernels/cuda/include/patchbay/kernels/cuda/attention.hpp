@@ -16,10 +16,14 @@
 
 namespace patchbay::kernels::cuda {
 
+// Packed sequences: segments [batch, steps] (device memory, each row non-decreasing; nullptr =
+// none) restrict query i to the keys j <= i of its own segment (seg[j] == seg[i]); batch_heads
+// = batch * heads, rows of one batch entry consecutive.
 // Returns cudaErrorInvalidValue when head_dim is not 32, 64 or 128.
 cudaError_t causal_attention_forward(const float* q, const float* k, const float* v, float* out,
                                      float* lse, int64_t batch_heads, int64_t steps,
-                                     int64_t head_dim, float scale, cudaStream_t stream);
+                                     int64_t head_dim, float scale, cudaStream_t stream,
+                                     const int32_t* segments = nullptr, int64_t heads = 1);
 
 // dq, dk, dv are overwritten. delta: device workspace of batch_heads * steps floats
 // (row sums of dout * out).
@@ -27,6 +31,7 @@ cudaError_t causal_attention_backward(const float* q, const float* k, const floa
                                       const float* out, const float* dout, const float* lse,
                                       float* delta, float* dq, float* dk, float* dv,
                                       int64_t batch_heads, int64_t steps, int64_t head_dim,
-                                      float scale, cudaStream_t stream);
+                                      float scale, cudaStream_t stream,
+                                      const int32_t* segments = nullptr, int64_t heads = 1);
 
 }  // namespace patchbay::kernels::cuda

@@ -6,7 +6,10 @@
 //   pos(i) = i + Tk - Tq;  visible(i, j) = (!causal || j <= pos(i))
 //                                        && (window == 0 || pos(i) - window < j)
 //                                        && (window == 0 || causal || j < pos(i) + window)
+//                                        && (!segments || seg[j] == seg[pos(i)])
 //   bias(i, j) = -slope[h] * |pos(i) - j|;  a row with no visible key: out = 0, lse = -inf.
+// Packed sequences: segments [B, Tk] (device memory, each row non-decreasing, Tq <= Tk) narrow
+// each query's span of keys to its own segment (math/segments.hpp).
 //
 // One warp per query row (forward and dQ) or per key row (dK, dV, summed over the query heads
 // that share the key head): the lanes split the head dim and meet in a shuffle reduction per
@@ -33,6 +36,7 @@ struct GeneralAttentionShape {
   int64_t window = 0;  // 0 = unlimited
   bool has_slopes = false;
   float slopes[kGeneralAttentionMaxHeads] = {};  // ALiBi, [heads] (passed by value)
+  const int32_t* segments = nullptr;             // [B, Tk] device memory, or none
 };
 
 // cudaErrorInvalidValue when heads > 256, head_dim > 256, or kv_heads does not divide heads.
