@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/causal_linear_attention.hpp"
+#include "engine/ops/sorted_chunk_attention.hpp"
 #include "engine/ops_positional.hpp"
 #include "engine/tensor_parallel.hpp"
 
@@ -597,6 +598,28 @@ pb_status* causal_linear_attention_fn(const pb_tensor* q, const pb_tensor* k, co
   });
 }
 
+// ---- version 14 (sorted-chunk attention: fused LSH attention) ----
+pb_status* sorted_chunk_attention_fn(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
+                                     const pb_tensor* slot_position, const pb_tensor* slot_group,
+                                     const pb_sorted_chunk_options* options, pb_tensor** out) {
+  return produce("sorted_chunk_attention", out, [&] {
+    constexpr size_t kVersion14Size = offsetof(pb_sorted_chunk_options, dedup) + sizeof(int32_t);
+    if (options == nullptr || options->struct_size < kVersion14Size)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "sorted_chunk_attention: options are required (chunk_len at least); "
+                  "zero-initialise pb_sorted_chunk_options and set struct_size = sizeof");
+    SortedChunkOptions o;
+    o.chunk_len = options->chunk_len;
+    o.scale = options->scale;
+    o.self_bias = options->self_bias;
+    o.causal = options->causal != 0;
+    o.dedup = options->dedup != 0;
+    return sorted_chunk_attention(unwrap(q, "q"), unwrap(k, "k"), unwrap(v, "v"),
+                                  unwrap(slot_position, "slot_position"),
+                                  unwrap(slot_group, "slot_group"), o);
+  });
+}
+
 }  // namespace
 
 // Defined in ops_table_custom.cpp.
@@ -685,6 +708,7 @@ pb_ops_table make_table() {
   t.tp_reduce_from_region = tp_reduce_from_region_fn;
   fill_device_entries(t);
   fill_optimizer_entries(t);
+  t.sorted_chunk_attention = sorted_chunk_attention_fn;
   return t;
 }
 }  // namespace

@@ -43,7 +43,10 @@ Tensor previous_chunk(const Tensor& x, int64_t chunks) {
 }  // namespace
 
 LshAttention::LshAttention(const patchbay::Host& host, const patchbay::ConfigView& config)
-    : host_(host), ops_(host.api()->ops), dropout_(config.get_float("dropout")) {
+    : host_(host),
+      ops_(host.api()->ops),
+      dropout_(config.get_float("dropout")),
+      fused_(config.get_bool("fused")) {
   spec_.n_buckets = config.get_int("n_buckets");
   spec_.n_hashes = config.get_int("n_hashes");
   spec_.chunk_len = config.get_int("chunk_len");
@@ -112,24 +115,73 @@ Tensor LshAttention::project_out(const Tensor& o) const {
 }
 
 Tensor LshAttention::lsh_attention(const Tensor& qk, const Tensor& v) const {
-  const int64_t b = qk.size(0), h = qk.size(1), t = qk.size(2), d = qk.size(3);
-  const int64_t c = spec_.chunk_len, rounds = spec_.n_hashes, rows = b * h;
+  const int64_t t = qk.size(2), d = qk.size(3), rows = qk.size(0) * qk.size(1);
   std::vector<float> host;
   {
     patchbay::NoGradGuard no_grad(ops_.table());
     host = qk.detach().contiguous().to_vector();
   }
-  // Plan every (b, h) row; pad all to the longest so the chunks form one tensor.
+  // Plan every (b, h) row: all rounds hashed in one pass, then the per-bucket counting sort.
   std::vector<SlotPlan> plans;
-  int64_t slots = c;
+  for (int64_t row = 0; row < rows; ++row)
+    plans.push_back(plan_slots(
+        hash_rounds(host.data() + row * t * d, t, d, rotations_, spec_.n_buckets), t, spec_));
+  const pb_ops_table* ops = ops_.table();
+  if (fused_ && PB_HAS_FIELD(ops, pb_ops_table, sorted_chunk_attention) &&
+      ops->sorted_chunk_attention != nullptr)
+    return fused_attention(qk, v, plans);
+  return composed_attention(qk, v, plans);
+}
+
+Tensor LshAttention::fused_attention(const Tensor& qk, const Tensor& v,
+                                     const std::vector<SlotPlan>& plans) const {
+  const int64_t b = qk.size(0), h = qk.size(1), rows = b * h;
+  int64_t slots = spec_.chunk_len;
+  for (const SlotPlan& plan : plans)
+    slots = std::max(slots, static_cast<int64_t>(plan.position.size()));
+  // The plan as int32 [B, H, S], every row padded to the longest (position -1, group -1).
+  std::vector<int32_t> position(static_cast<size_t>(rows * slots), -1), group(position.size(), -1);
   for (int64_t row = 0; row < rows; ++row) {
-    std::vector<std::vector<int32_t>> buckets;
-    for (int64_t r = 0; r < rounds; ++r)
-      buckets.push_back(hash_round(host.data() + row * t * d, t, d,
-                                   rotations_[static_cast<size_t>(r)], spec_.n_buckets));
-    plans.push_back(plan_slots(buckets, t, spec_));
-    slots = std::max(slots, static_cast<int64_t>(plans.back().position.size()));
+    const SlotPlan& plan = plans[static_cast<size_t>(row)];
+    for (size_t s = 0; s < plan.position.size(); ++s) {
+      position[static_cast<size_t>(row * slots) + s] = static_cast<int32_t>(plan.position[s]);
+      group[static_cast<size_t>(row * slots) + s] = plan.group[s];
+    }
   }
+  const pb_ops_table* ops = ops_.table();
+  auto int_tensor = [&](const std::vector<int32_t>& values, const char* what) {
+    const int64_t shape[3] = {b, h, slots};
+    pb_tensor* out = nullptr;
+    patchbay::check_ops_status(ops, ops->from_data(values.data(), shape, 3, PB_DTYPE_I32, &out),
+                               what);
+    return Tensor(ops, out);
+  };
+  const Tensor slot_position = int_tensor(position, "slot_position");
+  const Tensor slot_group = int_tensor(group, "slot_group");
+  const Tensor unit = qk * ((qk * qk).sum({-1}, true) + 1e-12).rsqrt();  // unit keys
+  pb_sorted_chunk_options options{};
+  options.struct_size = sizeof(options);
+  options.chunk_len = spec_.chunk_len;
+  options.scale = 1.0;  // trax's temperature: queries unscaled, keys unit-normalised
+  options.self_bias = kSelfBias;
+  options.causal = 1;
+  options.dedup = spec_.dedup ? 1 : 0;
+  pb_tensor* out = nullptr;
+  patchbay::check_ops_status(
+      ops,
+      ops->sorted_chunk_attention(qk.handle(), unit.handle(), v.handle(), slot_position.handle(),
+                                  slot_group.handle(), &options, &out),
+      "sorted_chunk_attention");
+  return Tensor(ops, out);
+}
+
+Tensor LshAttention::composed_attention(const Tensor& qk, const Tensor& v,
+                                        const std::vector<SlotPlan>& plans) const {
+  const int64_t b = qk.size(0), h = qk.size(1), t = qk.size(2), d = qk.size(3);
+  const int64_t c = spec_.chunk_len, rounds = spec_.n_hashes, rows = b * h;
+  int64_t slots = c;
+  for (const SlotPlan& plan : plans)
+    slots = std::max(slots, static_cast<int64_t>(plan.position.size()));
   const int64_t chunks = slots / c;
   std::vector<int64_t> sort_ids(static_cast<size_t>(rows * slots)),
       unsort_ids(static_cast<size_t>(rows * rounds * t));

@@ -2,12 +2,15 @@
 // engine ops, with the hashing plan computed on the host (lsh_buckets.hpp).
 //
 //   x [B, T, C] -> qk, v = x W^T + b ([B, T, 2C], shared query-key) -> [B, H, T, Dh]
-//   per (b, h): n_hashes rounds of buckets, slots sorted by (round, bucket, position), chunked
-//   per bucket (plan_slots); gathered rows qk_s, v_s [B, H, S, Dh] (S slots, O(T))
-//   scores [B, H, S/c, c, 2c] = qk_s . unit(keys of previous + own chunk) + bias
+//   per (b, h): n_hashes rounds of buckets (every round in one pass, hash_rounds), slots sorted
+//   by (round, bucket, position), chunked per bucket (plan_slots)
+//   fused (default, ops table 14): ops->sorted_chunk_attention(qk, unit(qk), v, plan): the
+//     gathers, masks and biases inside the kernel, the rounds combined by log-sum-exp there
+//   composed (`fused = false`, or an older host): gathered rows qk_s, v_s [B, H, S, Dh],
+//     scores [B, H, S/c, c, 2c] = qk_s . unit(keys of previous + own chunk) + bias,
+//     o_s = softmax(scores) v, lse_s = logsumexp(scores); back to positions by a gather,
+//     o = sum_r softmax_r(lse_r) o_r  (rounds combined by their log-sum-exp weights)
 //   (temperature: queries unscaled, keys unit-normalised, no 1/sqrt(Dh); trax's convention)
-//   o_s = softmax(scores) v, lse_s = logsumexp(scores); back to positions by a gather
-//   o = sum_r softmax_r(lse_r) o_r  (rounds combined by their log-sum-exp weights)
 //   -> [B, T, C] -> proj -> dropout
 // Parameters: qk.weight [2C, C] (rows: shared qk, then v), qk.bias [2C], proj.weight [C, C],
 // proj.bias [C]. The random rotations are fixed per layer (seeded from ctx.seed), not trained
@@ -50,11 +53,17 @@ class LshAttention : public patchbay::Attention {
   void project(const patchbay::Tensor& x, patchbay::Tensor& qk, patchbay::Tensor& v) const;
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;  // [B, H, T, Dh] -> [B, T, C]
   patchbay::Tensor lsh_attention(const patchbay::Tensor& qk, const patchbay::Tensor& v) const;
+  // The two ways of computing it from the slot plans of the B*H rows.
+  patchbay::Tensor fused_attention(const patchbay::Tensor& qk, const patchbay::Tensor& v,
+                                   const std::vector<SlotPlan>& plans) const;
+  patchbay::Tensor composed_attention(const patchbay::Tensor& qk, const patchbay::Tensor& v,
+                                      const std::vector<SlotPlan>& plans) const;
 
   patchbay::Host host_;
   patchbay::Ops ops_;
   LshSpec spec_;
   double dropout_;
+  bool fused_ = true;
   int64_t d_model_ = 0, n_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
   pb_dtype dtype_ = PB_DTYPE_F32;
   std::vector<std::vector<float>> rotations_;  // [n_hashes][Dh * n_buckets/2]
@@ -72,6 +81,9 @@ inline constexpr pb_config_field kLshConfigFields[] = {
                              "subtract log(count) for pairs found in several rounds"),
     patchbay::Field::real("dropout", "0.0", "dropout on the attention output, training only")
         .range(0.0, 0.99),
+    patchbay::Field::boolean("fused", "true",
+                             "the engine's fused sorted-chunk kernel (ops table 14); false: "
+                             "composed engine ops (the reference; same function)"),
 };
 
 inline constexpr pb_component_descriptor kLshAttention =

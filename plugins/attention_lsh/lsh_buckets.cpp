@@ -1,33 +1,61 @@
 // Hashing, per-bucket chunk plan and score bias of LSH attention (see lsh_buckets.hpp).
 #include "lsh_buckets.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace patchbay_lsh {
 
-std::vector<int32_t> hash_round(const float* x, int64_t length, int64_t dim,
-                                const std::vector<float>& rotation, int64_t n_buckets) {
-  std::vector<int32_t> out(static_cast<size_t>(length), 0);
+namespace {
+
+// argmax over [p; -p] of one projection row p [half]: first the positive half, then the negated
+// half (ties: lowest id).
+int32_t angular_bucket(const float* proj, int64_t half) {
+  int32_t best = 0;
+  float best_value = proj[0];
+  for (int64_t u = 1; u < half; ++u)
+    if (proj[u] > best_value) best_value = proj[u], best = static_cast<int32_t>(u);
+  for (int64_t u = 0; u < half; ++u)
+    if (-proj[u] > best_value) best_value = -proj[u], best = static_cast<int32_t>(half + u);
+  return best;
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> hash_rounds(const float* x, int64_t length, int64_t dim,
+                                              const std::vector<std::vector<float>>& rotations,
+                                              int64_t n_buckets) {
+  const int64_t rounds = static_cast<int64_t>(rotations.size());
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(rounds),
+                                        std::vector<int32_t>(static_cast<size_t>(length), 0));
   if (n_buckets <= 1) return out;
-  const int64_t half = n_buckets / 2;
-  std::vector<float> proj(static_cast<size_t>(half));
+  const int64_t half = n_buckets / 2, width = rounds * half;
+  // [D][rounds * half]: round r's column u at r * half + u.
+  std::vector<float> joined(static_cast<size_t>(dim * width));
+  for (int64_t r = 0; r < rounds; ++r)
+    for (int64_t d = 0; d < dim; ++d)
+      for (int64_t u = 0; u < half; ++u)
+        joined[static_cast<size_t>(d * width + r * half + u)] =
+            rotations[static_cast<size_t>(r)][static_cast<size_t>(d * half + u)];
+  std::vector<float> proj(static_cast<size_t>(width));
   for (int64_t t = 0; t < length; ++t) {
     const float* row = x + t * dim;
-    for (int64_t u = 0; u < half; ++u) {
-      float acc = 0.f;
-      for (int64_t d = 0; d < dim; ++d) acc += row[d] * rotation[static_cast<size_t>(d * half + u)];
-      proj[static_cast<size_t>(u)] = acc;
+    std::fill(proj.begin(), proj.end(), 0.f);
+    for (int64_t d = 0; d < dim; ++d) {
+      const float xd = row[d];
+      const float* rot = joined.data() + d * width;
+      for (int64_t u = 0; u < width; ++u) proj[static_cast<size_t>(u)] += xd * rot[u];
     }
-    // argmax over [xR; -xR]: first the positive half, then the negated half (ties: lowest id).
-    int32_t best = 0;
-    float best_value = proj[0];
-    for (int64_t u = 1; u < half; ++u)
-      if (proj[u] > best_value) best_value = proj[u], best = static_cast<int32_t>(u);
-    for (int64_t u = 0; u < half; ++u)
-      if (-proj[u] > best_value) best_value = -proj[u], best = static_cast<int32_t>(half + u);
-    out[static_cast<size_t>(t)] = best;
+    for (int64_t r = 0; r < rounds; ++r)
+      out[static_cast<size_t>(r)][static_cast<size_t>(t)] =
+          angular_bucket(proj.data() + r * half, half);
   }
   return out;
+}
+
+std::vector<int32_t> hash_round(const float* x, int64_t length, int64_t dim,
+                                const std::vector<float>& rotation, int64_t n_buckets) {
+  return hash_rounds(x, length, dim, {rotation}, n_buckets)[0];
 }
 
 SlotPlan plan_slots(const std::vector<std::vector<int32_t>>& buckets, int64_t length,

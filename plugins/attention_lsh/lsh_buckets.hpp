@@ -39,6 +39,14 @@ struct LshSpec {
 std::vector<int32_t> hash_round(const float* x, int64_t length, int64_t dim,
                                 const std::vector<float>& rotation, int64_t n_buckets);
 
+// Every round at once, as one product x [T, D] * [R_0 | R_1 | ...] [D, rounds * n_buckets / 2]
+// (d outer, the rotations' columns inner: a vectorised GEMM row by row), then the argmax per
+// round. Each projection is summed in the same order as hash_round's, so both give the same
+// buckets bit for bit (decoding hashes one token with hash_round). rotations: [rounds][D * half].
+std::vector<std::vector<int32_t>> hash_rounds(const float* x, int64_t length, int64_t dim,
+                                              const std::vector<std::vector<float>>& rotations,
+                                              int64_t n_buckets);
+
 // The slot plan of one (batch, head) row: every round's positions grouped by bucket, padded
 // per bucket to whole chunks.
 struct SlotPlan {

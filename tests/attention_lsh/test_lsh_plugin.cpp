@@ -1,10 +1,13 @@
 // attention "lsh" loaded as the real .so: the SDK conformance kit (causality leak, decoding ==
 // whole forward, finite-difference gradients, ...) for several settings; one bucket with a
 // chunk covering the sequence equals dense shared-QK attention built from engine ops; the
-// output is invariant to a permutation of the batch.
+// output is invariant to a permutation of the batch; the fused kernel (ops table 14, the
+// default) equals the composed engine ops (`fused = false`) in outputs and every gradient.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "../attention_sparse/sparse_fixture.hpp"
 
@@ -15,11 +18,12 @@ using patchbay::Tensor;
 namespace {
 
 void configure(patchbay::runtime::ComponentConfig& c, int64_t buckets, int64_t hashes,
-               int64_t chunk, bool dedup) {
+               int64_t chunk, bool dedup, bool fused = true) {
   c.set_int("n_buckets", buckets);
   c.set_int("n_hashes", hashes);
   c.set_int("chunk_len", chunk);
   c.set_bool("dedup", dedup);
+  c.set_bool("fused", fused);
 }
 
 pt::AttentionUnderTest ready(int64_t buckets, int64_t hashes, int64_t chunk, int64_t d_model,
@@ -40,7 +44,8 @@ TEST_CASE("attention 'lsh' passes the conformance kit") {
     int64_t buckets, hashes, chunk;
     bool dedup;
   };
-  for (Setting s : {Setting{4, 2, 2, true}, Setting{2, 3, 3, false}, Setting{1, 1, 4, true}}) {
+  for (Setting s : {Setting{4, 2, 2, true}, Setting{2, 3, 3, false}, Setting{1, 1, 4, true},
+                    Setting{4, 2, 2, false}}) {
     CAPTURE(s.buckets);
     CAPTURE(s.hashes);
     pt::AttentionConformanceOptions options;
@@ -117,4 +122,58 @@ TEST_CASE("LSH output is invariant to a permutation of the batch") {
   Tensor back = make.concat({yp.slice(0, 1, 2), yp.slice(0, 2, 3), yp.slice(0, 0, 1)}, 0);
   const std::vector<float> a = y.to_vector(), r = back.to_vector();
   for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == doctest::Approx(r[i]).epsilon(1e-6));
+}
+
+TEST_CASE("the fused LSH kernel equals the composed engine ops, outputs and gradients") {
+  struct Setting {
+    int64_t buckets, hashes, chunk;
+    bool dedup;
+  };
+  const int64_t b = 2, t = 37, c = 16, h = 2;
+  for (Setting s : {Setting{4, 2, 4, true}, Setting{8, 3, 3, true}, Setting{2, 1, 5, false},
+                    Setting{4, 2, 8, false}}) {
+    CAPTURE(s.buckets);
+    CAPTURE(s.hashes);
+    CAPTURE(s.chunk);
+    struct Run {
+      std::vector<float> y, dx;
+      std::vector<std::vector<float>> dparams;
+    };
+    auto run = [&](bool fused) {
+      pt::AttentionUnderTest layer =
+          sat::factory("lsh", [&](patchbay::runtime::ComponentConfig& config) {
+            configure(config, s.buckets, s.hashes, s.chunk, s.dedup, fused);
+          })();
+      pt::AttentionConformanceOptions o;
+      layer.init(pt::attention_kit_detail::layer_context(o, c, h, t, true, PB_POSITIONAL_NONE, 33));
+      patchbay::Ops make(layer.ops());
+      patchbay::Generator gen(layer.ops(), 12);
+      Tensor x = make.randn({b, t, c}, gen);
+      x.requires_grad(true);
+      Tensor weight = make.randn({b, t, c}, gen);
+      Tensor y = layer.forward(x);
+      (y * weight).sum({0, 1, 2}).backward();
+      Run r{y.to_vector(), x.grad().to_vector(), {}};
+      for (const auto& [name, param] : layer.parameters())
+        r.dparams.push_back(param.grad().to_vector());
+      return r;
+    };
+    const Run fused = run(true), composed = run(false);
+    auto close = [](const std::vector<float>& a, const std::vector<float>& e, double tolerance) {
+      REQUIRE(a.size() == e.size());
+      double worst = 0, scale = 1;
+      for (size_t i = 0; i < a.size(); ++i) {
+        worst = std::max(worst, std::fabs(double(a[i]) - e[i]));
+        scale = std::max(scale, std::fabs(double(e[i])));
+      }
+      CHECK(worst <= tolerance * scale);
+    };
+    close(fused.y, composed.y, 1e-5);
+    close(fused.dx, composed.dx, 1e-4);
+    REQUIRE(fused.dparams.size() == composed.dparams.size());
+    for (size_t n = 0; n < fused.dparams.size(); ++n) {
+      CAPTURE(n);
+      close(fused.dparams[n], composed.dparams[n], 1e-4);
+    }
+  }
 }

@@ -99,17 +99,26 @@ static_assert(offsetof(pb_ops_table, rotary_embedding) + sizeof(void*) == kOpsTa
 
 // The whole table as this SDK declares it. The ONLY line an appended version changes.
 FROZEN_SIZE(pb_ops_table,
-            664);  // version 3: attention_with_options; version 5: causal_linear_attention;
+            672);  // version 3: attention_with_options; version 5: causal_linear_attention;
                    // version 6: set_autocast_dtype, autocast_dtype, autocast_clear_cache;
                    // version 7: bias_activation; version 9: tp_copy_to_region,
                    // tp_reduce_from_region; version 10: linear; version 11: to_device,
-                   // from_data_on_device; version 12: optimizer_update
+                   // from_data_on_device; version 12: optimizer_update;
+                   // version 14: sorted_chunk_attention
 FROZEN_OFFSET(pb_ops_table, attention_with_options, 568);
 FROZEN_OFFSET(pb_ops_table, tp_reduce_from_region, 624);
 FROZEN_OFFSET(pb_ops_table, linear, 632);
 FROZEN_OFFSET(pb_ops_table, to_device, 640);
 FROZEN_OFFSET(pb_ops_table, from_data_on_device, 648);
 FROZEN_OFFSET(pb_ops_table, optimizer_update, 656);
+FROZEN_OFFSET(pb_ops_table, sorted_chunk_attention, 664);
+// pb_sorted_chunk_options (version 14): appended fields only.
+FROZEN_OFFSET(pb_sorted_chunk_options, chunk_len, 8);
+FROZEN_OFFSET(pb_sorted_chunk_options, scale, 16);
+FROZEN_OFFSET(pb_sorted_chunk_options, self_bias, 24);
+FROZEN_OFFSET(pb_sorted_chunk_options, causal, 32);
+FROZEN_OFFSET(pb_sorted_chunk_options, dedup, 36);
+FROZEN_SIZE(pb_sorted_chunk_options, 40);
 // pb_optimizer_update (version 12): appended fields only.
 FROZEN_OFFSET(pb_optimizer_update, step, 8);
 FROZEN_OFFSET(pb_optimizer_update, lr, 16);

@@ -52,14 +52,15 @@ extern "C" {
 #endif
 
 #define PB_OPS_TABLE_VERSION                                                            \
-  13 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
+  14 /* 2: rotary_embedding; 3: attention_with_options; 4: block-sparse layout options; \
        5: causal_linear_attention; 6: matmul autocast (bf16 mixed precision);           \
        7: bias_activation; 8: matmul takes f32 with bf16 (no new field);                \
        9: tp_copy_to_region, tp_reduce_from_region (tensor parallelism);                \
        10: linear (fused linear layer);                                                 \
        11: to_device, from_data_on_device (device tensors);                             \
        12: optimizer_update (fused optimizer updates on any device);                    \
-       13: pb_attention_options.segment_ids (packed sequences; no new function) */
+       13: pb_attention_options.segment_ids (packed sequences; no new function);        \
+       14: sorted_chunk_attention (fused LSH attention) */
 
 typedef struct pb_tensor pb_tensor; /* refcounted tensor handle */
 typedef struct pb_generator
@@ -170,6 +171,17 @@ typedef struct pb_attention_options {
    * stays f32 when segments are given. */
   const pb_tensor* segment_ids;
 } pb_attention_options;
+
+/* Options of sorted_chunk_attention (version 14). Zero-initialise and set struct_size =
+ * sizeof; fields are only appended. */
+typedef struct pb_sorted_chunk_options {
+  size_t struct_size;
+  int64_t chunk_len; /* c >= 1: slots per chunk; S must be a multiple of it */
+  double scale;      /* multiplies q . k (Reformer: 1, keys unit-normalised by the caller) */
+  double self_bias;  /* added to the score of a position with itself (Reformer: -1e5) */
+  int32_t causal;    /* 1: a key at a position after the query's is hidden */
+  int32_t dedup;     /* 1: subtract log(rounds whose window holds the pair) */
+} pb_sorted_chunk_options;
 /* More on the options:
  *  - window, not causal: the window is two-sided, p - window < j < p + window (|p - j| <
  *    window), so the work stays O(T * window). Causal: the query sees itself and the
@@ -496,6 +508,26 @@ typedef struct pb_ops_table {
   pb_status* (*optimizer_update)(const pb_optimizer_update* update, pb_tensor* param,
                                  const pb_tensor* grad, pb_tensor* state0, pb_tensor* state1,
                                  pb_tensor* bf16_copy);
+
+  /* ---- version 14 (sorted-chunk attention: Reformer LSH attention fused) ---- */
+  /* q, k, v [..., T, D] (one shape, one float dtype), positions in order; slot_position,
+   * slot_group int32 [..., S] (same leading dims, S a multiple of chunk_len): the position each
+   * sorted slot reads (-1: padding) and its group (>= 0 on real slots; LSH: round * n_buckets
+   * + bucket). Every position occurs equally often in a row (once per round; its r-th
+   * occurrence belongs to round r). The queries of chunk n (slots [n c, n c + c)) see the keys
+   * of chunk n and, when that chunk's first slot has the same group, of chunk n - 1, keeping a
+   * pair when the groups match and (causal) the key's position <= the query's. Score: scale *
+   * q_i . k_j, + self_bias when j == i, else - log(count(i, j)) with dedup (count: the rounds
+   * whose r-th occurrences of i and j share a group with j's chunk i's own or the one before).
+   * A softmax per query slot; the occurrences of a position combine by their log-sum-exp
+   * (one softmax over the union of the rounds' windows). out [..., T, D] in q's dtype; a
+   * position with no occurrence gets 0. fp32 accumulation; the gathers are fused into the
+   * tile loads and the masks computed in the tile: memory O(T (D + rounds)), never S x S.
+   * Differentiable in q, k and v (the backward recomputes the chunk scores). A bad plan
+   * (position out of range, unequal occurrences) is PB_STATUS_INVALID_ARGUMENT saying so. */
+  pb_status* (*sorted_chunk_attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
+                                       const pb_tensor* slot_position, const pb_tensor* slot_group,
+                                       const pb_sorted_chunk_options* options, pb_tensor** out);
 } pb_ops_table;
 
 #ifdef __cplusplus
