@@ -233,6 +233,16 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     }
   };
 
+  const auto beam_options = [&] {
+    generate::BeamSearchOptions beam;
+    beam.num_beams = num_beams;
+    beam.length_penalty = length_penalty;
+    beam.early_stopping = generate::early_stopping_from_name(early_stopping);
+    beam.num_return_sequences = num_return_sequences;
+    beam.max_new_tokens = max_new_tokens;
+    return beam;
+  };
+
   CheckpointModel run = open_checkpoint_run(checkpoint_path, global, device);
   const bool encoder_decoder = model::model_architecture(run.config) == "encoder_decoder";
   if (has_source || encoder_decoder) {
@@ -268,13 +278,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     runtime::SamplerChain chain = generate::build_sampler_chain(entries, *run.components.registry);
     generate::give_vocabulary_if_needed(chain, run.tokenizer);
     if (num_beams > 0) {
-      generate::BeamSearchOptions beam;
-      beam.num_beams = num_beams;
-      beam.length_penalty = length_penalty;
-      beam.early_stopping = generate::early_stopping_from_name(early_stopping);
-      beam.num_return_sequences = num_return_sequences;
-      beam.max_new_tokens = max_new_tokens;
-      request.beam = beam;
+      request.beam = beam_options();
     }
     return generate_seq2seq(run, request, chain);
   }
@@ -304,12 +308,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     add_constraint(entries);
     runtime::SamplerChain beam_chain = generate::build_sampler_chain(entries, registry);
     generate::give_vocabulary_if_needed(beam_chain, tokenizer);
-    generate::BeamSearchOptions beam;
-    beam.num_beams = num_beams;
-    beam.length_penalty = length_penalty;
-    beam.early_stopping = generate::early_stopping_from_name(early_stopping);
-    beam.num_return_sequences = num_return_sequences;
-    beam.max_new_tokens = max_new_tokens;
+    const generate::BeamSearchOptions beam = beam_options();
     std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
               << ")\n"
               << "beam search: " << num_beams << " beams, length penalty " << length_penalty

@@ -69,21 +69,16 @@ class FullForwardDecoder : public gen::BeamDecoder {
   std::vector<std::vector<int32_t>> history_;
 };
 
+// The reverse task's shape, smaller, with peaked, varied distributions: beams diverge.
 std::unique_ptr<pm::EncoderDecoderModel> peaked_model() {
-  pm::EncoderDecoderOptions e;
+  pm::EncoderDecoderOptions e = reverse_task::tiny_options();
   e.base.vocab_size = 7;
-  e.base.context_length = 8;
+  e.base.context_length = e.source_context_length = 8;
   e.base.d_model = 16;
   e.base.n_heads = 2;
   e.base.d_ff = 32;
-  e.base.norm = pm::NormKind::kRmsNorm;
-  e.base.init_std = 0.5;  // peaked, varied distributions: beams diverge
+  e.base.init_std = 0.5;
   e.base.seed = 3;
-  e.source_context_length = 8;
-  e.encoder_layers = 2;
-  e.decoder_layers = 2;
-  e.relative_buckets = 8;
-  e.relative_max_distance = 16;
   return pm::EncoderDecoderModel::build(e, {}, model_test::registry());
 }
 

@@ -60,8 +60,8 @@ inline eng::Tensor loss_of(pm::EncoderDecoderModel& model, const ReverseBatch& b
                             eng::reshape(batch.targets, {-1}));
 }
 
-// The tiny model of the task (vocabulary kFirstSymbol + kSymbols, contexts kLength).
-inline std::unique_ptr<pm::EncoderDecoderModel> tiny_model() {
+// The tiny model's options (vocabulary kFirstSymbol + kSymbols, contexts kLength).
+inline pm::EncoderDecoderOptions tiny_options() {
   pm::EncoderDecoderOptions e;
   e.base.vocab_size = kFirstSymbol + kSymbols;
   e.base.context_length = kLength;
@@ -76,7 +76,11 @@ inline std::unique_ptr<pm::EncoderDecoderModel> tiny_model() {
   e.decoder_layers = 2;
   e.relative_buckets = 8;
   e.relative_max_distance = 16;
-  return pm::EncoderDecoderModel::build(e, {}, model_test::registry());
+  return e;
+}
+
+inline std::unique_ptr<pm::EncoderDecoderModel> tiny_model() {
+  return pm::EncoderDecoderModel::build(tiny_options(), {}, model_test::registry());
 }
 
 // `steps` AdamW steps (lr 1e-2, beta2 0.98) on batches of 32 drawn from seed 7.
