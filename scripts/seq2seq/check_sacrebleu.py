@@ -4,7 +4,7 @@ package on the same outputs (issue 37; not run by CI).
 
     python3 -m venv /work/.venvs/sacrebleu && /work/.venvs/sacrebleu/bin/pip install sacrebleu
     /work/.venvs/sacrebleu/bin/python scripts/seq2seq/check_sacrebleu.py RUN TEST.jsonl \\
-        [--patchbay build/patchbay] [--num-beams N] [--limit N]
+        [--patchbay build/patchbay] [--num-beams N] [--limit N] [--max-new-tokens N]
 
 Runs `patchbay eval RUN --test TEST.jsonl --outputs FILE`, reads the BLEU and chrF it prints
 for the model's decodes and for the copy-the-source baseline, computes both with
@@ -56,6 +56,7 @@ def main():
     parser.add_argument("--patchbay", default="build/patchbay")
     parser.add_argument("--num-beams", type=int, default=1)
     parser.add_argument("--limit", type=int, default=-1)
+    parser.add_argument("--max-new-tokens", type=int, default=0)
     args = parser.parse_args()
     pairs = [json.loads(line) for line in open(args.test, encoding="utf-8") if line.strip()]
     if args.limit >= 0:
@@ -65,6 +66,8 @@ def main():
                    outputs.name, "--num-beams", str(args.num_beams), "--samples", "0"]
         if args.limit >= 0:
             command += ["--limit", str(args.limit)]
+        if args.max_new_tokens > 0:
+            command += ["--max-new-tokens", str(args.max_new_tokens)]
         printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         hyps = outputs.read().split("\n")[:len(pairs)]
     print(printed)
