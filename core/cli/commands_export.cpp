@@ -61,7 +61,9 @@ int run_export(const std::vector<std::string>& args, const GlobalOptions& global
                  "patchbay_export.json.\n"
                  "GPT-2 shape (LayerNorm, learned positions, gelu/relu mlp) -> GPT2LMHeadModel; "
                  "LLaMA shape\n"
-                 "(RMSNorm, rotary, swiglu) -> LlamaForCausalLM. See docs/interop.md.\n\n"
+                 "(RMSNorm, rotary, swiglu) -> LlamaForCausalLM; an encoder-decoder\n"
+                 "(model.architecture = \"encoder_decoder\") -> T5ForConditionalGeneration "
+                 "(docs/encoder_decoder.md).\nSee docs/interop.md.\n\n"
               << options;
     return values.count("help") != 0 ? kExitOk : kExitUsage;
   }

@@ -42,7 +42,8 @@ int run_import(const std::vector<std::string>& args, const GlobalOptions& global
     std::cout
         << "Usage: patchbay import HF_DIR RUN/ [--set key=value ...] [--tokenizer FILE]\n"
            "       patchbay import FILE.gguf RUN/ [--set key=value ...]\n\n"
-           "Turns a transformers GPT2LMHeadModel or LlamaForCausalLM directory (config.json,\n"
+           "Turns a transformers GPT2LMHeadModel, LlamaForCausalLM or T5ForConditionalGeneration\n"
+           "directory (config.json,\n"
            "model.safetensors, tokenizer.json in Patchbay's char or native BPE layout) into a "
            "run:\n"
            "config.toml, tokenizer.txt and checkpoints/step_0.safetensors. Then: patchbay eval "

@@ -131,9 +131,10 @@ bool score_shared_context(model::LanguageModel& model, const std::vector<TokenPa
   } catch (const Error&) {
     return false;  // a layer without a decoding state (cache kind NONE): whole rows instead
   }
+  // Only the context's last position scores anything: the head runs there alone.
   const eng::Tensor first = host_logits(model.decode_step(
-      state, eng::Tensor::from_data(context.data(), {1, context_length}, eng::DType::kI32)));
-  const float* next_of_context = first.data<float>() + (context_length - 1) * vocab;
+      state, eng::Tensor::from_data(context.data(), {1, context_length}, eng::DType::kI32), 1));
+  const float* next_of_context = first.data<float>();
   eng::Tensor rest;  // [N, width, V]: logits after each continuation's first width tokens
   const int64_t sequences = static_cast<int64_t>(sequence_of.size());
   if (sequences > 0) {
@@ -283,8 +284,10 @@ std::vector<GenerationResult> generate_until(model::LanguageModel& model, const 
     model::DecodeState state =
         model.start_decoding(1, static_cast<int64_t>(prompt.size()) + max_gen_toks);
     eng::Tensor logits = model.decode_step(
-        state, eng::Tensor::from_data(prompt.data(), {1, static_cast<int64_t>(prompt.size())},
-                                      eng::DType::kI32));
+        state,
+        eng::Tensor::from_data(prompt.data(), {1, static_cast<int64_t>(prompt.size())},
+                               eng::DType::kI32),
+        1);  // the prompt's last position alone: the head skips the others
     std::vector<int32_t> generated;
     const int64_t vocab = model.options().vocab_size;
     for (int64_t step = 0; step < max_gen_toks; ++step) {

@@ -172,8 +172,9 @@ DecodeTiming time_decoding(model::LanguageModel& model, runtime::SamplerChain& c
   chain.reset();
   model::DecodeState state = model.start_decoding(1, total);
   eng::Tensor logits = model.decode_step(
-      state, eng::Tensor::from_data(history.data(), {1, options.prompt_tokens}, eng::DType::kI32));
-  std::vector<float> last = eng::narrow(logits, 1, options.prompt_tokens - 1, 1).to_vector();
+      state, eng::Tensor::from_data(history.data(), {1, options.prompt_tokens}, eng::DType::kI32),
+      1);
+  std::vector<float> last = logits.to_vector();  // [1, 1, V]: the prompt's last position
 
   DecodeTiming timing;
   const std::int64_t weight_bytes = streamed_weight_bytes(model);

@@ -126,7 +126,7 @@ GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHan
   TextStream stream(tokenizer, options.on_text, options.stop_strings);
   const auto start = std::chrono::steady_clock::now();
   model::DecodeState state = model.start_decoding(1, context);
-  std::vector<float> logits = last_logits(model.decode_step(state, token_tensor(history)));
+  std::vector<float> logits = last_logits(model.decode_step(state, token_tensor(history), 1));
   result.prefill_seconds = seconds_since(start);
 
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
@@ -149,7 +149,7 @@ GenerateResult generate(model::LanguageModel& model, const runtime::TokenizerHan
       history.erase(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(dropped));
       prompt_len = prompt_len > dropped ? prompt_len - dropped : 0;
       state = model.start_decoding(1, context);
-      logits = last_logits(model.decode_step(state, token_tensor(history)));
+      logits = last_logits(model.decode_step(state, token_tensor(history), 1));
       ++result.context_slides;
       continue;
     }

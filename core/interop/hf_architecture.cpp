@@ -5,6 +5,8 @@
 
 #include "common/error.hpp"
 #include "config/component_options.hpp"
+#include "interop/hf_config_fields.hpp"
+#include "interop/t5_architecture.hpp"
 
 namespace patchbay::interop {
 
@@ -23,25 +25,6 @@ const std::vector<std::string> kLayerHostKeys = {"kind", "pattern"};
                   "gelu/gelu_erf/relu "
                   "(GPT-2), or pre-norm RMSNorm + rotary + dense attention + mlp swiglu (LLaMA); "
                   "see docs/interop.md");
-}
-
-template <typename T>
-T option_or(const toml::table& options, const char* key, T fallback) {
-  const toml::node* node = options.get(key);
-  if (node == nullptr) return fallback;
-  if constexpr (std::is_same_v<T, double>) {
-    if (const auto v = node->value<double>()) return *v;
-    return fallback;
-  } else {
-    return node->value<T>().value_or(fallback);
-  }
-}
-
-std::string plugin_of(const std::vector<UsedComponent>& components, const std::string& kind,
-                      const std::string& name) {
-  for (const UsedComponent& c : components)
-    if (c.kind == kind && c.name == name) return c.plugin;
-  return "";
 }
 
 [[noreturn]] void unsupported_field(const std::string& field, const std::string& found,
@@ -64,6 +47,10 @@ const json* field(const json& config, const char* key) {
   const auto it = config.find(key);
   return it == config.end() || it->is_null() ? nullptr : &*it;
 }
+
+}  // namespace
+
+namespace hf_fields {
 
 int64_t get_int(const json& config, const char* key, int64_t fallback) {
   const json* v = field(config, key);
@@ -116,15 +103,28 @@ std::string toml_real(double value) {
   return text;
 }
 
-}  // namespace
+std::string plugin_of(const std::vector<UsedComponent>& components, const std::string& kind,
+                      const std::string& name) {
+  for (const UsedComponent& c : components)
+    if (c.kind == kind && c.name == name) return c.plugin;
+  return "";
+}
+
+}  // namespace hf_fields
+
+using namespace hf_fields;
 
 int64_t kv_heads_of(const HfModelShape& shape) {
   return shape.n_kv_heads > 0 ? shape.n_kv_heads : shape.options.n_heads;
 }
 
-const char* hf_family_name(HfFamily family) { return family == HfFamily::kGpt2 ? "gpt2" : "llama"; }
+const char* hf_family_name(HfFamily family) {
+  return family == HfFamily::kGpt2 ? "gpt2" : family == HfFamily::kLlama ? "llama" : "t5";
+}
 const char* hf_architecture(HfFamily family) {
-  return family == HfFamily::kGpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
+  return family == HfFamily::kGpt2    ? "GPT2LMHeadModel"
+         : family == HfFamily::kLlama ? "LlamaForCausalLM"
+                                      : "T5ForConditionalGeneration";
 }
 
 HfModelShape hf_shape_of_model(const model::ModelOptions& options,
@@ -207,6 +207,7 @@ HfModelShape hf_shape_of_model(const model::ModelOptions& options,
 }
 
 json hf_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
+  if (shape.family == HfFamily::kT5) return t5_config_json(shape);
   const model::ModelOptions& o = shape.options;
   const json eos = eos_id ? json(*eos_id) : json(nullptr);
   if (shape.family == HfFamily::kGpt2) {
@@ -281,7 +282,8 @@ json hf_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
             {"attention_dropout", shape.attention_dropout}}}};
 }
 
-json hf_generation_config_json(const HfModelShape& /*shape*/, std::optional<int64_t> eos_id) {
+json hf_generation_config_json(const HfModelShape& shape, std::optional<int64_t> eos_id) {
+  if (shape.family == HfFamily::kT5) return t5_generation_config_json(shape);
   const json eos = eos_id ? json(*eos_id) : json(nullptr);
   return {{"_from_model_config", true},
           {"bos_token_id", eos},
@@ -295,10 +297,13 @@ HfModelShape hf_shape_from_config_json(const json& config) {
                                                  std::string(config.type_name()) +
                                                  ", not an object");
   const std::string type = get_string(config, "model_type", "");
+  if (type == "t5") return t5_shape_from_config_json(config);
   if (type != "gpt2" && type != "llama")
-    throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json model_type '" + type +
-                                                 "' has no Patchbay mapping (supported: gpt2 -> "
-                                                 "GPT2LMHeadModel, llama -> LlamaForCausalLM)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "cannot import: config.json model_type '" + type +
+                    "' has no Patchbay mapping (supported: gpt2 -> "
+                    "GPT2LMHeadModel, llama -> LlamaForCausalLM, t5 -> "
+                    "T5ForConditionalGeneration)");
   HfModelShape shape;
   model::ModelOptions& o = shape.options;
   o.vocab_size = get_size(config, "vocab_size", "the vocabulary size");
@@ -393,9 +398,11 @@ HfModelShape hf_shape_from_config_json(const json& config) {
       unsupported_field("pretraining_tp", std::to_string(get_int(config, "pretraining_tp", 1)),
                         "no sliced matmuls");
   } else {
-    throw Error(ErrorKind::kInvalidArgument, "cannot import: config.json model_type '" + type +
-                                                 "' has no Patchbay mapping (supported: gpt2 -> "
-                                                 "GPT2LMHeadModel, llama -> LlamaForCausalLM)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "cannot import: config.json model_type '" + type +
+                    "' has no Patchbay mapping (supported: gpt2 -> "
+                    "GPT2LMHeadModel, llama -> LlamaForCausalLM, t5 -> "
+                    "T5ForConditionalGeneration)");
   }
   shape.attention_dropout = get_real(extra, "attention_dropout", 0.0);
   shape.mlp_dropout = get_real(extra, "mlp_dropout", 0.0);
@@ -409,6 +416,7 @@ HfModelShape hf_shape_from_config_json(const json& config) {
 }
 
 std::string patchbay_model_toml(const HfModelShape& shape) {
+  if (shape.family == HfFamily::kT5) return t5_model_toml(shape);
   const model::ModelOptions& o = shape.options;
   std::ostringstream t;
   t << "[model]\ncontext_length = " << o.context_length << "\nn_layers = " << o.n_layers

@@ -17,6 +17,7 @@
 // positions, sliding windows, post-norm, reversible residuals, an embedding scale ≠ 1, a
 // third-party plugin using a built-in name). Dropout rates are carried over (they do not
 // change inference).
+//   T5ForConditionalGeneration <- model.architecture = "encoder_decoder" (t5_architecture.hpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -28,10 +29,12 @@
 
 namespace patchbay::interop {
 
-enum class HfFamily { kGpt2, kLlama };
+enum class HfFamily { kGpt2, kLlama, kT5 };
 
-const char* hf_family_name(HfFamily family);   // "gpt2", "llama" (config.json model_type)
-const char* hf_architecture(HfFamily family);  // "GPT2LMHeadModel", "LlamaForCausalLM"
+// "gpt2", "llama", "t5" (config.json model_type)
+const char* hf_family_name(HfFamily family);
+// "GPT2LMHeadModel", "LlamaForCausalLM", "T5ForConditionalGeneration"
+const char* hf_architecture(HfFamily family);
 
 // LLaMA 3.1 rope scaling (config.json rope_scaling / rope_parameters with rope_type "llama3").
 struct HfRopeScaling {
@@ -40,6 +43,21 @@ struct HfRopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_context = 8192;  // original_max_position_embeddings
+};
+
+// What a T5ForConditionalGeneration has beyond the single-stack fields (family kT5).
+struct HfT5Fields {
+  int64_t encoder_layers = 0, decoder_layers = 0;
+  int64_t source_context_length = 512;  // not in T5's config.json: its "patchbay" entry
+  bool relative_bias = true;            // false: positional = "none" (zero bias tables in HF)
+  int32_t relative_buckets = 32, relative_max_distance = 128;
+  std::string feed_forward_proj;     // "relu", "gelu_new", "gelu", "gated-silu"
+  bool attention_bias = false;       // the cross-attention's [model.attention] bias (zero in HF)
+  int64_t pad_id = -1, eos_id = -1;  // the tokenizer's "<pad>" (decoder start) and "</s>"
+  // Import only: transformers 5's tied head without rescaling (tie_word_embeddings = true,
+  // scale_decoder_outputs = false: lm_head is shared.weight): Patchbay's untied head.weight,
+  // filled from shared.weight.
+  bool head_from_shared = false;
 };
 
 struct HfModelShape {
@@ -53,6 +71,9 @@ struct HfModelShape {
   double mlp_dropout = 0;        // [model.feedforward] dropout
   int64_t n_kv_heads = 0;        // key/value heads; 0 or options.n_heads: multi-head
   HfRopeScaling rope_scaling;    // LLaMA only
+  // T5 only (t5_architecture.hpp): the encoder-decoder's own options; `options` is its base
+  // (vocab, decoder context, heads, widths, norm eps, tie, dropout).
+  HfT5Fields t5;
 };
 
 // Key/value heads of the shape (n_kv_heads, or n_heads when 0).

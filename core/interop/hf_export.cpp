@@ -11,6 +11,8 @@
 #include "interop/hf_io.hpp"
 #include "interop/hf_tensors.hpp"
 #include "interop/hf_tokenizer.hpp"
+#include "interop/t5_architecture.hpp"
+#include "model/encoder_decoder.hpp"
 #include "run/atomic_file.hpp"
 #include "run/safetensors.hpp"
 #include "train/checkpoint.hpp"
@@ -77,20 +79,34 @@ std::string training_settings_toml(const config::ResolvedConfig& config) {
   return text.str();
 }
 
+// The HF shape of the checkpoint's model: T5 for an encoder-decoder, else GPT-2 or LLaMA.
+HfModelShape export_shape(const train::Checkpoint& checkpoint,
+                          const config::ResolvedConfig& config) {
+  const model::ComponentTables tables = model::component_tables_from_config(config);
+  if (model::model_architecture(config) == "encoder_decoder") {
+    const engine::Tensor embed = checkpoint.contains("shared.weight")
+                                     ? checkpoint.tensor("shared.weight")
+                                     : checkpoint.tensor("encoder.embed.weight");
+    return t5_shape_of_model(model::encoder_decoder_options_from_config(config, embed.size(0)),
+                             tables, used_components(checkpoint));
+  }
+  const engine::Tensor wte = checkpoint.tensor("wte.weight");
+  return hf_shape_of_model(model::model_options_from_config(config, wte.size(0)), tables,
+                           used_components(checkpoint));
+}
+
 }  // namespace
 
 HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& out_dir) {
   const train::Checkpoint checkpoint = train::load_checkpoint(run_or_checkpoint);
   const config::ResolvedConfig config = config::load_config_text(
       checkpoint.config_text(), checkpoint.path().string() + " (stored config)");
-  const engine::Tensor wte = checkpoint.tensor("wte.weight");
-  model::ModelOptions options = model::model_options_from_config(config, wte.size(0));
   HfExportResult result;
   result.checkpoint = checkpoint.path();
   result.step = checkpoint.step();
-  result.shape = hf_shape_of_model(options, model::component_tables_from_config(config),
-                                   used_components(checkpoint));
+  result.shape = export_shape(checkpoint, config);
   HfModelShape& shape = result.shape;
+  const model::ModelOptions& options = shape.options;
   if (shape.family ==
       HfFamily::kLlama) {  // canonical LLaMA (no attention biases) when they are all zero
     bool zero = true;
@@ -112,6 +128,13 @@ HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& o
                                                  std::to_string(options.vocab_size) + " rows");
   std::optional<int64_t> eos;
   if (!tokenizer.specials.empty()) eos = tokenizer.first_special_id;
+  if (shape.family == HfFamily::kT5) {  // T5's ids: decoder start = pad = "<pad>", eos = "</s>"
+    for (size_t i = 0; i < tokenizer.specials.size(); ++i) {
+      const int64_t id = tokenizer.first_special_id + static_cast<int64_t>(i);
+      if (tokenizer.specials[i] == "<pad>") shape.t5.pad_id = id;
+      if (tokenizer.specials[i] == "</s>") shape.t5.eos_id = id;
+    }
+  }
 
   fs::create_directories(out_dir);
   // Tensors: every rule's HF parts, f32, in rule order.
@@ -129,7 +152,15 @@ HfExportResult export_to_hf(const fs::path& run_or_checkpoint, const fs::path& o
                     "checkpoint tensor '" + rule.patchbay_name +
                         "' does not have the shape its config implies");
     }
-    if (rule.hf_absent) continue;  // checked zero above
+    if (rule.hf_absent) {  // LLaMA's checked zero above; T5's biases are checked here
+      if (!all_zero(whole))
+        throw Error(ErrorKind::kInvalidArgument,
+                    "cannot export to Hugging Face format: '" + rule.patchbay_name +
+                        "' is not zero, and " + hf_architecture(shape.family) +
+                        " has no such bias. Train with the bias off ([model.attention] bias = "
+                        "false, [model.feedforward] bias = false) to export");
+      continue;
+    }
     for (const HfTensorPart& part : rule.parts) {
       hf_tensors.push_back(slice_for_hf(whole, part));
       hf_names.push_back(part.hf_name);

@@ -18,6 +18,7 @@
 #include "interop/hf_tensors.hpp"
 #include "interop/hf_tokenizer.hpp"
 #include "interop/import_run.hpp"
+#include "interop/t5_architecture.hpp"
 #include "patchbay/abi.h"
 #include "run/atomic_file.hpp"
 #include "run/safetensors.hpp"
@@ -131,7 +132,7 @@ bool is_ignorable_buffer(const std::string& name) {
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   return ends_with(".attn.bias") || ends_with(".attn.masked_bias") ||
-         ends_with("rotary_emb.inv_freq");
+         ends_with("rotary_emb.inv_freq") || t5_ignorable_tensor(name);
 }
 
 bool HfWeights::fetch(const std::string& hf_name, HostTensor* out, std::string* found_as) {

@@ -2,6 +2,7 @@
 #include "interop/hf_tensors.hpp"
 
 #include "common/error.hpp"
+#include "interop/t5_architecture.hpp"
 
 namespace patchbay::interop {
 
@@ -22,6 +23,7 @@ TensorRule whole(const std::string& patchbay, std::vector<int64_t> shape, const 
 }  // namespace
 
 std::vector<TensorRule> hf_tensor_rules(const HfModelShape& shape) {
+  if (shape.family == HfFamily::kT5) return t5_tensor_rules(shape);
   const model::ModelOptions& o = shape.options;
   const int64_t v = o.vocab_size, c = o.d_model, f = o.d_ff;
   std::vector<TensorRule> rules;
@@ -109,6 +111,8 @@ HostTensor slice_for_hf(const HostTensor& whole_tensor, const HfTensorPart& part
         t[static_cast<size_t>(k * part.rows + r)] = out.data[static_cast<size_t>(r * cols + k)];
     out.data = std::move(t);
   }
+  if (part.scale != 1.0)
+    for (float& v : out.data) v = static_cast<float>(v * part.scale);
   return out;
 }
 
@@ -129,8 +133,9 @@ void place_from_hf(HostTensor& whole_tensor, const HfTensorPart& part, const Hos
   for (int64_t r = 0; r < part.rows; ++r)
     for (int64_t k = 0; k < cols; ++k)
       whole_tensor.data[static_cast<size_t>((part.row_begin + r) * cols + k)] =
-          part.transpose ? hf.data[static_cast<size_t>(k * part.rows + r)]
-                         : hf.data[static_cast<size_t>(r * cols + k)];
+          static_cast<float>((part.transpose ? hf.data[static_cast<size_t>(k * part.rows + r)]
+                                             : hf.data[static_cast<size_t>(r * cols + k)]) /
+                             part.scale);
 }
 
 }  // namespace patchbay::interop

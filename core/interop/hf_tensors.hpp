@@ -41,6 +41,9 @@ struct HfTensorPart {
   int64_t row_begin = 0;
   int64_t rows = 0;
   bool transpose = false;
+  // HF value = Patchbay value × scale (T5's q weights carry the 1/√Dh Patchbay applies to the
+  // scores); import divides by it.
+  double scale = 1.0;
 };
 
 struct TensorRule {

@@ -58,13 +58,12 @@ void check_source_shapes(const HfModelShape& shape, const ImportTensorSource& so
   std::string unused;
   for (const std::string& name : source.names())
     if (used.count(name) == 0 && !source.ignorable(name) &&
-        !(name == "lm_head.weight" && shape.options.tie_embeddings))
+        !(name == "lm_head.weight" && (shape.options.tie_embeddings || shape.t5.head_from_shared)))
       unused += (unused.empty() ? "" : ", ") + name;
   if (!unused.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "cannot import: tensors of " + origin + " without a Patchbay counterpart: " +
-                    unused.substr(0, 2000) +
-                    " (the model's configuration does not describe them)");
+                    unused.substr(0, 2000) + " (the model's configuration does not describe them)");
 }
 
 std::map<std::string, HostTensor> patchbay_tensors_from(const HfModelShape& shape,
@@ -95,7 +94,7 @@ std::map<std::string, HostTensor> patchbay_tensors_from(const HfModelShape& shap
   std::string unused;
   for (const std::string& name : source.names())
     if (used.count(name) == 0 && !source.ignorable(name) &&
-        !(name == "lm_head.weight" && shape.options.tie_embeddings))
+        !(name == "lm_head.weight" && (shape.options.tie_embeddings || shape.t5.head_from_shared)))
       unused += (unused.empty() ? "" : ", ") + name;
   if (!unused.empty())
     throw Error(ErrorKind::kInvalidArgument,
@@ -158,7 +157,8 @@ HfImportResult write_imported_run(const ImportedRunInputs& inputs, ImportTensorS
     text << "\n" << inputs.training_toml << "\n";
   else
     text << "\n[optimizer]\nkind = \"adamw\"\n\n[train]\nseq_len = "
-         << std::min<int64_t>(128, shape.options.context_length) << "\n";
+         << std::min<int64_t>(128, shape.options.context_length) << "\n"
+         << (shape.family == HfFamily::kT5 ? "objective = \"span_corruption\"\n" : "");
   config::ResolvedConfig config =
       config::load_config_text(text.str(), (run_dir / "config.toml").string());
   config::apply_set_override(config, "train.out_dir=" + toml_string(run_dir.string()));

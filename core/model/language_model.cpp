@@ -276,9 +276,14 @@ DecodeState LanguageModel::start_decoding(int64_t batch, int64_t capacity) {
   return state;
 }
 
-eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& tokens) {
+eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& tokens,
+                                       int64_t keep_last) {
   Impl& m = *impl_;
   m.check_tokens(tokens, "LanguageModel::decode_step");
+  if (keep_last < 0 || keep_last > tokens.size(1))
+    throw Error(ErrorKind::kInvalidArgument,
+                "decode_step: keep_last must lie in [0, " + std::to_string(tokens.size(1)) +
+                    "] (0 = every position), found " + std::to_string(keep_last));
   if (!state.impl_ || state.impl_->owner != impl_.get()) {
     throw Error(ErrorKind::kInvalidArgument,
                 "decode_step: the state was not made by this model's start_decoding");
@@ -310,7 +315,10 @@ eng::Tensor LanguageModel::decode_step(DecodeState& state, const eng::Tensor& to
     for (size_t i = 0; i < m.blocks.size(); ++i)
       x = m.block_forward(i, x, false, &s.layers[i], nullptr, &normed);
   }
-  eng::Tensor logits = m.head_logits(normed.defined() ? normed : m.norm(m.norm_f, x));
+  eng::Tensor last = normed.defined() ? normed : m.norm(m.norm_f, x);  // [B, Tn, C]
+  if (keep_last > 0 && keep_last < last.size(1))
+    last = eng::narrow(last, 1, last.size(1) - keep_last, keep_last).contiguous();
+  eng::Tensor logits = m.head_logits(last);
   s.length += tokens.size(1);
   s.broken = false;
   return logits;

@@ -226,7 +226,11 @@ class LanguageModel {
   // in the capacity: Error(kInvalidArgument) otherwise). Appends them to the state and returns
   // their logits [B, Tn, V] f32, equal (up to rounding) to those forward() gives at the same
   // positions of the whole sequence. Prefill = one call with the whole prompt.
-  engine::Tensor decode_step(DecodeState& state, const engine::Tensor& tokens);
+  // keep_last >= 1 returns only the last keep_last positions' logits [B, keep_last, V] and
+  // skips the output head (V·C multiply-adds per token, a sixth of SmolLM2's per-token work)
+  // at the others: a prefill whose next token needs only the last row. 0 = every position.
+  engine::Tensor decode_step(DecodeState& state, const engine::Tensor& tokens,
+                             int64_t keep_last = 0);
   // Beam search: sequence i of the state takes what sequence source[i] held (source.size() ==
   // state.batch(), indices in range: Error(kInvalidArgument) otherwise). Returns false when
   // some layer cannot reorder its state; the state is then unusable (start a new one and

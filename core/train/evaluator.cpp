@@ -125,7 +125,8 @@ std::string sample_text(model::LanguageModel& model, const runtime::TokenizerHan
     const size_t first = ids.size() - std::min(ids.size(), keep);
     return model.decode_step(state, engine::Tensor::from_data(ids.data() + first,
                                                               {1, static_cast<int64_t>(ids.size() - first)},
-                                                              engine::DType::kI32));
+                                                              engine::DType::kI32),
+                             1);  // only the last position's logits are sampled from
   };
   model::DecodeState state = model.start_decoding(1, context);
   engine::Tensor logits = prefill(state, ids.size());

@@ -69,7 +69,8 @@ DenseAttention::DenseAttention(const patchbay::Host& host, const patchbay::Confi
       causal_(config.get_bool("causal")),
       dropout_(config.get_float("dropout")),
       window_(config.get_int("window")),
-      configured_kv_heads_(config.get_int("n_kv_heads")) {
+      configured_kv_heads_(config.get_int("n_kv_heads")),
+      bias_(config.get_bool("bias")) {
   rope_scaling_.type = config.get_string("rope_scaling");
   rope_scaling_.factor = config.get_float("rope_factor");
   rope_scaling_.low_freq_factor = config.get_float("rope_low_freq_factor");
@@ -197,15 +198,18 @@ void DenseAttention::init(const pb_layer_context& ctx) {
       "qkv.weight",
       on_device(
           tp.shard((ops_.randn({qkv_rows, c}, init_generator) * ctx.init_std).to(dtype_), 0, 3)));
-  qkv_bias_ = add_parameter("qkv.bias",
-                            on_device(ops_.zeros({local_width_ + 2 * local_kv_width_}, dtype_)));
+  // bias = false: the biases stay zero constants (not parameters, never trained), so the
+  // forward is unchanged and the layer has T5's bias-free q, k, v, o (EncDecAttention).
+  qkv_bias_ = on_device(ops_.zeros({local_width_ + 2 * local_kv_width_}, dtype_));
+  if (bias_) qkv_bias_ = add_parameter("qkv.bias", qkv_bias_);
   proj_weight_ = add_parameter(
       "proj.weight",
       on_device(
           tp.shard((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_), 1)));
-  proj_bias_ = add_parameter("proj.bias", on_device(ops_.zeros({c}, dtype_)));
+  proj_bias_ = on_device(ops_.zeros({c}, dtype_));
+  if (bias_) proj_bias_ = add_parameter("proj.bias", proj_bias_);
   tp.mark_partitioned("qkv.weight", 0, 3);
-  tp.mark_partitioned("qkv.bias", 0, 3);
+  if (bias_) tp.mark_partitioned("qkv.bias", 0, 3);
   tp.mark_partitioned("proj.weight", 1);
   // Dropout draws from its own stream, so turning it on does not change the initialisation.
   dropout_generator_ =

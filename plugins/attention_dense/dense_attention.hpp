@@ -10,7 +10,8 @@
 //                   window w > 0: query i sees keys i - w < j <= i; both inside the fused op)
 //   -> y = o W_proj^T + b_proj -> dropout (training only)
 // Parameters (GPT-2 names and layout, [out, in]): qkv.weight [C + 2 Ckv, C] ~ N(0, init_std),
-// qkv.bias [C + 2 Ckv] = 0, proj.weight [C, C] ~ N(0, residual_init_std), proj.bias [C] = 0,
+// qkv.bias [C + 2 Ckv] = 0, proj.weight [C, C] ~ N(0, residual_init_std), proj.bias [C] = 0
+// (config bias = false: no bias parameters, zeros added as constants),
 // drawn in that order from one generator seeded with ctx.seed. The rows of qkv are q (C rows,
 // H heads), k then v (Ckv rows each, Hkv heads), head h at rows h * Dh .. (h + 1) * Dh of its
 // block. Grouped-query attention (Ainslie et al. 2023): query head h reads key/value head
@@ -115,6 +116,7 @@ class DenseAttention : public patchbay::Attention {
   double dropout_;  // config `dropout`: on the output, training only
   int64_t window_;  // config `window`: 0 = full, else sliding window of that many positions
   int64_t configured_kv_heads_;  // config `n_kv_heads`: 0 = n_heads
+  bool bias_;                    // config `bias`: qkv.bias and proj.bias are parameters
   RopeScaling rope_scaling_;     // config rope_scaling* keys
   int64_t d_model_ = 0, n_heads_ = 0, n_kv_heads_ = 0, head_dim_ = 0, max_seq_len_ = 0;
   // This rank's heads and channels (n_heads_ / W, that times head_dim_; all of them when W = 1),
@@ -150,6 +152,9 @@ inline constexpr pb_config_field kDenseConfigFields[] = {
                              "else a divisor of n_heads, query head h reading key/value head "
                              "h / (n_heads / n_kv_heads); the KV cache holds these heads only")
         .range(0, 1 << 20),
+    patchbay::Field::boolean("bias", "true",
+                             "qkv.bias and proj.bias as parameters; false: no biases (T5's "
+                             "attention), the layer's parameters are qkv.weight and proj.weight"),
     patchbay::Field::string("rope_scaling", "\"none\"",
                             "rotary frequency scaling: \"none\" or \"llama3\" (LLaMA 3.1's "
                             "rescaled long wavelengths; the rope_* keys below)")

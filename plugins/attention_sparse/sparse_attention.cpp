@@ -4,6 +4,8 @@
 #include "sparse_attention.hpp"
 
 #include <cmath>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,18 @@ class KvCache : public patchbay::AttentionState {
  public:
   KvCache(int64_t batch, int64_t capacity, Tensor keys, Tensor values)
       : AttentionState(batch, capacity), k(std::move(keys)), v(std::move(values)) {}
+  // Beam search (attention interface 1.1): sequence i takes what sequence source[i] held.
+  void reorder(std::span<const int64_t> source) override {
+    k = patchbay::reorder_batch(k, source);
+    v = patchbay::reorder_batch(v, source);
+  }
+  // Shared prefixes (attention interface 1.4): a new cache whose sequence i copies source[i].
+  // The block pattern is a function of positions alone, so a copy decodes as its source would.
+  std::unique_ptr<patchbay::AttentionState> fork(std::span<const int64_t> source) const override {
+    return std::make_unique<KvCache>(static_cast<int64_t>(source.size()), capacity(),
+                                     patchbay::reorder_batch(k, source),
+                                     patchbay::reorder_batch(v, source));
+  }
   Tensor k, v;  // [B, H, capacity, Dh]
 };
 

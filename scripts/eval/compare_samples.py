@@ -6,6 +6,11 @@ the same is_greedy flags, the same argmax (acc) and per-length argmax (acc_norm)
 tasks each whole document's log-likelihood within --relative-tolerance of its size (a sum of
 thousands of float32 per-token terms: 1e-6 relative); then each aggregate metric both tools report, and the
 wall time of both (given by check_lm_eval.sh). Exit status 1 on any mismatch.
+
+With --tokenizer (the exported model's folder) each choice's difference is also divided by its
+continuation's token count: a deep model's per-token float32 differences add up over a long
+continuation (SmolLM2's 30 layers: ~2e-5 per token), so --per-token makes the tolerance apply
+per continuation token instead of per item. Both figures are always printed.
 """
 import argparse
 import glob
@@ -47,7 +52,11 @@ def main():
     ap.add_argument("lm_eval_folder")
     ap.add_argument("--tolerance", type=float, default=1e-4)
     ap.add_argument("--relative-tolerance", type=float, default=1e-6, help="rolling documents: |diff| / |ll|")
+    ap.add_argument("--tokenizer", help="HF folder whose tokenizer counts continuation tokens")
+    ap.add_argument("--per-token", action="store_true", help="the tolerance applies per continuation token")
     ap.add_argument("--lm-eval-seconds", type=float)
+    ap.add_argument("--lm-eval-cpu-seconds", type=float)
+    ap.add_argument("--patchbay-cpu-seconds", type=float)
     ap.add_argument("--patchbay-seconds", type=float)
     a = ap.parse_args()
     ours = {}
@@ -55,6 +64,14 @@ def main():
         s = json.loads(line)
         ours.setdefault(s["task"], {})[s["doc_id"]] = s
     theirs = lm_eval_samples(a.lm_eval_folder)
+    if a.per_token and not a.tokenizer:
+        ap.error("--per-token needs --tokenizer")
+    count_tokens = lambda text: 1  # noqa: E731
+    if a.tokenizer:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(a.tokenizer)
+        count_tokens = lambda text: max(1, len(tokenizer(text, add_special_tokens=False)["input_ids"]))  # noqa: E731
     failures = 0
     for task, items in ours.items():
         if task not in theirs:
@@ -62,6 +79,7 @@ def main():
             failures += 1
             continue
         worst, worst_relative, compared, pred_diff, greedy_diff, prompt_diff = 0.0, 0.0, 0, 0, 0, 0
+        worst_per_token = 0.0
         for doc_id, s in items.items():
             t = theirs[task].get(doc_id)
             if t is None:
@@ -96,8 +114,9 @@ def main():
                     print(f"{task} doc {doc_id}: {len(mine)} requests vs lm-eval's {len(theirs_ll)}")
                     failures += 1
                     continue
-                for x, y in zip(mine, theirs_ll):
+                for x, y, text in zip(mine, theirs_ll, s["continuations"]):
                     worst = max(worst, abs(x - y))
+                    worst_per_token = max(worst_per_token, abs(x - y) / count_tokens(text))
                     compared += 1
                 greedy_diff += sum(1 for g, p in zip(s["is_greedy"], pairs) if p[1] is not None and g != p[1])
                 if "choices" in s:
@@ -111,13 +130,15 @@ def main():
                 worst_relative = max(worst_relative, diff / max(1.0, abs(pairs[0][0])))
                 compared += 1
         rolling = worst_relative > 0
-        ok = ((worst_relative <= a.relative_tolerance if rolling else worst <= a.tolerance) and pred_diff == 0
+        item_figure = worst_per_token if a.per_token else worst
+        ok = ((worst_relative <= a.relative_tolerance if rolling else item_figure <= a.tolerance) and pred_diff == 0
               and greedy_diff == 0 and prompt_diff == 0)
         failures += 0 if ok else 1
         kind = "generations" if any("generation" in s for s in items.values()) else "log-likelihoods"
         print(f"{task}: {len(items)} docs, {compared} {kind}, max |diff| {worst:.2e} "
               + (f"relative {worst_relative:.1e} (tolerance {a.relative_tolerance:g}: whole documents)" if rolling
-                 else f"(tolerance {a.tolerance:g})")
+                 else (f"= {worst_per_token:.2e} per continuation token " if a.tokenizer else "")
+                 + f"(tolerance {a.tolerance:g}{' per token' if a.per_token else ''})")
               + f", prompt differences {prompt_diff}, prediction differences {pred_diff}, is_greedy differences {greedy_diff}: "
               f"{'OK' if ok else 'MISMATCH'}")
     results = lm_eval_results(a.lm_eval_folder)
@@ -134,6 +155,9 @@ def main():
     if a.lm_eval_seconds and a.patchbay_seconds:
         print(f"\nwall time: lm-eval {a.lm_eval_seconds:.1f} s, patchbay {a.patchbay_seconds:.1f} s "
               f"({a.lm_eval_seconds / a.patchbay_seconds:.1f}x), same threads, same sitting")
+    if a.lm_eval_cpu_seconds and a.patchbay_cpu_seconds:
+        print(f"CPU time (user + system): lm-eval {a.lm_eval_cpu_seconds:.1f} s, patchbay {a.patchbay_cpu_seconds:.1f} s "
+              f"({a.lm_eval_cpu_seconds / a.patchbay_cpu_seconds:.1f}x): steadier than wall time on a shared machine")
     sys.exit(1 if failures else 0)
 
 

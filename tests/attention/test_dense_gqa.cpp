@@ -213,3 +213,26 @@ TEST_CASE("rotary by a frequency list equals the host's rotary op; llama3 scalin
   CHECK(max_abs_diff(scaled.forward_step(state, x.slice(1, 0, 30)), full.slice(1, 0, 30)) < 1e-5);
   CHECK(max_abs_diff(scaled.forward_step(state, x.slice(1, 30, 40)), full.slice(1, 30, 40)) < 1e-5);
 }
+
+TEST_CASE("dense bias = false: no bias parameters, the same function as zero biases") {
+  const int64_t c = 24, heads = 4;
+  rt::AttentionHandle plain = dense_with([](rt::ComponentConfig& k) { k.set_bool("bias", false); });
+  plain.init(layer_context(c, heads, 16, PB_POSITIONAL_NONE, 21));
+  std::vector<std::string> names;
+  for (const auto& p : plain.parameters()) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"qkv.weight", "proj.weight"});
+  rt::AttentionHandle biased = dense_with([](rt::ComponentConfig&) {});
+  biased.init(layer_context(c, heads, 16, PB_POSITIONAL_NONE, 21));  // same seed: same weights
+  eng::Generator gen(4);
+  const eng::Tensor x = eng::uniform({2, 9, c}, gen, -1.0, 1.0);
+  {
+    eng::NoGradGuard no_grad;
+    CHECK(max_abs_diff(plain.forward(x, false), biased.forward(x, false)) == 0.0);
+    CHECK(max_abs_diff(parameter(plain, "qkv.weight"), parameter(biased, "qkv.weight")) == 0.0);
+  }
+  // Training leaves nothing but the weights with gradients (the zeros are constants).
+  const eng::Tensor loss = eng::sum(plain.forward(x, true));
+  eng::backward(loss);
+  CHECK(parameter(plain, "qkv.weight").grad().defined());
+  CHECK(parameter(plain, "proj.weight").grad().defined());
+}

@@ -29,6 +29,8 @@ TEST_CASE("attention 'sparse' passes the conformance kit for every pattern and c
     options.n_heads = 4;
     options.grad_n_heads = 2;
     options.grad_seq_len = 5;
+    options.state_reorder_required = true;  // beam search reuses the cache
+    options.state_fork_required = true;     // shared-context task scoring (issue 38)
     pt::check_attention_conformance(sat::factory("sparse",
                                                  [v](patchbay::runtime::ComponentConfig& c) {
                                                    c.set_string("mode", v.pattern);

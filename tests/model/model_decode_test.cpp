@@ -1,6 +1,7 @@
 // KV-cache decoding gives the logits of a full forward: prefill, then one token at a time,
 // then chunks, for learned, rotary and sinusoidal positions (max abs diff < 1e-4); and, with
-// dense attention and PATCHBAY_BATCH_INVARIANT_DECODE=1, bit for bit (issue 39).
+// dense attention and PATCHBAY_BATCH_INVARIANT_DECODE=1, bit for bit (issue 39); keep_last returns
+// the last positions' logits alone, equal to the full step's.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -151,4 +152,28 @@ TEST_CASE("forward refuses sequences longer than the context and non-integer tok
                        doctest::Contains("exceed the context length 8"), patchbay::Error);
   CHECK_THROWS_WITH_AS(model->forward(eng::zeros({1, 4}), false), doctest::Contains("i32 or i64"),
                        patchbay::Error);
+}
+
+TEST_CASE("decode_step keep_last: the last positions' logits alone, equal to the full step's") {
+  pm::ModelOptions o = model_test::tiny_options();
+  o.positional = pm::PositionalKind::kRotary;
+  auto model = pm::LanguageModel::build(o, {}, model_test::registry());
+  const eng::Tensor tokens = make_tokens(2, 6, o.vocab_size);
+  pm::DecodeState every = model->start_decoding(2, o.context_length);
+  const eng::Tensor all = model->decode_step(every, tokens);  // [2, 6, V]
+  pm::DecodeState kept = model->start_decoding(2, o.context_length);
+  const eng::Tensor last_two = model->decode_step(kept, tokens, 2);
+  CHECK(last_two.shape() == eng::Shape{2, 2, o.vocab_size});
+  CHECK(max_abs_diff(last_two, eng::narrow(all, 1, 4, 2).contiguous()) == 0.0f);
+  CHECK(kept.length() == 6);  // every position entered the cache
+  // The state continues as the one that returned every position's logits.
+  const eng::Tensor next = make_tokens(2, 1, o.vocab_size);
+  CHECK(max_abs_diff(model->decode_step(kept, next), model->decode_step(every, next)) == 0.0f);
+  // keep_last = T is every position; outside [0, T] is refused.
+  pm::DecodeState whole = model->start_decoding(2, o.context_length);
+  CHECK(max_abs_diff(model->decode_step(whole, tokens, 6), all) == 0.0f);
+  pm::DecodeState bad = model->start_decoding(2, o.context_length);
+  CHECK_THROWS_WITH_AS(model->decode_step(bad, tokens, 7),
+                       doctest::Contains("keep_last must lie in [0, 6]"), patchbay::Error);
+  CHECK_THROWS_AS(model->decode_step(bad, tokens, -1), patchbay::Error);
 }

@@ -23,7 +23,8 @@
 //   - shared prefixes (state_fork, interface 1.4, when the layer has it): a prefilled state
 //     forked into more sequences (one source repeated) decodes each copy as a fresh state that
 //     prefilled its source's prompt, within `decode_tolerance`; the source state is unchanged;
-//     a source out of range and zero sources are refused. A layer without it passes with a note;
+//     a source out of range and zero sources are refused. A layer without it passes with a note
+//     (`state_fork_required` makes that a failure);
 //   - gradients of forward with respect to x and every parameter match central finite
 //     differences (patchbay/testing/gradcheck.hpp) on a tiny f32 configuration;
 //   - cross-attention (interface 1.3): a layer declaring PB_ATTENTION_CAP_CROSS passes the
@@ -240,6 +241,9 @@ struct AttentionConformanceOptions {
   std::vector<std::string> non_trainable_parameters;
   // Fail (rather than note) when a layer with a decoding cache has no state_reorder.
   bool state_reorder_required = false;
+  // Fail (rather than note) when a layer with a decoding cache has no state_fork (or answers
+  // UNSUPPORTED): for built-in kinds that promise shared-context evaluation.
+  bool state_fork_required = false;
   // Cross-attention checks (PB_ATTENTION_CAP_CROSS): decoder and encoder lengths (different,
   // the encoder's >= 4 for its padding pattern) and the tolerance against the per-query
   // reference and between chunked and whole calls.
@@ -431,6 +435,10 @@ inline void check_state_fork(const AttentionFactory& make, const AttentionConfor
   AttentionUnderTest layer = ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
   const pb_attention_vtable* vt = layer.vtable();
   if (!PB_HAS_FIELD(vt, pb_attention_vtable, state_fork) || vt->state_fork == nullptr) {
+    if (o.state_fork_required)
+      FAIL(
+          "the layer has no state_fork (attention interface 1.4): evaluation prefills a shared "
+          "context once per continuation");
     MESSAGE(
         "note: no state_fork (attention interface 1.4); evaluation will prefill a shared context "
         "once per continuation (correct, slower). Override AttentionState::fork to provide it.");
@@ -450,6 +458,7 @@ inline void check_state_fork(const AttentionFactory& make, const AttentionConfor
   pb_status* st = vt->state_fork(layer.instance(), state->get(), source.data(), copies, &forked);
   if (st != nullptr && layer.host()->status_code(st) == PB_STATUS_UNSUPPORTED) {
     layer.code_of(st);
+    if (o.state_fork_required) FAIL("state_fork answers UNSUPPORTED though it is required");
     MESSAGE("note: state_fork answers UNSUPPORTED; evaluation will prefill shared contexts again");
     return;
   }
