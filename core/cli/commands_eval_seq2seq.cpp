@@ -83,15 +83,14 @@ std::pair<double, int64_t> test_loss(model::LanguageModel& model,
   return {total, count};
 }
 
-// Generated ids up to the first special token.
-std::vector<int32_t> cut_at_special(const std::vector<int32_t>& ids,
-                                    const train::TokenBytes& bytes) {
-  std::vector<int32_t> out;
-  for (const int32_t t : ids) {
-    if (bytes.special[static_cast<size_t>(t)] != 0) break;
-    out.push_back(t);
-  }
-  return out;
+// The text of generated ids without their special tokens (HF's skip_special_tokens = True, what
+// BLEU is usually computed on); the </s> that ends a decode is never among them.
+std::string text_without_specials(const runtime::TokenizerHandle& tokenizer,
+                                  const std::vector<int32_t>& ids, const train::TokenBytes& bytes) {
+  std::vector<int32_t> kept;
+  for (const int32_t t : ids)
+    if (bytes.special[static_cast<size_t>(t)] == 0) kept.push_back(t);
+  return tokenizer.decode(kept);
 }
 
 std::vector<std::string> greedy_outputs(model::EncoderDecoderModel& model,
@@ -118,7 +117,7 @@ std::vector<std::string> greedy_outputs(model::EncoderDecoderModel& model,
                             eng::Tensor::from_data(mask.data(), {rows, width}, eng::DType::kI32),
                             tokens.start_id, eos_id, max_new);
     for (const std::vector<int32_t>& d : decoded)
-      outputs.push_back(tokenizer.decode(cut_at_special(d, bytes)));
+      outputs.push_back(text_without_specials(tokenizer, d, bytes));
   }
   return outputs;
 }
@@ -171,10 +170,10 @@ int run_eval_seq2seq_test(model::LanguageModel& language_model,
     beam.length_penalty = args.length_penalty;
     beam.max_new_tokens = max_new;
     for (const TestPair& p : pairs)
-      outputs.push_back(tokenizer.decode(
-          generate::seq2seq_beam_search(*model, p.ids.source, tokens, beam, nullptr)
-              .front()
-              .tokens));
+      outputs.push_back(text_without_specials(
+          tokenizer,
+          generate::seq2seq_beam_search(*model, p.ids.source, tokens, beam, nullptr).front().tokens,
+          bytes));
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

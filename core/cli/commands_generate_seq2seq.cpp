@@ -77,8 +77,7 @@ int generate_seq2seq(CheckpointModel& run, const Seq2SeqGenerateRequest& request
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cerr << request.sources.size() << " source(s), " << generated << " tokens generated, "
-            << stopped << " stopped at a special token (</s>), the rest at max-new-tokens; "
-            << seconds << " s\n";
+            << stopped << " stopped at </s>, the rest at max-new-tokens; " << seconds << " s\n";
   return kExitOk;
 }
 
