@@ -10,6 +10,7 @@
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
 #include "cli/device_option.hpp"
+#include "cli/eval_seq2seq.hpp"
 #include "cli/eval_tasks.hpp"
 #include "config/config_loader.hpp"
 #include "model/encoder_decoder.hpp"
@@ -30,6 +31,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   EvalTasksArgs tasks;
   int64_t num_fewshot = -1, limit = -1;
   bool no_context_cache = false;
+  Seq2SeqTestArgs test;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("checkpoint", po::value(&checkpoint_path),
                                                "checkpoint or run directory")(
@@ -54,7 +56,18 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
       "and forking its decoding state per choice")(
       "compare-context-cache", po::bool_switch(&tasks.compare_context_cache),
       "with --tasks: score each task both ways in this run; print both times, tokens forwarded "
-      "and the largest log-likelihood difference");
+      "and the largest log-likelihood difference")(
+      "test", po::value(&test.test_file),
+      "encoder-decoder runs: JSON Lines {\"source\", \"target\"}: loss, BLEU and chrF of the "
+      "decodes and of the copy-the-source baseline (docs/encoder_decoder.md)")(
+      "num-beams", po::value(&test.num_beams),
+      "with --test: 1 = greedy decoding (default), N > 1 = beam search with N beams")(
+      "length-penalty", po::value(&test.length_penalty), "with --test and beams: default 1")(
+      "max-new-tokens", po::value(&test.max_new_tokens),
+      "with --test: tokens per decode (default model.context_length)")(
+      "outputs", po::value(&test.outputs), "with --test: write the decodes, one per line")(
+      "samples", po::value(&test.samples),
+      "with --test: source/reference/output triples printed (default 3)");
   add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
@@ -65,7 +78,9 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
     std::cout
         << "Usage: patchbay eval CHECKPOINT [--split val|train] [--batches N] [--batch-size B]\n"
            "       patchbay eval CHECKPOINT --tasks NAME|FILE[,...] [--num-fewshot N] [--limit N]\n"
-           "                     [--log-samples FILE] [--batch-size B]\n\n"
+           "                     [--log-samples FILE] [--batch-size B]\n"
+           "       patchbay eval CHECKPOINT --test PAIRS.jsonl [--num-beams N] [--limit N] "
+           "[--outputs FILE]   (encoder-decoder runs)\n\n"
            "Evaluates a checkpoint (a .safetensors file or a run directory: its latest) on fixed,\n"
            "evenly spaced windows of the split: loss (nats/token), perplexity, bits per byte.\n"
            "With --tasks: multiple-choice, cloze, perplexity and generation tasks scored as\n"
@@ -77,8 +92,9 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   if (values.count("tasks") != 0) {
     if (!device.empty() && device != "cpu")
       throw Error(ErrorKind::kInvalidArgument,
-                  "--device " + device + " with --tasks: task evaluation runs on the CPU in this "
-                  "build; drop --device (or pass --device cpu)");
+                  "--device " + device +
+                      " with --tasks: task evaluation runs on the CPU in this "
+                      "build; drop --device (or pass --device cpu)");
     tasks.checkpoint = checkpoint_path;
     if (num_fewshot >= 0) tasks.num_fewshot = num_fewshot;
     if (limit >= 0) tasks.limit = limit;
@@ -86,10 +102,20 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
     tasks.share_contexts = !no_context_cache;
     return run_eval_tasks(tasks, global);
   }
-  for (const char* task_only : {"num-fewshot", "limit", "log-samples", "fewshot-seed", "output"})
+  for (const char* test_only :
+       {"num-beams", "length-penalty", "max-new-tokens", "outputs", "samples"})
+    if (values.count(test_only) != 0 && values.count("test") == 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string("--") + test_only + " applies to a test set: add --test FILE");
+  const bool with_test = values.count("test") != 0;
+  if (with_test && limit >= 0) test.limit = limit;
+  for (const char* task_only : {"num-fewshot", "log-samples", "fewshot-seed", "output"})
     if (values.count(task_only) != 0)
       throw Error(ErrorKind::kInvalidArgument,
                   std::string("--") + task_only + " applies to task evaluation: add --tasks");
+  if (values.count("limit") != 0 && !with_test)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--limit applies to task evaluation or a test set: add --tasks or --test");
   for (const char* task_only : {"no-context-cache", "compare-context-cache"})
     if (values.count(task_only) != 0 && !values[task_only].defaulted())
       throw Error(ErrorKind::kInvalidArgument,
@@ -130,6 +156,12 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
+  if (with_test) {
+    if (values.count("batch-size") != 0) test.batch_size = batch_size;
+    std::cout << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
+              << ")\n";
+    return run_eval_seq2seq_test(*model, data.tokenizer, test);
+  }
 
   const data::TokenSequence& tokens = split == "val" ? data.val : data.train;
   const train::TokenBytes target_bytes = train::token_bytes(data.tokenizer);
@@ -137,16 +169,20 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& global) 
   // The run's objective (objective.hpp) makes the validation batches from the split's fixed
   // windows and scores them, as the trainer's evaluation does (masked targets of fixed masks
   // for "mlm", every next token for "clm").
-  const std::unique_ptr<train::TrainingObjective> objective = train::make_objective(config, o, data.tokenizer);
+  const std::unique_ptr<train::TrainingObjective> objective =
+      train::make_objective(config, o, data.tokenizer);
   const train::ObjectiveEvaluation evaluation = objective->evaluate(
-      *model, [&](int64_t b) { return train::validation_windows(tokens, b, batches, batch_size, o.seq_len); },
+      *model,
+      [&](int64_t b) {
+        return train::validation_windows(tokens, b, batches, batch_size, o.seq_len);
+      },
       settings);
   const train::EvalResult& r = evaluation.eval;
   std::cout << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
             << ")\n"
             << "split: " << split << ", " << batches << " batches x " << batch_size << " x "
-            << o.seq_len << " = " << r.tokens << " " << evaluation.target_unit << "s (train.objective = \""
-            << objective->name() << "\")\n";
+            << o.seq_len << " = " << r.tokens << " " << evaluation.target_unit
+            << "s (train.objective = \"" << objective->name() << "\")\n";
   if (!evaluation.summary.empty()) std::cout << evaluation.summary << "\n";
   std::cout << "loss: " << r.loss << " nats per " << evaluation.target_unit << "\n"
             << "perplexity: " << r.perplexity << "\n"

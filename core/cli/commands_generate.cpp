@@ -21,7 +21,9 @@
 #include "cli/command.hpp"
 #include "cli/component_lookup.hpp"
 #include "cli/device_option.hpp"
+#include "cli/generate_seq2seq.hpp"
 #include "common/error.hpp"
+#include "eval/seq2seq_pairs.hpp"
 #include "generate/beam_generate.hpp"
 #include "generate/generate.hpp"
 #include "generate/sampler_config.hpp"
@@ -89,50 +91,38 @@ void check_constraint_options(bool grammar_given, const std::string& grammar_fil
                                                  " MiB; a grammar is a short text file");
 }
 
-// `generate --source`: greedy decoding of an encoder-decoder run (the encoder once, the
-// decoder with its caches), starting from <pad> and stopping at </s> when the tokenizer has
-// them (the seq2seq / span_corruption objectives add both).
-int generate_from_source(const config::ResolvedConfig& config, const train::Checkpoint& checkpoint,
-                         const runtime::TokenizerHandle& tokenizer, runtime::Registry& registry,
-                         const std::string& source, int64_t max_new_tokens) {
-  auto model = model::LanguageModel::build_encoder_decoder(
-      model::encoder_decoder_options_from_config(config, tokenizer.vocab_size()),
-      model::component_tables_from_config(config), registry);
-  std::vector<train::NamedTensor> params;
-  for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
-  checkpoint.load_into(params);
-  int32_t start_id = -1, eos_id = -1;
-  for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens()) {
-    if (s.text == "<pad>") start_id = s.id;
-    if (s.text == "</s>") eos_id = s.id;
-  }
-  if (start_id < 0)
+// Beam search's chain: only the processors asked for (a --config chain, command-line options),
+// ending in a greedy selector that beam search does not use.
+toml::array beam_chain_entries(const std::string& chain_file,
+                               const generate::SamplerOverrides& overrides) {
+  if (!chain_file.empty()) return chain_entries(chain_file, overrides);
+  toml::array entries;
+  entries.push_back(toml::table{{"name", "greedy"}});
+  generate::apply_overrides(entries, overrides);
+  return entries;
+}
+
+// The sources of an encoder-decoder generate: --source TEXT or --source-file FILE (not both);
+// several returned sequences only for one source.
+std::vector<std::string> seq2seq_sources(const po::variables_map& values, const std::string& source,
+                                         const std::string& source_file,
+                                         int64_t num_return_sequences) {
+  if (values.count("source") != 0 && values.count("source-file") != 0)
     throw Error(ErrorKind::kInvalidArgument,
-                "generate --source: the run's tokenizer has no \"<pad>\" special token, the "
-                "decoder's start token (train.objective = \"seq2seq\" or \"span_corruption\" "
-                "add it)");
-  const std::vector<int32_t> ids = tokenizer.encode(source);
-  if (ids.empty())
-    throw Error(ErrorKind::kInvalidArgument, "generate --source: the source is empty");
-  const int64_t limit =
-      std::min<int64_t>(max_new_tokens, model->options().context_length);  // decoder positions
-  const std::vector<std::vector<int32_t>> out = model->encoder_decoder()->greedy_decode(
-      engine::Tensor::from_data(ids.data(), {1, static_cast<int64_t>(ids.size())},
-                                engine::DType::kI32),
-      engine::Tensor(), start_id, eos_id, limit);
-  std::vector<int32_t> text_ids = out.front();
-  const bool stopped = !text_ids.empty() && text_ids.back() == eos_id;
-  if (stopped) text_ids.pop_back();
-  std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
-            << "), greedy encoder-decoder decoding\n";
-  std::cout << tokenizer.decode(text_ids) << "\n" << std::flush;
-  std::cerr << text_ids.size() << " tokens (" << (stopped ? "stopped at </s>" : "max-new-tokens")
-            << "), source " << ids.size() << " tokens\n";
-  return kExitOk;
+                "generate: give --source TEXT or --source-file FILE, not both");
+  if (values.count("source") != 0) return {source};
+  if (num_return_sequences > 1)
+    throw Error(ErrorKind::kInvalidArgument,
+                "generate --source-file prints one output per source line; "
+                "--num-return-sequences > 1 goes with a single --source");
+  std::vector<std::string> sources;
+  for (eval::Seq2SeqRecord& r : eval::read_seq2seq_records(source_file, false))
+    sources.push_back(std::move(r.source));
+  return sources;
 }
 
 int run_generate(const std::vector<std::string>& args, const GlobalOptions& global) {
-  std::string checkpoint_path, prompt, chain_file, source;
+  std::string checkpoint_path, prompt, chain_file, source, source_file;
   int64_t max_new_tokens = 200;
   bool no_stop = false;
   double temperature = 0, top_p = 0, min_p = 0, repetition_penalty = 0;
@@ -151,8 +141,10 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
                                                "checkpoint file or run directory (its latest)")(
       "prompt,p", po::value(&prompt), "text to continue (required)")(
       "source", po::value(&source),
-      "encoder-decoder runs: the source to transform (greedy decoding; instead of --prompt)")(
-      "max-new-tokens,n", po::value(&max_new_tokens), "tokens to generate (default 200)")(
+      "encoder-decoder runs: the source to transform (instead of --prompt)")(
+      "source-file", po::value(&source_file),
+      "encoder-decoder runs: sources one per line, or JSON Lines {\"source\"}; one output per "
+      "line")("max-new-tokens,n", po::value(&max_new_tokens), "tokens to generate (default 200)")(
       "seed", po::value(&seed), "seed of the random selector (default 0)")(
       "temperature", po::value(&temperature), "divide logits by T; 0 = greedy decoding")(
       "top-k", po::value(&top_k), "keep the k most likely tokens")(
@@ -187,11 +179,11 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
   const bool help = values.count("help") != 0;
-  const bool has_source = values.count("source") != 0;
+  const bool has_source = values.count("source") != 0 || values.count("source-file") != 0;
   if (help || values.count("checkpoint") == 0 || (values.count("prompt") == 0 && !has_source)) {
     std::cout
         << "Usage: patchbay generate CHECKPOINT --prompt TEXT [--max-new-tokens N] [--seed S]\n"
-           "       patchbay generate CHECKPOINT --source TEXT [--max-new-tokens N]   "
+           "       patchbay generate CHECKPOINT --source TEXT | --source-file FILE [...]   "
            "(encoder-decoder runs)\n"
            "                         [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
            "                         [--repetition-penalty R] [--config CHAIN.toml] [--no-stop]\n"
@@ -241,6 +233,16 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
     }
   };
 
+  const auto beam_options = [&] {
+    generate::BeamSearchOptions beam;
+    beam.num_beams = num_beams;
+    beam.length_penalty = length_penalty;
+    beam.early_stopping = generate::early_stopping_from_name(early_stopping);
+    beam.num_return_sequences = num_return_sequences;
+    beam.max_new_tokens = max_new_tokens;
+    return beam;
+  };
+
   CheckpointModel run = open_checkpoint_run(checkpoint_path, global, device);
   const bool encoder_decoder = model::model_architecture(run.config) == "encoder_decoder";
   if (has_source || encoder_decoder) {
@@ -254,17 +256,31 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
                   "generate: " + run.checkpoint.path().string() +
                       " holds an encoder-decoder (model.architecture = \"encoder_decoder\"), "
                       "which transforms a source: give --source TEXT instead of --prompt");
-    if (values.count("prompt") != 0 || num_beams > 0 || !chain_file.empty() ||
-        !grammar_file.empty() || !regex.empty() || weights_dtype != "f32" || chat ||
-        values.count("temperature") != 0 || values.count("top-k") != 0 ||
-        values.count("top-p") != 0 || values.count("min-p") != 0 ||
-        values.count("repetition-penalty") != 0)
+    Seq2SeqGenerateRequest request;
+    request.max_new_tokens = max_new_tokens;
+    request.stop_at_special = !no_stop;
+    request.sources = seq2seq_sources(values, source, source_file, num_return_sequences);
+    request.from_file = !source_file.empty();
+    if (values.count("prompt") != 0 || chat || !system.empty() || !template_spec.empty() ||
+        weights_dtype != "f32")
       throw Error(ErrorKind::kInvalidArgument,
-                  "generate --source: encoder-decoder decoding is greedy only for now (no "
-                  "--prompt, --chat, sampling options, --config chains, beam search, grammars "
-                  "or bf16 weights); give --source and --max-new-tokens");
-    return generate_from_source(run.config, run.checkpoint, run.tokenizer, *run.components.registry,
-                                source, max_new_tokens);
+                  "generate --source: an encoder-decoder takes no --prompt, --chat, --system, "
+                  "--template or --weights-dtype bf16; give --source TEXT or --source-file FILE");
+    // Without --config or a sampling option an encoder-decoder decodes greedily (HF's default
+    // for text-to-text models); --temperature, --top-k, --top-p, --min-p or --seed select
+    // the default sampling chain, edited as for --prompt.
+    const bool sampling = !chain_file.empty() || values.count("temperature") != 0 ||
+                          values.count("top-k") != 0 || values.count("top-p") != 0 ||
+                          values.count("min-p") != 0 || values.count("seed") != 0;
+    toml::array entries = num_beams > 0 || !sampling ? beam_chain_entries(chain_file, overrides)
+                                                     : chain_entries(chain_file, overrides);
+    add_constraint(entries);
+    runtime::SamplerChain chain = generate::build_sampler_chain(entries, *run.components.registry);
+    generate::give_vocabulary_if_needed(chain, run.tokenizer);
+    if (num_beams > 0) {
+      request.beam = beam_options();
+    }
+    return generate_seq2seq(run, request, chain);
   }
   build_checkpoint_model(run, weights_dtype);
   const train::Checkpoint& checkpoint = run.checkpoint;
@@ -288,22 +304,11 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
 
   if (num_beams > 0) {
     // Beam search: only the processors asked for (a --config chain, command-line options).
-    toml::array entries;
-    if (chain_file.empty()) {
-      entries.push_back(toml::table{{"name", "greedy"}});
-      generate::apply_overrides(entries, overrides);
-    } else {
-      entries = chain_entries(chain_file, overrides);
-    }
+    toml::array entries = beam_chain_entries(chain_file, overrides);
     add_constraint(entries);
     runtime::SamplerChain beam_chain = generate::build_sampler_chain(entries, registry);
     generate::give_vocabulary_if_needed(beam_chain, tokenizer);
-    generate::BeamSearchOptions beam;
-    beam.num_beams = num_beams;
-    beam.length_penalty = length_penalty;
-    beam.early_stopping = generate::early_stopping_from_name(early_stopping);
-    beam.num_return_sequences = num_return_sequences;
-    beam.max_new_tokens = max_new_tokens;
+    const generate::BeamSearchOptions beam = beam_options();
     std::cerr << "checkpoint: " << checkpoint.path().string() << " (step " << checkpoint.step()
               << ")\n"
               << "beam search: " << num_beams << " beams, length penalty " << length_penalty

@@ -6,40 +6,22 @@
 
 #include "common/error.hpp"
 #include "engine/ops.hpp"
+#include "generate/logit_rows.hpp"
 
 namespace patchbay::generate {
-namespace {
-
-namespace eng = engine;
-
-// rows (equal lengths) as an i32 tensor [rows, length].
-eng::Tensor token_rows(const std::vector<std::vector<int32_t>>& rows) {
-  const int64_t length = static_cast<int64_t>(rows.front().size());
-  std::vector<int32_t> flat;
-  flat.reserve(rows.size() * rows.front().size());
-  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
-  return eng::Tensor::from_data(flat.data(), {static_cast<int64_t>(rows.size()), length}, eng::DType::kI32);
-}
-
-}  // namespace
 
 LanguageModelBeamDecoder::LanguageModelBeamDecoder(model::LanguageModel& model, int64_t capacity,
                                                    bool use_state_reorder)
     : model_(model), capacity_(capacity), use_state_reorder_(use_state_reorder) {}
 
-std::vector<std::vector<float>> LanguageModelBeamDecoder::run(const std::vector<std::vector<int32_t>>& rows) {
-  const eng::Tensor logits = model_.decode_step(state_, token_rows(rows));  // [beams, T, V]
-  const eng::Tensor last = eng::narrow(logits, 1, logits.size(1) - 1, 1);  // [beams, 1, V]
-  const int64_t vocab = logits.size(2);
-  const std::vector<float> flat = last.to_vector();
-  std::vector<std::vector<float>> out(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i)
-    out[i].assign(flat.begin() + static_cast<std::ptrdiff_t>(i) * vocab,
-                  flat.begin() + static_cast<std::ptrdiff_t>(i + 1) * vocab);
-  return out;
+std::vector<std::vector<float>> LanguageModelBeamDecoder::run(
+    const std::vector<std::vector<int32_t>>& rows) {
+  // [beams, T, V] -> each beam's last position [beams][V]
+  return last_logits_per_row(model_.decode_step(state_, token_rows(rows)));
 }
 
-std::vector<float> LanguageModelBeamDecoder::prefill(std::span<const int32_t> prompt, int64_t beams) {
+std::vector<float> LanguageModelBeamDecoder::prefill(std::span<const int32_t> prompt,
+                                                     int64_t beams) {
   history_.assign(static_cast<size_t>(beams), std::vector<int32_t>(prompt.begin(), prompt.end()));
   state_ = model_.start_decoding(beams, capacity_);
   state_valid_ = true;
@@ -54,7 +36,8 @@ void LanguageModelBeamDecoder::reorder(std::span<const int64_t> source) {
   if (!state_valid_) return;
   if (!use_state_reorder_ || !model_.reorder_decoding(state_, source)) {
     state_valid_ = false;
-    use_state_reorder_ = false;  // a layer that cannot reorder will not learn to: rebuild from now on
+    // A layer that cannot reorder will not learn to: rebuild from now on.
+    use_state_reorder_ = false;
   }
 }
 
@@ -72,25 +55,29 @@ std::vector<std::vector<float>> LanguageModelBeamDecoder::step(std::span<const i
   return run(history_);
 }
 
-BeamGenerateResult beam_generate(model::LanguageModel& model, const runtime::TokenizerHandle& tokenizer,
-                                 std::string_view prompt, BeamSearchOptions options, bool stop_at_special,
+BeamGenerateResult beam_generate(model::LanguageModel& model,
+                                 const runtime::TokenizerHandle& tokenizer, std::string_view prompt,
+                                 BeamSearchOptions options, bool stop_at_special,
                                  const runtime::SamplerChain* chain, bool use_state_reorder) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<int32_t> ids = tokenizer.encode(prompt);
   if (ids.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, "beam search: the prompt encodes to no tokens; give at least one character");
+    throw Error(ErrorKind::kInvalidArgument,
+                "beam search: the prompt encodes to no tokens; give at least one character");
   }
   const int64_t context = model.options().context_length;
   const int64_t needed = static_cast<int64_t>(ids.size()) + options.max_new_tokens;
   if (needed > context) {
     throw Error(ErrorKind::kInvalidArgument,
-                "beam search: prompt (" + std::to_string(ids.size()) + " tokens) + max_new_tokens (" +
-                    std::to_string(options.max_new_tokens) + ") exceed the model's context of " +
-                    std::to_string(context) + "; beam search does not slide the window: shorten the prompt or " +
+                "beam search: prompt (" + std::to_string(ids.size()) +
+                    " tokens) + max_new_tokens (" + std::to_string(options.max_new_tokens) +
+                    ") exceed the model's context of " + std::to_string(context) +
+                    "; beam search does not slide the window: shorten the prompt or " +
                     "ask for fewer tokens");
   }
   if (stop_at_special) {
-    for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens()) options.eos_tokens.push_back(s.id);
+    for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens())
+      options.eos_tokens.push_back(s.id);
   }
   LanguageModelBeamDecoder decoder(model, needed, use_state_reorder);
   std::unique_ptr<ChainBeamProcessors> processors;
@@ -101,7 +88,8 @@ BeamGenerateResult beam_generate(model::LanguageModel& model, const runtime::Tok
   result.steps = found.steps;
   result.state_rebuilds = decoder.rebuilds();
   for (const BeamHypothesis& h : found.sequences)
-    result.sequences.push_back(BeamText{tokenizer.decode(h.tokens), h.tokens, h.score, h.finished_by_eos});
+    result.sequences.push_back(
+        BeamText{tokenizer.decode(h.tokens), h.tokens, h.score, h.finished_by_eos});
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,18 @@ class EncoderDecoderModel {
   // tokens [B, Tn] at decoder positions state.length() .. +Tn-1 -> logits [B, Tn, V], equal
   // (up to rounding) to forward()'s at those positions; the state advances.
   engine::Tensor decode_step(Seq2SeqDecodeState& state, const engine::Tensor& tokens);
+  // Decoding rows that share one source (beam search, several samples of one source): the
+  // encoder runs once on source [1, S] and its memory [1, S, C] is broadcast to `rows` decoder
+  // rows; every row's cross-attention reads the same keys/values, so reorder_decoding leaves
+  // them as they are. Throws as start_decoding, and for rows < 1 or a batch other than 1.
+  Seq2SeqDecodeState start_decoding_shared(const engine::Tensor& source,
+                                           const engine::Tensor& source_padding, int64_t capacity,
+                                           int64_t rows);
+  // Row i takes the decoder state of row source[i] (source.size() == state.batch(), each in
+  // [0, batch)): every layer's self-attention keys/values; a state of distinct sources also
+  // reorders its memory and remakes the cross-attention memories. Throws
+  // Error(kInvalidArgument) for a bad source list or a state of another model.
+  void reorder_decoding(Seq2SeqDecodeState& state, std::span<const int64_t> source);
   // Greedy decoding: each sequence starts with start_id and takes the highest logit until it
   // gives eos_id or max_new tokens. Returns the generated ids (eos included when given).
   std::vector<std::vector<int32_t>> greedy_decode(const engine::Tensor& source,
@@ -142,6 +155,10 @@ class EncoderDecoderModel {
  private:
   struct Impl;
   explicit EncoderDecoderModel(std::unique_ptr<Impl> impl);
+  void check_decoding_capacity(int64_t capacity) const;
+  // A state over an encoder output memory [B, S, C] and its f32 mask (or undefined).
+  Seq2SeqDecodeState decoding_state(engine::Tensor memory, engine::Tensor mask, int64_t capacity,
+                                    bool shared_source);
   std::unique_ptr<Impl> impl_;
 };
 

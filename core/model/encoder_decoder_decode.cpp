@@ -2,6 +2,8 @@
 // keeps its self-attention keys/values (RelativeSelfAttention::Cache) and a cross-attention
 // memory made once from the encoder output; greedy decoding on top. No gradients.
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "common/error.hpp"
 #include "engine/ops.hpp"
@@ -27,30 +29,104 @@ void refuse_decoding(const std::string& message) {
 
 }  // namespace
 
-Seq2SeqDecodeState EncoderDecoderModel::start_decoding(const eng::Tensor& source,
-                                                       const eng::Tensor& source_padding,
-                                                       int64_t capacity) {
-  Impl& m = *impl_;
-  if (capacity < 1 || capacity > m.options.base.context_length)
+namespace {
+
+// Rows `source` of x along dim 0 (a batch reorder; no gradients).
+eng::Tensor select_rows(const eng::Tensor& x, std::span<const int64_t> source) {
+  std::vector<eng::Tensor> rows;
+  rows.reserve(source.size());
+  for (const int64_t r : source) rows.push_back(eng::narrow(x, 0, r, 1));
+  return eng::contiguous(eng::concat(rows, 0));
+}
+
+}  // namespace
+
+void EncoderDecoderModel::check_decoding_capacity(int64_t capacity) const {
+  const int64_t limit = impl_->options.base.context_length;
+  if (capacity < 1 || capacity > limit)
     refuse_decoding("capacity " + std::to_string(capacity) + " outside [1, " +
-                    std::to_string(m.options.base.context_length) + "] (model.context_length)");
-  eng::NoGradGuard no_grad;
+                    std::to_string(limit) + "] (model.context_length)");
+}
+
+Seq2SeqDecodeState EncoderDecoderModel::decoding_state(eng::Tensor memory, eng::Tensor mask,
+                                                       int64_t capacity, bool shared_source) {
   Seq2SeqDecodeState state;
   state.impl_ = std::make_unique<Seq2SeqDecodeState::Impl>();
   Seq2SeqDecodeState::Impl& s = *state.impl_;
   s.owner = impl_.get();
-  s.memory = m.run_encoder(source, source_padding, false, nullptr);
+  s.memory = std::move(memory);
+  s.source_mask = std::move(mask);
   s.batch = s.memory.size(0);
   s.capacity = capacity;
-  const eng::Tensor mask = source_padding.defined()
-                               ? source_padding.to(eng::DType::kF32).to(s.memory.device())
-                               : eng::Tensor();
-  for (DecoderBlock& block : m.decoder) {
+  s.shared_source = shared_source;
+  for (DecoderBlock& block : impl_->decoder) {
     s.self_caches.emplace_back();
-    s.cross_memories.push_back(
-        block.cross_attn->cross_memory_create(s.memory, mask.defined() ? &mask : nullptr, false));
+    s.cross_memories.push_back(block.cross_attn->cross_memory_create(
+        s.memory, s.source_mask.defined() ? &s.source_mask : nullptr, false));
   }
   return state;
+}
+
+Seq2SeqDecodeState EncoderDecoderModel::start_decoding(const eng::Tensor& source,
+                                                       const eng::Tensor& source_padding,
+                                                       int64_t capacity) {
+  check_decoding_capacity(capacity);
+  eng::NoGradGuard no_grad;
+  eng::Tensor memory = impl_->run_encoder(source, source_padding, false, nullptr);
+  eng::Tensor mask = source_padding.defined()
+                         ? source_padding.to(eng::DType::kF32).to(memory.device())
+                         : eng::Tensor();
+  return decoding_state(std::move(memory), std::move(mask), capacity, false);
+}
+
+Seq2SeqDecodeState EncoderDecoderModel::start_decoding_shared(const eng::Tensor& source,
+                                                              const eng::Tensor& source_padding,
+                                                              int64_t capacity, int64_t rows) {
+  check_decoding_capacity(capacity);
+  if (rows < 1) refuse_decoding("rows " + std::to_string(rows) + " < 1");
+  if (!source.defined() || source.dim() != 2 || source.size(0) != 1)
+    refuse_decoding("a shared source is one sequence [1, S], found " +
+                    (source.defined() ? source.str() : std::string("none")));
+  eng::NoGradGuard no_grad;
+  // The encoder runs on the one source; its output is broadcast to the decoder's rows.
+  const eng::Tensor one = impl_->run_encoder(source, source_padding, false, nullptr);
+  eng::Tensor memory = eng::contiguous(eng::expand(one, {rows, one.size(1), one.size(2)}));
+  eng::Tensor mask;
+  if (source_padding.defined()) {
+    const eng::Tensor m = source_padding.to(eng::DType::kF32).to(memory.device());
+    mask = eng::contiguous(eng::expand(m, {rows, m.size(1)}));
+  }
+  return decoding_state(std::move(memory), std::move(mask), capacity, true);
+}
+
+void EncoderDecoderModel::reorder_decoding(Seq2SeqDecodeState& state,
+                                           std::span<const int64_t> source) {
+  if (!state.impl_ || state.impl_->owner != impl_.get())
+    refuse_decoding("the state was not made by this model's start_decoding");
+  Seq2SeqDecodeState::Impl& s = *state.impl_;
+  if (s.broken) refuse_decoding("an earlier step failed part-way; start a new state");
+  if (static_cast<int64_t>(source.size()) != s.batch)
+    refuse_decoding("reorder: " + std::to_string(source.size()) + " source rows for a state of " +
+                    std::to_string(s.batch));
+  for (const int64_t r : source)
+    if (r < 0 || r >= s.batch)
+      refuse_decoding("reorder: source row " + std::to_string(r) + " outside [0, " +
+                      std::to_string(s.batch) + ")");
+  eng::NoGradGuard no_grad;
+  s.broken = true;  // until every layer has reordered
+  for (RelativeSelfAttention::Cache& cache : s.self_caches) {
+    if (!cache.k.defined()) continue;  // nothing decoded yet
+    cache.k = select_rows(cache.k, source);
+    cache.v = select_rows(cache.v, source);
+  }
+  if (!s.shared_source) {
+    s.memory = select_rows(s.memory, source);
+    if (s.source_mask.defined()) s.source_mask = select_rows(s.source_mask, source);
+    for (size_t i = 0; i < impl_->decoder.size(); ++i)
+      s.cross_memories[i] = impl_->decoder[i].cross_attn->cross_memory_create(
+          s.memory, s.source_mask.defined() ? &s.source_mask : nullptr, false);
+  }
+  s.broken = false;
 }
 
 eng::Tensor EncoderDecoderModel::decode_step(Seq2SeqDecodeState& state, const eng::Tensor& tokens) {

@@ -58,8 +58,10 @@ struct EncoderDecoderModel::Impl {
 struct Seq2SeqDecodeState::Impl {
   const void* owner = nullptr;  // the EncoderDecoderModel::Impl that made it
   int64_t batch = 0, capacity = 0, length = 0;
-  bool broken = false;    // a step failed part-way: the layers' caches disagree
-  engine::Tensor memory;  // [B, S, C]
+  bool broken = false;         // a step failed part-way: the layers' caches disagree
+  bool shared_source = false;  // start_decoding_shared: every row reads one source
+  engine::Tensor memory;       // [B, S, C]
+  engine::Tensor source_mask;  // [B, S] f32 on the memory's device, or undefined
   std::vector<RelativeSelfAttention::Cache> self_caches;              // one per decoder block
   std::vector<runtime::AttentionHandle::CrossMemory> cross_memories;  // one per decoder block
 };
