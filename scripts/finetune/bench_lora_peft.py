@@ -243,6 +243,7 @@ def summarize(args, torch_steps, timed, done, final):
         "alpha": args.alpha, "targets": args.targets, "lr": args.lr, "warmup": args.warmup,
         "betas": args.betas, "eps": args.eps, "weight_decay": args.weight_decay,
         "chunks": args.chunks, "timed_steps": len(timed), "loss_targets": loss_targets,
+        "omp_wait_policy": args.omp_wait_policy,
         "torch": torch.__version__,
         "patchbay_tokens_per_second": pb_tps, "torch_tokens_per_second": pt_tps,
         "ratio": pb_tps / pt_tps,
@@ -289,7 +290,12 @@ def main():
     p.add_argument("--eps", type=float, default=1e-8)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--loss-tolerance", type=float, default=0.01)
+    p.add_argument("--omp-wait-policy", choices=["default", "passive", "active"], default="default",
+                   help="OMP_WAIT_POLICY of both sides (both use GNU libgomp): on a machine shared "
+                   "with other jobs, spinning threads waste their turns, so 'passive' there")
     args = p.parse_args()
+    if args.omp_wait_policy != "default":  # before torch loads libgomp; inherited by Patchbay
+        os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy.upper()
     args.work = os.path.abspath(args.work)
     os.makedirs(args.work, exist_ok=True)
     patchbay = os.path.abspath(args.patchbay)
