@@ -2,6 +2,7 @@
 // instruction_packing.hpp.
 #include "train/instruction_packing.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "common/error.hpp"
@@ -13,11 +14,43 @@ int64_t packed_length(const InstructionExample& example) {
   return static_cast<int64_t>(example.ids.size()) - 1;
 }
 
+namespace {
+
+// The free positions of up to `slots` rows as a max tree, so that first-fit finds the leftmost
+// row with room for an example in O(log slots) rather than by scanning every open row. Rows
+// not opened yet have all seq_len positions free: when no open row has room, the leftmost
+// such row is the next one to open.
+class RowRoom {
+ public:
+  RowRoom(size_t slots, int64_t seq_len) {
+    while (leaves_ < slots) leaves_ *= 2;
+    tree_.assign(2 * leaves_, seq_len);
+  }
+  // Leftmost row with at least `length` free positions (one exists while length <= seq_len).
+  size_t leftmost_with(int64_t length) const {
+    size_t node = 1;
+    while (node < leaves_) node = tree_[2 * node] >= length ? 2 * node : 2 * node + 1;
+    return node - leaves_;
+  }
+  void take(size_t row, int64_t length) {
+    size_t node = row + leaves_;
+    tree_[node] -= length;
+    for (node /= 2; node >= 1; node /= 2)
+      tree_[node] = std::max(tree_[2 * node], tree_[2 * node + 1]);
+  }
+
+ private:
+  size_t leaves_ = 1;
+  std::vector<int64_t> tree_;
+};
+
+}  // namespace
+
 std::vector<std::vector<int64_t>> first_fit_rows(const std::vector<int64_t>& order,
                                                  const std::vector<InstructionExample>& examples,
                                                  int64_t seq_len) {
   std::vector<std::vector<int64_t>> rows;
-  std::vector<int64_t> room;  // free positions of each row
+  RowRoom room(std::max<size_t>(order.size(), 1), seq_len);  // never more rows than examples
   for (const int64_t index : order) {
     const InstructionExample& example = examples[static_cast<size_t>(index)];
     const int64_t length = packed_length(example);
@@ -26,14 +59,10 @@ std::vector<std::vector<int64_t>> first_fit_rows(const std::vector<int64_t>& ord
                                             std::to_string(example.ids.size()) +
                                             " ids does not fit a packed row of " +
                                             std::to_string(seq_len) + " positions");
-    size_t row = 0;
-    while (row < rows.size() && room[row] < length) ++row;
-    if (row == rows.size()) {
-      rows.emplace_back();
-      room.push_back(seq_len);
-    }
+    const size_t row = room.leftmost_with(length);
+    if (row == rows.size()) rows.emplace_back();  // the leftmost unopened row: open it
     rows[row].push_back(index);
-    room[row] -= length;
+    room.take(row, length);
   }
   return rows;
 }
