@@ -9,8 +9,9 @@
 //   - through the trainer: every batch carries segment ids with no target crossing into the
 //     next conversation, fewer rows cover an epoch than unpacked, the loss falls, a resume is
 //     bit-identical;
-//   - refusals: an attention kind without the packed-sequences capability (named, before the
-//     first step), and [data] pack_documents with sft.
+//   - config: train.sft.pack_examples a boolean, false by default; refusals: an attention kind
+//     without the packed-sequences capability (named, before the first step), and
+//     [data] pack_documents with sft.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -343,6 +344,13 @@ TEST_CASE("sft packing is refused where it cannot be honoured, before the first 
   quiet.print_samples = false;
   int64_t steps_begun = 0;
   quiet.before_step = [&](int64_t, const std::vector<model::NamedParameter>&) { ++steps_begun; };
+  // The key: a boolean, false by default.
+  const config::ResolvedConfig plain = setup.config(text, sft_overrides(folder));
+  CHECK(plain.find("train.sft.pack_examples") != nullptr);
+  CHECK(plain.find("train.sft.pack_examples")->value<bool>() == false);
+  CHECK(error_of([&] {
+          setup.config(text, sft_overrides(folder, {"train.sft.pack_examples=3"}));
+        }).find("pack_examples") != std::string::npos);
   // An attention kind without PB_ATTENTION_CAP_PACKED: named, with what to do.
   const std::string linear = error_of([&] {
     train::train_model(setup.config(text, sft_overrides(folder, {"train.sft.pack_examples=true",
