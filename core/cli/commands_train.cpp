@@ -14,6 +14,7 @@
 #include "config/config_loader.hpp"
 #include "interop/init_weights.hpp"
 #include "run/run_directory.hpp"
+#include "train/batch_record.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -29,6 +30,8 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
   std::vector<std::string> overrides;
   std::string device;
   bool no_progress = false;
+  bool checkpoint_at_start = false;
+  std::string record_batches;
   po::options_description options("Options");
   options.add_options()("help,h", "this help")("config", po::value(&config_file), "the experiment's TOML file")(
       "set", po::value(&overrides)->composing(), "override a key: --set train.lr=3e-4 (repeatable)")(
@@ -36,7 +39,12 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
       "resume-from-intact", po::bool_switch(&resume_from_intact),
       "with --resume: when the checkpoint is corrupt, continue from the run's newest intact one")(
       "overwrite", po::bool_switch(&overwrite), "replace an earlier run in the same run directory")(
-      "no-progress", po::bool_switch(&no_progress), "no progress bar (metrics and log only)");
+      "no-progress", po::bool_switch(&no_progress), "no progress bar (metrics and log only)")(
+      "record-batches", po::value(&record_batches),
+      "write every training micro-batch (inputs, targets with -100 where no loss is taken) to this "
+      "JSON Lines file, one line each (appended on --resume); for side-by-side comparisons")(
+      "checkpoint-at-start", po::bool_switch(&checkpoint_at_start),
+      "a fresh run also writes checkpoints/step_0.safetensors before its first update");
   add_device_option(options, device);
   po::positional_options_description positional;
   positional.add("config", 1);
@@ -91,6 +99,14 @@ int run_train(const std::vector<std::string>& args, const GlobalOptions& global)
   request.overwrite = overwrite;
   request.show_progress = !no_progress;
   request.read_initial_weights = interop::read_initial_weights;  // runs, HF directories, GGUF
+  request.checkpoint_at_start = checkpoint_at_start;
+  std::optional<train::BatchRecorder> recorder;  // train/batch_record.hpp
+  if (!record_batches.empty()) {
+    recorder.emplace(record_batches, /*append=*/!request.resume.empty());
+    request.on_batch = [&recorder](int64_t step, int64_t micro, const train::Batch& batch) {
+      recorder->record(step, micro, batch);
+    };
+  }
   const train::TrainSummary summary = train::train_model(config, *components.registry, components.lookup, request);
   if (summary.numeric_failure) {
     std::cerr << summary.failure_message << "\n";

@@ -269,7 +269,8 @@ void AttentionHandle::require_packed() const {
               "attention '" + instance_->name() + "' (" + instance_->file().string() +
                   ") cannot run packed sequences: it does not declare PB_ATTENTION_CAP_PACKED "
                   "(attention interface 1.5), so examples packed into one row would attend to "
-                  "each other. Turn packing off ([data] pack_documents = false) or choose a kind "
+                  "each other. Turn packing off ([data] pack_documents = false, [train.sft] "
+                  "pack_examples = false) or choose a kind "
                   "whose `patchbay plugins describe attention <name>` lists packed sequences "
                   "(e.g. dense)");
 }

@@ -93,6 +93,12 @@ class TrainingObjective {
   // Batch::segment_ids), so that [data] pack_documents keeps documents apart. An objective
   // that packs several examples per row itself sets Batch::segment_ids whatever this says.
   virtual bool packs_segments() const { return false; }
+
+  // Whether its training batches pack several examples per row themselves (Batch::segment_ids
+  // set by the objective: sft with [train.sft] pack_examples). The trainer then asks the model
+  // up front to honour segments (LanguageModel::require_packing), refusing a layer that cannot
+  // before the first step rather than at it.
+  virtual bool packs_examples() const { return false; }
 };
 
 // One objective as the table in objective.cpp lists it.

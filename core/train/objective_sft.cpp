@@ -7,8 +7,11 @@
 // Which examples a micro-batch holds: global row g = (step * accum + micro) * rows + row
 // reads example perm_e[g mod n] of epoch e = g / n, perm_e a Fisher-Yates shuffle of the n
 // training examples seeded by (seed, e): a pure function of (seed, step, micro), so a resume
-// is exact. Validation batch b holds validation examples b * rows .. + rows (padding rows
-// past the end), independent of the seed.
+// is exact. With [train.sft] pack_examples, each epoch's examples in the order perm_e go
+// first-fit into packed rows (instruction_packing.hpp), epoch after epoch, and global row g
+// reads packed row g of that stream (still a pure function of the seed and g). Validation
+// batch b holds validation examples b * rows .. + rows, one per row (padding rows past the
+// end), independent of the seed and of packing.
 //
 // The template is found and the data read, rendered and tokenised on first use, not when the
 // objective is made, so `patchbay generate` and `chat` (which make it to ask makes_samples)
@@ -23,6 +26,7 @@
 #include "common/error.hpp"
 #include "data/split.hpp"
 #include "train/instruction_data.hpp"
+#include "train/instruction_packing.hpp"
 #include "train/objective.hpp"
 #include "train/sft_options.hpp"
 
@@ -60,8 +64,14 @@ class InstructionObjective final : public TrainingObjective {
     load();
     const int64_t rows = windows.ids.size(0), seq_len = windows.ids.size(1) - 1;
     const int64_t n = static_cast<int64_t>(train_.examples.size());
-    std::vector<const InstructionExample*> chosen;
     std::lock_guard<std::mutex> lock(permutation_mutex_);
+    if (options_.pack_examples) {
+      std::vector<std::vector<const InstructionExample*>> packed;
+      for (int64_t r = 0; r < rows; ++r)
+        packed.push_back(packed_row((step * accum_ + micro) * rows + r, seed, seq_len));
+      return packed_instruction_batch(packed, seq_len, pad_id_);
+    }
+    std::vector<const InstructionExample*> chosen;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t g = (step * accum_ + micro) * rows + r;
       const int64_t epoch = g / n;
@@ -75,6 +85,8 @@ class InstructionObjective final : public TrainingObjective {
     }
     return instruction_batch(chosen, seq_len, pad_id_);
   }
+
+  bool packs_examples() const override { return options_.pack_examples; }
 
   Batch validation_batch(const TokenWindows& windows, int64_t batch_index) const override {
     load();
@@ -108,6 +120,12 @@ class InstructionObjective final : public TrainingObjective {
   bool makes_samples() const override { return true; }
 
   std::string batch_rule() const override {
+    if (options_.pack_examples)
+      return "sft: global row g = (step * accum + micro) * rows + row reads packed row g of the "
+             "epochs of " +
+             options_.data.string() +
+             " in turn, each epoch's examples in the order perm(seed, epoch) placed first-fit "
+             "into rows of seq_len positions with segment ids";
     return "sft: global row g = (step * accum + micro) * rows + row reads example perm(seed, g / "
            "n)[g mod n] "
            "of " +
@@ -115,6 +133,38 @@ class InstructionObjective final : public TrainingObjective {
   }
 
  private:
+  // Packed row g of the stream of epochs' first-fit rows (see the top of this file). Caller
+  // holds permutation_mutex_. Epochs are planned in turn as g reaches them; the plan of the
+  // newest one is kept with the row counts of all planned so far.
+  std::vector<const InstructionExample*> packed_row(int64_t g, uint64_t seed,
+                                                    int64_t seq_len) const {
+    if (epoch_rows_.empty() || seed != packed_seed_) {
+      packed_seed_ = seed;
+      epoch_rows_.clear();  // first row index of each planned epoch, then the end
+      epoch_rows_.push_back(0);
+      packed_epoch_ = -1;
+    }
+    const int64_t n = static_cast<int64_t>(train_.examples.size());
+    auto plan = [&](int64_t epoch) {
+      packed_plan_ = first_fit_rows(epoch_permutation(n, seed, epoch), train_.examples, seq_len);
+      packed_epoch_ = epoch;
+    };
+    while (epoch_rows_.back() <= g) {  // plan epochs until one holds row g
+      plan(static_cast<int64_t>(epoch_rows_.size()) - 1);
+      epoch_rows_.push_back(epoch_rows_.back() + static_cast<int64_t>(packed_plan_.size()));
+    }
+    const int64_t epoch =
+        static_cast<int64_t>(std::upper_bound(epoch_rows_.begin(), epoch_rows_.end(), g) -
+                             epoch_rows_.begin()) -
+        1;
+    if (epoch != packed_epoch_) plan(epoch);
+    std::vector<const InstructionExample*> row;
+    for (const int64_t index :
+         packed_plan_[static_cast<size_t>(g - epoch_rows_[static_cast<size_t>(epoch)])])
+      row.push_back(&train_.examples[static_cast<size_t>(index)]);
+    return row;
+  }
+
   void load() const {
     std::call_once(loaded_, [this] {
       chat_ = eval::find_chat_template(
@@ -141,6 +191,22 @@ class InstructionObjective final : public TrainingObjective {
       }
       train_ = tokenize(conversations, "training");
       validation_ = tokenize(held_out, "validation");
+      if (options_.pack_examples && !train_.examples.empty()) {
+        std::vector<int64_t> order(train_.examples.size());
+        int64_t positions = 0;
+        for (size_t i = 0; i < order.size(); ++i) {
+          order[i] = static_cast<int64_t>(i);
+          positions += packed_length(train_.examples[i]);
+        }
+        const size_t rows = first_fit_rows(order, train_.examples, options_.seq_len).size();
+        spdlog::info(
+            "sft packing: an epoch's {} conversations fit {} rows of {} positions ({:.1f}% "
+            "filled; {:.2f} conversations per row)",
+            order.size(), rows, options_.seq_len,
+            100.0 * static_cast<double>(positions) /
+                static_cast<double>(rows * static_cast<size_t>(options_.seq_len)),
+            static_cast<double>(order.size()) / static_cast<double>(rows));
+      }
       if (train_.examples.empty() || validation_.examples.empty())
         throw Error(ErrorKind::kInvalidArgument,
                     "train.sft: no " +
@@ -179,6 +245,11 @@ class InstructionObjective final : public TrainingObjective {
   mutable std::vector<int64_t> permutation_;
   mutable int64_t permutation_epoch_ = -1;
   mutable uint64_t permutation_seed_ = 0;
+  // pack_examples (packed_row): the plan of epoch packed_epoch_ and the epochs' row starts.
+  mutable std::vector<std::vector<int64_t>> packed_plan_;
+  mutable int64_t packed_epoch_ = -1;
+  mutable std::vector<int64_t> epoch_rows_;
+  mutable uint64_t packed_seed_ = 0;
 };
 
 }  // namespace

@@ -35,6 +35,10 @@ void declare_sft_section(config::SchemaRegistry& schema) {
                     "start, counted "
                     "in the log; dropped when no assistant token is left) or \"refuse\"")
           .choices("truncate|refuse"),
+      Field::boolean("pack_examples", "false",
+                     "pack several conversations into each training row, first-fit, with no "
+                     "attention across them and positions restarting at each (docs/packing.md); "
+                     "needs attention with the packed-sequences capability (dense)"),
   };
   schema.add_section(std::move(section));
 }
@@ -94,6 +98,8 @@ SftOptions sft_options_from_config(const config::ResolvedConfig& config,
   o.seq_len = options.seq_len;
   o.chat_template = config_string(config, "train.sft.template");
   o.init_from = options.init_from;
+  o.pack_examples = config.find("train.sft.pack_examples") != nullptr &&
+                    config.find("train.sft.pack_examples")->value<bool>().value_or(false);
   return o;
 }
 

@@ -22,6 +22,8 @@ struct SftOptions {
   std::filesystem::path init_from;  // train.init_from, where "auto" looks
   Overlong overlong = Overlong::kTruncate;
   int64_t seq_len = 0;  // train.seq_len
+  // Several conversations per training row with segment ids (instruction_packing.hpp).
+  bool pack_examples = false;
 };
 
 void declare_sft_section(config::SchemaRegistry& schema);

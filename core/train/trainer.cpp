@@ -320,6 +320,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                       "\" makes its batches without the windows' segments; turn packing off");
     trainable.model->require_packing();
   }
+  if (objective->packs_examples()) trainable.model->require_packing();
   auto packed = [&](TokenWindows windows, const data::TokenSequence& stream) {
     return data.pack_documents
                ? with_document_segments(std::move(windows), stream.document_starts())
@@ -611,6 +612,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       std::cout << "--- sample at step " << step << " ---\n" << summary.last_sample << "\n";
   };
 
+  if (request.checkpoint_at_start && start_step == 0) save(0);  // before any step's timing
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
   PendingStepValues pending_values;  // device runs: the steps since the last read

@@ -153,6 +153,9 @@ struct TrainRequest {
   // Called with each training micro-batch of the whole global batch (before a rank keeps its
   // rows): tests compare what runs on different numbers of ranks, or resumed, read.
   std::function<void(int64_t step, int64_t micro, const Batch& global_batch)> on_batch;
+  // A fresh run writes checkpoints/step_0.safetensors before its first update (`patchbay train
+  // --checkpoint-at-start`): the starting point, e.g. LoRA's initial adapters, for comparisons.
+  bool checkpoint_at_start = false;
 };
 
 struct TrainSummary {

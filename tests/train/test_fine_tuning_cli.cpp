@@ -2,12 +2,14 @@
 // (train.init_from + [train.lora]) whose checkpoint holds the adapters only; `generate` on the
 // LoRA run refuses naming `export --merge-lora`; `export --merge-lora` writes a plain run that
 // `eval` accepts with the LoRA run's own validation loss; `train --resume` of the LoRA run reads
-// the base again and continues.
+// the base again and continues; `--checkpoint-at-start` and `--record-batches` (appended on
+// resume).
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include "../command_runner.hpp"
 #include "train_fixture.hpp"
@@ -40,6 +42,13 @@ std::string number_after(const std::string& output, const std::string& label) {
   return output.substr(start, output.find(' ', start) - start);
 }
 
+int64_t line_count(const fs::path& file) {
+  std::ifstream in(file);
+  int64_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  return lines;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -55,9 +64,14 @@ TEST_CASE(
   std::ofstream(folder / "lora.toml") << patchbay::train::testing::tiny_config_text(
       folder, "init_from = \"" + (folder / "run").string() +
                   "\"\n[train.lora]\nrank = 2\ntargets = [\"attention.*\", \"mlp.*\"]\n");
+  const fs::path batches = folder / "batches.jsonl";
   r = cli("train " + quoted(folder / "lora.toml") + " --no-progress --set train.out_dir=\"" +
-          lora.string() + "\"");
+          lora.string() + "\" --record-batches " + quoted(batches) + " --checkpoint-at-start");
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  // --checkpoint-at-start: the adapters before any update; --record-batches: a line
+  // per step (batch_record.hpp; its contents are checked in test_batch_record.cpp).
+  CHECK(fs::exists(lora / "checkpoints" / "step_0.safetensors"));
+  CHECK(line_count(batches) == 6);
   // q, k, v, o and mlp up, down (a GELU mlp has no gate) in 2 blocks
   CHECK(contains(r.output, "train.lora: 12 adapters of rank 2"));
   const std::string lora_val_loss = number_after(r.output, "val loss: ");
@@ -89,4 +103,8 @@ TEST_CASE(
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(contains(r.output, "train.init_from"));
   CHECK(contains(r.output, "steps: 6 -> 8"));
+  r = cli("train --resume " + quoted(lora) + " --no-progress --set train.max_steps=9 " +
+          "--record-batches " + quoted(batches));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(line_count(batches) == 7);  // appended: step 8 only
 }
