@@ -144,7 +144,7 @@ struct AttentionOptions {
   int64_t block_size = 0;
   // Packed sequences (ops table version 13): undefined = none; else integer [B, Tk],
   // non-decreasing along each row: a query at position p sees key j only when
-  // segment_ids[b][j] == segment_ids[b][p] (kernels' AttentionParams::segment_ids). CPU only.
+  // segment_ids[b][j] == segment_ids[b][p] (kernels' AttentionParams::segment_ids); CPU and CUDA.
   Tensor segment_ids;
 };
 // The block-sparse path of scaled_dot_product_attention (ops/attention_options.cpp).
