@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../train/resume_check.hpp"
 #include "../train/train_fixture.hpp"
 #include "common/error.hpp"
 #include "run/metrics_log.hpp"
@@ -196,32 +197,6 @@ TEST_CASE("a short span-corruption run lowers its loss and resumes bit-identical
   CHECK(s.last_sample.empty());
 
   const std::vector<std::string> short_run = {"train.max_steps=6", "train.checkpoint_every=3"};
-  std::vector<std::string> straight = seq2seq_overrides(short_run),
-                           resumed = seq2seq_overrides(short_run);
-  straight.push_back("train.out_dir=\"" + (folder / "straight").string() + "\"");
-  resumed.push_back("train.out_dir=\"" + (folder / "resumed").string() + "\"");
-  const train::TrainSummary full =
-      train::train_model(setup.config(text, straight), setup.registry, setup.lookup, quiet);
-  const config::ResolvedConfig resumed_config = setup.config(text, resumed);
-  train::TrainRequest stop_at_3 = quiet;
-  stop_at_3.before_step = [](int64_t step, const std::vector<model::NamedParameter>&) {
-    if (step == 3) throw std::runtime_error("interrupted");
-  };
-  CHECK_THROWS_WITH(train::train_model(resumed_config, setup.registry, setup.lookup, stop_at_3),
-                    "interrupted");
-  train::TrainRequest resume = quiet;
-  resume.resume = folder / "resumed";
-  const train::TrainSummary second =
-      train::train_model(resumed_config, setup.registry, setup.lookup, resume);
-  CHECK(second.start_step == 3);
-  CHECK(second.last_loss == full.last_loss);
-  const train::Checkpoint a = train::load_checkpoint(folder / "straight"),
-                          b = train::load_checkpoint(folder / "resumed");
-  REQUIRE(a.names() == b.names());
-  for (const std::string& name : a.names()) {
-    const engine::Tensor x = a.tensor(name), y = b.tensor(name);
-    INFO("tensor " << name);
-    REQUIRE(x.nbytes() == y.nbytes());
-    CHECK(std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0);
-  }
+  train::testing::check_resume_bit_identical(setup, text, seq2seq_overrides(short_run), folder,
+                                             quiet);
 }

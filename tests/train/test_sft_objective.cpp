@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "resume_check.hpp"
 #include "run/metrics_log.hpp"
 #include "sft_fixture.hpp"
 #include "train/checkpoint.hpp"
@@ -226,34 +227,8 @@ TEST_CASE("sft: a short run lowers the assistant-token loss and resumes bit-iden
   // Resume: 6 steps straight against 3 + 3.
   const std::vector<std::string> short_run = {"train.max_steps=6", "train.checkpoint_every=3",
                                               "train.seq_len=96", "model.context_length=128"};
-  std::vector<std::string> straight = sft_overrides(folder, short_run),
-                           resumed = sft_overrides(folder, short_run);
-  straight.push_back("train.out_dir=\"" + (folder / "straight").string() + "\"");
-  resumed.push_back("train.out_dir=\"" + (folder / "resumed").string() + "\"");
-  const train::TrainSummary full =
-      train::train_model(setup.config(text, straight), setup.registry, setup.lookup, quiet);
-  const config::ResolvedConfig resumed_config = setup.config(text, resumed);
-  train::TrainRequest stop_at_3 = quiet;
-  stop_at_3.before_step = [](int64_t step, const std::vector<model::NamedParameter>&) {
-    if (step == 3) throw std::runtime_error("interrupted");
-  };
-  CHECK_THROWS_WITH(train::train_model(resumed_config, setup.registry, setup.lookup, stop_at_3),
-                    "interrupted");
-  train::TrainRequest resume = quiet;
-  resume.resume = folder / "resumed";
-  const train::TrainSummary second =
-      train::train_model(resumed_config, setup.registry, setup.lookup, resume);
-  CHECK(second.start_step == 3);
-  CHECK(second.last_loss == full.last_loss);
-  const train::Checkpoint a = train::load_checkpoint(folder / "straight"),
-                          b = train::load_checkpoint(folder / "resumed");
-  REQUIRE(a.names() == b.names());
-  for (const std::string& name : a.names()) {
-    const engine::Tensor x = a.tensor(name), y = b.tensor(name);
-    INFO("tensor " << name);
-    REQUIRE(x.nbytes() == y.nbytes());
-    CHECK(std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0);
-  }
+  train::testing::check_resume_bit_identical(setup, text, sft_overrides(folder, short_run), folder,
+                                             quiet);
 }
 
 TEST_CASE(
