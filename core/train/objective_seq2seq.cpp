@@ -6,7 +6,11 @@
 //
 // The pairs are read and encoded once, when the objective is made. Row r of training
 // micro-batch (step, micro) takes pair mix(seed, step, micro, r) mod N (with replacement, a
-// pure function: resumes draw the same pairs); validation batch b takes validation pairs
+// pure function: resumes draw the same pairs). With [train.seq2seq] group_by_length, pairs are
+// read in epochs instead: global row g = (step * accum + micro) * rows + r reads entry g mod N
+// of epoch g / N's order, a shuffle seeded by (seed, epoch) cut into megabatches of 50 batches,
+// each sorted by length (source + target tokens) longest first (epoch_order.hpp), so a batch
+// pads little; still a pure function of (seed, g). Validation batch b takes validation pairs
 // b·rows .. b·rows + rows - 1 (mod their count). The data reader's token windows are used only
 // for their row count: [data] still names a corpus, which trains the tokenizer (point it at
 // the pairs' text).
@@ -14,6 +18,7 @@
 // "target", an empty source, a source longer than model.source_context_length or a target
 // (with its EOS) longer than model.context_length: long pairs are refused, never truncated.
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,6 +27,7 @@
 #include "data/split.hpp"
 #include "model/encoder_decoder.hpp"
 #include "patchbay/component.hpp"
+#include "train/epoch_order.hpp"
 #include "train/objective.hpp"
 #include "train/seq2seq_batch.hpp"
 #include "train/train_config.hpp"
@@ -46,6 +52,10 @@ void declare_seq2seq_section(config::SchemaRegistry& schema) {
       Field::string("train_file", "\"\"",
                     "JSON Lines of {\"source\": ..., \"target\": ...} to train on (required)"),
       Field::string("validation_file", "\"\"", "JSON Lines pairs for validation (required)"),
+      Field::boolean("group_by_length", "false",
+                     "read the pairs epoch by epoch, each batch from pairs of similar length "
+                     "(shuffled, then sorted within megabatches of 50 batches), so batches pad "
+                     "little; false: each row draws a random pair (with replacement)"),
   };
   schema.add_section(std::move(section));
 }
@@ -70,6 +80,11 @@ void check_seq2seq(const config::ResolvedConfig& config) {
       throw Error(ErrorKind::kInvalidArgument,
                   std::string("train.objective = \"seq2seq\" needs ") + key +
                       ": a JSON Lines file of {\"source\": ..., \"target\": ...} pairs");
+}
+
+bool group_by_length(const config::ResolvedConfig& config) {
+  const toml::node* value = config.find("train.seq2seq.group_by_length");
+  return value != nullptr && value->value<bool>().value_or(false);
 }
 
 int32_t special_id(const runtime::TokenizerHandle& tokenizer, const std::string& text) {
@@ -125,16 +140,27 @@ std::vector<Seq2SeqExample> read_pairs(const std::string& path,
   return pairs;
 }
 
+// How training rows choose their pairs (see the file comment).
+struct PairSampling {
+  bool group_by_length = false;
+  int64_t grad_accum_steps = 1;
+};
+
 class Seq2SeqObjective final : public TrainingObjective {
  public:
   Seq2SeqObjective(std::vector<Seq2SeqExample> train, std::vector<Seq2SeqExample> validation,
-                   int32_t pad_id)
-      : train_(std::move(train)), validation_(std::move(validation)), pad_id_(pad_id) {}
+                   int32_t pad_id, PairSampling sampling)
+      : train_(std::move(train)),
+        validation_(std::move(validation)),
+        pad_id_(pad_id),
+        sampling_(sampling) {}
 
   const std::string& name() const override { return name_; }
 
   Batch training_batch(const TokenWindows& windows, uint64_t seed, int64_t step,
                        int64_t micro_step) const override {
+    if (sampling_.group_by_length)
+      return grouped_batch(windows.ids.size(0), seed, step, micro_step);
     std::vector<Seq2SeqExample> rows;
     for (int64_t r = 0; r < windows.ids.size(0); ++r)
       rows.push_back(
@@ -160,13 +186,54 @@ class Seq2SeqObjective final : public TrainingObjective {
   bool makes_samples() const override { return false; }  // decoding is not built yet
 
   std::string batch_rule() const override {
+    if (sampling_.group_by_length)
+      return "seq2seq pairs by length: global row g = (step * accum + micro) * rows + r reads "
+             "entry g mod N of epoch g / N's order, a shuffle by (seed, epoch) sorted by length "
+             "within megabatches of 50 * rows pairs";
     return "seq2seq pairs: row r takes pair mix(seed, step, micro_step, r) mod N";
   }
 
  private:
+  static constexpr int64_t kBatchesPerMegabatch = 50;  // Hugging Face's LengthGroupedSampler
+
+  Batch grouped_batch(int64_t rows, uint64_t seed, int64_t step, int64_t micro) const {
+    const int64_t n = static_cast<int64_t>(train_.size());
+    std::vector<Seq2SeqExample> chosen;
+    std::lock_guard<std::mutex> lock(order_mutex_);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t g = (step * sampling_.grad_accum_steps + micro) * rows + r;
+      const int64_t epoch = g / n;
+      if (epoch != order_epoch_ || seed != order_seed_ || order_rows_ != rows) {
+        order_ = length_grouped_order(
+            shuffled_indices(n, pair_mix({seed, static_cast<uint64_t>(epoch), 0x67726f7570ull})),
+            lengths(), kBatchesPerMegabatch * rows);
+        order_epoch_ = epoch;
+        order_seed_ = seed;
+        order_rows_ = rows;
+      }
+      chosen.push_back(train_[static_cast<size_t>(order_[static_cast<size_t>(g % n)])]);
+    }
+    return seq2seq_batch(chosen, pad_id_);
+  }
+
+  std::vector<int64_t> lengths() const {
+    std::vector<int64_t> out;
+    out.reserve(train_.size());
+    for (const Seq2SeqExample& e : train_)
+      out.push_back(static_cast<int64_t>(e.source.size() + e.target.size()));
+    return out;
+  }
+
   std::vector<Seq2SeqExample> train_, validation_;
   int32_t pad_id_;
+  PairSampling sampling_;
   std::string name_ = "seq2seq";
+  // The order of the epoch last read (grouped sampling); training_batch is const and may be
+  // called from the trainer's prefetch thread.
+  mutable std::mutex order_mutex_;
+  mutable std::vector<int64_t> order_;
+  mutable int64_t order_epoch_ = -1, order_rows_ = -1;
+  mutable uint64_t order_seed_ = 0;
 };
 
 }  // namespace
@@ -191,7 +258,7 @@ ObjectiveEntry seq2seq_objective_entry() {
                    eos, limits),
         read_pairs(config_string(context.config, "train.seq2seq.validation_file"),
                    context.tokenizer, eos, limits),
-        pad);
+        pad, PairSampling{group_by_length(context.config), context.options.grad_accum_steps});
   };
   return entry;
 }

@@ -25,6 +25,7 @@
 
 #include "common/error.hpp"
 #include "data/split.hpp"
+#include "train/epoch_order.hpp"
 #include "train/instruction_data.hpp"
 #include "train/instruction_packing.hpp"
 #include "train/objective.hpp"
@@ -40,15 +41,7 @@ uint64_t mix(std::initializer_list<uint64_t> words) {
 }
 
 std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  uint64_t state = mix({seed, static_cast<uint64_t>(epoch)});
-  for (int64_t i = n - 1; i > 0; --i) {
-    state = data::splitmix64(state);
-    std::swap(order[static_cast<size_t>(i)],
-              order[static_cast<size_t>(state % static_cast<uint64_t>(i + 1))]);
-  }
-  return order;
+  return shuffled_indices(n, mix({seed, static_cast<uint64_t>(epoch)}));
 }
 
 class InstructionObjective final : public TrainingObjective {
