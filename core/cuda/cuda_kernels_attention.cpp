@@ -4,15 +4,15 @@
 // kernels/cuda/attention.hpp, the training path; every other shape the op allows (a KV cache:
 // decode and chunked prefill, grouped KV heads, bidirectional, a sliding window, ALiBi, head
 // dims up to 256) takes the warp-per-row kernels of attention_general.hpp, with the CPU
-// kernel's semantics. Those are f32. bf16 operands (the engine sends them under a bf16 autocast
-// for plain causal self-attention with head dim 64 or 128, engine/ops/attention.cpp) take the
-// bf16 tensor-core kernels of kernels/cuda/attention_bf16.hpp, packed segments included; bf16
-// operands of any other shape are refused. The kernels read
-// packed operands: strided operands (a permuted [B, T, H, D] projection, a KV-cache buffer
-// sliced to its filled prefix) are packed first and strided outputs written through a packed
-// buffer; lse is [B, H, Tq] contiguous on both devices. Packed segment ids (the shape's host
-// vector [B, Tk]) are checked as the CPU kernel checks them and copied to the device (queued,
-// no wait); both kernel families narrow each query's keys to its segment.
+// kernel's semantics. Those are f32. bf16 operands (the engine sends them under a bf16
+// autocast for plain causal self-attention with head dim 64 or 128, engine/ops/attention.cpp)
+// take the bf16 tensor-core kernels of kernels/cuda/attention_bf16.hpp, packed segments
+// included; bf16 operands of any other shape are refused. The kernels read packed operands:
+// strided operands (a permuted [B, T, H, D] projection, a KV-cache buffer sliced to its filled
+// prefix) are packed first and strided outputs written through a packed buffer; lse is
+// [B, H, Tq] contiguous on both devices. Packed segment ids (the shape's host vector [B, Tk])
+// are checked as the CPU kernel checks them and copied to the device (queued, no wait); both
+// kernel families narrow each query's keys to its segment.
 #include <cstdint>
 #include <string>
 

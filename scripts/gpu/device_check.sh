@@ -255,7 +255,7 @@ stage_racecheck() {
   local bin; bin="$(binaries_folder)" || return 1
   if ! command -v compute-sanitizer >/dev/null; then echo "no compute-sanitizer on PATH"; return 77; fi
   local filter status=0
-  for filter in sort_tiles causal_linear_attention causal_attention_bf16; do
+  for filter in sort_tiles causal_linear_attention attention_bf16_race_small; do
     with_libraries compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
         "$bin/cuda_kernels_gpu_tests" --filter "$filter" || status=1
   done
