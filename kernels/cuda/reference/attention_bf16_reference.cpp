@@ -2,8 +2,9 @@
 // function walks one row (a query for the forward and dQ, a key for dK/dV) through the tiles
 // its kernel's block visits, in the kernel's order, with math/flash_bf16.hpp's arithmetic:
 // tiles of 64 aligned to 64 (rows past T read as zeros and are masked), the online-softmax
-// step once per tile, the row sum of unrounded P in two 32-column halves as the kernel's lane
-// pairs sum it, P and dS rounded to bf16 as product operands, dQ and dK scaled at the end.
+// step once per tile, the row sum of unrounded P over even and odd columns apart, as the
+// kernel's lane pairs sum it, P and dS rounded to bf16 as product operands, dQ and dK scaled at the
+// end.
 #include "patchbay/kernels/cuda/attention_bf16_reference.hpp"
 
 #include <algorithm>
@@ -72,18 +73,18 @@ void forward_row(const Head& h, const int32_t* seg, int64_t query, float scale, 
       tile_max = std::max(tile_max, scores[size_t(c)]);
     }
     const m::FlashStep step = m::flash_online_step(running_max, tile_max);
-    float halves[2] = {0.0f, 0.0f};
+    float parity_sums[2] = {0.0f, 0.0f};  // even, odd columns
     for (float& a : acc) a *= step.correction;
     for (int64_t c = 0; c < kTile; ++c) {
       const int64_t key = key0 + c;
       const float p = m::flash_probability(scores[size_t(c)], step.max,
                                            m::flash_visible(query, key, first_key, h.steps));
-      halves[c / 32] += p;
+      parity_sums[c % 2] += p;  // the kernel's two lanes per row take alternate columns
       const float p_operand = m::flash_operand(p);
       const float* v_row = h.row(h.v, key, zeros);
       for (int64_t d = 0; d < h.dim; ++d) acc[size_t(d)] += p_operand * v_row[d];
     }
-    running_sum = running_sum * step.correction + (halves[0] + halves[1]);
+    running_sum = running_sum * step.correction + (parity_sums[0] + parity_sums[1]);
     running_max = step.max;
   }
   const float inverse_sum = 1.0f / running_sum;

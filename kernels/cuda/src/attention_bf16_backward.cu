@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreads)
   float* delta_tile = carve.take<float>(kFlashTile);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int r = lane / 2, half = lane % 2;
+  const int r = lane / 2, parity = lane % 2;  // columns parity, parity + 2, ...
   float* st_w = scores + warp * kFlashWarpRows * kScoreLd;
   float* dpt_w = dprobs + warp * kFlashWarpRows * kScoreLd;
   bf16* pt_w = probs + warp * kFlashWarpRows * kProbLd;
@@ -96,12 +96,12 @@ __global__ void __launch_bounds__(kThreads)
       delta_tile[threadIdx.x] = query < steps ? delta[int64_t(blockIdx.y) * steps + query] : 0.0f;
     }
     __syncthreads();
-    product_rows_by_rows_t<D>(k_tile + warp * kFlashWarpRows * kLd, q_tile, st_w);
-    product_rows_by_rows_t<D>(v_tile + warp * kFlashWarpRows * kLd, do_tile, dpt_w);
+    product_rows_by_rows_t<D, true>(k_tile + warp * kFlashWarpRows * kLd, q_tile, st_w);
+    product_rows_by_rows_t<D, true>(v_tile + warp * kFlashWarpRows * kLd, do_tile, dpt_w);
     __syncwarp();
 #pragma unroll 2  // kept short: the D = 128 dK/dV kernel runs at 248 of 255 registers
     for (int c = 0; c < 32; ++c) {
-      const int col = half * 32 + c;
+      const int col = 2 * c + parity;
       const bool visible = math::flash_visible_from_key(key, query0 + col, query_end, steps);
       const float p = math::flash_backward_probability(st_w[r * kScoreLd + col] * scale,
                                                        lse_tile[col], visible);
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(kThreads)
   bf16* dscores = carve.take<bf16>(kWarps * kFlashWarpRows * kProbLd);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int r = lane / 2, half = lane % 2;
+  const int r = lane / 2, parity = lane % 2;  // columns parity, parity + 2, ...
   float* s_w = scores + warp * kFlashWarpRows * kScoreLd;
   float* dp_w = dprobs + warp * kFlashWarpRows * kScoreLd;
   bf16* ds_w = dscores + warp * kFlashWarpRows * kProbLd;
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads)
     product_rows_by_rows_t<D>(do_tile + warp * kFlashWarpRows * kLd, v_tile, dp_w);
     __syncwarp();
     for (int c = 0; c < 32; ++c) {
-      const int col = half * 32 + c;
+      const int col = 2 * c + parity;
       const bool visible = math::flash_visible(query, key0 + col, first_key, steps);
       const float p =
           math::flash_backward_probability(s_w[r * kScoreLd + col] * scale, row_lse, visible);

@@ -39,7 +39,8 @@ __global__ void __launch_bounds__(kThreads)
   float* accum = carve.take<float>(kWarps * kFlashWarpRows * kOutLd);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int r = lane / 2, half = lane % 2;  // this lane's row of the warp, half of the columns
+  const int r = lane / 2, parity = lane % 2;  // this lane's row of the warp; its columns are
+                                              // parity, parity + 2, ... (attention_bf16_tiles)
   float* s_w = scores + warp * kFlashWarpRows * kScoreLd;
   bf16* p_w = probs + warp * kFlashWarpRows * kProbLd;
   float* o_w = accum + warp * kFlashWarpRows * kOutLd;
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t last_row = min(first_row + kFlashRows, steps) - 1;
 
   load_rows<D>(q_tile, q + head, first_row, steps);
-  for (int c = 0; c < D / 2; ++c) o_w[r * kOutLd + half * (D / 2) + c] = 0.0f;
+  for (int c = 0; c < D / 2; ++c) o_w[r * kOutLd + 2 * c + parity] = 0.0f;
   float running_max = -INFINITY, running_sum = 0.0f;  // same in both lanes of a row
 
   for (int64_t key0 = tile_begin; key0 <= last_row; key0 += kFlashTile) {
@@ -63,10 +64,10 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     product_rows_by_rows_t<D>(q_tile + warp * kFlashWarpRows * kLd, k_tile, s_w);
     __syncwarp();
-    float* s_row = s_w + r * kScoreLd + half * 32;
+    float* s_row = s_w + r * kScoreLd + parity;
     float tile_max = -INFINITY;
-    for (int c = 0; c < 32; ++c) {
-      const int64_t key = key0 + half * 32 + c;
+    for (int c = 0; c < 64; c += 2) {
+      const int64_t key = key0 + parity + c;
       const bool visible = math::flash_visible(query, key, first_key, steps);
       const float x = visible ? s_row[c] * scale : -INFINITY;
       s_row[c] = x;
@@ -75,9 +76,9 @@ __global__ void __launch_bounds__(kThreads)
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
     const math::FlashStep step = math::flash_online_step(running_max, tile_max);
     float partial = 0.0f;
-    bf16* p_row = p_w + r * kProbLd + half * 32;
-    for (int c = 0; c < 32; ++c) {
-      const int64_t key = key0 + half * 32 + c;
+    bf16* p_row = p_w + r * kProbLd + parity;
+    for (int c = 0; c < 64; c += 2) {
+      const int64_t key = key0 + parity + c;
       const float p = math::flash_probability(s_row[c], step.max,
                                               math::flash_visible(query, key, first_key, steps));
       partial += p;
@@ -86,8 +87,8 @@ __global__ void __launch_bounds__(kThreads)
     partial += __shfl_xor_sync(0xffffffffu, partial, 1);
     running_sum = running_sum * step.correction + partial;
     running_max = step.max;
-    float* o_row = o_w + r * kOutLd + half * (D / 2);
-    for (int c = 0; c < D / 2; ++c) o_row[c] *= step.correction;
+    float* o_row = o_w + r * kOutLd + parity;
+    for (int c = 0; c < D; c += 2) o_row[c] *= step.correction;
     __syncwarp();
     FragC acc[D / 16];
 #pragma unroll
@@ -101,10 +102,10 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (query >= steps) return;
   const float inverse_sum = 1.0f / running_sum;
-  const float* o_row = o_w + r * kOutLd + half * (D / 2);
-  float* out_row = out + head + query * D + half * (D / 2);
-  for (int c = 0; c < D / 2; ++c) out_row[c] = o_row[c] * inverse_sum;
-  if (half == 0)
+  const float* o_row = o_w + r * kOutLd + parity;
+  float* out_row = out + head + query * D + parity;
+  for (int c = 0; c < D; c += 2) out_row[c] = o_row[c] * inverse_sum;
+  if (parity == 0)
     lse[int64_t(blockIdx.y) * steps + query] = math::flash_lse(running_max, running_sum);
 }
 

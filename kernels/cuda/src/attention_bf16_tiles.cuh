@@ -4,8 +4,11 @@
 // 64 rows. Products run on tensor cores through nvcuda::wmma (16x16x16, bf16 operands, f32
 // accumulators); the per-element softmax work runs on CUDA cores from an f32 copy of the
 // scores in shared memory (a wmma accumulator's element-to-row map is unspecified, so rows
-// are never read from fragments), with each warp's lanes split two per row (lane / 2 = row,
-// lane % 2 = which half of the 64 columns).
+// are never read from fragments), with each warp's lanes split two per row: lane / 2 = row,
+// lane % 2 = parity, the lane taking columns parity, parity + 2, ... (interleaved: with the
+// rows' 4-float padding, the 32 lanes' accesses fall in 2-way bank conflicts at worst, against
+// 4-way for contiguous halves). The forward's row sums add each lane's columns in order, then
+// the two lanes' partial sums (the twin sums the same way).
 // Shared-memory rows are padded (bf16 rows by 8 elements, f32 rows by 4) against bank
 // conflicts; every fragment pointer stays 32-byte aligned (wmma's requirement) because each
 // warp's 16-row slice and each 16-column offset is a multiple of 32 bytes.
@@ -78,23 +81,48 @@ __device__ __forceinline__ void load_rows(bf16* tile, const uint16_t* matrix, in
   }
 }
 
-// s[16][64] (f32, ld kScoreLd) = a[16][D] * b[64][D]^T, both padded bf16 tiles.
-template <int D>
+// s[16][64] (f32, ld kScoreLd) = a[16][D] * b[64][D]^T, both padded bf16 tiles. Depth outer
+// with the 4 column blocks inner (4 accumulators live): each A fragment is read from shared
+// memory once per product instead of once per column block. kFewRegisters keeps one
+// accumulator live instead (the dK/dV kernel, whose dK and dV accumulators already hold 128
+// registers at D = 128: it reached 254 of 255 registers depth-outer).
+template <int D, bool kFewRegisters = false>
 __device__ __forceinline__ void product_rows_by_rows_t(const bf16* a, const bf16* b, float* s) {
   constexpr int kLd = Dims<D>::kLd;
+  constexpr int kBlocks = kFlashTile / 16;
+  if constexpr (kFewRegisters) {
 #pragma unroll
-  for (int n = 0; n < kFlashTile / 16; ++n) {
-    FragC acc;
-    wmma::fill_fragment(acc, 0.0f);
+    for (int n = 0; n < kBlocks; ++n) {
+      FragC acc;
+      wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        FragA fa;
+        FragBT fb;
+        wmma::load_matrix_sync(fa, a + kk * 16, kLd);
+        wmma::load_matrix_sync(fb, b + n * 16 * kLd + kk * 16, kLd);
+        wmma::mma_sync(acc, fa, fb, acc);
+      }
+      wmma::store_matrix_sync(s + n * 16, acc, kScoreLd, wmma::mem_row_major);
+    }
+  } else {
+    FragC acc[kBlocks];
+#pragma unroll
+    for (int n = 0; n < kBlocks; ++n) wmma::fill_fragment(acc[n], 0.0f);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       FragA fa;
-      FragBT fb;
       wmma::load_matrix_sync(fa, a + kk * 16, kLd);
-      wmma::load_matrix_sync(fb, b + n * 16 * kLd + kk * 16, kLd);
-      wmma::mma_sync(acc, fa, fb, acc);
+#pragma unroll
+      for (int n = 0; n < kBlocks; ++n) {
+        FragBT fb;
+        wmma::load_matrix_sync(fb, b + n * 16 * kLd + kk * 16, kLd);
+        wmma::mma_sync(acc[n], fa, fb, acc[n]);
+      }
     }
-    wmma::store_matrix_sync(s + n * 16, acc, kScoreLd, wmma::mem_row_major);
+#pragma unroll
+    for (int n = 0; n < kBlocks; ++n)
+      wmma::store_matrix_sync(s + n * 16, acc[n], kScoreLd, wmma::mem_row_major);
   }
 }
 
