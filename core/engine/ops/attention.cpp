@@ -120,8 +120,8 @@ Tensor bf16_kernel_operand(const Tensor& x, OperandStrides& strides) {
     OperandStrides layout{st[0], st[1], st[2]};
     // Token-major for the CPU kernel, which reads strides; CUDA's bf16 kernel reads packed
     // [B, H, T, D] operands, so a contiguous buffer there saves it a second copy.
-    const bool by_token = usable && x.device().type == DeviceType::kCpu &&
-                          token_major(layout, x.size(1), x.size(2));
+    const bool by_token =
+        usable && x.device().type == DeviceType::kCpu && token_major(layout, x.size(1), x.size(2));
     operand = attention_buffer(x.shape(), by_token, x.device(), DType::kBF16);
     NoGradGuard no_grad;
     if (by_token) {
