@@ -4,12 +4,15 @@
 // kernels/cuda/attention.hpp, the training path; every other shape the op allows (a KV cache:
 // decode and chunked prefill, grouped KV heads, bidirectional, a sliding window, ALiBi, head
 // dims up to 256) takes the warp-per-row kernels of attention_general.hpp, with the CPU
-// kernel's semantics. f32 only; bf16 operands are refused (the CPU runs them). The kernels read
-// packed operands: strided operands (a permuted [B, T, H, D] projection, a KV-cache buffer
-// sliced to its filled prefix) are packed first and strided outputs written through a packed
-// buffer; lse is [B, H, Tq] contiguous on both devices. Packed segment ids (the shape's host
-// vector [B, Tk]) are checked as the CPU kernel checks them and copied to the device (queued,
-// no wait); both kernel families narrow each query's keys to its segment.
+// kernel's semantics. Those are f32. bf16 operands (the engine sends them under a bf16
+// autocast for plain causal self-attention with head dim 64 or 128, engine/ops/attention.cpp)
+// take the bf16 tensor-core kernels of kernels/cuda/attention_bf16.hpp, packed segments
+// included; bf16 operands of any other shape are refused. The kernels read packed operands:
+// strided operands (a permuted [B, T, H, D] projection, a KV-cache buffer sliced to its filled
+// prefix) are packed first and strided outputs written through a packed buffer; lse is
+// [B, H, Tq] contiguous on both devices. Packed segment ids (the shape's host vector [B, Tk])
+// are checked as the CPU kernel checks them and copied to the device (queued, no wait); both
+// kernel families narrow each query's keys to its segment.
 #include <cstdint>
 #include <string>
 
@@ -19,6 +22,7 @@
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "patchbay/kernels/cuda/attention.hpp"
+#include "patchbay/kernels/cuda/attention_bf16.hpp"
 #include "patchbay/kernels/cuda/attention_general.hpp"
 
 namespace patchbay::cuda {
@@ -35,12 +39,20 @@ bool tiled_kernel_serves(const AttentionShape& s) {
          s.slopes.empty() && (s.head_dim == 32 || s.head_dim == 64 || s.head_dim == 128);
 }
 
+// The bf16 tensor-core kernel's case: the tiled kernel's shapes at head dim 64 or 128.
+bool bf16_kernel_serves(const AttentionShape& s) {
+  return tiled_kernel_serves(s) && kc::causal_attention_bf16_serves_head_dim(s.head_dim);
+}
+
 void require_supported(const char* op, const AttentionShape& s, const Tensor& q) {
-  if (q.dtype() != DType::kF32)
+  if (q.dtype() == DType::kBF16 && !bf16_kernel_serves(s))
     refuse_op(op,
-              "the CUDA attention kernels take f32 operands; bf16 attention on CUDA needs a kernel "
-              "not written yet",
+              "bf16 attention on CUDA runs plain causal self-attention (q_len == kv_len, as many "
+              "KV heads as heads, no window or ALiBi) at head dim 64 or 128; other shapes take "
+              "f32 operands",
               q);
+  if (q.dtype() != DType::kF32 && q.dtype() != DType::kBF16)
+    refuse_op(op, "the CUDA attention kernels take f32 or bf16 operands", q);
   if (s.head_dim > kc::kGeneralAttentionMaxHeadDim || s.heads > kc::kGeneralAttentionMaxHeads)
     refuse_op(op,
               "the CUDA attention kernels take head dims up to " +
@@ -100,8 +112,15 @@ kc::GeneralAttentionShape general_shape(const AttentionShape& s, const Tensor& s
   return g;
 }
 
-// x itself when packed, else a packed copy (on x's device).
-Tensor packed(const Tensor& x) { return x.is_contiguous() ? x : x.contiguous(); }
+// x itself when packed (and, for bf16, 16-byte aligned: the bf16 kernel's vector loads; a view
+// with an odd storage offset is not), else a packed copy (on x's device).
+Tensor packed(const Tensor& x) {
+  const bool aligned =
+      x.dtype() != DType::kBF16 || reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0;
+  if (x.is_contiguous()) return aligned ? x : x.clone();  // a fresh, aligned block
+  return x.contiguous();
+}
+const std::uint16_t* bf16_pointer(const Tensor& x) { return x.data<std::uint16_t>(); }
 // `out` itself when packed, else a packed buffer of its shape, copied into `out` by finish().
 Tensor packed_output(const Tensor& out) {
   return out.is_contiguous() ? out : Tensor::empty(out.shape(), DType::kF32, out.device());
@@ -120,7 +139,13 @@ void attention_cuda(const AttentionShape& s, const Tensor& q, const Tensor& k, c
   Tensor pout = packed_output(out);
   {
     const OnDeviceOf on(out);
-    if (tiled_kernel_serves(s)) {
+    if (pq.dtype() == DType::kBF16) {
+      check_launch(kc::causal_attention_bf16_forward(
+                       bf16_pointer(pq), bf16_pointer(pk), bf16_pointer(pv), pout.data<float>(),
+                       lse.data<float>(), s.batch * s.heads, s.q_len, s.head_dim, s.scale,
+                       on.stream, segments_pointer(segments), s.heads),
+                   "attention");
+    } else if (tiled_kernel_serves(s)) {
       check_launch(kc::causal_attention_forward(
                        pq.data<float>(), pk.data<float>(), pv.data<float>(), pout.data<float>(),
                        lse.data<float>(), s.batch * s.heads, s.q_len, s.head_dim, s.scale,
@@ -143,15 +168,26 @@ void attention_backward_cuda(const AttentionShape& s, const Tensor& q, const Ten
   check_segments("attention_backward", s, q);
   if (s.batch * s.heads * s.q_len == 0 && s.batch * s.kv_heads * s.kv_len == 0) return;
   const Tensor segments = device_segments(s, q);
-  if (dout.dtype() != DType::kF32)
-    refuse_op("attention_backward", "expected an f32 upstream gradient", dout);
+  if (dout.dtype() != q.dtype())
+    refuse_op("attention_backward",
+              std::string("expected an upstream gradient of the operands' dtype (") +
+                  (q.dtype() == DType::kBF16 ? "bf16" : "f32") + ")",
+              dout);
   const Tensor pq = packed(q), pk = packed(k), pv = packed(v), pout = packed(out),
                pdout = packed(dout);
   Tensor pdq = packed_output(dq), pdk = packed_output(dk), pdv = packed_output(dv);
   Tensor delta = Tensor::empty({s.batch * s.heads * s.q_len}, DType::kF32, q.device());
   {
     const OnDeviceOf on(dq);
-    if (tiled_kernel_serves(s)) {
+    if (pq.dtype() == DType::kBF16) {
+      check_launch(
+          kc::causal_attention_bf16_backward(
+              bf16_pointer(pq), bf16_pointer(pk), bf16_pointer(pv), pout.data<float>(),
+              bf16_pointer(pdout), lse.data<float>(), delta.data<float>(), pdq.data<float>(),
+              pdk.data<float>(), pdv.data<float>(), s.batch * s.heads, s.q_len, s.head_dim, s.scale,
+              on.stream, segments_pointer(segments), s.heads),
+          "attention_backward");
+    } else if (tiled_kernel_serves(s)) {
       check_launch(
           kc::causal_attention_backward(pq.data<float>(), pk.data<float>(), pv.data<float>(),
                                         pout.data<float>(), pdout.data<float>(), lse.data<float>(),

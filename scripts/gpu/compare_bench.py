@@ -33,7 +33,8 @@ def main():
         print(f"{row['name']:<14}{row['precision']:<10}{row['m']}x{row['n']}x{row['k']:<12}"
               f"{row['tflops']:>10.1f}{other.get('tflops', float('nan')):>10.1f}{ratio:>8.2f}")
     print("\nCausal attention, forward+backward TFLOP/s (forward in brackets)")
-    print(f"{'T':>6}{'D':>5}{'B*H':>6}{'patchbay f32':>18}{'torch f32':>18}{'torch bf16':>18}")
+    print(f"{'T':>6}{'D':>5}{'B*H':>6}{'patchbay f32':>18}{'torch f32':>18}"
+          f"{'patchbay bf16':>18}{'torch bf16':>18}{'bf16 ratio':>11}")
     torch_attention = {(r["T"], r["D"], r["precision"]): r for r in theirs if r.get("op") == "attention"}
 
     def cell(row):
@@ -43,10 +44,20 @@ def main():
             return f"{'error':>18}"
         return f"{row['forward_backward_tflops']:>9.1f} ({row['forward_tflops']:>5.1f})"
 
-    for row in (r for r in ours if r.get("op") == "attention"):
-        key = (row["T"], row["D"])
-        print(f"{row['T']:>6}{row['D']:>5}{row['batch_heads']:>6}{cell(row)}"
-              f"{cell(torch_attention.get(key + ('f32',)))}{cell(torch_attention.get(key + ('bf16',)))}")
+    ours_attention = {(r["T"], r["D"], r.get("precision", "f32")): r
+                      for r in ours if r.get("op") == "attention"}
+    for (steps, dim, precision), row in ours_attention.items():
+        if precision != "f32":
+            continue
+        key = (steps, dim)
+        bf16_ours = ours_attention.get(key + ("bf16",))
+        bf16_torch = torch_attention.get(key + ("bf16",))
+        ratio = (bf16_ours["forward_backward_tflops"] / bf16_torch["forward_backward_tflops"]
+                 if bf16_ours and bf16_torch and bf16_torch.get("forward_backward_tflops")
+                 else float("nan"))
+        print(f"{steps:>6}{dim:>5}{row['batch_heads']:>6}{cell(row)}"
+              f"{cell(torch_attention.get(key + ('f32',)))}{cell(bf16_ours)}{cell(bf16_torch)}"
+              f"{ratio:>11.2f}")
 
     misc = [r for r in ours if r.get("op") == "misc"]
     if misc:

@@ -13,16 +13,18 @@
 #   engine_ops  the engine's ops through their CUDA dispatch entries against the CPU kernels,
 #               forward and backward (bin/patchbay_device_cuda_*_tests from the bundle): every
 #               op incl. gather / scatter_add / sort / topk (bit for bit), causal linear
-#               attention, attention with packed segment ids (tiled and general kernels)
+#               attention, attention with packed segment ids (tiled and general kernels),
+#               attention under a bf16 autocast (the bf16 tensor-core kernels)
 #   parity      CPU-vs-GPU loss per step (quickstart 20 steps, GPT-2 124M shape 3 steps)
 #   gpt2_speed  GPT-2 124M bf16 tokens/s and MFU beside a plain PyTorch GPT-2 (torch_gpt2.py,
 #               eager; PB_TORCH_COMPILE=1 adds torch.compile)
 #   bench       GEMM and attention speed beside torch.matmul and scaled_dot_product_attention,
-#               same GPU, same call
+#               same GPU, same call (attention f32 and bf16, T = 1K, 4K, 16K, D = 64, 128)
 #   sanitizer   compute-sanitizer memcheck over the norm, softmax, attention, embedding, gather /
 #               scatter-add, sort / top-k and causal linear attention tests
 #   racecheck   compute-sanitizer racecheck (shared-memory hazards) over the kernels that share
-#               tiles between threads: sort / top-k's bitonic tiles, causal linear attention
+#               tiles between threads: sort / top-k's bitonic tiles, causal linear attention, the
+#               bf16 tensor-core attention (K/V tiles shared by 4 warps, per-warp score slices)
 # parity and gpt2_speed run scripts/gpu/parity.sh and scripts/gpu/gpt2_speed.sh (OUTDIR as
 # argument) when they exist; until the engine trains on CUDA they report "not available yet".
 # Environment: STAGES="env smoke kernels" reruns a subset (in the order above; `binaries` is
@@ -253,7 +255,7 @@ stage_racecheck() {
   local bin; bin="$(binaries_folder)" || return 1
   if ! command -v compute-sanitizer >/dev/null; then echo "no compute-sanitizer on PATH"; return 77; fi
   local filter status=0
-  for filter in sort_tiles causal_linear_attention; do
+  for filter in sort_tiles causal_linear_attention attention_bf16_race_small; do
     with_libraries compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
         "$bin/cuda_kernels_gpu_tests" --filter "$filter" || status=1
   done

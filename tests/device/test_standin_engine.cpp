@@ -4,7 +4,8 @@
 // results that stay on the device and equal the CPU's, gradients that travel back across
 // to(device), refusals naming op and device (a missing kernel, mixed devices), separate
 // memory statistics, a forward + backward pass that copies nothing back to the host, and
-// packed-sequence attention (segment ids) on the device.
+// packed-sequence attention (segment ids) on the device, and bf16 autocast attention routed to
+// the device kernel with bf16 operands.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "engine/autocast.hpp"
 #include "engine/host_standin_device.hpp"
 #include "engine/kernel_registry.hpp"
 #include "engine/ops.hpp"
@@ -247,4 +249,41 @@ TEST_CASE("attention with packed segment ids runs on a device: the CPU's bits, i
   const Tensor again = scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev), on_device);
   CHECK(standin_transfer_counts().device_to_host == before_device_ids + 1);  // the ids, once
   CHECK(bytes_of(again.to(cpu())) == bytes_of(want));
+}
+
+TEST_CASE("bf16 autocast attention on a device: bf16 operands reach the device's kernel") {
+  // On CUDA a bf16 autocast sends q, k, v rounded to bf16 to the device's attention kernel for
+  // plain causal attention at head dim 64 (CUDA's tensor-core kernel; engine/ops/attention.cpp).
+  // The stand-in aliases the CPU kernel, which widens bf16 operands it has no bf16 kernel for
+  // (packed segments) back to f32: so the device's result is, bit for bit, the CPU's f32
+  // attention of the rounded operands, and not the unrounded one.
+  const Device dev = standin();
+  AttentionOptions options;
+  options.causal = true;
+  std::vector<int64_t> ids(2 * 80);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(i % 80 < 30 ? 0 : 1);
+  options.segment_ids = Tensor::from_data(ids.data(), {2, 80}, DType::kI64);
+  const Tensor q = random_f32({2, 2, 80, 64}, 50), k = random_f32({2, 2, 80, 64}, 51),
+               v = random_f32({2, 2, 80, 64}, 52);
+  auto rounded = [](const Tensor& x) { return x.to(DType::kBF16).to(DType::kF32); };
+  const Tensor want = scaled_dot_product_attention(rounded(q), rounded(k), rounded(v), options);
+  const Tensor unrounded = scaled_dot_product_attention(q, k, v, options);
+  Tensor qd = q.to(dev), kd = k.to(dev), vd = v.to(dev);
+  for (Tensor* x : {&qd, &kd, &vd}) x->set_requires_grad(true);
+  Tensor got;
+  {
+    const AutocastGuard bf16(DType::kBF16);
+    got = scaled_dot_product_attention(qd, kd, vd, options);
+    backward(sum(got));
+  }
+  CHECK(got.device() == dev);
+  CHECK(bytes_of(got.to(cpu())) == bytes_of(want));
+  CHECK(bytes_of(got.to(cpu())) != bytes_of(unrounded));
+  // The gradients: the CPU's f32 backward of the rounded operands (dout = 1 is exact in bf16).
+  Tensor qr = rounded(q), kr = rounded(k), vr = rounded(v);
+  for (Tensor* x : {&qr, &kr, &vr}) x->set_requires_grad(true);
+  backward(sum(scaled_dot_product_attention(qr, kr, vr, options)));
+  CHECK(bytes_of(qd.grad().to(cpu())) == bytes_of(qr.grad()));
+  CHECK(bytes_of(kd.grad().to(cpu())) == bytes_of(kr.grad()));
+  CHECK(bytes_of(vd.grad().to(cpu())) == bytes_of(vr.grad()));
 }

@@ -14,7 +14,9 @@
 // in place when they are bf16 already), saved in bf16 for the backward (half the memory), and
 // the upstream gradient is rounded to bf16 there; every product takes bf16 inputs with f32
 // accumulation, while the softmax, lse, the output and the gradients stay f32 (the output and
-// gradients are then returned in the inputs' dtype as before). Elsewhere bf16 autocast leaves
+// gradients are then returned in the inputs' dtype as before). On CUDA the same holds for
+// plain causal self-attention with head dim 64 or 128, packed segments included (CUDA's bf16
+// tensor-core kernel, kernels/cuda/attention_bf16.hpp). Elsewhere bf16 autocast leaves
 // attention in f32, as before.
 // Layouts: the output and the gradients dq/dk/dv follow their operand's layout. An operand
 // that is a permuted view of a [B, T, heads, D] buffer (heads split out of a [B, T, C]
@@ -64,12 +66,22 @@ Tensor kernel_operand(const Tensor& x, OperandStrides& strides) {
   return operand;
 }
 
-// Whether this call runs the bf16 kernel: a bf16 autocast policy, a CPU tensor, an even head
-// dim and a CPU with AVX512-BF16 (see the top of the file); never with packed segments (the
-// bf16 kernel has no segment mask).
+// The shapes CUDA's bf16 tensor-core kernel serves (kernels/cuda/attention_bf16.hpp, through
+// core/cuda/cuda_kernels_attention.cpp): plain causal self-attention (Tq == Tk, as many KV
+// heads as query heads, no window, no ALiBi), head dim 64 or 128, packed segments allowed.
+bool cuda_bf16_kernel_serves(const AttentionShape& s) {
+  return s.causal && s.q_len == s.kv_len && s.kv_heads == s.heads && s.window == 0 &&
+         s.slopes.empty() && (s.head_dim == 64 || s.head_dim == 128);
+}
+
+// Whether this call runs a bf16 kernel, under a bf16 autocast policy: on the CPU, with an even
+// head dim on a CPU with AVX512-BF16 (see the top of the file), never with packed segments (the
+// CPU's bf16 kernel has no segment mask); on CUDA, the shapes of cuda_bf16_kernel_serves (the
+// rest keep the f32 kernels there).
 bool use_bf16_kernel(const Tensor& q, const AttentionShape& s) {
-  return s.segments.empty() && autocast_dtype() == DType::kBF16 &&
-         q.device().type == DeviceType::kCpu && q.size(3) % 2 == 0 &&
+  if (autocast_dtype() != DType::kBF16) return false;
+  if (q.device().type == DeviceType::kCuda) return cuda_bf16_kernel_serves(s);
+  return s.segments.empty() && q.device().type == DeviceType::kCpu && q.size(3) % 2 == 0 &&
          kernels::attention_flash_bf16_supported();
 }
 
@@ -106,7 +118,10 @@ Tensor bf16_kernel_operand(const Tensor& x, OperandStrides& strides) {
   Tensor operand = x.detach();
   if (x.dtype() != DType::kBF16 || !usable) {
     OperandStrides layout{st[0], st[1], st[2]};
-    const bool by_token = usable && token_major(layout, x.size(1), x.size(2));
+    // Token-major for the CPU kernel, which reads strides; CUDA's bf16 kernel reads packed
+    // [B, H, T, D] operands, so a contiguous buffer there saves it a second copy.
+    const bool by_token =
+        usable && x.device().type == DeviceType::kCpu && token_major(layout, x.size(1), x.size(2));
     operand = attention_buffer(x.shape(), by_token, x.device(), DType::kBF16);
     NoGradGuard no_grad;
     if (by_token) {
@@ -174,8 +189,31 @@ Tensor workspace_for(kernels::AttentionParams& p, kernels::AttentionPass pass, D
   return block;
 }
 
+// bf16 operands the CPU's bf16 kernel cannot take (no AVX512-BF16, or packed segments): the
+// engine never sends them to a CPU tensor, but a device whose kernels alias the CPU's (the
+// host stand-in of CUDA, engine/host_standin_device.hpp) gets CUDA's bf16 operands; they are
+// widened to f32 (exact) for the f32 kernel, with the strides of the packed copies.
+bool cpu_bf16_kernel_refuses(const AttentionShape& s, const Tensor& q) {
+  return q.dtype() == DType::kBF16 &&
+         (!s.segments.empty() || !kernels::attention_flash_bf16_supported());
+}
+Tensor widened(const Tensor& x, OperandStrides& strides) {
+  Tensor wide = detail::as_f32_contiguous(x);
+  strides = operand_strides(wide);
+  return wide;
+}
+
+void attention_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                   Tensor& out, Tensor& lse);
+void attention_cpu_widened(const AttentionShape& shape, const Tensor& q, const Tensor& k,
+                           const Tensor& v, Tensor& out, Tensor& lse) {
+  AttentionShape s = shape;
+  attention_cpu(s, widened(q, s.q), widened(k, s.k), widened(v, s.v), out, lse);
+}
+
 void attention_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
                    Tensor& out, Tensor& lse) {
+  if (cpu_bf16_kernel_refuses(s, q)) return attention_cpu_widened(s, q, k, v, out, lse);
   kernels::AttentionParams p = make_params(s, q, k, v, out, lse);
   const Tensor workspace = workspace_for(p, kernels::AttentionPass::forward, q.device());
   std::string err = kernels::attention_flash_forward(p);
@@ -186,6 +224,12 @@ void attention_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k, co
 void attention_backward_cpu(const AttentionShape& s, const Tensor& q, const Tensor& k,
                             const Tensor& v, const Tensor& out, const Tensor& lse,
                             const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
+  if (cpu_bf16_kernel_refuses(s, q)) {
+    AttentionShape wide = s;
+    OperandStrides dout_strides;  // strides_of(dout) reads the tensor itself
+    return attention_backward_cpu(wide, widened(q, wide.q), widened(k, wide.k), widened(v, wide.v),
+                                  out, lse, widened(dout, dout_strides), dq, dk, dv);
+  }
   kernels::AttentionParams p = make_params(s, q, k, v, out, lse);
   if (dout.dtype() == DType::kBF16) {
     p.dout_bf16 = dout.data<std::uint16_t>();

@@ -1,11 +1,12 @@
 // Developer benchmark of kernels/cuda on the GPU (not a test): the cuBLASLt products at
 // GPT-2 124M's shapes and square ones, and the fused causal attention forward + backward at
-// T = 1K..16K, and the indexing / linear-attention kernels at the shapes the samplers, MoE and
-// the Performer / linear layers make ("op": "misc", by name). One JSON object per line on stdout,
-// read by scripts/gpu/compare_bench.py beside PyTorch's figures from the same GPU in the same run
-// (scripts/gpu/torch_bench.py). Timing: CUDA events around `repeats` launches after `warmup`
-// launches, median of the per-launch times; inputs are random (never zeros: tensor cores run faster
-// on zeros). Usage: cuda_kernels_bench [--quick]   (exit 77 with a message when no GPU is usable)
+// T = 1K..16K (f32 and the bf16 tensor-core kernels), and the indexing / linear-attention kernels
+// at the shapes the samplers, MoE and the Performer / linear layers make ("op": "misc", by name).
+// One JSON object per line on stdout, read by scripts/gpu/compare_bench.py beside PyTorch's figures
+// from the same GPU in the same run (scripts/gpu/torch_bench.py). Timing: CUDA events around
+// `repeats` launches after `warmup` launches, median of the per-launch times; inputs are random
+// (never zeros: tensor cores run faster on zeros). Usage: cuda_kernels_bench [--quick]   (exit 77
+// with a message when no GPU is usable)
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "patchbay/kernels/cuda/attention.hpp"
+#include "patchbay/kernels/cuda/attention_bf16.hpp"
 #include "patchbay/kernels/cuda/gemm.hpp"
 #include "patchbay/kernels/cuda/indexing.hpp"
 #include "patchbay/kernels/cuda/linear_attention.hpp"
@@ -112,12 +114,14 @@ void bench_gemm(cublasLtHandle_t handle, void* workspace, size_t workspace_bytes
   cudaFree(d);
 }
 
-void bench_attention(int64_t batch_heads, int64_t steps, int64_t dim, bool quick) {
+// Causal attention forward and forward + backward: the f32 kernels (attention.hpp) or the bf16
+// tensor-core ones (attention_bf16.hpp; q, k, v, dout in bf16, out, lse and gradients f32).
+void bench_attention(int64_t batch_heads, int64_t steps, int64_t dim, bool bf16, bool quick) {
   const size_t n = size_t(batch_heads * steps * dim), rows = size_t(batch_heads * steps);
-  float* q = static_cast<float*>(random_device_buffer(n, false, 4));
-  float* k = static_cast<float*>(random_device_buffer(n, false, 5));
-  float* v = static_cast<float*>(random_device_buffer(n, false, 6));
-  float* dout = static_cast<float*>(random_device_buffer(n, false, 7));
+  void* q = random_device_buffer(n, bf16, 4);
+  void* k = random_device_buffer(n, bf16, 5);
+  void* v = random_device_buffer(n, bf16, 6);
+  void* dout = random_device_buffer(n, bf16, 7);
   float* out = device_floats(n);
   float* lse = device_floats(rows);
   float* delta = device_floats(rows);
@@ -126,33 +130,38 @@ void bench_attention(int64_t batch_heads, int64_t steps, int64_t dim, bool quick
   float* dv = device_floats(n);
   const float scale = 1.0f / std::sqrt(float(dim));
   const int repeats = quick || steps >= 8192 ? 3 : 10;
-  const double forward_ms = median_ms(
-      [&] {
-        return cuda::causal_attention_forward(q, k, v, out, lse, batch_heads, steps, dim, scale,
-                                              nullptr) == cudaSuccess;
-      },
-      1, repeats);
-  const double both_ms = median_ms(
-      [&] {
-        return cuda::causal_attention_forward(q, k, v, out, lse, batch_heads, steps, dim, scale,
-                                              nullptr) == cudaSuccess &&
-               cuda::causal_attention_backward(q, k, v, out, dout, lse, delta, dq, dk, dv,
-                                               batch_heads, steps, dim, scale,
-                                               nullptr) == cudaSuccess;
-      },
-      1, repeats);
-  // Causal: half the T x T scores. Forward 2 products (4 T^2 D flops / 2); backward 5 (2.5x).
+  auto as_f32 = [](void* x) { return static_cast<const float*>(x); };
+  auto as_bf16 = [](void* x) { return static_cast<const uint16_t*>(x); };
+  auto forward = [&] {
+    return (bf16 ? cuda::causal_attention_bf16_forward(as_bf16(q), as_bf16(k), as_bf16(v), out, lse,
+                                                       batch_heads, steps, dim, scale, nullptr)
+                 : cuda::causal_attention_forward(as_f32(q), as_f32(k), as_f32(v), out, lse,
+                                                  batch_heads, steps, dim, scale, nullptr)) ==
+           cudaSuccess;
+  };
+  auto backward = [&] {
+    return (bf16 ? cuda::causal_attention_bf16_backward(as_bf16(q), as_bf16(k), as_bf16(v), out,
+                                                        as_bf16(dout), lse, delta, dq, dk, dv,
+                                                        batch_heads, steps, dim, scale, nullptr)
+                 : cuda::causal_attention_backward(
+                       as_f32(q), as_f32(k), as_f32(v), out, as_f32(dout), lse, delta, dq, dk, dv,
+                       batch_heads, steps, dim, scale, nullptr)) == cudaSuccess;
+  };
+  const double forward_ms = median_ms(forward, 1, repeats);
+  const double both_ms = median_ms([&] { return forward() && backward(); }, 1, repeats);
+  // Causal: half the T x T scores. Forward 2 products (4 T^2 D flops / 2); backward 5 (2.5x),
+  // counted as the algorithm's 5 whatever a kernel recomputes (the bf16 backward runs 7).
   const double forward_flops = 2.0 * double(batch_heads) * double(steps) * double(steps) * dim;
   std::printf(
-      "{\"op\": \"attention\", \"precision\": \"f32\", \"batch_heads\": %lld, \"T\": %lld, "
+      "{\"op\": \"attention\", \"precision\": \"%s\", \"batch_heads\": %lld, \"T\": %lld, "
       "\"D\": %lld, \"forward_ms\": %.3f, \"forward_backward_ms\": %.3f, "
       "\"forward_tflops\": %.2f, \"forward_backward_tflops\": %.2f}\n",
-      (long long)batch_heads, (long long)steps, (long long)dim, forward_ms, both_ms,
-      forward_ms > 0 ? forward_flops / (forward_ms * 1e9) : 0.0,
+      bf16 ? "bf16" : "f32", (long long)batch_heads, (long long)steps, (long long)dim, forward_ms,
+      both_ms, forward_ms > 0 ? forward_flops / (forward_ms * 1e9) : 0.0,
       both_ms > 0 ? 3.5 * forward_flops / (both_ms * 1e9) : 0.0);
   std::fflush(stdout);
-  for (void* p : {(void*)q, (void*)k, (void*)v, (void*)dout, (void*)out, (void*)lse, (void*)delta,
-                  (void*)dq, (void*)dk, (void*)dv})
+  for (void* p :
+       {q, k, v, dout, (void*)out, (void*)lse, (void*)delta, (void*)dq, (void*)dk, (void*)dv})
     cudaFree(p);
 }
 
@@ -276,7 +285,8 @@ int main(int argc, char** argv) {
   for (const int64_t dim : {int64_t(64), int64_t(128)})
     for (const int64_t steps : {int64_t(1024), int64_t(4096), int64_t(16384)}) {
       if (quick && steps > 4096) continue;
-      bench_attention(std::max<int64_t>(4, 65536 / steps), steps, dim, quick);
+      for (const bool bf16 : {false, true})
+        bench_attention(std::max<int64_t>(4, 65536 / steps), steps, dim, bf16, quick);
     }
   bench_misc(quick);
   cudaFree(workspace);
