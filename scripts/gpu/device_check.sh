@@ -13,14 +13,17 @@
 #   engine_ops  the engine's ops through their CUDA dispatch entries against the CPU kernels,
 #               forward and backward (bin/patchbay_device_cuda_*_tests from the bundle): every
 #               op incl. gather / scatter_add / sort / topk (bit for bit), causal linear
-#               attention, attention with packed segment ids (tiled and general kernels)
-#   parity      CPU-vs-GPU loss per step (quickstart 20 steps, GPT-2 124M shape 3 steps)
+#               attention, attention with packed segment ids (tiled and general kernels), and
+#               bad indices (cross-entropy targets, embedding ids, gather / scatter_add) recorded
+#               on the device and raised at the next read with the CPU's words
+#   parity      CPU-vs-GPU loss per step (quickstart 20 steps, GPT-2 124M shape 3 steps; the
+#               quickstart with attention_performer, 10 steps)
 #   gpt2_speed  GPT-2 124M bf16 tokens/s and MFU beside a plain PyTorch GPT-2 (torch_gpt2.py,
 #               eager; PB_TORCH_COMPILE=1 adds torch.compile)
 #   bench       GEMM and attention speed beside torch.matmul and scaled_dot_product_attention,
 #               same GPU, same call
 #   sanitizer   compute-sanitizer memcheck over the norm, softmax, attention, embedding, gather /
-#               scatter-add, sort / top-k and causal linear attention tests
+#               scatter-add, sort / top-k, causal linear attention and index check tests
 #   racecheck   compute-sanitizer racecheck (shared-memory hazards) over the kernels that share
 #               tiles between threads: sort / top-k's bitonic tiles, causal linear attention
 # parity and gpt2_speed run scripts/gpu/parity.sh and scripts/gpu/gpt2_speed.sh (OUTDIR as
@@ -206,7 +209,14 @@ engine_stage() {
     return 78
   fi
 }
-stage_parity() { engine_stage parity; }
+# The quickstart as configured (dense attention), then with attention_performer (10 steps: its
+# features, redraws and prefix sums on the device, issue 34's per-plugin device paths).
+stage_parity() {
+  engine_stage parity || return 1
+  echo "== performer attention (PARITY_SET)"
+  PARITY_STEPS=10 PARITY_SET='model.attention.kind="performer"' \
+    bash "$PB_ROOT/scripts/gpu/parity.sh" "$PB_OUT/parity_performer"
+}
 # The PyTorch half (a plain GPT-2 124M, bf16, batch 8 x 1024, random tokens) runs in any case,
 # so every visit records the bar; PB_TORCH_COMPILE=1 adds torch.compile (a minute or two more).
 stage_gpt2_speed() {
@@ -241,7 +251,7 @@ stage_sanitizer() {
   if ! command -v compute-sanitizer >/dev/null; then echo "no compute-sanitizer on PATH"; return 77; fi
   local filter status=0
   for filter in layer_norm softmax_forward causal_attention embedding gather_scatter \
-                sort_and_topk selection_backward causal_linear_attention; do
+                sort_and_topk selection_backward causal_linear_attention index_check; do
     with_libraries compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$bin/cuda_kernels_gpu_tests" --filter "$filter" || status=1
   done
