@@ -43,7 +43,7 @@ rt::Registry& registry() {
     auto* r = new rt::Registry(host);
     for (const char* file :
          {"attention_dense.so", "ffn_mlp.so", "attention_lsh.so", "attention_linformer.so",
-          "attention_linear.so", "attention_performer.so"})
+          "attention_linear.so", "attention_performer.so", "ffn_moe.so"})
       r->scan_file(std::filesystem::path(env) / file);
     for (const rt::RefusedPlugin& refused : r->refused()) FAIL_CHECK(refused.reason);
     return r;
@@ -267,6 +267,85 @@ TEST_CASE("performer runs on the device: CPU bits across feature redraws, nothin
       eng::Tensor dev_param = dev_params[i].tensor, cpu_param = cpu_params[i].tensor;  // handles
       dev_param.zero_grad();
       cpu_param.zero_grad();
+    }
+  }
+}
+
+TEST_CASE("moe runs on the device (fixed-capacity dispatch): the CPU's losses and gradients") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto options = [&](eng::Device device) {
+    pm::ModelOptions o = tiny(device);
+    o.feedforward_kinds = {"moe"};
+    return o;
+  };
+  for (const char* router : {"topk", "switch", "noisy_topk"}) {
+    CAPTURE(router);
+    pm::ComponentTables tables;
+    // capacity 0.75: ceil(0.75 * 16 tokens * k / 4) slots per expert, so assignments are dropped.
+    tables.feedforward =
+        toml::table{{"kind", "moe"},           {"router", router},      {"experts", 4},
+                    {"capacity_factor", 0.75}, {"router_jitter", 0.05}, {"shared_expert", true}};
+    auto on_cpu = pm::LanguageModel::build(options(eng::cpu()), tables, registry());
+    auto on_dev = pm::LanguageModel::build(options(dev), tables, registry());
+    for (const pm::NamedParameter& p : on_dev->parameters()) CHECK(p.tensor.device() == dev);
+    const eng::Tensor ids = tokens(2, 8);
+    auto objective = [&](pm::LanguageModel& model) {  // next-token loss + the layers' aux losses
+      pm::ForwardResult out = model.forward(ids, /*training=*/true);
+      eng::Tensor targets =
+          eng::concat({eng::narrow(ids, 1, 1, ids.size(1) - 1), eng::narrow(ids, 1, 0, 1)}, 1)
+              .to(out.logits.device());
+      eng::Tensor loss = eng::cross_entropy(out.logits.reshape({-1, 11}), targets.reshape({-1}));
+      REQUIRE(out.aux_loss.defined());
+      return eng::add(loss, out.aux_loss);
+    };
+    const size_t before = eng::standin_transfer_counts().device_to_host;
+    eng::Tensor dev_loss = objective(*on_dev);
+    eng::backward(dev_loss);
+    CHECK(eng::standin_transfer_counts().device_to_host == before);  // nothing read back
+    eng::Tensor cpu_loss = objective(*on_cpu);
+    eng::backward(cpu_loss);
+    // The experts multiply C rows on the device (M_e on the CPU) and the input gradient is
+    // summed in another order: equal to f32 rounding, not bit for bit.
+    CHECK(std::abs(dev_loss.item() - cpu_loss.item()) <= 1e-6 * std::abs(cpu_loss.item()));
+    const auto cpu_params = on_cpu->parameters(), dev_params = on_dev->parameters();
+    REQUIRE(cpu_params.size() == dev_params.size());
+    for (size_t i = 0; i < cpu_params.size(); ++i) {
+      CAPTURE(cpu_params[i].name);
+      REQUIRE(dev_params[i].tensor.grad().defined());
+      if (!cpu_params[i].tensor.grad().defined()) {
+        // An expert that kept no assignment: untouched on the CPU, its C masked rows on the
+        // device (gradient exactly 0).
+        for (float g : dev_params[i].tensor.grad().to_vector()) CHECK(g == 0.f);
+        continue;
+      }
+      const std::vector<float> want = cpu_params[i].tensor.grad().to_vector();
+      float scale = 0;
+      for (float g : want) scale = std::max(scale, std::abs(g));
+      CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) <=
+            1e-5f * scale + 1e-7f);
+    }
+  }
+}
+
+TEST_CASE("moe refuses a device where its dispatch needs the host, naming why") {
+  const eng::Device dev = eng::install_host_standin_device();
+  for (const char* kind : {"moe", "moe_expert_choice"}) {
+    CAPTURE(kind);
+    pm::ModelOptions o = tiny(dev);
+    o.feedforward_kinds = {kind};
+    o.causal = std::string(kind) == "moe";  // expert choice mixes positions: bidirectional only
+    pm::ComponentTables tables;
+    tables.attention.insert("causal", o.causal);
+    tables.feedforward = toml::table{{"kind", kind}};
+    if (std::string(kind) == "moe") tables.feedforward.insert("dropless", true);
+    try {
+      (void)pm::LanguageModel::build(o, tables, registry());
+      FAIL("expected a refusal of the device");
+    } catch (const patchbay::Error& e) {
+      const std::string message = e.what();
+      CAPTURE(message);
+      CHECK(message.find(kind) != std::string::npos);
+      CHECK(message.find("CPU only") != std::string::npos);
     }
   }
 }
