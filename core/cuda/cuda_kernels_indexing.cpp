@@ -2,17 +2,20 @@
 // scatter_add and its src gradient, sort, top-k and their shared selection backward, through
 // kernels/cuda/indexing.hpp (results equal to the CPU kernels' bit for bit: scatter_add adds in
 // index order, sort and top-k order ties as the CPU does).
-// Host reads: gather and scatter_add copy the index to the host and check it with the CPU's
-// message before the kernel runs (as embedding does with its ids); the backward reuses the
-// forward's checked index. sort / top-k / selection_backward read nothing back.
+// Nothing is read back: gather and scatter_add check the index on the device
+// (kernels/cuda/index_checks.hpp) into the device's error record, raised with the CPU's wording
+// at the host's next read (engine/device_index_errors.hpp); the backward reuses the forward's
+// checked index and skips a bad entry.
 #include <cuda_runtime_api.h>
 
 #include <string>
 
 #include "cuda/cuda_kernel_support.hpp"
+#include "engine/device_index_errors.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops/index_tensor.hpp"
+#include "patchbay/kernels/cuda/index_checks.hpp"
 #include "patchbay/kernels/cuda/indexing.hpp"
 #include "patchbay/kernels/cuda/math/sort_keys.hpp"
 
@@ -24,11 +27,16 @@ using engine::Tensor;
 namespace kc = kernels::cuda;
 namespace sig = engine::kernel;
 
-// Refuses an index entry outside [0, data.size(dim)) with the CPU kernel's message.
+// Checks the index on the device against [0, data.size(dim)): a bad entry goes into the
+// device's error record (raised at the host's next read, engine/device_index_errors.hpp); the
+// kernels read and write nothing for it (gather writes NaN there).
 template <class Index>
-void check_index_on_host(const Tensor& index, const Tensor& data, int64_t dim, const char* op) {
-  const Tensor host = index.to(engine::cpu());
-  engine::detail::check_index_values_in_range(host.data<Index>(), index, data.size(dim), dim, op);
+void check_index_on_device(const Tensor& index, const Tensor& data, int64_t dim,
+                           kc::math::IndexErrorOp op, cudaStream_t stream) {
+  const kc::math::IndexCheck check{.op = op, .bound = data.size(dim), .detail = dim};
+  check_launch(kc::check_indices(index.data<Index>(), index.numel(), check,
+                                 engine::index_error_record_for(index.device()), nullptr, stream),
+               "index check");
 }
 
 struct Walks {
@@ -49,7 +57,8 @@ void gather_cuda(const Tensor& input, int64_t dim, const Tensor& index, Tensor& 
   const OnDeviceOf on(out);
   engine::detail::visit_index_type(index, [&](auto index_type) {
     using Index = decltype(index_type);
-    check_index_on_host<Index>(index, input, dim, "gather");
+    check_index_on_device<Index>(index, input, dim, kc::math::IndexErrorOp::kGatherIndex,
+                                 on.stream);
     check_launch(kc::gather_f32(input.data<float>(), walks.data, index.data<Index>(), walks.index,
                                 out.data<float>(), on.stream),
                  "gather");
@@ -64,7 +73,8 @@ void scatter_add_cuda(Tensor& self, int64_t dim, const Tensor& index, const Tens
   const OnDeviceOf on(self);
   engine::detail::visit_index_type(index, [&](auto index_type) {
     using Index = decltype(index_type);
-    check_index_on_host<Index>(index, self, dim, "scatter_add");
+    check_index_on_device<Index>(index, self, dim, kc::math::IndexErrorOp::kScatterAddIndex,
+                                 on.stream);
     check_launch(kc::scatter_add_f32(self.data<float>(), walks.data, index.data<Index>(),
                                      walks.index, src.data<float>(), src_strides, on.stream),
                  "scatter_add");

@@ -2,9 +2,9 @@
 // (forward, backward), rotary embedding, bias + activation (forward, backward), cumsum, row
 // reductions (sum; max with its argmax and backward) and the leading-dims sum, through
 // kernels/cuda/{embedding_rotary,bias_activation,cumsum,random_reduce_rows}.hpp.
-// Host reads, each where the engine's contract puts a value on the host:
-//   embedding: the ids are checked on the host before the gather (the kernel would write a NaN
-//              row for an out-of-range id; the CPU refuses it naming the id and its position);
+// embedding: the ids are checked on the device (kernels/cuda/index_checks.hpp) into the
+// device's error record, raised at the host's next read (the gather writes a NaN row for a bad
+// id, the backward skips it). Host reads, each where the engine's contract puts a value there:
 //   reduce max / max_backward: the engine keeps argmax in host memory, so it is copied back
 //              (and forth): max is a sampling/analysis op, not a training-step one.
 #include <cuda_runtime_api.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/cuda_kernel_support.hpp"
+#include "engine/device_index_errors.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
@@ -20,8 +21,8 @@
 #include "patchbay/kernels/cuda/bias_activation.hpp"
 #include "patchbay/kernels/cuda/cumsum.hpp"
 #include "patchbay/kernels/cuda/embedding_rotary.hpp"
+#include "patchbay/kernels/cuda/index_checks.hpp"
 #include "patchbay/kernels/cuda/random_reduce_rows.hpp"
-#include "patchbay/kernels/index_check.hpp"
 
 namespace patchbay::cuda {
 namespace {
@@ -31,17 +32,14 @@ using engine::Tensor;
 namespace kc = kernels::cuda;
 namespace sig = engine::kernel;
 
-// Refuses an id outside [0, vocab) as the CPU kernel does (same message), from a host copy.
+// Checks the ids on the device: a bad id goes into the device's error record (raised at the
+// host's next read, engine/device_index_errors.hpp); the gather writes a NaN row for it.
 template <class Index>
-void check_ids_on_host(const Tensor& ids, int64_t vocab, const Tensor& weights) {
-  const Tensor host = ids.to(engine::cpu());
-  const Index* values = host.data<Index>();
-  const int64_t bad = kernels::first_index_out_of_range(values, host.numel(), vocab);
-  engine::detail::throw_if_out_of_range(
-      bad, values, ids, "embedding", "id",
-      "0 <= id < " + std::to_string(vocab) + " (the " + std::to_string(vocab) +
-          " rows of weights " + weights.str() + ")",
-      "Check that the tokenizer's vocabulary size matches the model's");
+void check_ids_on_device(const Tensor& ids, int64_t vocab, cudaStream_t stream) {
+  const kc::math::IndexCheck check{.op = kc::math::IndexErrorOp::kEmbeddingId, .bound = vocab};
+  check_launch(kc::check_indices(ids.data<Index>(), ids.numel(), check,
+                                 engine::index_error_record_for(ids.device()), nullptr, stream),
+               "embedding (id check)");
 }
 
 void embedding_forward_cuda(const Tensor& weights_given, const Tensor& ids, Tensor& out) {
@@ -52,12 +50,12 @@ void embedding_forward_cuda(const Tensor& weights_given, const Tensor& ids, Tens
   const int64_t vocab = weights.size(0), dim = weights.size(1);
   const OnDeviceOf on(out);
   if (ids.dtype() == DType::kI32) {
-    check_ids_on_host<int32_t>(ids, vocab, weights_given);
+    check_ids_on_device<int32_t>(ids, vocab, on.stream);
     check_launch(kc::embedding_forward(ids.data<int32_t>(), weights.data<float>(),
                                        out.data<float>(), ids.numel(), vocab, dim, on.stream),
                  "embedding");
   } else {
-    check_ids_on_host<int64_t>(ids, vocab, weights_given);
+    check_ids_on_device<int64_t>(ids, vocab, on.stream);
     check_launch(kc::embedding_forward(ids.data<int64_t>(), weights.data<float>(),
                                        out.data<float>(), ids.numel(), vocab, dim, on.stream),
                  "embedding");

@@ -113,6 +113,7 @@ std::unique_ptr<Backend> make_standin_backend(int index) {
 Device install_host_standin_device(const HostStandinOptions& options) {
   register_backend(kStandinType, &make_standin_backend);
   alias_kernels(DeviceType::kCpu, kStandinType, options.ops_without_kernel);
+  register_standin_checked_kernels(options.ops_without_kernel);
   return Device{kStandinType, 0};
 }
 

@@ -10,8 +10,10 @@
 // every allocation so that a kernel reading memory it never wrote shows up. The CPU kernels
 // are aliased to it through the dispatch table (kernel_registry.hpp), minus the ops named as
 // missing, whose calls then fail naming the op and the device as they would on a GPU
-// lacking them. It counts every transfer by direction, so a test can prove that a training
-// step copies nothing back to the host.
+// lacking them; the ops that check indices get kernels that take the device's path instead
+// (host_standin_checked_kernels.cpp: a bad index is recorded and raised at the next read, as on
+// a GPU, engine/device_index_errors.hpp). It counts every transfer by direction, so a test can
+// prove that a training step copies nothing back to the host.
 //
 // Never install it in a process that uses a real GPU: it replaces the CUDA backend and
 // kernels of the process. Installing again replaces the previous stand-in's kernel set;
@@ -43,5 +45,8 @@ struct TransferCounts {
 Device install_host_standin_device(const HostStandinOptions& options = {});
 // Transfers through the stand-in backend since it was first installed.
 TransferCounts standin_transfer_counts();
+// Registers the stand-in's index-checking kernels (called by install_host_standin_device),
+// except those of the ops named.
+void register_standin_checked_kernels(const std::vector<std::string>& ops_without_kernel);
 
 }  // namespace patchbay::engine

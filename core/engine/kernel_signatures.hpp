@@ -111,10 +111,15 @@ using CumsumKernel = void(const Tensor& x, int64_t dim, bool reverse, Tensor& ou
 // ---- cross-entropy ----
 // logits f32 contiguous [N, V]; targets contiguous i32/i64, N elements in the caller's shape (so
 // messages give the caller's coordinates); row_loss and row_logsumexp f32 [N] (overwritten).
-// Returns the number of rows whose target is not ignore_index (a host value).
-using CrossEntropyForwardKernel = int64_t(const Tensor& logits, const Tensor& targets,
-                                          const CrossEntropyOptions& options, Tensor& row_loss,
-                                          Tensor& row_logsumexp);
+// mean_factors f32 [2] on the logits' device (overwritten) from the number c of rows whose
+// target is not ignore_index: [0] = 1/c (NaN when c = 0), what the mean multiplies the summed
+// row losses by, and [1] = 1/c (0 when c = 0), what it multiplies the upstream gradient by;
+// 1/c computed in double and rounded once (math/index_error.hpp's mean_factors_of_count).
+// A device kernel records a bad target in the device's error record instead of throwing
+// (engine/device_index_errors.hpp); the CPU's throws at once.
+using CrossEntropyForwardKernel = void(const Tensor& logits, const Tensor& targets,
+                                       const CrossEntropyOptions& options, Tensor& row_loss,
+                                       Tensor& row_logsumexp, Tensor& mean_factors);
 // row_grad f32 [N]: d(objective)/d(row loss). grad_logits f32 [N, V] (overwritten).
 using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& targets,
                                         const Tensor& row_logsumexp, const Tensor& row_grad,
@@ -122,7 +127,8 @@ using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& targ
 
 // ---- gather / scatter-add (engine/ops/gather_scatter.cpp) ----
 // Float tensors f32 contiguous, index contiguous i32/i64 (on the data's device), shapes checked
-// by the op; each kernel refuses an out-of-range index entry with the op's message.
+// by the op; each kernel refuses an out-of-range index entry with the op's message (the CPU's at
+// once; a device's records it for the next read, engine/device_index_errors.hpp).
 // out (index's shape) is overwritten.
 using GatherKernel = void(const Tensor& input, int64_t dim, const Tensor& index, Tensor& out);
 // self is accumulated into in place, each element's additions in index order (deterministic).

@@ -1,6 +1,9 @@
 // PerformerAttention: parameters and features, whole-sequence forward (causal and
 // bidirectional), feature redraw in training and the recurrent decoding state, all through the
 // host's ops table; see performer_attention.hpp for the definition and the stabilisers.
+// On a device (ops table version 11) every tensor of a forward lives there and nothing is read
+// back: the parameters are drawn on the CPU and moved, constants are created on the device,
+// the stabiliser c stays a device tensor, and only the redraw count lives in host memory.
 #include "performer_attention.hpp"
 
 #include <cmath>
@@ -35,6 +38,17 @@ class RecurrentState : public patchbay::AttentionState {
   }
 };
 
+// The largest entry of x [m] as a [1] tensor on x's device, through the ops table's topk (no
+// host read on any device).
+Tensor top1(const Tensor& x) {
+  const pb_ops_table* ops = x.ops();
+  pb_tensor* values = nullptr;
+  pb_tensor* indices = nullptr;
+  patchbay::check_ops_status(ops, ops->topk(x.handle(), 1, 0, 1, &values, &indices), "topk");
+  Tensor index_holder(ops, indices);  // released with the scope
+  return Tensor(ops, values);
+}
+
 // The redraw count is stored as two f32 values below 2^24 (exact in f32): up to 2^48 forwards.
 constexpr int64_t kCountHalf = int64_t{1} << 24;
 
@@ -66,8 +80,13 @@ void PerformerAttention::init(const pb_layer_context& ctx) {
                       "attention 'performer' is configured with causal = false but the model is "
                       "a causal language model; set causal = true (the default) or build a "
                       "bidirectional model");
-  if (ctx.device_type != PB_DEVICE_CPU)
-    throw PluginError(PB_STATUS_UNSUPPORTED, "attention 'performer' runs on the CPU only");
+  if (ctx.device_type != PB_DEVICE_CPU && !patchbay::has_device_tensors(ops_.table()))
+    throw PluginError(PB_STATUS_UNSUPPORTED,
+                      "attention 'performer' runs on a device through the host's to_device (ops "
+                      "table version 11); this host's table is version " +
+                          std::to_string(ops_.table()->version));
+  device_type_ = ctx.device_type;
+  device_index_ = ctx.device_index;
   if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
       ctx.param_dtype != PB_DTYPE_F16)
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -80,21 +99,42 @@ void PerformerAttention::init(const pb_layer_context& ctx) {
   dtype_ = ctx.param_dtype;
   features_ = configured_features_ > 0 ? configured_features_ : default_feature_count(head_dim_);
   feature_seed_ = ctx.seed ^ 0x0fa70fa7ull;
+  // Drawn on the CPU and moved: a seed gives the same layer on every device.
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
   const int64_t c = d_model_;
-  qkv_weight_ = add_parameter("qkv.weight",
-                              (ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_));
-  qkv_bias_ = add_parameter("qkv.bias", ops_.zeros({3 * c}, dtype_));
+  qkv_weight_ = add_parameter(
+      "qkv.weight", on_device((ops_.randn({3 * c, c}, init_generator) * ctx.init_std).to(dtype_)));
+  qkv_bias_ = add_parameter("qkv.bias", filled({3 * c}, 0.0, dtype_));
   proj_weight_ = add_parameter(
-      "proj.weight", (ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_));
-  proj_bias_ = add_parameter("proj.bias", ops_.zeros({c}, dtype_));
+      "proj.weight",
+      on_device((ops_.randn({c, c}, init_generator) * ctx.residual_init_std).to(dtype_)));
+  proj_bias_ = add_parameter("proj.bias", filled({c}, 0.0, dtype_));
   // Features: fp32 state in the checkpoint, never trained (no requires_grad).
-  omega_ = add_parameter("features.omega", ops_.zeros({features_, head_dim_}, PB_DTYPE_F32));
+  omega_ = add_parameter("features.omega", filled({features_, head_dim_}, 0.0));
   omega_.requires_grad(false);
+  minus_ones_column_ = filled({features_, 1}, -1.0);
   // The SDK registers parameters as float tensors; the count is kept exact as two f32 halves.
+  // It stays in host memory on every device: the redraw decision is the host's, and reading it
+  // from a device would wait for the GPU on every training forward (the optimizer never sees
+  // it: no requires_grad; checkpoints copy it like any parameter).
   training_forwards_ = add_parameter("features.training_forwards", ops_.zeros({2}, PB_DTYPE_F32));
   training_forwards_.requires_grad(false);
   draw_features(0);
+}
+
+Tensor PerformerAttention::on_device(const Tensor& t) const {
+  return device_type_ == PB_DEVICE_CPU ? t : patchbay::to_device(t, device_type_, device_index_);
+}
+
+Tensor PerformerAttention::filled(const std::vector<int64_t>& shape, double value,
+                                  pb_dtype dtype) const {
+  if (device_type_ == PB_DEVICE_CPU) return ops_.full(shape, value, dtype);
+  pb_tensor* out = nullptr;  // created on the device (no copy from the host)
+  patchbay::check_ops_status(ops_.table(),
+                             ops_.table()->full(shape.data(), shape.size(), value, dtype,
+                                                device_type_, device_index_, &out),
+                             "performer full");
+  return Tensor(ops_.table(), out);
 }
 
 void PerformerAttention::draw_features(uint64_t draw) {
@@ -134,15 +174,17 @@ Tensor PerformerAttention::query_features(const Tensor& q, const Tensor& omega) 
 
 Tensor PerformerAttention::key_features(const Tensor& k, const Tensor& omega) const {
   // c is recomputed from the given omega on every call, so a checkpoint restore (which
-  // writes omega in place) or a redraw never leaves it stale.
+  // writes omega in place) or a redraw never leaves it stale. It stays a tensor on omega's
+  // device, [1]: the largest |omega_f|^2 by top-1 (values are copies, so the bits of max(),
+  // whose argmax a device would read back), then halved (exact).
   const double pre_scale = std::pow(static_cast<double>(head_dim_), -0.25);
-  const double c = 0.5 * omega.pow(2.0).sum({1}).max().to_vector()[0];
+  const Tensor c = top1(omega.pow(2.0).sum({1})) * 0.5;  // [1]
   const Tensor ks = k * pre_scale;
   // exp(omega_f . ks - |ks|^2 / 2 - c) as one product: ks gets a column |ks|^2 / 2 + c and
   // omega a column of -1, so the shift rides in the GEMM instead of a broadcast pass.
-  Tensor ks_aug = ops_.concat({ks, ks.pow(2.0).sum({3}, true) * 0.5 + c}, 3);   // [B, H, T, Dh + 1]
-  Tensor omega_aug = ops_.concat({omega, ops_.full({features_, 1}, -1.0)}, 1);  // [m, Dh + 1]
-  return ks_aug.matmul(omega_aug, false, true).exp();                           // [B, H, T, m]
+  Tensor ks_aug = ops_.concat({ks, ks.pow(2.0).sum({3}, true) * 0.5 + c}, 3);  // [B, H, T, Dh + 1]
+  Tensor omega_aug = ops_.concat({omega, minus_ones_column_}, 1);              // [m, Dh + 1]
+  return ks_aug.matmul(omega_aug, false, true).exp();                          // [B, H, T, m]
 }
 
 Tensor PerformerAttention::project_out(const Tensor& o) const {
@@ -163,7 +205,7 @@ Tensor PerformerAttention::forward(const Tensor& x, bool training) {
     // sum_{j <= i} phi(q_i) . phi(k_j), the denominator (no cumsum of phi(k), no product
     // with phi(q) and reduction over m, nor their backward passes).
     const int64_t dh = head_dim_;
-    Tensor v_ones = ops_.concat({f.v, ops_.ones({f.v.size(0), f.v.size(1), f.v.size(2), 1})}, 3);
+    Tensor v_ones = ops_.concat({f.v, filled({f.v.size(0), f.v.size(1), f.v.size(2), 1}, 1.0)}, 3);
     Tensor num_den = patchbay::causal_linear_attention(f.fq, f.fk, v_ones);  // [B, H, T, Dh + 1]
     Tensor den = num_den.slice(3, dh, dh + 1) + kDenominatorFloor;
     return project_out(num_den.slice(3, 0, dh) / den);
@@ -195,9 +237,9 @@ std::unique_ptr<patchbay::AttentionState> PerformerAttention::create_state(int64
     throw PluginError(PB_STATUS_UNSUPPORTED,
                       "incremental decoding needs a causal layer; attention 'performer' is "
                       "configured with causal = false");
-  return std::make_unique<RecurrentState>(
-      batch, capacity, ops_.zeros({batch, n_heads_, features_, head_dim_}, PB_DTYPE_F32),
-      ops_.zeros({batch, n_heads_, 1, features_}, PB_DTYPE_F32));
+  return std::make_unique<RecurrentState>(batch, capacity,
+                                          filled({batch, n_heads_, features_, head_dim_}, 0.0),
+                                          filled({batch, n_heads_, 1, features_}, 0.0));
 }
 
 Tensor PerformerAttention::forward_step(patchbay::AttentionState& state, const Tensor& x) {

@@ -13,9 +13,9 @@
 //      over all j
 //   -> o = num / (den + 1e-30) -> [B, T, C] -> output projection
 // phi(q_l).phi(k_j) = exp(q_l.k_j / sqrt(Dh)) estimated up to factors that depend on l only
-// (exp(|qs|^2/2 - max u), the softmax's row sum, 1/m, e^-c), which cancel in num/den. Both stabilisers are
-// causal: the key's is a constant of the drawn features (u_f - |ks|^2/2 <= |omega_f|^2/2, so
-// phi(k) <= 1, never overflowing), the query's uses only its own row.
+// (exp(|qs|^2/2 - max u), the softmax's row sum, 1/m, e^-c), which cancel in num/den. Both
+// stabilisers are causal: the key's is a constant of the drawn features (u_f - |ks|^2/2 <=
+// |omega_f|^2/2, so phi(k) <= 1, never overflowing), the query's uses only its own row.
 // Features: drawn at init from (ctx.seed, draw 0); in training, redrawn every
 // `redraw_interval` training forwards (draw index = training forwards / interval), fixed in
 // evaluation and decoding. They are the parameter "features.omega" [m, Dh], registered
@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <patchbay/attention.hpp>
+#include <vector>
 
 namespace patchbay_performer {
 
@@ -76,8 +77,15 @@ class PerformerAttention : public patchbay::Attention {
   void count_training_forward();
   patchbay::Tensor project_out(const patchbay::Tensor& o) const;
   void draw_features(uint64_t draw);  // writes omega_ in place (draw index `draw`)
+  // t moved to the layer's device (ops table version 11; itself on the CPU).
+  patchbay::Tensor on_device(const patchbay::Tensor& t) const;
+  // A tensor of `value` created on the layer's device.
+  patchbay::Tensor filled(const std::vector<int64_t>& shape, double value,
+                          pb_dtype dtype = PB_DTYPE_F32) const;
 
   patchbay::Ops ops_;
+  pb_device_type device_type_ = PB_DEVICE_CPU;
+  int32_t device_index_ = 0;
   bool causal_;
   int64_t configured_features_;  // 0: default floor(Dh ln Dh)
   int64_t redraw_interval_;      // 0: never redraw
@@ -87,6 +95,7 @@ class PerformerAttention : public patchbay::Attention {
   int64_t next_forward_ = 0;   // the count this layer wrote last (a restore changes it)
   pb_dtype dtype_ = PB_DTYPE_F32;
   patchbay::Tensor qkv_weight_, qkv_bias_, proj_weight_, proj_bias_, omega_;
+  patchbay::Tensor minus_ones_column_;  // [m, 1] of -1 on the layer's device (key_features)
   // [2] f32, the training forwards so far as {count / 2^24, count mod 2^24}: non-trainable
   // state like omega_, so a checkpoint carries the redraw schedule and a resumed run redraws
   // exactly when the uninterrupted one would.

@@ -65,8 +65,8 @@ std::unique_ptr<patchbay::CrossMemory> PerformerAttention::create_cross_memory(
   for (int64_t b = 0; b < batch; ++b) {
     const auto runs = padding.attended_runs(b);
     if (runs.empty()) {
-      kv_sums.push_back(ops_.zeros({1, n_heads_, features_, head_dim_}, PB_DTYPE_F32));
-      key_sums.push_back(ops_.zeros({1, n_heads_, 1, features_}, PB_DTYPE_F32));
+      kv_sums.push_back(filled({1, n_heads_, features_, head_dim_}, 0.0));
+      key_sums.push_back(filled({1, n_heads_, 1, features_}, 0.0));
       continue;
     }
     const Tensor fk_b = patchbay::gather_attended_rows(fk, b, runs),

@@ -33,7 +33,10 @@ void ExpertChoiceLayer::init(const pb_layer_context& ctx) {
         "ones get. Use kind = \"moe\" (token choice) here; expert choice needs a bidirectional "
         "objective (masked-LM)");
   }
-  const int64_t hidden = check_context(ctx, experts_settings_, "moe_expert_choice");
+  const int64_t hidden =
+      check_context(ctx, experts_settings_, "moe_expert_choice",
+                    "its dispatch is planned on the host from the router's scores (use "
+                    "kind = \"moe\" on a device)");
   d_model_ = ctx.d_model;
   const patchbay::Ops ops(host_.api()->ops);
   patchbay::NoGradGuard no_grad(ops.table());

@@ -40,7 +40,8 @@ ExpertSettings read_expert_settings(const patchbay::ConfigView& config) {
   return s;
 }
 
-int64_t check_context(const pb_layer_context& ctx, const ExpertSettings& s, const char* component) {
+int64_t check_context(const pb_layer_context& ctx, const ExpertSettings& s, const char* component,
+                      const std::string& device_refusal) {
   const std::string who = component;
   if (ctx.d_model <= 0 || ctx.d_ff <= 0) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -51,10 +52,8 @@ int64_t check_context(const pb_layer_context& ctx, const ExpertSettings& s, cons
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
                       who + ": layer context init_std and residual_init_std must be >= 0");
   }
-  if (ctx.device_type != PB_DEVICE_CPU) {
-    throw PluginError(PB_STATUS_UNSUPPORTED,
-                      who + " creates its parameters on the CPU only (ops randn has no device)");
-  }
+  if (ctx.device_type != PB_DEVICE_CPU && !device_refusal.empty())
+    throw PluginError(PB_STATUS_UNSUPPORTED, who + " runs on the CPU only: " + device_refusal);
   if (ctx.param_dtype != PB_DTYPE_F32 && ctx.param_dtype != PB_DTYPE_BF16 &&
       ctx.param_dtype != PB_DTYPE_F16) {
     throw PluginError(PB_STATUS_INVALID_ARGUMENT,
@@ -108,13 +107,25 @@ MoeLayer::MoeLayer(const patchbay::Host& host, const patchbay::ConfigView& confi
 }
 
 void MoeLayer::init(const pb_layer_context& ctx) {
-  const int64_t hidden = check_context(ctx, experts_settings_, "moe");
+  const pb_ops_table* table = host_.api()->ops;
+  std::string device_refusal;
+  if (!patchbay::has_device_tensors(table))
+    device_refusal = "a device needs the host's to_device (ops table version 11)";
+  else if (dropless_)
+    device_refusal =
+        "dropless routing has no fixed capacity, and a device runs the fixed-capacity "
+        "dispatch (no host reads); set dropless = false there (capacity_factor)";
+  const int64_t hidden = check_context(ctx, experts_settings_, "moe", device_refusal);
   d_model_ = ctx.d_model;
-  const patchbay::Ops ops(host_.api()->ops);
+  device_ = DeviceTensors{table, ctx.device_type, ctx.device_index};
+  router_settings_.device_type = ctx.device_type;
+  router_settings_.device_index = ctx.device_index;
+  const patchbay::Ops ops(table);
   patchbay::NoGradGuard no_grad(ops.table());
   patchbay::Generator init_gen(ops.table(), ctx.seed);
+  // Drawn on the CPU and moved: a seed gives the same layer on every device.
   const RegisterParameter add = [this](std::string name, Tensor t) -> Tensor& {
-    return register_parameter(std::move(name), std::move(t));
+    return register_parameter(std::move(name), device_.moved(t));
   };
   // Draw order: router, experts 0..E-1, shared expert: fixed, so a seed always gives the same
   // model.
@@ -149,6 +160,7 @@ patchbay::FeedForward::Output MoeLayer::forward(const Tensor& x, bool training) 
   const Routing routing = router_->route(x2, training, *noise_gen_);
   const double factor = training ? capacity_factor_ : eval_capacity_factor_;
   const int64_t capacity = dropless_ ? -1 : expert_capacity(n, k, e_count, factor);
+  if (device_.type != PB_DEVICE_CPU) return forward_on_device(x, x2, routing, capacity, training);
   const DispatchPlan plan = plan_dispatch(routing.choices, batch, seq, k, e_count, capacity);
 
   Tensor y2;
@@ -216,6 +228,53 @@ patchbay::FeedForward::Output MoeLayer::forward(const Tensor& x, bool training) 
       Stat{"z_loss", {static_cast<float>(z_value)}},
   };
   return Output{std::move(y), std::move(aux), std::move(stats)};
+}
+
+// The device path (device_dispatch.hpp): the same routing, the fixed-capacity dispatch, the same
+// auxiliary losses from device counts; no statistics (they are host numbers: a read per layer).
+patchbay::FeedForward::Output MoeLayer::forward_on_device(const Tensor& x, const Tensor& x2,
+                                                          const Routing& routing, int64_t capacity,
+                                                          bool training) {
+  const std::vector<int64_t> shape = x.shape();
+  const patchbay::Ops ops(host_.api()->ops);
+  const int64_t batch = shape[0], seq = shape[1], n = batch * seq, k = router_settings_.k;
+  const int64_t e_count = experts_settings_.experts;
+  if (priority_shape_ != std::vector<int64_t>{batch, seq}) {  // one copy up per batch shape
+    priority_ = device_.moved(ops.from_vector(priority_scores(batch, seq, k), {n * k}));
+    priority_shape_ = {batch, seq};
+  }
+  const DeviceDispatch plan =
+      plan_dispatch_on_device(device_, routing.ids, priority_, e_count, capacity);
+  const int64_t c = plan.capacity;
+  const Tensor x_per_choice =
+      x2.reshape({n, 1, d_model_}).expand({n, k, d_model_}).reshape({n * k, d_model_});
+  const Tensor rows = ops.embedding(x_per_choice, plan.slots);  // [E·C, C_model]
+  std::vector<Tensor> outputs;
+  outputs.reserve(static_cast<size_t>(e_count));
+  for (int64_t e = 0; e < e_count; ++e)
+    outputs.push_back(experts_[static_cast<size_t>(e)].forward(rows.slice(0, e * c, (e + 1) * c)));
+  const Tensor expert_out = outputs.size() == 1 ? outputs[0] : ops.concat(outputs, 0);
+  const Tensor gates = ops.embedding(routing.gates.reshape({n * k, 1}), plan.slots) * plan.filled;
+  Tensor y2 = combine_on_device(device_, expert_out * gates.to(expert_out.dtype()), plan, n, k);
+  if (shared_) y2 = y2 + shared_->forward(x2);
+  Tensor y = y2.reshape(shape);
+  if (training && experts_settings_.dropout >= 1.0) {
+    y = y * 0.0;
+  } else if (training && experts_settings_.dropout > 0) {
+    y = y.dropout(experts_settings_.dropout, *dropout_gen_, true);
+  }
+  Tensor aux;
+  if (balance_loss_coef_ > 0) {
+    // f_i = routed_i / (N·k) as an f32 division: the host path's float(routed / (N·k)).
+    const Tensor fraction = plan.routed / device_.full({e_count}, static_cast<double>(n * k));
+    aux = (fraction * routing.probs.mean({0})).sum() * static_cast<double>(e_count) *
+          balance_loss_coef_;
+  }
+  if (experts_settings_.z_loss_coef > 0) {
+    const Tensor z = router_z_loss(routing.logits) * experts_settings_.z_loss_coef;
+    aux = aux.defined() ? aux + z : z;
+  }
+  return Output{std::move(y), std::move(aux), {}};
 }
 
 }  // namespace patchbay_ffn_moe

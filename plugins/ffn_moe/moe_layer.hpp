@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "device_dispatch.hpp"
 #include "dispatch_plan.hpp"
 #include "expert_mlp.hpp"
 #include "router.hpp"
@@ -30,7 +31,9 @@ ExpertSettings read_expert_settings(const patchbay::ConfigView& config);
 
 // Shapes every parameter from ctx and refuses what the layer cannot serve (messages name the
 // key). Returns the hidden width of one expert.
-int64_t check_context(const pb_layer_context& ctx, const ExpertSettings& s, const char* component);
+// device_refusal: why the component cannot run on ctx's device ("" = it can).
+int64_t check_context(const pb_layer_context& ctx, const ExpertSettings& s, const char* component,
+                      const std::string& device_refusal);
 
 // Adds the grouped rows back per token: y2[n] = Σ_j rows[slot_rows[n·k + j]] where row M
 // (appended here) is zero; rows [M, C] -> [N, C]. One embedding (row gather, whose backward is
@@ -48,6 +51,10 @@ class MoeLayer : public patchbay::FeedForward {
   Output forward(const patchbay::Tensor& x, bool training) override;
 
  private:
+  // On a device (device_dispatch.hpp): fixed-capacity dispatch, nothing read back, no stats.
+  Output forward_on_device(const patchbay::Tensor& x, const patchbay::Tensor& x2,
+                           const Routing& routing, int64_t capacity, bool training);
+
   patchbay::Host host_;
   ExpertSettings experts_settings_;
   RouterSettings router_settings_;
@@ -60,6 +67,9 @@ class MoeLayer : public patchbay::FeedForward {
   std::vector<ExpertMlp> experts_;
   std::optional<ExpertMlp> shared_;
   std::unique_ptr<patchbay::Generator> noise_gen_, dropout_gen_;  // seeded from ctx.seed
+  DeviceTensors device_;                 // the layer's device (the CPU: plain ops)
+  patchbay::Tensor priority_;            // priority_scores of the last batch shape, there
+  std::vector<int64_t> priority_shape_;  // its (B, T)
 };
 
 // Keys both components take (expert shape, z-loss).

@@ -34,6 +34,12 @@ Router::Router(const patchbay::Ops& ops, patchbay::Generator& gen, const RouterS
   }
 }
 
+Tensor Router::on_layer_device(const Tensor& t) const {
+  return settings_.device_type == PB_DEVICE_CPU
+             ? t
+             : patchbay::to_device(t, settings_.device_type, settings_.device_index);
+}
+
 Tensor Router::logits(const Tensor& x2f) const {
   return x2f.matmul(weight_.to(PB_DTYPE_F32), false, true);
 }
@@ -42,7 +48,8 @@ Routing Router::route(const Tensor& x2, bool training, patchbay::Generator& nois
   const int64_t n = x2.size(0), c = x2.size(1);
   Tensor input = x2.to(PB_DTYPE_F32);
   if (training && settings_.jitter > 0) {
-    input = input * ops_.uniform({n, c}, noise, 1.0 - settings_.jitter, 1.0 + settings_.jitter);
+    input = input * on_layer_device(ops_.uniform({n, c}, noise, 1.0 - settings_.jitter,
+                                                 1.0 + settings_.jitter));
   }
   Routing r;
   r.logits = logits(input);  // [N, E]
@@ -52,7 +59,7 @@ Routing Router::route(const Tensor& x2, bool training, patchbay::Generator& nois
     Tensor h = r.logits;
     if (training) {
       const Tensor noise_std = softplus(input.matmul(noise_weight_.to(PB_DTYPE_F32), false, true));
-      h = h + ops_.randn({n, settings_.experts}, noise) * noise_std;
+      h = h + on_layer_device(ops_.randn({n, settings_.experts}, noise)) * noise_std;
     }
     std::tie(selected_values, selected_ids) = topk(h, settings_.k, 1);
     r.gates = selected_values.softmax();  // softmax(KeepTopK(H, k)) restricted to the kept k
@@ -65,6 +72,8 @@ Routing Router::route(const Tensor& x2, bool training, patchbay::Generator& nois
   const Tensor ids = selected_ids.contiguous();
   if (ids.dtype() != PB_DTYPE_I64)
     throw PluginError(PB_STATUS_INTERNAL, "topk returned non-int64 indices");
+  r.ids = ids;
+  if (settings_.device_type != PB_DEVICE_CPU) return r;  // no host copy (device_dispatch.hpp)
   const int64_t* id_data = ids.data<int64_t>();
   r.choices.assign(id_data, id_data + n * settings_.k);
   return r;
@@ -82,7 +91,7 @@ Tensor load_balancing_loss(const Tensor& probs, const std::vector<int64_t>& rout
 }
 
 Tensor router_z_loss(const Tensor& logits) {
-  const Tensor m = logits.max({1}, true).detach();                 // [N, 1]
+  const Tensor m = topk(logits, 1, 1).first.detach();              // [N, 1], the row max
   const Tensor lse = (logits - m).exp().sum({1}, true).log() + m;  // [N, 1]
   return (lse * lse).mean();
 }

@@ -25,7 +25,8 @@ struct Routing {
   patchbay::Tensor logits;       // [N, E] f32, clean (no noise): for the z-loss
   patchbay::Tensor probs;        // [N, E] f32 softmax(logits): for the balancing loss and entropy
   patchbay::Tensor gates;        // [N, k] f32, differentiable
-  std::vector<int64_t> choices;  // [N·k] chosen expert ids, row-major [N, k]
+  std::vector<int64_t> choices;  // [N·k] chosen expert ids, row-major [N, k] (CPU layers only)
+  patchbay::Tensor ids;          // [N, k] int64 chosen expert ids on the layer's device
 };
 
 struct RouterSettings {
@@ -34,6 +35,10 @@ struct RouterSettings {
   int64_t k = 1;
   bool renormalize = true;  // topk only
   double jitter = 0;        // ε of the multiplicative router-input noise, training only
+  // The layer's device: noise is drawn on the CPU and moved there; on a device the choices
+  // stay there (Routing::ids, no host copy).
+  pb_device_type device_type = PB_DEVICE_CPU;
+  int32_t device_index = 0;
 };
 
 class Router {
@@ -51,6 +56,7 @@ class Router {
   const RouterSettings& settings() const { return settings_; }
 
  private:
+  patchbay::Tensor on_layer_device(const patchbay::Tensor& t) const;  // drawn on the CPU
   patchbay::Ops ops_;
   RouterSettings settings_;
   patchbay::Tensor weight_, noise_weight_;
@@ -62,7 +68,8 @@ class Router {
 patchbay::Tensor load_balancing_loss(const patchbay::Tensor& probs,
                                      const std::vector<int64_t>& routed, int64_t k);
 // ST-MoE router z-loss (unweighted): mean over tokens of logsumexp(logits)², computed as
-// m + log Σ exp(logits − m) with m = max (detached: the exact gradient does not depend on it).
+// m + log Σ exp(logits − m) with m = max (detached: the exact gradient does not depend on it),
+// taken by top-1 (the same values; max's argmax would be read back on a device).
 patchbay::Tensor router_z_loss(const patchbay::Tensor& logits);
 // Mean over tokens of −Σ_e p log p (nats), from a host copy of probs [N, E].
 double mean_router_entropy(const std::vector<float>& probs, int64_t experts);

@@ -40,7 +40,7 @@ cmake --build "$build" --target cuda_kernels_gpu_tests cuda_kernels_bench \
 # an earlier build is never shipped (the bundle's engine must be this commit's).
 if [ "${BUNDLE_ENGINE:-1}" = 1 ]; then
   cmake --build "$build" --target patchbay tokenizer_char tokenizer_bpe attention_dense ffn_mlp \
-    optimizers_basic attention_linear ||
+    optimizers_basic attention_linear attention_performer ffn_moe ||
     fail "building the CLI and plugins failed (errors above); BUNDLE_ENGINE=0 ships the tests only"
 fi
 

@@ -12,7 +12,8 @@
 # Environment: PB_BUNDLE (the bundle with bin/patchbay and plugins/; set by device_check.sh),
 # PARITY_STEPS, PATCHBAY (a patchbay binary to use instead of the bundle's), PARITY_DEVICES
 # (default "cpu cuda": the reference, then the device compared; "cpu cpu" dry-runs the script on
-# a machine without a GPU).
+# a machine without a GPU), PARITY_SET (extra --set overrides for both runs, separated by
+# spaces, e.g. 'model.attention.kind="performer"': the same comparison for another component).
 set -uo pipefail
 
 out="$(mkdir -p "${1:?usage: parity.sh OUTDIR}" && cd "$1" && pwd)"
@@ -33,6 +34,8 @@ corpus="$out/corpus.txt"
 cat "$root"/docs/*.md "$root"/README.md > "$corpus"
 
 read -r -a devices <<< "${PARITY_DEVICES:-cpu cuda}"
+extra=()
+for override in ${PARITY_SET:-}; do extra+=(--set "$override"); done
 for index in 0 1; do
   device="${devices[$index]}"
   echo "== $device: $steps steps"
@@ -41,7 +44,7 @@ for index in 0 1; do
     --set "run.name=\"parity_$index\"" --set "train.out_dir=\"$out/run_$index\"" \
     --set "train.max_steps=$steps" --set train.log_every=1 --set train.eval_every=0 \
     --set train.checkpoint_every=0 --set train.sample_tokens=0 --set train.warmup_steps=0 \
-    > "$out/train_$index.log" 2>&1
+    "${extra[@]}" > "$out/train_$index.log" 2>&1
   status=$?
   tail -3 "$out/train_$index.log"
   if [ "$status" != 0 ]; then

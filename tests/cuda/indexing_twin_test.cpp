@@ -173,6 +173,12 @@ TEST_CASE("gather / scatter-add twins equal the CPU kernels bit for bit (sums in
   // 4-D along a middle dim (the MoE combine's shape class).
   check_gather_scatter<int32_t>({2, 4, 3, 5}, {2, 11, 2, 5}, {2, 12, 3, 5}, 1, random);
   check_gather_scatter<int64_t>({2, 4, 3, 5}, {1, 3, 3, 17}, {2, 3, 3, 17}, 3, random);
+  // Few long lines: the kernel splits each line's destinations into slices (one thread per line
+  // and slice, indexing_types.hpp), still one thread per destination in index order.
+  REQUIRE(cuda::scatter_add_slices(8, 2000, 64) == 64);
+  REQUIRE(cuda::scatter_add_slices(1, 5000, 300) == 256);
+  check_gather_scatter<int32_t>({64, 8}, {2000, 8}, {2000, 8}, 0, random);
+  check_gather_scatter<int64_t>({300}, {5000}, {5000}, 0, random);
 }
 
 TEST_CASE("segment spans: binary search equals a scan on non-decreasing rows") {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "common/error.hpp"
 #include "cuda/cuda_device.hpp"
 #include "engine/autograd.hpp"
 #include "engine/ops.hpp"
@@ -76,6 +77,15 @@ void check_op(const std::string& what, const std::vector<Tensor>& cpu_inputs,
     check_close(gpu_leaves[i].grad(), cpu_leaves[i].grad(), rtol, atol,
                 what + " (gradient of input " + std::to_string(i) + ")");
   }
+}
+
+std::string message_of_next_read(const Tensor& on_device) {
+  try {
+    (void)on_device.to(engine::cpu());
+  } catch (const patchbay::Error& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace patchbay::cuda_op_check

@@ -33,4 +33,8 @@ void check_op(const std::string& what, const std::vector<Tensor>& cpu_inputs,
               const std::function<Tensor(const std::vector<Tensor>&)>& f, double rtol, double atol,
               bool grads = true);
 
+// The message of the error the next read of `on_device` raises (a device's recorded index
+// error, engine/device_index_errors.hpp), empty when it raises none.
+std::string message_of_next_read(const Tensor& on_device);
+
 }  // namespace patchbay::cuda_op_check

@@ -4,7 +4,8 @@
 // lives on the device, the forward and backward give the CPU model's bits and copy nothing back to
 // the host, KV-cache decoding works there, a device model's checkpoint loads into a CPU model, and
 // a plugin with CPU-only code (attention_lsh) refuses the device naming itself; attention_linear
-// (the causal_linear_attention op) runs there with the CPU's bits.
+// (the causal_linear_attention op) and attention_performer (the same op, features redrawn in
+// place) run there with the CPU's bits.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -40,8 +41,9 @@ rt::Registry& registry() {
     const char* env = std::getenv("PATCHBAY_PLUGIN_PATH");
     REQUIRE_MESSAGE(env != nullptr, "PATCHBAY_PLUGIN_PATH is not set (run through ctest)");
     auto* r = new rt::Registry(host);
-    for (const char* file : {"attention_dense.so", "ffn_mlp.so", "attention_lsh.so",
-                             "attention_linformer.so", "attention_linear.so"})
+    for (const char* file :
+         {"attention_dense.so", "ffn_mlp.so", "attention_lsh.so", "attention_linformer.so",
+          "attention_linear.so", "attention_performer.so", "ffn_moe.so"})
       r->scan_file(std::filesystem::path(env) / file);
     for (const rt::RefusedPlugin& refused : r->refused()) FAIL_CHECK(refused.reason);
     return r;
@@ -220,6 +222,156 @@ TEST_CASE("linear attention (causal_linear_attention op) runs on the device: CPU
     else
       CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
   }
+}
+
+TEST_CASE("performer runs on the device: CPU bits across feature redraws, nothing read back") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto options = [&](eng::Device device) {
+    pm::ModelOptions o = tiny(device);
+    o.attention_kinds = {"performer"};
+    return o;
+  };
+  pm::ComponentTables tables;
+  tables.attention = toml::table{{"kind", "performer"}, {"redraw_interval", 2}};
+  auto on_cpu = pm::LanguageModel::build(options(eng::cpu()), tables, registry());
+  auto on_dev = pm::LanguageModel::build(options(dev), tables, registry());
+  for (const pm::NamedParameter& p : on_dev->parameters()) {
+    CAPTURE(p.name);
+    // The redraw count is host bookkeeping (never trained); everything else is on the device.
+    const bool host_count = p.name.find("features.training_forwards") != std::string::npos;
+    CHECK(p.tensor.device() == (host_count ? eng::cpu() : dev));
+  }
+  const eng::Tensor ids = tokens(2, 8);
+  // Three training forwards with redraw_interval 2: draws 0, 0, 1 (omega rewritten in place).
+  for (int forward = 0; forward < 3; ++forward) {
+    CAPTURE(forward);
+    const size_t before = eng::standin_transfer_counts().device_to_host;
+    eng::Tensor dev_loss = loss_of(*on_dev, ids);
+    eng::backward(dev_loss);
+    CHECK(eng::standin_transfer_counts().device_to_host == before);  // nothing read back
+    eng::Tensor cpu_loss = loss_of(*on_cpu, ids);
+    eng::backward(cpu_loss);
+    CHECK(bytes_of(dev_loss) == bytes_of(cpu_loss));
+    const auto cpu_params = on_cpu->parameters(), dev_params = on_dev->parameters();
+    REQUIRE(cpu_params.size() == dev_params.size());
+    for (size_t i = 0; i < cpu_params.size(); ++i) {
+      CAPTURE(cpu_params[i].name);
+      if (!cpu_params[i].tensor.grad().defined()) {
+        CHECK(bytes_of(dev_params[i].tensor) == bytes_of(cpu_params[i].tensor));  // omega, count
+        continue;
+      }
+      if (cpu_params[i].name == "wte.weight")  // tied: one rounding apart (see the first case)
+        CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) < 1e-6f);
+      else
+        CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
+      eng::Tensor dev_param = dev_params[i].tensor, cpu_param = cpu_params[i].tensor;  // handles
+      dev_param.zero_grad();
+      cpu_param.zero_grad();
+    }
+  }
+}
+
+TEST_CASE("moe runs on the device (fixed-capacity dispatch): the CPU's losses and gradients") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto options = [&](eng::Device device) {
+    pm::ModelOptions o = tiny(device);
+    o.feedforward_kinds = {"moe"};
+    return o;
+  };
+  for (const char* router : {"topk", "switch", "noisy_topk"}) {
+    CAPTURE(router);
+    pm::ComponentTables tables;
+    // capacity 0.75: ceil(0.75 * 16 tokens * k / 4) slots per expert, so assignments are dropped.
+    tables.feedforward =
+        toml::table{{"kind", "moe"},           {"router", router},      {"experts", 4},
+                    {"capacity_factor", 0.75}, {"router_jitter", 0.05}, {"shared_expert", true}};
+    auto on_cpu = pm::LanguageModel::build(options(eng::cpu()), tables, registry());
+    auto on_dev = pm::LanguageModel::build(options(dev), tables, registry());
+    for (const pm::NamedParameter& p : on_dev->parameters()) CHECK(p.tensor.device() == dev);
+    const eng::Tensor ids = tokens(2, 8);
+    auto objective = [&](pm::LanguageModel& model) {  // next-token loss + the layers' aux losses
+      pm::ForwardResult out = model.forward(ids, /*training=*/true);
+      eng::Tensor targets =
+          eng::concat({eng::narrow(ids, 1, 1, ids.size(1) - 1), eng::narrow(ids, 1, 0, 1)}, 1)
+              .to(out.logits.device());
+      eng::Tensor loss = eng::cross_entropy(out.logits.reshape({-1, 11}), targets.reshape({-1}));
+      REQUIRE(out.aux_loss.defined());
+      return eng::add(loss, out.aux_loss);
+    };
+    const size_t before = eng::standin_transfer_counts().device_to_host;
+    eng::Tensor dev_loss = objective(*on_dev);
+    eng::backward(dev_loss);
+    CHECK(eng::standin_transfer_counts().device_to_host == before);  // nothing read back
+    eng::Tensor cpu_loss = objective(*on_cpu);
+    eng::backward(cpu_loss);
+    // The experts multiply C rows on the device (M_e on the CPU) and the input gradient is
+    // summed in another order: equal to f32 rounding, not bit for bit.
+    CHECK(std::abs(dev_loss.item() - cpu_loss.item()) <= 1e-6 * std::abs(cpu_loss.item()));
+    const auto cpu_params = on_cpu->parameters(), dev_params = on_dev->parameters();
+    REQUIRE(cpu_params.size() == dev_params.size());
+    for (size_t i = 0; i < cpu_params.size(); ++i) {
+      CAPTURE(cpu_params[i].name);
+      REQUIRE(dev_params[i].tensor.grad().defined());
+      if (!cpu_params[i].tensor.grad().defined()) {
+        // An expert that kept no assignment: untouched on the CPU, its C masked rows on the
+        // device (gradient exactly 0).
+        for (float g : dev_params[i].tensor.grad().to_vector()) CHECK(g == 0.f);
+        continue;
+      }
+      const std::vector<float> want = cpu_params[i].tensor.grad().to_vector();
+      float scale = 0;
+      for (float g : want) scale = std::max(scale, std::abs(g));
+      CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) <=
+            1e-5f * scale + 1e-7f);
+    }
+  }
+}
+
+TEST_CASE("moe refuses a device where its dispatch needs the host, naming why") {
+  const eng::Device dev = eng::install_host_standin_device();
+  for (const char* kind : {"moe", "moe_expert_choice"}) {
+    CAPTURE(kind);
+    pm::ModelOptions o = tiny(dev);
+    o.feedforward_kinds = {kind};
+    o.causal = std::string(kind) == "moe";  // expert choice mixes positions: bidirectional only
+    pm::ComponentTables tables;
+    tables.attention.insert("causal", o.causal);
+    tables.feedforward = toml::table{{"kind", kind}};
+    if (std::string(kind) == "moe") tables.feedforward.insert("dropless", true);
+    try {
+      (void)pm::LanguageModel::build(o, tables, registry());
+      FAIL("expected a refusal of the device");
+    } catch (const patchbay::Error& e) {
+      const std::string message = e.what();
+      CAPTURE(message);
+      CHECK(message.find(kind) != std::string::npos);
+      CHECK(message.find("CPU only") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a token id past the vocabulary: the device model runs on, the next read names it") {
+  const eng::Device dev = eng::install_host_standin_device();
+  auto on_dev = pm::LanguageModel::build(tiny(dev), {}, registry());
+  (void)eng::zeros({1}, eng::DType::kF32, dev).to(eng::cpu());  // a clean record to start from
+  std::vector<int64_t> values(16, 3);
+  values[9] = 11;  // vocab_size is 11
+  const eng::Tensor ids = eng::Tensor::from_data(values.data(), {2, 8}, eng::DType::kI64);
+  const size_t before = eng::standin_transfer_counts().device_to_host;
+  eng::Tensor loss;
+  CHECK_NOTHROW(loss = loss_of(*on_dev, ids));
+  CHECK_NOTHROW(eng::backward(loss));
+  CHECK(eng::standin_transfer_counts().device_to_host == before);  // no read, no wait
+  std::string message;
+  try {
+    (void)loss.item();
+  } catch (const patchbay::Error& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  // The embedding saw it first (the shifted targets hold it too): first error wins.
+  CHECK(message.find("embedding: id value 11 at flat position 9") != std::string::npos);
+  CHECK(message.find("vocabulary") != std::string::npos);
 }
 
 TEST_CASE("a layer with CPU-only code refuses the device, naming itself") {

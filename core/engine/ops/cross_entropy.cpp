@@ -1,19 +1,20 @@
 // cross_entropy(logits, targets, options): the engine op around the raw-pointer kernels in
 // kernels/indexing (patchbay/kernels/cross_entropy.hpp). The forward kernel returns per-row
-// losses and log-sum-exps plus the number of counted rows; the op reduces them (mean, sum
-// or none) and records a backward that feeds the kernel one gradient per row:
-// upstream/count for the mean, upstream for the sum, upstream[row] for none.
+// losses and log-sum-exps plus the mean factors (1/count of the counted rows, on the logits'
+// device, so a device reads nothing back); the op reduces them (mean, sum or none) and records
+// a backward that feeds the kernel one gradient per row: upstream/count for the mean, upstream
+// for the sum, upstream[row] for none.
 // Logits of any float dtype are computed in f32 and the loss is returned in f32.
 #include "patchbay/kernels/cross_entropy.hpp"
 
 #include <cmath>
-#include <limits>
 
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
 #include "engine/ops/op_helpers.hpp"
+#include "patchbay/kernels/cuda/math/index_error.hpp"
 
 namespace patchbay::engine {
 namespace {
@@ -26,11 +27,11 @@ kernels::CrossEntropyOptions kernel_options(const CrossEntropyOptions& options) 
           .label_smoothing = static_cast<float>(options.label_smoothing)};
 }
 
-int64_t cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets,
-                                  const CrossEntropyOptions& options, Tensor& row_loss,
-                                  Tensor& row_logsumexp) {
+void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets,
+                               const CrossEntropyOptions& options, Tensor& row_loss,
+                               Tensor& row_logsumexp, Tensor& mean_factors) {
   const int64_t rows = logits.size(0), classes = logits.size(1);
-  return detail::visit_index_type(targets, [&](auto index_type) {
+  const int64_t counted = detail::visit_index_type(targets, [&](auto index_type) {
     using Index = decltype(index_type);
     const Index* target_data = targets.data<Index>();
     detail::check_cross_entropy_targets(target_data, targets, classes, options.ignore_index);
@@ -38,6 +39,7 @@ int64_t cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets,
                                           kernel_options(options), row_loss.data<float>(),
                                           row_logsumexp.data<float>());
   });
+  kernels::cuda::math::mean_factors_of_count(counted, mean_factors.data<float>());
 }
 PATCHBAY_REGISTER_KERNEL(CrossEntropyForwardKernel, "cross_entropy", DeviceType::kCpu,
                          cross_entropy_forward_cpu);
@@ -91,8 +93,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor targets_contiguous = targets.detach().contiguous();
   Tensor row_loss = Tensor::empty({rows}, DType::kF32, device);
   Tensor row_logsumexp = Tensor::empty({rows}, DType::kF32, device);
-  const int64_t counted = find_kernel<CrossEntropyForwardKernel>("cross_entropy", device.type)(
-      logits32, targets_contiguous, options, row_loss, row_logsumexp);
+  // On the logits' device, so that the mean needs no count on the host (kernel_signatures.hpp).
+  Tensor mean_factors = Tensor::empty({2}, DType::kF32, device);
+  find_kernel<CrossEntropyForwardKernel>("cross_entropy", device.type)(
+      logits32, targets_contiguous, options, row_loss, row_logsumexp, mean_factors);
 
   Tensor out;
   {
@@ -105,14 +109,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
         out = sum(row_loss);
         break;
       case LossReduction::kMean:
-        out = counted > 0 ? mul_scalar(sum(row_loss), 1.0 / static_cast<double>(counted))
-                          : full({}, std::numeric_limits<double>::quiet_NaN(), DType::kF32, device);
+        // sum * (1/c): the bits of mul_scalar(sum, 1.0 / c); NaN when no row is counted.
+        out = mul(sum(row_loss), mean_factors.narrow(0, 0, 1).reshape({}));
         break;
     }
   }
 
   record_op("cross_entropy", {logits}, {&out},
-            [logits32, targets_contiguous, row_logsumexp, options, counted, rows, logits_shape,
+            [logits32, targets_contiguous, row_logsumexp, options, mean_factors, rows, logits_shape,
              device](const std::vector<Tensor>& g) {
               Tensor upstream = detail::as_f32_contiguous(g[0]);
               Tensor row_grad;
@@ -124,10 +128,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
                   row_grad = upstream.reshape({1}).expand({rows});
                   break;
                 case LossReduction::kMean:
-                  // No counted row: every row is ignored and gets 0 whatever row_grad says.
-                  row_grad = mul_scalar(upstream, counted > 0 ? 1.0 / double(counted) : 0.0)
-                                 .reshape({1})
-                                 .expand({rows});
+                  // upstream * (1/c), or * 0 when no row is counted (every row is ignored
+                  // then and gets 0 whatever row_grad says).
+                  row_grad =
+                      mul(upstream.reshape({1}), mean_factors.narrow(0, 1, 1)).expand({rows});
                   break;
               }
               row_grad = row_grad.contiguous();

@@ -1,8 +1,10 @@
 // to_device and cross-device byte transfers (ops_device.hpp). The bytes move through the
 // Backend of the non-CPU side (backend.copy on its default stream), never through a kernel
 // of the dispatch table, so every backend supports moving tensors to and from the host as
-// soon as it is registered.
+// soon as it is registered. A device-to-host transfer is where the host reads from the
+// device: the device's recorded index errors are raised there (device_index_errors.hpp).
 #include "engine/autograd.hpp"
+#include "engine/device_index_errors.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops_device.hpp"
 
@@ -13,6 +15,8 @@ void transfer_bytes(void* dst, Device dst_device, const void* src, Device src_de
   if (bytes == 0) return;
   Backend& backend = backend_for(dst_device.type != DeviceType::kCpu ? dst_device : src_device);
   backend.copy(dst, dst_device, src, src_device, bytes, backend.default_stream());
+  if (dst_device.type == DeviceType::kCpu && src_device.type != DeviceType::kCpu)
+    raise_index_errors(src_device);
 }
 
 Tensor to_device(const Tensor& x, Device device) {

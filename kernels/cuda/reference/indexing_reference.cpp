@@ -52,12 +52,17 @@ void scatter_add_f32_reference(float* self, const AlongDim& walk, const Index* i
   int64_t inner = 1;
   for (int d = index_shape.dim + 1; d < shape.rank; ++d) inner *= shape.sizes[d];
   const int64_t lines = element_count(shape) / length;
-  for (int64_t line = 0; line < lines; ++line) {
+  // The kernel's work items (line, destination slice), each walking its line in index order.
+  const int64_t slices = scatter_add_slices(lines, length, walk.dim_size);
+  const int64_t per_slice = (walk.dim_size + slices - 1) / slices;
+  for (int64_t work = 0; work < lines * slices; ++work) {
+    const int64_t line = work % lines, slice = work / lines;
+    const int64_t first = slice * per_slice, end = std::min(first + per_slice, walk.dim_size);
     const int64_t outer = line / inner, i = line % inner;
     for (int64_t j = 0; j < length; ++j) {
       const int64_t flat = (outer * length + j) * inner + i;
       const auto id = static_cast<int64_t>(index[flat]);
-      if (!in_range(id, walk)) continue;
+      if (!in_range(id, walk) || id < first || id >= end) continue;
       self[strided_offset(shape, walk.without_dim, flat) + id * walk.dim_stride] +=
           src[strided_offset(shape, src_strides, flat)];
     }

@@ -1,8 +1,9 @@
 // Gather, scatter-add and scatter-add's src gradient (indexing.hpp). gather and the backward
-// run one thread per index element (grid-stride); scatter_add one thread per index line,
-// walking the line along dim in index order (the CPU kernel's order, hence its sums bit for
-// bit). Consecutive threads take consecutive flat positions / inner positions, so the index
-// loads and, for a gather along a leading dim, the data loads coalesce.
+// run one thread per index element (grid-stride); scatter_add one thread per index line and
+// destination slice (indexing_types.hpp: scatter_add_slices), walking the line along dim in
+// index order (the CPU kernel's order, hence its sums bit for bit). Consecutive threads take
+// consecutive flat positions / inner positions, so the index loads and, for a gather along a
+// leading dim, the data loads coalesce.
 #include "launch.cuh"
 #include "patchbay/kernels/cuda/fill.hpp"
 #include "patchbay/kernels/cuda/indexing.hpp"
@@ -42,18 +43,25 @@ __global__ void gather_kernel(const float* input, AlongDim walk, const Index* in
   }
 }
 
+// Thread (line, slice): work item w = slice * line_count + line (consecutive threads take
+// consecutive lines, whose index entries are adjacent); destinations [first, end) only.
 template <class Index>
 __global__ void scatter_add_lines_kernel(float* self, AlongDim walk, const Index* index,
                                          StridedShape shape, const float* src, Strides src_strides,
-                                         int64_t line_count, int64_t length, int64_t inner) {
+                                         int64_t line_count, int64_t length, int64_t inner,
+                                         int64_t slices) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; line < line_count;
-       line += stride) {
+  const int64_t per_slice = (walk.dim_size + slices - 1) / slices;
+  for (int64_t work = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; work < line_count * slices;
+       work += stride) {
+    const int64_t line = work % line_count, slice = work / line_count;
+    const int64_t first = slice * per_slice;
+    const int64_t end = first + per_slice < walk.dim_size ? first + per_slice : walk.dim_size;
     const int64_t outer = line / inner, i = line % inner;
     for (int64_t j = 0; j < length; ++j) {
       const int64_t flat = (outer * length + j) * inner + i;
       const auto id = static_cast<int64_t>(index[flat]);
-      if (id < 0 || id >= walk.dim_size) continue;
+      if (id < first || id >= end) continue;
       self[strided_offset(shape, walk.without_dim, flat) + id * walk.dim_stride] +=
           src[strided_offset(shape, src_strides, flat)];
     }
@@ -93,10 +101,11 @@ cudaError_t scatter_add_f32(float* self, const AlongDim& self_walk, const Index*
                             const Strides& src_strides, cudaStream_t stream) {
   const Lines lines = lines_of(index_shape);
   if (lines.count <= 0) return cudaSuccess;
+  const int64_t slices = scatter_add_slices(lines.count, lines.length, self_walk.dim_size);
   scatter_add_lines_kernel<Index>
-      <<<detail::grid_stride_blocks(lines.count, kThreads), kThreads, 0, stream>>>(
+      <<<detail::grid_stride_blocks(lines.count * slices, kThreads), kThreads, 0, stream>>>(
           self, self_walk, index, index_shape.shape, src, src_strides, lines.count, lines.length,
-          lines.inner);
+          lines.inner, slices);
   return cudaGetLastError();
 }
 

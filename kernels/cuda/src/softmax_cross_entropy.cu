@@ -105,7 +105,9 @@ __global__ void cross_entropy_rows_forward_kernel(const float* logits, const Ind
   const float mean = detail::block_sum(partial, scratch) / float(cols);
   if (threadIdx.x != 0) return;
   row_lse[row] = lse;
-  row_loss[row] = (1.0f - smoothing) * (lse - z[target]) + smoothing * (lse - mean);
+  // An out-of-range target (recorded by the engine's device-side check) reads nothing: NaN.
+  const bool valid = target >= 0 && target < cols;
+  row_loss[row] = valid ? (1.0f - smoothing) * (lse - z[target]) + smoothing * (lse - mean) : NAN;
 }
 
 template <class Index>

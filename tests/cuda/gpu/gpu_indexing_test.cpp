@@ -88,6 +88,8 @@ void check_gather_scatter(cuda::testing::TestContext& t, const std::vector<int64
 GPU_TEST(gather_scatter_add_and_src_gradient_equal_twin_bits) {
   check_gather_scatter<int64_t>(t, {5}, {3000}, {3001}, 0);  // ~600 additions per slot
   check_gather_scatter<int32_t>(t, {64, 768}, {512, 768}, {512, 768}, 0);  // MoE-like combine
+  // One long line: 256 destination slices, each walking all 20000 entries in index order.
+  check_gather_scatter<int64_t>(t, {300}, {20000}, {20000}, 0);
   check_gather_scatter<int64_t>(t, {6, 9}, {5, 300}, {6, 301}, 1);
   check_gather_scatter<int32_t>(t, {2, 4, 3, 5}, {2, 11, 2, 5}, {2, 12, 3, 5}, 1);
   check_gather_scatter<int64_t>(t, {2, 4, 3, 5}, {1, 3, 3, 17}, {2, 3, 3, 17}, 3);

@@ -13,9 +13,11 @@
 // adds its line's contributions in index order; two lines never share a destination, so
 // every destination element receives exactly the CPU kernel's additions in the CPU's order
 // (f32 adds, the same rounding): results equal the CPU's bit for bit and repeat run to run.
-// The price is a serial walk along dim (fine for the MoE combine and the samplers, whose lines
-// are many); a sort-by-destination + segmented sum would parallelise long lines but sums in
-// another order than the CPU.
+// The price is a serial walk along dim; when lines are few and long, each line's destinations
+// are split into slices (indexing_types.hpp: scatter_add_slices), one thread per (line, slice)
+// walking the whole line and adding only its slice's entries: the same per-destination order,
+// more threads, each slice re-reading the index. A destination receiving K additions still
+// takes K serial adds (the CPU's order forbids a tree).
 // Out-of-range ids: the caller checks them (the engine entries do, with the CPU's message); a
 // kernel given one reads and writes nothing for it (gather writes NaN there).
 //

@@ -56,4 +56,20 @@ inline IndexShape index_shape_of(const int64_t* sizes, int rank, int dim) {
   return index;
 }
 
+// scatter_add's destination slices: the kernel runs lines x slices threads, thread (line, s)
+// walking its line in index order and adding only the entries whose destination lies in slice s
+// ([s * per, (s + 1) * per), per = ceil(dim_size / slices)). Every destination still receives
+// its additions in index order from one thread (the CPU's sums bit for bit); slicing only adds
+// parallelism when lines are few and long (the MoE combine: a few hundred columns of N*k rows),
+// at the price of every slice re-reading its line's index. 1 when the lines alone fill the GPU.
+inline int64_t scatter_add_slices(int64_t lines, int64_t length, int64_t dim_size) {
+  constexpr int64_t kWantedThreads = 132 * 256;  // two 128-thread blocks per H100/H200 SM
+  constexpr int64_t kMaxSlices = 256;
+  if (lines <= 0 || lines >= kWantedThreads || length < 64 || dim_size < 2) return 1;
+  int64_t slices = kWantedThreads / lines;
+  if (slices > kMaxSlices) slices = kMaxSlices;
+  if (slices > dim_size) slices = dim_size;
+  return slices < 1 ? 1 : slices;
+}
+
 }  // namespace patchbay::kernels::cuda

@@ -42,7 +42,8 @@ cudaError_t cross_entropy_forward_backward(const float* logits, const int32_t* t
 // nn.CrossEntropyLoss with ignore_index and label smoothing eps): per row r, t = targets[r],
 //   row_lse[r] = log sum_j exp(z_j),  row_loss[r] = (1 - eps)(lse - z_t) + eps (lse - mean_j z_j),
 // both 0 on a row whose target is ignore_index. Targets lie in [0, cols) or equal ignore_index
-// (callers check). Outputs must not alias the logits.
+// (callers check, on the device: index_checks.hpp); an out-of-range target reads nothing and
+// gives a NaN row loss (and, backward, no on-target term). Outputs must not alias the logits.
 cudaError_t cross_entropy_rows_forward(const float* logits, const int32_t* targets, float* row_loss,
                                        float* row_lse, int64_t rows, int64_t cols,
                                        int64_t ignore_index, float smoothing, cudaStream_t stream);
