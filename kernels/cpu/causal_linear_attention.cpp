@@ -1,7 +1,8 @@
 // The chunked causal linear attention kernels (causal_linear_attention.hpp): validation of the
 // forced code path, the ISA dispatch, one scratch block per thread and OpenMP over the rows.
 // The products themselves are the chunk kernels of causal_linear_chunks_body.inc (one build per
-// ISA), described in causal_linear_chunks.hpp.
+// ISA), described in causal_linear_chunks.hpp. With bf16 operands each thread rounds its row's
+// q, k, v (and dout) into a buffer of its own (T (2 E + 2 M) floats) before the row runs.
 #include "patchbay/kernels/causal_linear_attention.hpp"
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "causal_linear_chunks.hpp"
+#include "patchbay/kernels/bf16_rounding.hpp"
 
 namespace patchbay::kernels {
 namespace {
@@ -21,7 +23,7 @@ std::int64_t padded(std::int64_t x) { return (x + lc::kStrip - 1) / lc::kStrip *
 // Floats of one thread's ChunkScratch (every part a multiple of 16 floats).
 std::int64_t scratch_floats(std::int64_t e_dim, std::int64_t m_dim) {
   const std::int64_t ep = padded(e_dim), mp = padded(m_dim), c = lc::kChunk;
-  return ep * c + mp * c + 2 * c * ep + 2 * c * mp + 2 * c * c + c * ep + c * mp + 2 * ep * mp;
+  return ep * c + mp * c + 2 * c * ep + 2 * c * mp + 2 * c * c + c * ep + c * mp + 3 * ep * mp;
 }
 
 lc::ChunkScratch carve(float* base, std::int64_t e_dim, std::int64_t m_dim) {
@@ -44,6 +46,7 @@ lc::ChunkScratch carve(float* base, std::int64_t e_dim, std::int64_t m_dim) {
   s.out_m = take(c * mp);
   s.state = take(ep * mp);
   s.state_t = take(mp * ep);
+  s.state_b = take(ep * mp);
   return s;
 }
 
@@ -70,6 +73,24 @@ void check(const CausalLinearAttentionShape& s) {
     throw std::invalid_argument(e);
 }
 
+// dst[0, n) = src[0, n) rounded to bf16; returns dst (src when null: a pass's unused input).
+const float* rounded(const float* src, std::int64_t n, float* dst) {
+  if (src == nullptr) return nullptr;
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = round_to_bf16(src[i]);
+  return dst;
+}
+
+// With bf16 operands: p's inputs replaced by rounded copies in `inputs` ([T][2 E + 2 M]).
+void round_inputs(lc::RowProblem& p, std::vector<float>& inputs) {
+  const std::int64_t qk = p.length * p.key_dim, vo = p.length * p.value_dim;
+  inputs.resize(static_cast<std::size_t>(2 * qk + 2 * vo));
+  float* base = inputs.data();
+  p.q = rounded(p.q, qk, base);
+  p.k = rounded(p.k, qk, base + qk);
+  p.v = rounded(p.v, vo, base + 2 * qk);
+  p.dout = rounded(p.dout, vo, base + 2 * qk + vo);
+}
+
 // Runs `pass` (forward_row or backward_row) on every row, rows in parallel.
 template <class Fill>
 void run_rows(const CausalLinearAttentionShape& s,
@@ -77,7 +98,7 @@ void run_rows(const CausalLinearAttentionShape& s,
   const std::int64_t floats = scratch_floats(s.key_dim, s.value_dim);
 #pragma omp parallel if (big_enough(s))
   {
-    std::vector<float> scratch(static_cast<std::size_t>(floats));
+    std::vector<float> scratch(static_cast<std::size_t>(floats)), inputs;
     const lc::ChunkScratch chunk_scratch = carve(scratch.data(), s.key_dim, s.value_dim);
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < s.rows; ++r) {
@@ -85,7 +106,9 @@ void run_rows(const CausalLinearAttentionShape& s,
       p.length = s.length;
       p.key_dim = s.key_dim;
       p.value_dim = s.value_dim;
+      p.bf16 = s.bf16;
       fill(r, p);
+      if (s.bf16) round_inputs(p, inputs);
       pass(p, chunk_scratch);
     }
   }

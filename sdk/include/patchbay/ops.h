@@ -417,7 +417,8 @@ typedef struct pb_ops_table {
    * q, k [..., T, E] (one shape), v [..., T, M] (same leading dims, same float dtype) ->
    * out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j]. The feature map and the
    * normaliser are the caller's. fp32 accumulation whatever the dtype; time O(T E M), memory
-   * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). */
+   * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). Under
+   * bf16 autocast (version 6) on the CPU: bf16 operands with f32 accumulation, f32 results. */
   pb_status* (*causal_linear_attention)(const pb_tensor* q, const pb_tensor* k,
                                         const pb_tensor* v, pb_tensor** out);
 
@@ -425,7 +426,8 @@ typedef struct pb_ops_table {
   /* Sets this thread's matmul compute dtype: PB_DTYPE_F32 (off, the default) or PB_DTYPE_BF16.
    * Under bf16 every matmul of two f32 operands rounds them to bf16, runs a bf16 GEMM with
    * f32 accumulation and returns f32; its backward does the same and returns f32 gradients.
-   * Other ops are unaffected (they keep computing in f32). The bf16 copy of a leaf that
+   * Other ops keep computing in f32 unless their entry says otherwise (attention,
+   * causal_linear_attention, sorted_chunk_attention). The bf16 copy of a leaf that
    * requires grad (a parameter) is cached until the policy changes or autocast_clear_cache:
    * call that after writing parameters in place while bf16 is on. The trainer sets this for
    * `[train] precision = "bf16"`; a plugin only needs it to test itself under that policy.
@@ -524,7 +526,9 @@ typedef struct pb_ops_table {
    * position with no occurrence gets 0. fp32 accumulation; the gathers are fused into the
    * tile loads and the masks computed in the tile: memory O(T (D + rounds)), never S x S.
    * Differentiable in q, k and v (the backward recomputes the chunk scores). A bad plan
-   * (position out of range, unequal occurrences) is PB_STATUS_INVALID_ARGUMENT saying so. */
+   * (position out of range, unequal occurrences) is PB_STATUS_INVALID_ARGUMENT saying so.
+   * Under bf16 autocast (version 6) on the CPU: bf16 operands (q, k, v, dout, P, dS) with f32
+   * accumulation and f32 softmax statistics, f32 results. */
   pb_status* (*sorted_chunk_attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,
                                        const pb_tensor* slot_position, const pb_tensor* slot_group,
                                        const pb_sorted_chunk_options* options, pb_tensor** out);
