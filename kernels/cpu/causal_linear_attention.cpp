@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "causal_linear_chunks.hpp"
-#include "patchbay/kernels/bf16_rounding.hpp"
 
 namespace patchbay::kernels {
 namespace {
@@ -73,29 +72,29 @@ void check(const CausalLinearAttentionShape& s) {
     throw std::invalid_argument(e);
 }
 
-// dst[0, n) = src[0, n) rounded to bf16; returns dst (src when null: a pass's unused input).
-const float* rounded(const float* src, std::int64_t n, float* dst) {
-  if (src == nullptr) return nullptr;
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = round_to_bf16(src[i]);
-  return dst;
-}
-
-// With bf16 operands: p's inputs replaced by rounded copies in `inputs` ([T][2 E + 2 M]).
-void round_inputs(lc::RowProblem& p, std::vector<float>& inputs) {
+// With bf16 operands: p's inputs replaced by rounded copies in `inputs` ([T][2 E + 2 M]), made
+// by the ISA build's vector rounding (a scalar loop here cost a third of the forward at E 64).
+void round_inputs(const lc::ChunkKernels& kernels, lc::RowProblem& p, std::vector<float>& inputs) {
   const std::int64_t qk = p.length * p.key_dim, vo = p.length * p.value_dim;
   inputs.resize(static_cast<std::size_t>(2 * qk + 2 * vo));
   float* base = inputs.data();
+  auto rounded = [&](const float* src, std::int64_t n, float* dst) -> const float* {
+    if (src == nullptr) return nullptr;  // an input the pass does not read
+    kernels.round_bf16(src, n, dst);
+    return dst;
+  };
   p.q = rounded(p.q, qk, base);
   p.k = rounded(p.k, qk, base + qk);
   p.v = rounded(p.v, vo, base + 2 * qk);
   p.dout = rounded(p.dout, vo, base + 2 * qk + vo);
 }
 
-// Runs `pass` (forward_row or backward_row) on every row, rows in parallel.
+// Runs the forward or backward pass of `kernels` on every row, rows in parallel.
 template <class Fill>
-void run_rows(const CausalLinearAttentionShape& s,
-              void (*pass)(const lc::RowProblem&, const lc::ChunkScratch&), const Fill& fill) {
+void run_rows(const CausalLinearAttentionShape& s, const lc::ChunkKernels& kernels, bool backward,
+              const Fill& fill) {
   const std::int64_t floats = scratch_floats(s.key_dim, s.value_dim);
+  const auto pass = backward ? kernels.backward_row : kernels.forward_row;
 #pragma omp parallel if (big_enough(s))
   {
     std::vector<float> scratch(static_cast<std::size_t>(floats)), inputs;
@@ -108,7 +107,7 @@ void run_rows(const CausalLinearAttentionShape& s,
       p.value_dim = s.value_dim;
       p.bf16 = s.bf16;
       fill(r, p);
-      if (s.bf16) round_inputs(p, inputs);
+      if (s.bf16) round_inputs(kernels, p, inputs);
       pass(p, chunk_scratch);
     }
   }
@@ -132,7 +131,7 @@ void causal_linear_attention_forward(const CausalLinearAttentionShape& s, const 
                                      const float* k, const float* v, float* out) {
   check(s);
   const std::int64_t qk = s.length * s.key_dim, vo = s.length * s.value_dim;
-  run_rows(s, kernels_for(s.isa).forward_row, [&](std::int64_t r, lc::RowProblem& p) {
+  run_rows(s, kernels_for(s.isa), false, [&](std::int64_t r, lc::RowProblem& p) {
     p.q = q + r * qk;
     p.k = k + r * qk;
     p.v = v + r * vo;
@@ -145,7 +144,7 @@ void causal_linear_attention_backward(const CausalLinearAttentionShape& s, const
                                       float* dk, float* dv) {
   check(s);
   const std::int64_t qk = s.length * s.key_dim, vo = s.length * s.value_dim;
-  run_rows(s, kernels_for(s.isa).backward_row, [&](std::int64_t r, lc::RowProblem& p) {
+  run_rows(s, kernels_for(s.isa), true, [&](std::int64_t r, lc::RowProblem& p) {
     p.q = q + r * qk;
     p.k = k + r * qk;
     p.v = v + r * vo;

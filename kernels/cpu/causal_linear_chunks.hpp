@@ -69,6 +69,8 @@ struct ChunkScratch {
 struct ChunkKernels {
   void (*forward_row)(const RowProblem& p, const ChunkScratch& s);
   void (*backward_row)(const RowProblem& p, const ChunkScratch& s);
+  // dst[0, n) = src[0, n) rounded to bf16 (kept f32): the driver's copies of a row's inputs.
+  void (*round_bf16)(const float* src, std::int64_t n, float* dst);
 };
 
 ChunkKernels chunk_kernels_generic();
