@@ -1,6 +1,6 @@
 // `patchbay bench attention [--seq-lens 512,1024,...] [--batch B] [--heads H] [--head-dim D]
 // [--kinds a,b] [--set kind.key=value] [--max-seconds S] [--repeats N] [--warmup N]
-// [--bidirectional | --decode]`: every
+// [--bidirectional | --decode] [--precision f32,bf16]`: every
 // attention component the plugin registry finds (dense is the reference, measured in the same
 // run; a new attention plugin appears here without changes), forward + backward time and peak
 // engine memory at each T, the exponent of a least-squares fit of log time and log memory
@@ -32,6 +32,14 @@
 // single-token steps are timed; printed: the median ms per token, the state's size (engine
 // memory held after the prefill), and the fitted exponents of both against T (a KV cache
 // grows ~1, a recurrent state stays ~0). Kinds without a decoding state are left out.
+// --precision f32 (default), bf16 or f32,bf16: the engine's matmul autocast (engine/autocast.hpp,
+// what [train] precision = "bf16" turns on) around each pass, opened per pass as the trainer
+// opens it per update. bf16 rows are labelled KIND/bf16 and compared with dense/bf16 of the same
+// run; the efficiency column stays a share of the f32 GEMM reference. Under bf16 the projections
+// run as bf16 GEMMs, dense attention runs its bf16 flash kernel where the CPU has AVX512-BF16
+// (f32 elsewhere), and causal linear, Performer and LSH attention run their kernels with bf16
+// operands on every CPU (bf16-exact f32 values through f32 FMAs: not faster without
+// AVX512-BF16, see docs/benchmarks/2026-11-28-efficient-attention-bf16.md).
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -48,6 +56,7 @@
 #include "cli/command.hpp"
 #include "common/error.hpp"
 #include "common/parse_number.hpp"
+#include "engine/autocast.hpp"
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
 #include "engine/generator.hpp"
@@ -72,6 +81,28 @@ struct Point {
   double seconds = 0;  // forward + backward, best of the repeats
   double mib = 0;      // peak engine memory above the baseline
 };
+
+// --precision: a comma-separated list of f32 and bf16, each at most once.
+std::vector<eng::DType> parse_precisions(const std::string& text) {
+  std::vector<eng::DType> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const eng::DType d = item == "f32" ? eng::DType::kF32 : eng::DType::kBF16;
+    if ((item != "f32" && item != "bf16") || std::find(out.begin(), out.end(), d) != out.end())
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--precision expects f32, bf16 or f32,bf16 (each once), found '" + text + "'");
+    out.push_back(d);
+  }
+  if (out.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--precision expects f32, bf16 or f32,bf16, found ''");
+  return out;
+}
+
+// The row label of `kind` measured in `precision`: the kind itself in f32, KIND/bf16 in bf16.
+std::string label_of(const std::string& kind, eng::DType precision) {
+  return precision == eng::DType::kF32 ? kind : kind + "/bf16";
+}
 
 std::vector<int64_t> parse_lengths(const std::string& text) {
   std::vector<int64_t> out;
@@ -239,10 +270,11 @@ double reference_gemm_gflops() {
       .median_gflops;
 }
 
-// One forward + backward of `kind` at length t; returns the point (throws on failure).
+// One forward + backward of `kind` at length t under the autocast policy `precision` (kF32 or
+// kBF16, one scope per pass); returns the point (throws on failure).
 Point measure(runtime::Registry& registry, const std::string& kind,
               const std::vector<std::pair<std::string, std::string>>& settings,
-              const BenchShape& shape, int64_t t, int warmups, int repeats) {
+              const BenchShape& shape, int64_t t, int warmups, int repeats, eng::DType precision) {
   runtime::AttentionHandle layer = make_layer(registry, kind, settings, shape, t);
   const int64_t batch = shape.batch, d_model = shape.heads * shape.head_dim;
   eng::Generator gen(7);
@@ -256,8 +288,11 @@ Point measure(runtime::Registry& registry, const std::string& kind,
     const size_t baseline = eng::memory_stats(eng::cpu()).current_bytes;
     eng::reset_peak(eng::cpu());
     const auto t0 = Clock::now();
-    eng::Tensor y = layer.forward(x, true);
-    eng::backward(eng::sum(eng::mul(y, w)));
+    {
+      eng::AutocastGuard policy(precision);
+      eng::Tensor y = layer.forward(x, true);
+      eng::backward(eng::sum(eng::mul(y, w)));
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     const size_t peak = eng::memory_stats(eng::cpu()).peak_bytes;
     if (r < 0) continue;
@@ -306,6 +341,7 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
   double max_seconds = 60;
   int repeats = 1, warmups = 1, decode_steps = 16;
   bool bidirectional = false, decode = false;
+  std::string precision_text = "f32";
   po::options_description options("Options");
   options.add_options()("help,h", "this help")(
       "seq-lens", po::value(&lengths_text),
@@ -327,7 +363,10 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
       "decode", po::bool_switch(&decode),
       "decoding cost per token against the position T (prefill T, then time single steps)")(
       "decode-steps", po::value(&decode_steps),
-      "--decode: single-token steps timed per T (median kept; default 16)");
+      "--decode: single-token steps timed per T (median kept; default 16)")(
+      "precision", po::value(&precision_text),
+      "f32 (default), bf16 or f32,bf16: the engine's bf16 matmul autocast around each pass, as "
+      "[train] precision = \"bf16\" (bf16 rows are KIND/bf16, compared with dense/bf16)");
   po::variables_map values;
   po::store(po::command_line_parser(args).options(options).run(), values);
   po::notify(values);
@@ -335,7 +374,7 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
     std::cout
         << "Usage: patchbay bench attention [--seq-lens LIST] [--batch B] [--heads H] [--head-dim "
            "D]\n"
-           "                                [--bidirectional | --decode]\n\n"
+           "                                [--bidirectional | --decode] [--precision LIST]\n\n"
            "Forward + backward time and peak memory of every attention kind on the plugin path\n"
            "(dense is the reference), fitted exponents against T and the crossover against dense,\n"
            "each kind's counted FLOPs and its rate as a share of a same-run oneDNN GEMM.\n"
@@ -357,6 +396,7 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
         "state. Use one of --bidirectional and --decode");
   shape.causal = !bidirectional;
   const std::vector<int64_t> lengths = parse_lengths(lengths_text);
+  const std::vector<eng::DType> precisions = parse_precisions(precision_text);
 
   // The engine behind the process host api, then every plugin on the search path.
   const pb_host_api* host = runtime::host_api();
@@ -421,11 +461,15 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
               : std::string(bidirectional ? "bidirectional" : "causal") +
                     ", forward + backward of one attention layer (projections included)")
       << "\n";
-  std::map<std::string, std::vector<Point>> results;
+  std::map<std::string, std::vector<Point>> results;  // by row label (label_of)
+  // Kind column width: 10, or 15 to fit KIND/bf16 labels.
+  const int kw =
+      std::find(precisions.begin(), precisions.end(), eng::DType::kBF16) != precisions.end() ? 15
+                                                                                             : 10;
   if (decode)
-    std::printf("%-10s %8s %12s %12s %10s\n", "kind", "T", "ms/token", "state MiB", "vs dense");
+    std::printf("%-*s %8s %12s %12s %10s\n", kw, "kind", "T", "ms/token", "state MiB", "vs dense");
   else
-    std::printf("%-10s %8s %12s %12s %10s %10s %10s %8s\n", "kind", "T", "fwd+bwd s", "peak MiB",
+    std::printf("%-*s %8s %12s %12s %10s %10s %10s %8s\n", kw, "kind", "T", "fwd+bwd s", "peak MiB",
                 "vs dense", "GFLOP", "GFLOP/s", "of GEMM");
   // T outer, kinds inner: every kind at one T is measured within a short interval, so a change
   // of machine load between kinds does not skew their ratio.
@@ -441,68 +485,79 @@ int run_bench_attention(const std::vector<std::string>& args, const GlobalOption
           static_cast<long long>(kGemmSide), gemm_gflops);
     }
     for (const std::string& kind : kinds) {
-      if (stopped[kind]) continue;
-      Point p;
-      try {
-        p = decode ? measure_decode(registry, kind, settings[kind], shape, t, decode_steps)
-                   : measure(registry, kind, settings[kind], shape, t, warmups, repeats);
-      } catch (const std::exception& e) {
-        std::printf("%-10s %8lld  failed: %s\n", kind.c_str(), static_cast<long long>(t), e.what());
-        stopped[kind] = true;
-        continue;
+      for (const eng::DType precision : precisions) {
+        const std::string name = label_of(kind, precision);
+        const std::string dense = label_of("dense", precision);
+        if (stopped[name]) continue;
+        Point p;
+        try {
+          if (decode) {
+            eng::AutocastGuard policy(precision);
+            p = measure_decode(registry, kind, settings[kind], shape, t, decode_steps);
+          } else {
+            p = measure(registry, kind, settings[kind], shape, t, warmups, repeats, precision);
+          }
+        } catch (const std::exception& e) {
+          std::printf("%-*s %8lld  failed: %s\n", kw, name.c_str(), static_cast<long long>(t),
+                      e.what());
+          stopped[name] = true;
+          continue;
+        }
+        results[name].push_back(p);
+        std::string ratio = "-";
+        for (const Point& d : results[dense])
+          if (d.length == t && name != dense)
+            ratio = std::to_string(d.seconds / p.seconds).substr(0, 5) + "x";
+        if (decode) {
+          std::printf("%-*s %8lld %12.4f %12.1f %10s\n", kw, name.c_str(),
+                      static_cast<long long>(t), p.seconds * 1e3, p.mib, ratio.c_str());
+        } else if (const std::optional<AttentionFlops> flops =
+                       counted_flops(registry, kind, settings[kind], shape, t)) {
+          const double rate = flops->total() / p.seconds / 1e9;
+          std::printf("%-*s %8lld %12.4f %12.1f %10s %10.3f %10.1f %7.1f%%\n", kw, name.c_str(),
+                      static_cast<long long>(t), p.seconds, p.mib, ratio.c_str(),
+                      flops->total() / 1e9, rate, 100 * rate / gemm_gflops);
+        } else {
+          std::printf("%-*s %8lld %12.4f %12.1f %10s %10s %10s %8s\n", kw, name.c_str(),
+                      static_cast<long long>(t), p.seconds, p.mib, ratio.c_str(), "-", "-", "-");
+        }
+        std::fflush(stdout);
+        if (p.seconds > max_seconds) stopped[name] = true;
       }
-      results[kind].push_back(p);
-      std::string ratio = "-";
-      for (const Point& d : results["dense"])
-        if (d.length == t && kind != "dense")
-          ratio = std::to_string(d.seconds / p.seconds).substr(0, 5) + "x";
-      if (decode) {
-        std::printf("%-10s %8lld %12.4f %12.1f %10s\n", kind.c_str(), static_cast<long long>(t),
-                    p.seconds * 1e3, p.mib, ratio.c_str());
-      } else if (const std::optional<AttentionFlops> flops =
-                     counted_flops(registry, kind, settings[kind], shape, t)) {
-        const double rate = flops->total() / p.seconds / 1e9;
-        std::printf("%-10s %8lld %12.4f %12.1f %10s %10.3f %10.1f %7.1f%%\n", kind.c_str(),
-                    static_cast<long long>(t), p.seconds, p.mib, ratio.c_str(),
-                    flops->total() / 1e9, rate, 100 * rate / gemm_gflops);
-      } else {
-        std::printf("%-10s %8lld %12.4f %12.1f %10s %10s %10s %8s\n", kind.c_str(),
-                    static_cast<long long>(t), p.seconds, p.mib, ratio.c_str(), "-", "-", "-");
-      }
-      std::fflush(stdout);
-      if (p.seconds > max_seconds) stopped[kind] = true;
     }
   }
-  std::printf("\n%-10s %14s %14s %22s\n", "kind", "time exponent",
+  std::printf("\n%-*s %14s %14s %22s\n", kw, "kind", "time exponent",
               decode ? "state exponent" : "memory exponent", "faster than dense from T");
-  for (const std::string& kind : kinds) {
-    const std::vector<Point>& points = results[kind];
-    // Exponents over T >= 1024 where available (short runs are dominated by fixed costs).
-    std::vector<Point> fit;
-    for (const Point& p : points)
-      if (p.length >= 1024) fit.push_back(p);
-    if (fit.size() < 2) fit = points;
-    std::string crossover = "-";
-    if (kind != "dense") {
-      crossover = "never (in range)";
-      for (size_t i = 0; i < points.size(); ++i) {
-        bool faster_from_here = true;
-        bool compared = false;
-        for (size_t j = i; j < points.size(); ++j)
-          for (const Point& d : results["dense"])
-            if (d.length == points[j].length) {
-              compared = true;
-              if (points[j].seconds >= d.seconds) faster_from_here = false;
-            }
-        if (compared && faster_from_here) {
-          crossover = std::to_string(points[i].length);
-          break;
+  for (const std::string& kind : kinds)
+    for (const eng::DType precision : precisions) {
+      const std::string name = label_of(kind, precision), dense = label_of("dense", precision);
+      const std::vector<Point>& points = results[name];
+      // Exponents over T >= 1024 where available (short runs are dominated by fixed costs).
+      std::vector<Point> fit;
+      for (const Point& p : points)
+        if (p.length >= 1024) fit.push_back(p);
+      if (fit.size() < 2) fit = points;
+      std::string crossover = "-";
+      if (name != dense) {
+        crossover = "never (in range)";
+        for (size_t i = 0; i < points.size(); ++i) {
+          bool faster_from_here = true;
+          bool compared = false;
+          for (size_t j = i; j < points.size(); ++j)
+            for (const Point& d : results[dense])
+              if (d.length == points[j].length) {
+                compared = true;
+                if (points[j].seconds >= d.seconds) faster_from_here = false;
+              }
+          if (compared && faster_from_here) {
+            crossover = std::to_string(points[i].length);
+            break;
+          }
         }
       }
+      std::printf("%-*s %14.2f %14.2f %22s\n", kw, name.c_str(), fitted_exponent(fit, false),
+                  fitted_exponent(fit, true), crossover.c_str());
     }
-    std::printf("%-10s %14.2f %14.2f %22s\n", kind.c_str(), fitted_exponent(fit, false),
-                fitted_exponent(fit, true), crossover.c_str());
-  }
   return kExitOk;
 }
 

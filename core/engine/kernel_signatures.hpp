@@ -151,6 +151,9 @@ using SelectionBackwardKernel = void(const Tensor& grad_selected, const Tensor& 
 // all contiguous f32; outputs overwritten.
 struct LinearAttentionShape {
   int64_t rows = 0, length = 0, key_dim = 0, value_dim = 0;
+  // bf16 autocast was on at the forward (CPU only): bf16 operands, f32 accumulation and f32
+  // results (kernels/cpu/causal_linear_attention.hpp); the tensors stay f32.
+  bool bf16 = false;
 };
 using LinearAttentionForwardKernel = void(const LinearAttentionShape& s, const Tensor& q,
                                           const Tensor& k, const Tensor& v, Tensor& out);

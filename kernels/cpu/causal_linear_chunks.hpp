@@ -19,14 +19,15 @@
 
 #include <cstdint>
 
-#include "patchbay/kernels/attention_flash.hpp"  // KernelIsa
+#include "patchbay/kernels/attention_flash.hpp"          // KernelIsa
+#include "patchbay/kernels/causal_linear_attention.hpp"  // kCausalLinearChunk
 
 namespace patchbay::kernels::linear_chunks {
 
 // Positions per chunk, a multiple of kStrip. Per position the chunk costs about
 // (kChunk / 2 + kStrip / 2) 2 (E + M) FLOP of masked products beside the 4 E M of the state:
 // 32 did ~10% fewer FLOPs than 64 at E = M = 64 and ran as fast or faster (AVX2, one thread).
-inline constexpr std::int64_t kChunk = 32;
+inline constexpr std::int64_t kChunk = kCausalLinearChunk;
 inline constexpr std::int64_t kStrip = 16;  // rows per causal strip (and padding unit)
 
 // One row (one batch x head sequence): contiguous row-major q, k [T, E], v [T, M] and the
@@ -34,6 +35,9 @@ inline constexpr std::int64_t kStrip = 16;  // rows per causal strip (and paddin
 // dv (pointers not used by a pass may be null).
 struct RowProblem {
   std::int64_t length = 0, key_dim = 0, value_dim = 0;  // T, E, M
+  // bf16 operands: q, k, v, dout hold bf16-exact values (the driver rounded them); the chunk
+  // products and the states are rounded where a product reads them (causal_linear_attention.hpp).
+  bool bf16 = false;
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
@@ -59,11 +63,14 @@ struct ChunkScratch {
   float* out_m;    // [kChunk][mp]   an output chunk M wide (out, dv)
   float* state;    // [ep][mp]       S (forward) or R (reverse sweep)
   float* state_t;  // [mp][ep]       S^T (dq sweep) or R^T (reverse sweep)
+  float* state_b;  // [ep][mp]       bf16-rounded copy of state or state_t (bf16 only)
 };
 
 struct ChunkKernels {
   void (*forward_row)(const RowProblem& p, const ChunkScratch& s);
   void (*backward_row)(const RowProblem& p, const ChunkScratch& s);
+  // dst[0, n) = src[0, n) rounded to bf16 (kept f32): the driver's copies of a row's inputs.
+  void (*round_bf16)(const float* src, std::int64_t n, float* dst);
 };
 
 ChunkKernels chunk_kernels_generic();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "patchbay/kernels/bf16_rounding.hpp"
 #include "sorted_chunks.hpp"
 
 namespace patchbay::kernels {
@@ -140,6 +141,7 @@ void run_rows(const SortedChunkAttentionShape& s, const std::int32_t* position,
       p.length = s.length, p.head_dim = s.head_dim, p.slots = s.slots, p.chunk_len = s.chunk_len;
       p.rounds = rounds;
       p.scale = s.scale, p.self_bias = s.self_bias, p.causal = s.causal, p.dedup = s.dedup;
+      p.bf16 = s.bf16;
       p.position = row_position;
       p.group = group + r * s.slots;
       p.occurrence = occurrence.data();
@@ -224,7 +226,8 @@ void sorted_chunk_attention_backward(const SortedChunkAttentionShape& s, const f
                float sum = 0.0f;
                const float* o = out + r * td + t * s.head_dim;
                const float* g = dout + r * td + t * s.head_dim;
-               for (std::int64_t e = 0; e < s.head_dim; ++e) sum += o[e] * g[e];
+               for (std::int64_t e = 0; e < s.head_dim; ++e)  // dout as the kernel reads it
+                 sum += o[e] * (s.bf16 ? round_to_bf16(g[e]) : g[e]);
                delta[std::size_t(t)] = sum;
              }
              p.q = q + r * td, p.k = k + r * td, p.v = v + r * td;

@@ -2,15 +2,31 @@
 // by pair, in double: every query slot's window and mask, its softmax, the occurrences of a
 // position combined by their log-sum-exp; the backward from the combined softmax, p = exp(score
 // - lse_i), dS = p (dout_i . v_j - dout_i . out_i).
+// bf16 operands (s.bf16): the same over bf16-rounded q, k, v and dout, with the kernel's rounding
+// points written out plainly: a slot's weight exp(score - its max) rounded where it multiplies
+// v (its sum unrounded), and in the backward p rounded where it multiplies dout and dS where it
+// multiplies q and k.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "patchbay/kernels/bf16_rounding.hpp"
 #include "patchbay/kernels/sorted_chunk_attention.hpp"
 
 namespace patchbay::kernels {
 namespace {
+
+// x[0, n) as the kernel reads it: rounded to bf16 when bf16, else as is.
+std::vector<float> operand(const float* x, std::int64_t n, bool bf16) {
+  std::vector<float> out(x, x + n);
+  if (bf16)
+    for (float& e : out) e = round_to_bf16(e);
+  return out;
+}
+
+// A product factor as the kernel reads it.
+double factor(double x, bool bf16) { return bf16 ? double(round_to_bf16(float(x))) : x; }
 
 // One row's plan and rows, with the visible pairs of every query slot.
 struct ReferenceRow {
@@ -79,9 +95,9 @@ struct ReferenceRow {
         double sum = 0;
         std::vector<double> o(std::size_t(d), 0.0);
         pairs(slot, [&](std::int64_t j, double score) {
-          const double w = std::exp(score - mx);
+          const double w = std::exp(score - mx), w_product = factor(w, s.bf16);
           sum += w;
-          for (std::int64_t e = 0; e < d; ++e) o[std::size_t(e)] += w * v[j * d + e];
+          for (std::int64_t e = 0; e < d; ++e) o[std::size_t(e)] += w_product * v[j * d + e];
         });
         for (double& x : o) x /= sum;
         slot_lse.push_back(mx + std::log(sum));
@@ -111,7 +127,10 @@ void sorted_chunk_attention_reference_forward(const SortedChunkAttentionShape& s
                                               float* lse) {
   const std::int64_t td = s.length * s.head_dim;
   for (std::int64_t r = 0; r < s.rows; ++r) {
-    const ReferenceRow row(s, q + r * td, k + r * td, v + r * td, slot_position + r * s.slots,
+    const std::vector<float> qr = operand(q + r * td, td, s.bf16),
+                             kr = operand(k + r * td, td, s.bf16),
+                             vr = operand(v + r * td, td, s.bf16);
+    const ReferenceRow row(s, qr.data(), kr.data(), vr.data(), slot_position + r * s.slots,
                            slot_group + r * s.slots);
     std::vector<double> o, l;
     row.forward(o, l);
@@ -127,12 +146,16 @@ void sorted_chunk_attention_reference_backward(const SortedChunkAttentionShape& 
                                                float* dq, float* dk, float* dv) {
   const std::int64_t td = s.length * s.head_dim, d = s.head_dim;
   for (std::int64_t r = 0; r < s.rows; ++r) {
-    const ReferenceRow row(s, q + r * td, k + r * td, v + r * td, slot_position + r * s.slots,
+    const std::vector<float> qr = operand(q + r * td, td, s.bf16),
+                             kr = operand(k + r * td, td, s.bf16),
+                             vr = operand(v + r * td, td, s.bf16),
+                             gr = operand(dout + r * td, td, s.bf16);
+    const ReferenceRow row(s, qr.data(), kr.data(), vr.data(), slot_position + r * s.slots,
                            slot_group + r * s.slots);
     std::vector<double> o, l;
     row.forward(o, l);
     std::vector<double> gq(std::size_t(td), 0.0), gk(gq), gv(gq);
-    const float* g = dout + r * td;
+    const float* g = gr.data();
     for (std::int64_t i = 0; i < s.length; ++i) {
       double delta = 0;
       for (std::int64_t e = 0; e < d; ++e)
@@ -141,9 +164,10 @@ void sorted_chunk_attention_reference_backward(const SortedChunkAttentionShape& 
         row.pairs(slot, [&](std::int64_t j, double score) {
           const double p = std::exp(score - l[std::size_t(i)]);
           const double dp = row.dot(g + i * d, row.v + j * d);
-          const double ds = p * (dp - delta) * double(s.scale);
+          const double ds = factor(p * (dp - delta), s.bf16) * double(s.scale);
+          const double p_product = factor(p, s.bf16);
           for (std::int64_t e = 0; e < d; ++e) {
-            gv[std::size_t(j * d + e)] += p * g[i * d + e];
+            gv[std::size_t(j * d + e)] += p_product * g[i * d + e];
             gq[std::size_t(i * d + e)] += ds * row.k[j * d + e];
             gk[std::size_t(j * d + e)] += ds * row.q[i * d + e];
           }

@@ -26,6 +26,7 @@ struct RowProblem {
   std::int64_t rounds = 0;                                          // occurrences of every position
   float scale = 1.0f, self_bias = 0.0f;
   bool causal = true, dedup = false;
+  bool bf16 = false;         // bf16 operands, f32 accumulation (sorted_chunks_body.inc)
   const float* q = nullptr;  // [T][D]
   const float* k = nullptr;
   const float* v = nullptr;

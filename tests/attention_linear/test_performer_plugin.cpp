@@ -2,8 +2,8 @@
 // formula written here with engine ops from the layer's own features (so the stabilisers are
 // shown to cancel), causal and bidirectional; recurrent decoding equal to the full forward
 // over 520 steps; features redrawn only by training forwards, on schedule and
-// deterministically; a causal-leak test; and the SDK attention conformance kit with the
-// features declared non-trainable.
+// deterministically; a causal-leak test; under bf16 autocast within bf16 precision of f32 and
+// still causal; and the SDK attention conformance kit with the features declared non-trainable.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "engine/autocast.hpp"
 #include "engine/autograd.hpp"
 #include "engine/ops.hpp"
 #include "linear_fixture.hpp"
@@ -208,6 +209,37 @@ TEST_CASE("performer: perturbing the future never changes the past (causal-leak 
     CHECK(max_abs_diff(y.slice(1, cut + 1, t).contiguous(), y2.slice(1, cut + 1, t).contiguous()) >
           1e-3);
   }
+}
+
+TEST_CASE("performer under bf16 autocast: bf16 precision of f32, gradients too, still causal") {
+  // [train] precision = "bf16": the projections are bf16 GEMMs and the causal kernel takes bf16
+  // operands (the engine op reads the thread's policy through the ops table). The result moves
+  // by bf16 rounding, not more, and perturbing the future still leaves the past's bits alone.
+  const int64_t t = 48;
+  rt::AttentionHandle attn = performer_handle(true, 32);
+  attn.init(layer_context(16, 2, t, true));
+  const eng::Tensor w = random_input({1, t, 16}, 43);
+  auto run = [&](const std::vector<float>& values, bool bf16) {
+    eng::Tensor x = eng::Tensor::from_vector(values, {1, t, 16});
+    x.set_requires_grad(true);
+    eng::AutocastGuard policy(bf16 ? eng::DType::kBF16 : eng::DType::kF32);
+    eng::Tensor y = attn.forward(x, false);
+    eng::backward(eng::sum(eng::mul(y, w)));
+    return std::pair<eng::Tensor, eng::Tensor>{y.detach(), x.grad()};
+  };
+  const std::vector<float> values = random_input({1, t, 16}, 42).to_vector();
+  const auto [y32, g32] = run(values, false);
+  const auto [y16, g16] = run(values, true);
+  const double y_scale = std::max(1e-3, max_abs_diff(y32, eng::zeros_like(y32)));
+  const double g_scale = std::max(1e-3, max_abs_diff(g32, eng::zeros_like(g32)));
+  CHECK(max_abs_diff(y16, y32) <= 3e-2 * y_scale);
+  CHECK(max_abs_diff(y16, y32) > 1e-5 * y_scale);  // rounded: not the f32 result
+  CHECK(max_abs_diff(g16, g32) <= 3e-2 * g_scale);
+  std::vector<float> later = values;
+  for (size_t i = static_cast<size_t>(21 * 16); i < later.size(); ++i) later[i] = -later[i] + 0.5f;
+  const eng::Tensor y16_later = run(later, true).first;
+  CHECK(max_abs_diff(y16.slice(1, 0, 21).contiguous(), y16_later.slice(1, 0, 21).contiguous()) ==
+        0.0);
 }
 
 TEST_CASE("attention 'performer' passes the attention conformance kit") {

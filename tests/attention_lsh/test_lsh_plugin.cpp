@@ -2,7 +2,8 @@
 // whole forward, finite-difference gradients, ...) for several settings; one bucket with a
 // chunk covering the sequence equals dense shared-QK attention built from engine ops; the
 // output is invariant to a permutation of the batch; the fused kernel (ops table 14, the
-// default) equals the composed engine ops (`fused = false`) in outputs and every gradient.
+// default) equals the composed engine ops (`fused = false`) in outputs and every gradient, and
+// under bf16 autocast agrees with f32 and with the composed ops to bf16 precision.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "../attention_sparse/sparse_fixture.hpp"
+#include "engine/autocast.hpp"
 
 namespace pt = patchbay::testing;
 namespace sat = structured_attention_test;
@@ -176,4 +178,46 @@ TEST_CASE("the fused LSH kernel equals the composed engine ops, outputs and grad
       close(fused.dparams[n], composed.dparams[n], 1e-4);
     }
   }
+}
+
+TEST_CASE(
+    "LSH under bf16 autocast: the fused kernel within bf16 precision of f32 and of the "
+    "composed ops under the same policy") {
+  // [train] precision = "bf16": the fused kernel rounds q, k, v, dO, P and dS; the composed
+  // ops round through matmul autocast (P after normalising): the same meaning, other rounding
+  // points, so the two agree to bf16 precision; neither equals the f32 result.
+  const int64_t b = 2, t = 37, c = 16, h = 2;
+  auto run = [&](bool fused, bool bf16) {
+    pt::AttentionUnderTest layer =
+        sat::factory("lsh", [&](patchbay::runtime::ComponentConfig& config) {
+          configure(config, 4, 2, 4, true, fused);
+        })();
+    pt::AttentionConformanceOptions o;
+    layer.init(pt::attention_kit_detail::layer_context(o, c, h, t, true, PB_POSITIONAL_NONE, 33));
+    patchbay::Ops make(layer.ops());
+    patchbay::Generator gen(layer.ops(), 12);
+    Tensor x = make.randn({b, t, c}, gen);
+    x.requires_grad(true);
+    Tensor weight = make.randn({b, t, c}, gen);
+    patchbay::engine::AutocastGuard policy(bf16 ? patchbay::engine::DType::kBF16
+                                                : patchbay::engine::DType::kF32);
+    Tensor y = layer.forward(x);
+    (y * weight).sum({0, 1, 2}).backward();
+    return std::pair<std::vector<float>, std::vector<float>>{y.to_vector(), x.grad().to_vector()};
+  };
+  auto gap = [](const std::vector<float>& a, const std::vector<float>& e) {
+    REQUIRE(a.size() == e.size());
+    double worst = 0, scale = 1;
+    for (size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, std::fabs(double(a[i]) - e[i]));
+      scale = std::max(scale, std::fabs(double(e[i])));
+    }
+    return worst / scale;
+  };
+  const auto f32 = run(true, false), fused = run(true, true), composed = run(false, true);
+  CHECK(gap(fused.first, f32.first) <= 3e-2);
+  CHECK(gap(fused.first, f32.first) > 1e-5);
+  CHECK(gap(fused.second, f32.second) <= 3e-2);
+  CHECK(gap(fused.first, composed.first) <= 3e-2);
+  CHECK(gap(fused.second, composed.second) <= 3e-2);
 }

@@ -1,6 +1,6 @@
 // `patchbay bench attention` as a user meets it: the same-run GEMM reference line, and each
 // kind's counted FLOPs with its rate and share of that reference (the formulas themselves are
-// checked in test_attention_flop_count.cpp).
+// checked in test_attention_flop_count.cpp), and --precision f32,bf16 (bf16 autocast rows).
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -63,4 +63,29 @@ TEST_CASE("bench attention --warmup: 0 times the first pass, a negative count is
   INFO(negative.output);
   CHECK(negative.exit_code != 0);
   CHECK(negative.output.find("--warmup >= 0") != std::string::npos);
+}
+
+TEST_CASE("bench attention --precision f32,bf16: KIND/bf16 rows against dense/bf16") {
+  const auto r = run_patchbay(
+      "bench attention --seq-lens 64 --kinds dense,linear,lsh --precision f32,bf16 --repeats 1",
+      "OMP_NUM_THREADS=1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const char* row :
+       {"dense ", "dense/bf16 ", "linear ", "linear/bf16 ", "lsh ", "lsh/bf16 "}) {
+    CAPTURE(row);
+    const std::vector<std::string> fields = fields_of_line(r.output, row);
+    REQUIRE(fields.size() == 8);
+    CHECK(fields[1] == "64");
+    CHECK(std::stod(fields[2]) > 0);  // seconds
+  }
+  // Each precision's kinds are compared with dense of that precision; dense/bf16 with nothing.
+  CHECK(fields_of_line(r.output, "dense/bf16 ")[4] == "-");
+  CHECK(fields_of_line(r.output, "linear/bf16 ")[4].back() == 'x');
+  // The counted FLOPs do not depend on the precision.
+  CHECK(fields_of_line(r.output, "linear/bf16 ")[5] == fields_of_line(r.output, "linear ")[5]);
+  const auto bad = run_patchbay("bench attention --seq-lens 32 --kinds dense --precision fp8");
+  INFO(bad.output);
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("--precision expects f32, bf16 or f32,bf16") != std::string::npos);
 }

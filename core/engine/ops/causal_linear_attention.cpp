@@ -1,10 +1,18 @@
 // causal_linear_attention (causal_linear_attention.hpp): argument checks, the fp32 compute
 // convention and the autograd node around the fused kernels of patchbay_kernels_cpu. The
 // backward is not itself recorded (no double backward through this op).
+// Under a bf16 autocast policy (engine/autocast.hpp) on the CPU the kernels run with bf16
+// operands and f32 accumulation, the fused dense kernel's recipe: q, k, v, the upstream gradient,
+// the within-chunk products and the states a product reads are rounded to bf16, everything is
+// accumulated in f32 and the output and gradients are f32 (returned in the inputs' dtype as
+// before). The policy is read once, at the forward; its backward follows the forward's choice.
+// On every CPU code path (AVX-512, AVX2, generic: bf16-exact f32 values through f32 FMAs), unlike
+// dense attention, whose bf16 kernel needs AVX512-BF16. CUDA stays f32.
 #include "engine/ops/causal_linear_attention.hpp"
 
 #include <string>
 
+#include "engine/autocast.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops/op_helpers.hpp"
@@ -18,7 +26,9 @@ using LinearForwardKernel = kernel::LinearAttentionForwardKernel;
 using LinearBackwardKernel = kernel::LinearAttentionBackwardKernel;
 
 kernels::CausalLinearAttentionShape kernel_shape(const LinearShape& s) {
-  return kernels::CausalLinearAttentionShape{s.rows, s.length, s.key_dim, s.value_dim};
+  kernels::CausalLinearAttentionShape shape{s.rows, s.length, s.key_dim, s.value_dim};
+  shape.bf16 = s.bf16;
+  return shape;
 }
 void linear_forward_cpu(const LinearShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
                         Tensor& out) {
@@ -56,6 +66,7 @@ Tensor causal_linear_attention(const Tensor& q, const Tensor& k, const Tensor& v
   s.value_dim = v.size(-1);
   s.rows = 1;
   for (int64_t d = 0; d + 2 < q.dim(); ++d) s.rows *= q.size(d);
+  s.bf16 = autocast_dtype() == DType::kBF16 && q.device().type == DeviceType::kCpu;
   Tensor q32 = detail::as_f32_contiguous(q), k32 = detail::as_f32_contiguous(k),
          v32 = detail::as_f32_contiguous(v);
   Tensor out = zeros(v.shape(), DType::kF32, v.device());

@@ -5,6 +5,8 @@
 // kernel of patchbay_kernels_cpu (kernels/cpu/causal_linear_attention.hpp): time O(T E M),
 // memory O(T (E + M)); the backward re-sweeps instead of storing per-step states. The
 // feature map and normaliser belong to the caller (attention_linear, attention_performer).
+// Under a bf16 autocast policy on the CPU: bf16 operands (q, k, v, dout, the chunk products and
+// the states a product reads) with f32 accumulation, f32 results.
 #pragma once
 
 #include "engine/tensor.hpp"

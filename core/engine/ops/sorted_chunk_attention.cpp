@@ -3,11 +3,17 @@
 // (kernels/cpu/sorted_chunk_attention.cpp). The forward keeps out and the per-position
 // (max, log-sum) statistics for the backward; the backward is not itself recorded (no double
 // backward through this op).
+// Under a bf16 autocast policy (engine/autocast.hpp) on the CPU the kernels run with bf16
+// operands and f32 accumulation, the fused dense kernel's recipe (q, k, v, dout, P and dS rounded
+// where a product reads them; scores, softmax statistics, out and gradients f32), on every CPU
+// code path (kernels/cpu/sorted_chunk_attention.hpp). The policy is read once, at the forward;
+// its backward follows the forward's choice.
 #include "engine/ops/sorted_chunk_attention.hpp"
 
 #include <stdexcept>
 #include <string>
 
+#include "engine/autocast.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "patchbay/kernels/sorted_chunk_attention.hpp"
@@ -80,6 +86,7 @@ kernels::SortedChunkAttentionShape shape_of(const Tensor& q, const Tensor& k, co
   s.self_bias = static_cast<float>(o.self_bias);
   s.causal = o.causal;
   s.dedup = o.dedup;
+  s.bf16 = autocast_dtype() == DType::kBF16 && q.device().type == DeviceType::kCpu;
   return s;
 }
 

@@ -8,7 +8,8 @@
 // every position's occurrences combine by their log-sum-exp. Exact semantics:
 // kernels/cpu/include/patchbay/kernels/sorted_chunk_attention.hpp. Computed in fp32 whatever
 // the dtype (out in q's dtype), differentiable in q, k and v; the plan is not. Memory O(T D +
-// T rounds), never S x S; the backward recomputes the chunk scores.
+// T rounds), never S x S; the backward recomputes the chunk scores. Under a bf16 autocast policy
+// on the CPU: bf16 operands (q, k, v, dout, P, dS) with f32 accumulation, f32 results.
 #pragma once
 
 #include <cstdint>

@@ -415,9 +415,9 @@ typedef struct pb_ops_table {
   /* ---- version 5 (causal linear attention) ---- */
   /* Numerator of causal linear attention (Katharopoulos et al. 2020) as one fused prefix sum:
    * q, k [..., T, E] (one shape), v [..., T, M] (same leading dims, same float dtype) ->
-   * out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j]. The feature map and the
-   * normaliser are the caller's. fp32 accumulation whatever the dtype; time O(T E M), memory
-   * O(T (E + M)); differentiable (the backward re-sweeps, no per-step states stored). */
+   * out [..., T, M], out[l] = sum_{j <= l} (q[l] . k[j]) v[j]; feature map and normaliser are
+   * the caller's. fp32 sums whatever the dtype (bf16 operands under bf16 autocast on the CPU);
+   * time O(T E M), memory O(T (E + M)); differentiable (the backward re-sweeps, no states). */
   pb_status* (*causal_linear_attention)(const pb_tensor* q, const pb_tensor* k,
                                         const pb_tensor* v, pb_tensor** out);
 
@@ -425,7 +425,7 @@ typedef struct pb_ops_table {
   /* Sets this thread's matmul compute dtype: PB_DTYPE_F32 (off, the default) or PB_DTYPE_BF16.
    * Under bf16 every matmul of two f32 operands rounds them to bf16, runs a bf16 GEMM with
    * f32 accumulation and returns f32; its backward does the same and returns f32 gradients.
-   * Other ops are unaffected (they keep computing in f32). The bf16 copy of a leaf that
+   * Other ops compute in f32 unless their entry says otherwise. The bf16 copy of a leaf that
    * requires grad (a parameter) is cached until the policy changes or autocast_clear_cache:
    * call that after writing parameters in place while bf16 is on. The trainer sets this for
    * `[train] precision = "bf16"`; a plugin only needs it to test itself under that policy.
@@ -521,8 +521,8 @@ typedef struct pb_ops_table {
    * whose r-th occurrences of i and j share a group with j's chunk i's own or the one before).
    * A softmax per query slot; the occurrences of a position combine by their log-sum-exp
    * (one softmax over the union of the rounds' windows). out [..., T, D] in q's dtype; a
-   * position with no occurrence gets 0. fp32 accumulation; the gathers are fused into the
-   * tile loads and the masks computed in the tile: memory O(T (D + rounds)), never S x S.
+   * position with no occurrence gets 0. fp32 sums (bf16 operands q, k, v, dout, P, dS under bf16
+   * autocast on the CPU); gathers fused into the tile loads: memory O(T (D + rounds)).
    * Differentiable in q, k and v (the backward recomputes the chunk scores). A bad plan
    * (position out of range, unequal occurrences) is PB_STATUS_INVALID_ARGUMENT saying so. */
   pb_status* (*sorted_chunk_attention)(const pb_tensor* q, const pb_tensor* k, const pb_tensor* v,

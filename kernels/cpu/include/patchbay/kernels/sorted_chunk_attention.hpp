@@ -41,6 +41,14 @@
 // All float buffers contiguous row-major: q, k, v, out, dout, dq, dk, dv [rows, T, D];
 // slot_position, slot_group int32 [rows, S]. Rows run in parallel (OpenMP); each row's backward
 // adds into its own dq, dk, dv rows, which the call overwrites first.
+// bf16 operands (shape.bf16, the engine's bf16 autocast), the recipe of the fused dense kernel
+// under autocast (attention_flash.hpp's q_bf16): q, k, v and dout are rounded to bf16 as the
+// tiles load them (the buffers stay f32; the score scale multiplies the rounded q in f32), the
+// probabilities P are rounded for P V and dV = P^T dO and dS for dK and dQ, while the scores,
+// the softmax statistics, delta = rounded dout . out and every accumulator stay f32; out, stat
+// and the gradients are f32. Every code path runs it on bf16-exact f32 values (a product of two
+// is exact in f32, so an f32 FMA is a bf16 x bf16 product with f32 accumulation). The
+// references follow the same rounding points.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +69,7 @@ struct SortedChunkAttentionShape {
   bool causal = true;                    // keys at positions > the query's are hidden
   bool dedup = false;                    // subtract log(count) (see above)
   KernelIsa isa = KernelIsa::automatic;  // a forced code path must be one the CPU runs
+  bool bf16 = false;                     // bf16 operands, f32 accumulation (see above)
 };
 
 // Empty when the kernels accept `s` and the plan, else what was expected and found (shapes,
