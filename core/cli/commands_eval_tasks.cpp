@@ -22,6 +22,7 @@
 #include "eval/task_evaluation.hpp"
 #include "eval/task_lookup.hpp"
 #include "eval/tokenizer_codec.hpp"
+#include "model/encoder_decoder.hpp"
 #include "run/atomic_file.hpp"
 #include "train/checkpoint.hpp"
 #include "train/objective.hpp"
@@ -88,21 +89,36 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
   settings.kind = train::config_string(config, "tokenizer.kind");
   const runtime::TokenizerHandle tokenizer =
       data::load_tokenizer(*components.registry, tokenizer_file, settings);
-  // The run's objective (objective.hpp) says whether its model scores text left to right.
+  // An encoder-decoder is scored as lm-eval's seq2seq backend scores one (the context to the
+  // encoder, the continuation by the decoder from its start token), whatever its objective
+  // (seq2seq, span_corruption); a single-stack run's objective (objective.hpp) says whether
+  // its model scores text left to right.
+  const bool seq2seq = model::model_architecture(config) == "encoder_decoder";
   const std::string objective = train::objective_name(config);
-  if (!train::make_objective(config, train::train_options_from_config(config), tokenizer)
+  if (!seq2seq &&
+      !train::make_objective(config, train::train_options_from_config(config), tokenizer)
            ->makes_samples())
     throw Error(ErrorKind::kInvalidArgument,
                 checkpoint.path().string() + " holds a model trained with train.objective = \"" +
                     objective + "\" (" + train::find_objective(objective).summary +
                     "): task scoring needs a causal model (left-to-right log-likelihoods)");
-  auto model = model::LanguageModel::build(
-      model::model_options_from_config(config, tokenizer.vocab_size()),
-      model::component_tables_from_config(config), *components.registry);
+  auto model = seq2seq
+                   ? model::LanguageModel::build_encoder_decoder(
+                         model::encoder_decoder_options_from_config(config, tokenizer.vocab_size()),
+                         model::component_tables_from_config(config), *components.registry)
+                   : model::LanguageModel::build(
+                         model::model_options_from_config(config, tokenizer.vocab_size()),
+                         model::component_tables_from_config(config), *components.registry);
   std::vector<train::NamedTensor> params;
   for (const model::NamedParameter& p : model->parameters()) params.push_back({p.name, p.tensor});
   checkpoint.load_into(params);
-  const eval::TextCodec codec = eval::text_codec_of(tokenizer);
+  eval::TextCodec codec = eval::text_codec_of(tokenizer);
+  if (seq2seq) {  // lm-eval's prefix token is the EOS for a model without BOS (T5: </s>)
+    for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens())
+      if (s.text == "</s>") codec.prefix_token = s.id;
+  }
+  const int64_t context_limit = seq2seq ? model->encoder_decoder()->options().source_context_length
+                                        : model->options().context_length;
 
   eval::EvalOptions options;
   options.num_fewshot = args.num_fewshot;
@@ -191,8 +207,8 @@ int run_eval_tasks(const EvalTasksArgs& args, const GlobalOptions& global) {
           r.seconds > 0 ? static_cast<double>(r.scoring.tokens) / r.seconds : 0.0);
     if (r.truncated_requests > 0)
       std::cout << r.task << ": " << r.truncated_requests
-                << " requests had their context cut from the left to fit "
-                << model->options().context_length << " tokens\n";
+                << " requests had their context cut from the left to fit " << context_limit
+                << (seq2seq ? " source tokens (model.source_context_length)\n" : " tokens\n");
     if (r.boundary_mismatches > 0)
       std::cout << r.task << ": " << r.boundary_mismatches
                 << " requests tokenise differently across the context/continuation boundary "

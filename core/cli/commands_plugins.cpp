@@ -171,21 +171,25 @@ void describe_declarations(std::ostream& out, const pb_component_descriptor& d) 
     case PB_KIND_ATTENTION: {
       const auto* v = static_cast<const pb_attention_vtable*>(d.vtable);
       out << "  capabilities: "
-          << capability_names(v->capabilities,
-                              {{PB_ATTENTION_CAP_CAUSAL, "causal"},
-                               {PB_ATTENTION_CAP_NONCAUSAL, "non-causal"},
-                               {PB_ATTENTION_CAP_ROTARY, "rotary"},
-                               {PB_ATTENTION_CAP_ALIBI, "alibi"},
-                               {PB_ATTENTION_CAP_TENSOR_PARALLEL, "tensor-parallel"},
-                               {PB_ATTENTION_CAP_CROSS, "cross-attention"},
-                               {PB_ATTENTION_CAP_PACKED, "packed sequences"}})
+          << capability_names(
+                 v->capabilities,
+                 {{PB_ATTENTION_CAP_CAUSAL, "causal"},
+                  {PB_ATTENTION_CAP_NONCAUSAL, "non-causal"},
+                  {PB_ATTENTION_CAP_ROTARY, "rotary"},
+                  {PB_ATTENTION_CAP_ALIBI, "alibi"},
+                  {PB_ATTENTION_CAP_TENSOR_PARALLEL, "tensor-parallel"},
+                  {PB_ATTENTION_CAP_CROSS, "cross-attention"},
+                  {PB_ATTENTION_CAP_CROSS_POSITIONAL, "cross-attention keys by position"},
+                  {PB_ATTENTION_CAP_PACKED, "packed sequences"}})
           << "\n";
-      const char* cache = v->cache_kind == PB_ATTENTION_CACHE_NONE  ? "none (no incremental decoding)"
-                          : v->cache_kind == PB_ATTENTION_CACHE_KV ? "kv (keys and values, grows with length)"
-                          : v->cache_kind == PB_ATTENTION_CACHE_RECURRENT ? "recurrent (fixed-size state)"
-                                                                          : "unknown";
+      const char* cache =
+          v->cache_kind == PB_ATTENTION_CACHE_NONE ? "none (no incremental decoding)"
+          : v->cache_kind == PB_ATTENTION_CACHE_KV ? "kv (keys and values, grows with length)"
+          : v->cache_kind == PB_ATTENTION_CACHE_RECURRENT ? "recurrent (fixed-size state)"
+                                                          : "unknown";
       out << "  cache:        " << cache << "\n"
-          << "  complexity:   " << (v->complexity != nullptr ? v->complexity : "(not declared)") << "\n";
+          << "  complexity:   " << (v->complexity != nullptr ? v->complexity : "(not declared)")
+          << "\n";
       break;
     }
     case PB_KIND_FEEDFORWARD: {
@@ -371,8 +375,9 @@ int run_plugins_describe(const std::vector<std::string>& args, const GlobalOptio
 PATCHBAY_REGISTER_COMMAND({"plugins list",
                            "List plugins on the search path and the files refused, with reasons",
                            run_plugins_list});
-PATCHBAY_REGISTER_COMMAND({"plugins describe",
-                           "Describe a component: version, file, ABI, capabilities, cache, complexity, config schema",
-                           run_plugins_describe});
+PATCHBAY_REGISTER_COMMAND(
+    {"plugins describe",
+     "Describe a component: version, file, ABI, capabilities, cache, complexity, config schema",
+     run_plugins_describe});
 
 }  // namespace patchbay::cli

@@ -28,20 +28,45 @@ std::vector<std::string> host_key_names(const HostSection& section) {
 }
 
 std::vector<std::string> used_component_names(const toml::table& section,
-                                              std::span<const std::string> host_keys) {
+                                              std::span<const std::string> host_keys,
+                                              std::span<const std::string> also_used) {
   std::vector<std::string> names;
   if (const toml::node* kind = section.get(kComponentSelectorKey);
       kind != nullptr && kind->is_string()) {
     names.push_back(kind->as_string()->get());
   }
-  if (!contains(host_keys, kComponentPatternKey)) return names;
-  const toml::node* pattern = section.get(kComponentPatternKey);
-  if (pattern == nullptr || !pattern->is_array()) return names;
-  for (const toml::node& item : *pattern->as_array()) {
-    if (!item.is_string()) continue;
-    const std::string& name = item.as_string()->get();
-    if (!contains(names, name)) names.push_back(name);
+  const toml::node* pattern =
+      contains(host_keys, kComponentPatternKey) ? section.get(kComponentPatternKey) : nullptr;
+  if (pattern != nullptr && pattern->is_array()) {
+    for (const toml::node& item : *pattern->as_array()) {
+      if (!item.is_string()) continue;
+      const std::string& name = item.as_string()->get();
+      if (!contains(names, name)) names.push_back(name);
+    }
   }
+  for (const std::string& name : also_used)
+    if (!contains(names, name)) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> kinds_used_elsewhere(const toml::table& root,
+                                              std::string_view section_path) {
+  std::vector<std::string> names;
+  const toml::table* model = root.get_as<toml::table>("model");
+  if (model == nullptr) return names;
+  const toml::node* architecture = model->get("architecture");
+  if (architecture == nullptr || !architecture->is_string() ||
+      architecture->as_string()->get() != "encoder_decoder")
+    return names;
+  auto add = [&](const toml::node* node) {
+    if (node != nullptr && node->is_string() && !contains(names, node->as_string()->get()))
+      names.push_back(node->as_string()->get());
+  };
+  if (section_path == "model.attention") add(model->get("cross_attention"));
+  if (section_path == "model.feedforward")
+    for (const char* key : {"encoder_feedforward", "decoder_feedforward"})
+      if (const toml::array* kinds = model->get_as<toml::array>(key))
+        for (const toml::node& kind : *kinds) add(&kind);
   return names;
 }
 
@@ -65,7 +90,8 @@ void canonicalize_component_section(ResolvedConfig& config, toml::table& section
                                     const std::string& section_path,
                                     std::span<const std::string> host_keys,
                                     const std::string& kind_label) {
-  const std::vector<std::string> used = used_component_names(section, host_keys);
+  const std::vector<std::string> used =
+      used_component_names(section, host_keys, kinds_used_elsewhere(config.table(), section_path));
   ResolvedConfig::SourceMap& sources = config.sources();
 
   // Options of every used component, their sources re-keyed under the per-kind table.

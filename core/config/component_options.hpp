@@ -46,8 +46,19 @@ std::vector<std::string> host_key_names(const HostSection& section);
 
 // The components a component section table uses, each once: `kind` (when a string), then the
 // string entries of `pattern` when `pattern` is one of `host_keys`.
+// `also_used` (kinds_used_elsewhere) are appended when not listed already.
 std::vector<std::string> used_component_names(const toml::table& section,
-                                              std::span<const std::string> host_keys);
+                                              std::span<const std::string> host_keys,
+                                              std::span<const std::string> also_used = {});
+
+// Kinds of the component section at `section_path` that the config names outside it, so that
+// their per-kind tables are used (validated, defaulted, kept) rather than ignored: an
+// encoder-decoder ([model] architecture = "encoder_decoder") names its cross-attention in
+// model.cross_attention ("model.attention") and its feed-forward kinds per stack in
+// model.encoder_feedforward / model.decoder_feedforward ("model.feedforward"). `root` is the
+// whole config table; empty for every other section.
+std::vector<std::string> kinds_used_elsewhere(const toml::table& root,
+                                              std::string_view section_path);
 
 // The options of component `name` in a component section table: a copy of its per-kind table
 // (when present), with the flat keys (non-table values whose key is not a host key) laid over

@@ -64,7 +64,9 @@ class Validator {
     const std::vector<std::string> host_keys =
         section != nullptr ? host_key_names(*section) : std::vector<std::string>{};
     const std::vector<std::string> used =
-        is_component_section ? used_component_names(table, host_keys) : std::vector<std::string>{};
+        is_component_section
+            ? used_component_names(table, host_keys, kinds_used_elsewhere(config_.table(), path))
+            : std::vector<std::string>{};
 
     std::vector<std::string> valid_keys;
     for (const pb_config_field* field : fields) valid_keys.emplace_back(field->key);
@@ -457,7 +459,8 @@ void apply_defaults(ResolvedConfig& config, const SchemaRegistry& schema, const 
     canonicalize_component_section(config, *table, section.path, host_keys,
                                    component_kind_name(*section.component_kind));
     if (!lookup) continue;
-    for (const std::string& name : used_component_names(*table, host_keys)) {
+    const std::vector<std::string> also_used = kinds_used_elsewhere(config.table(), section.path);
+    for (const std::string& name : used_component_names(*table, host_keys, also_used)) {
       const ComponentLookupResult found = lookup(*section.component_kind, name);
       toml::table* options = (*table)[name].as_table();
       if (found.schema && options != nullptr) {

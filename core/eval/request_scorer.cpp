@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
+#include "eval/target_scoring.hpp"
 
 namespace patchbay::eval {
 namespace {
@@ -27,25 +28,6 @@ struct ContextGroup {
   const std::vector<int32_t>* context = nullptr;
   std::vector<size_t> requests;
 };
-
-// Σ log p(token) over the targets, the distribution of target k at logits_at(k) (a row of V
-// floats); logsumexp in double so f32 rounding stays below 1e-6 per token.
-template <typename LogitsAt>
-LoglikelihoodResult score_targets(int64_t vocab, const std::vector<int32_t>& targets,
-                                  LogitsAt logits_at) {
-  LoglikelihoodResult r;
-  r.is_greedy = true;
-  for (size_t k = 0; k < targets.size(); ++k) {
-    const float* row = logits_at(static_cast<int64_t>(k));
-    const float* best = std::max_element(row, row + vocab);
-    double sum = 0;
-    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - *best);
-    const int32_t t = targets[k];
-    r.logprob += static_cast<double>(row[t]) - *best - std::log(sum);
-    if (best - row != t) r.is_greedy = false;
-  }
-  return r;
-}
 
 // Σ log p over the last `targets.size()` positions ending at `end` (exclusive) of one row of
 // logits [T, V].
@@ -288,32 +270,43 @@ std::vector<GenerationResult> generate_until(model::LanguageModel& model, const 
         eng::Tensor::from_data(prompt.data(), {1, static_cast<int64_t>(prompt.size())},
                                eng::DType::kI32),
         1);  // the prompt's last position alone: the head skips the others
-    std::vector<int32_t> generated;
-    const int64_t vocab = model.options().vocab_size;
-    for (int64_t step = 0; step < max_gen_toks; ++step) {
-      const eng::Tensor last = host_logits(logits);
-      const float* row = last.data<float>() + (last.size(1) - 1) * vocab;
-      const int32_t token = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-      if (std::find(codec.stop_tokens.begin(), codec.stop_tokens.end(), token) !=
-          codec.stop_tokens.end())
-        break;
-      generated.push_back(token);
-      const std::string text = codec.decode(generated);
-      if (std::any_of(until.begin(), until.end(), [&](const std::string& u) {
-            return !u.empty() && text.find(u) != std::string::npos;
-          }))
-        break;
-      if (step + 1 < max_gen_toks)
-        logits = model.decode_step(state, eng::Tensor::from_data(&token, {1, 1}, eng::DType::kI32));
-    }
-    r.tokens = static_cast<int64_t>(generated.size());
-    r.text = codec.decode(generated);
-    size_t cut = r.text.size();
-    for (const std::string& u : until)
-      if (!u.empty()) cut = std::min(cut, r.text.find(u));
-    r.text.resize(cut);
+    const int64_t truncated = r.truncated_tokens;
+    r = greedy_until(
+        codec, until, max_gen_toks, model.options().vocab_size, logits, [&](int32_t token) {
+          return model.decode_step(state, eng::Tensor::from_data(&token, {1, 1}, eng::DType::kI32));
+        });
+    r.truncated_tokens = truncated;
   }
   return results;
+}
+
+GenerationResult greedy_until(const TextCodec& codec, const std::vector<std::string>& until,
+                              int64_t max_new, int64_t vocab, eng::Tensor logits,
+                              const std::function<eng::Tensor(int32_t)>& next) {
+  std::vector<int32_t> generated;
+  for (int64_t step = 0; step < max_new; ++step) {
+    const eng::Tensor last = host_logits(logits);
+    const float* row = last.data<float>() + (last.size(1) - 1) * vocab;
+    const int32_t token = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+    if (std::find(codec.stop_tokens.begin(), codec.stop_tokens.end(), token) !=
+        codec.stop_tokens.end())
+      break;
+    generated.push_back(token);
+    const std::string text = codec.decode(generated);
+    if (std::any_of(until.begin(), until.end(), [&](const std::string& u) {
+          return !u.empty() && text.find(u) != std::string::npos;
+        }))
+      break;
+    if (step + 1 < max_new) logits = next(token);
+  }
+  GenerationResult r;
+  r.tokens = static_cast<int64_t>(generated.size());
+  r.text = codec.decode(generated);
+  size_t cut = r.text.size();
+  for (const std::string& u : until)
+    if (!u.empty()) cut = std::min(cut, r.text.find(u));
+  r.text.resize(cut);
+  return r;
 }
 
 }  // namespace patchbay::eval

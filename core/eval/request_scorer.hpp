@@ -24,6 +24,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "eval/token_requests.hpp"
@@ -67,5 +69,14 @@ std::vector<GenerationResult> generate_until(model::LanguageModel& model, const 
                                              const std::vector<std::string>& prompts,
                                              const std::vector<std::string>& until,
                                              int64_t max_gen_toks);
+
+// The greedy loop both generate_until and generate_until_seq2seq run: from `logits` (the
+// distribution of the first new token in its last row, [1, T, V] on any device), take the
+// argmax, stop at a stop token, after max_new tokens or once the decoded text contains a stop
+// string, else feed the token back with next(token) for the next logits. Returns the text cut
+// at the first stop string and the number of tokens kept (truncated_tokens left 0).
+GenerationResult greedy_until(const TextCodec& codec, const std::vector<std::string>& until,
+                              int64_t max_new, int64_t vocab, engine::Tensor logits,
+                              const std::function<engine::Tensor(int32_t)>& next);
 
 }  // namespace patchbay::eval

@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "eval/answer_metrics.hpp"
+#include "eval/seq2seq_request_scorer.hpp"
 #include "eval/task_docs.hpp"
 
 namespace patchbay::eval {
@@ -17,6 +18,28 @@ namespace {
 
 using json = nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// An encoder-decoder scores through the seq2seq scorer (seq2seq_request_scorer.hpp), with the
+// codec's decoder start token; a single-stack model through score_loglikelihood.
+int32_t decoder_start(const TextCodec& codec, const TaskRequests& r) {
+  if (!codec.decoder_start_token)
+    throw Error(ErrorKind::kInvalidArgument,
+                "task " + r.spec.name +
+                    ": the model is an encoder-decoder and the tokenizer has no \"<pad>\" special "
+                    "token to start its decoder with (train.objective = \"seq2seq\" or "
+                    "\"span_corruption\" add it)");
+  return *codec.decoder_start_token;
+}
+
+std::vector<LoglikelihoodResult> score_pairs(model::LanguageModel& model, const TextCodec& codec,
+                                             const TaskRequests& r,
+                                             const std::vector<TokenPair>& pairs,
+                                             const EvalOptions& options, ScoringStats& stats) {
+  if (model::EncoderDecoderModel* seq2seq = model.encoder_decoder())
+    return score_loglikelihood_seq2seq(*seq2seq, decoder_start(codec, r), pairs, options.batch_size,
+                                       &stats);
+  return score_loglikelihood(model, pairs, options.batch_size, &stats, options.share_contexts);
+}
 
 std::string request_name(const TaskRequests& r, const TaskItem& item, size_t k) {
   return "task " + r.spec.name + ", doc " + std::to_string(item.doc_id) +
@@ -30,7 +53,10 @@ void score_choices(model::LanguageModel& model, const TextCodec& codec, const Ta
   for (const TaskItem& item : r.items)
     for (size_t k = 0; k < item.continuations.size(); ++k) {
       pairs.push_back(
-          encode_pair(codec, item.prompt, item.continuations[k], request_name(r, item, k)));
+          model.encoder_decoder() != nullptr
+              ? encode_pair_separately(codec, item.prompt, item.continuations[k],
+                                       request_name(r, item, k))
+              : encode_pair(codec, item.prompt, item.continuations[k], request_name(r, item, k)));
       if (pairs.back().boundary_mismatch) ++out.boundary_mismatches;
       if (static_cast<int64_t>(pairs.back().continuation.size()) > model.options().context_length)
         throw Error(ErrorKind::kInvalidArgument,
@@ -42,7 +68,7 @@ void score_choices(model::LanguageModel& model, const TextCodec& codec, const Ta
                         "a longer context");
     }
   const std::vector<LoglikelihoodResult> scores =
-      score_loglikelihood(model, pairs, options.batch_size, &out.scoring, options.share_contexts);
+      score_pairs(model, codec, r, pairs, options, out.scoring);
   out.truncated_requests = out.scoring.truncated_requests;
   std::map<std::string, std::vector<double>> per_metric;
   size_t next = 0;
@@ -108,7 +134,7 @@ void score_rolling(model::LanguageModel& model, const TextCodec& codec, const Ta
       owner.push_back(i);
     }
   const std::vector<LoglikelihoodResult> scores =
-      score_loglikelihood(model, windows, options.batch_size, &out.scoring, options.share_contexts);
+      score_pairs(model, codec, r, windows, options, out.scoring);
   std::vector<double> ll(r.items.size(), 0.0);
   for (size_t w = 0; w < windows.size(); ++w) ll[owner[w]] += scores[w].logprob;
   double total = 0, words = 0, bytes = 0;
@@ -146,8 +172,11 @@ void score_generations(model::LanguageModel& model, const TextCodec& codec, cons
   for (const TaskItem& item : r.items) prompts.push_back(item.prompt);
   const std::vector<std::string> until =
       r.spec.until.empty() ? std::vector<std::string>{r.spec.fewshot_delimiter} : r.spec.until;
+  model::EncoderDecoderModel* seq2seq = model.encoder_decoder();
   const std::vector<GenerationResult> generations =
-      generate_until(model, codec, prompts, until, r.spec.max_gen_toks);
+      seq2seq != nullptr ? generate_until_seq2seq(*seq2seq, decoder_start(codec, r), codec, prompts,
+                                                  until, r.spec.max_gen_toks)
+                         : generate_until(model, codec, prompts, until, r.spec.max_gen_toks);
   out.scoring.requests = static_cast<int64_t>(prompts.size());
   for (const GenerationResult& g : generations) out.scoring.tokens += g.tokens;  // generated tokens
   std::vector<FilterSpec> filters = r.spec.filters;

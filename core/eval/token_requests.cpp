@@ -65,6 +65,29 @@ TokenPair encode_pair(const TextCodec& codec, const std::string& context,
   return pair;
 }
 
+TokenPair encode_pair_separately(const TextCodec& codec, const std::string& context,
+                                 const std::string& continuation, const std::string& what) {
+  if (context.empty()) return encode_pair(codec, context, continuation, what);  // the prefix
+  size_t keep = context.size();
+  while (keep > 0 && is_space(context[keep - 1])) --keep;
+  if (keep == 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                what +
+                    ": the context is only whitespace; after moving it to the continuation "
+                    "nothing is left to condition on");
+  TokenPair pair;
+  pair.context = codec.encode(context.substr(0, keep));
+  pair.continuation = codec.encode(context.substr(keep) + continuation);
+  if (pair.context.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                what + ": the context tokenises to nothing: there is nothing to condition on");
+  if (pair.continuation.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                what + ": the continuation \"" + continuation +
+                    "\" tokenises to nothing: there is nothing to score");
+  return pair;
+}
+
 std::vector<TokenPair> rolling_windows(const std::vector<int32_t>& tokens, int32_t prefix_token,
                                        int64_t max_length) {
   std::vector<TokenPair> windows;

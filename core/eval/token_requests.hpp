@@ -34,6 +34,9 @@ struct TextCodec {
   std::function<std::string(const std::vector<int32_t>&)> decode;
   std::optional<int32_t> prefix_token;  // lm-eval's prefix_token_id (BOS, else EOS)
   std::vector<int32_t> stop_tokens;     // special tokens that end a generation (EOS)
+  // An encoder-decoder's decoder start token ("<pad>", T5's decoder_start_token_id); read only
+  // when the model scored is an encoder-decoder.
+  std::optional<int32_t> decoder_start_token;
 };
 
 struct TokenPair {
@@ -47,6 +50,13 @@ struct TokenPair {
 // tokenizer has no prefix token. `what` names the request in messages.
 TokenPair encode_pair(const TextCodec& codec, const std::string& context,
                       const std::string& continuation, const std::string& what);
+
+// lm-eval's _encode_pair for seq2seq models: the same whitespace move and empty-context
+// prefix as encode_pair, but the context and the continuation tokenised separately (the
+// context goes to the encoder, the continuation to the decoder), so there is no boundary
+// mismatch. Throws as encode_pair.
+TokenPair encode_pair_separately(const TextCodec& codec, const std::string& context,
+                                 const std::string& continuation, const std::string& what);
 
 // Rolling windows of `tokens` for a model of max length `max_length` (already disjoint:
 // each pair's context does not overlap its continuation).

@@ -11,6 +11,7 @@ TextCodec text_codec_of(const runtime::TokenizerHandle& tokenizer) {
     if (!codec.prefix_token)
       codec.prefix_token = s.id;  // the first special: the HF export's bos/eos
     codec.stop_tokens.push_back(s.id);
+    if (s.text == "<pad>") codec.decoder_start_token = s.id;  // an encoder-decoder's start
   }
   return codec;
 }

@@ -187,8 +187,9 @@ HfModelShape hf_shape_of_model(const model::ModelOptions& options,
   if (pos == model::PositionalKind::kLearned) {
     if (options.norm != model::NormKind::kLayerNorm)
       refuse("rmsnorm with learned positions", "GPT-2 uses LayerNorm");
-    if (shape.activation == "swiglu")
-      refuse("mlp activation swiglu with learned positions", "GPT-2's MLP is not gated");
+    if (shape.activation == "swiglu" || shape.activation == "geglu")
+      refuse("mlp activation " + shape.activation + " with learned positions",
+             "GPT-2's MLP is not gated");
     if (kv_heads_of(shape) != options.n_heads)
       refuse("attention n_kv_heads = " + std::to_string(shape.n_kv_heads),
              "GPT-2 has no grouped-query attention");

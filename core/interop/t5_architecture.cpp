@@ -23,7 +23,7 @@ const std::vector<std::string> kLayerHostKeys = {"kind", "pattern"};
                   " has no counterpart in transformers' T5ForConditionalGeneration (" + why +
                   "). Exportable encoder-decoders: shared embeddings, rmsnorm, t5_relative (or "
                   "no) positions, dense cross-attention with bias = false, mlp relu / gelu / "
-                  "gelu_erf / swiglu without biases; see docs/encoder_decoder.md");
+                  "gelu_erf / swiglu / geglu without biases; see docs/encoder_decoder.md");
 }
 
 [[noreturn]] void refuse_t5_field(const std::string& field, const std::string& found,
@@ -38,6 +38,7 @@ std::string feed_forward_proj_of(const std::string& activation) {
   if (activation == "gelu") return "gelu_new";  // the tanh approximation
   if (activation == "gelu_erf") return "gelu";
   if (activation == "swiglu") return "gated-silu";
+  if (activation == "geglu") return "gated-gelu";  // T5 v1.1: gelu_new (tanh) of wi_0
   return "";
 }
 
@@ -92,7 +93,7 @@ HfModelShape t5_shape_of_model(const model::EncoderDecoderOptions& e,
   t5.feed_forward_proj = feed_forward_proj_of(shape.activation);
   if (t5.feed_forward_proj.empty())
     refuse_t5("mlp activation \"" + shape.activation + "\"",
-              "T5 offers relu, gelu_new, gelu and gated-silu");
+              "T5 offers relu, gelu_new, gelu, gated-silu and gated-gelu");
   shape.mlp_bias = option_or<bool>(mlp, "bias", true);
   shape.mlp_dropout = option_or<double>(mlp, "dropout", 0.0);
   return shape;
@@ -184,14 +185,12 @@ HfModelShape t5_shape_from_config_json(const json& config) {
     shape.activation = "gelu_erf";
   } else if (ff == "gated-silu" || ff == "gated-swish") {
     shape.activation = "swiglu";
+  } else if (ff == "gated-gelu" || ff == "gated-gelu_new") {
+    shape.activation = "geglu";  // transformers maps "gated-gelu" to gelu_new (tanh)
   } else {
     refuse_t5_field("feed_forward_proj", "\"" + ff + "\"",
-                    ff == "gated-gelu"
-                        ? "T5 v1.1's gated-GELU feed-forward (wi_0 through gelu_new times wi_1) "
-                          "has no mlp activation; mlp offers relu, gelu, gelu_erf and swiglu "
-                          "(= gated-silu)"
-                        : "mlp offers relu (relu), gelu (gelu_new), gelu_erf (gelu) and swiglu "
-                          "(gated-silu)");
+                    "mlp offers relu (relu), gelu (gelu_new), gelu_erf (gelu), swiglu "
+                    "(gated-silu) and geglu (gated-gelu)");
   }
   shape.mlp_bias = false;
   t5.attention_bias = false;
@@ -261,7 +260,7 @@ TensorRule absent_in_hf(const std::string& patchbay, int64_t size) {
 void add_mlp_rules(const HfModelShape& shape, const std::string& p, const std::string& h,
                    std::vector<TensorRule>& rules) {
   const int64_t c = shape.options.d_model, f = shape.options.d_ff;
-  const bool gated = shape.activation == "swiglu";
+  const bool gated = shape.activation == "swiglu" || shape.activation == "geglu";
   rules.push_back(one_to_one(p + "fc.weight", {f, c}, h + (gated ? "wi_1.weight" : "wi.weight")));
   if (shape.mlp_bias) rules.push_back(absent_in_hf(p + "fc.bias", f));
   if (gated) {

@@ -13,8 +13,8 @@
 //   - RMS norm with gain, no bias, eps = model.norm_eps = layer_norm_epsilon.
 //   - feed-forward: mlp without biases (or with biases that are exactly zero), activation
 //     relu -> "relu" (T5 v1.0, DenseReluDense wi/wo), gelu (tanh) -> "gelu_new", gelu_erf ->
-//     "gelu", swiglu -> "gated-silu" (DenseReluDense wi_0 = gate, wi_1 = fc, wo = proj). T5
-//     v1.1's "gated-gelu" has no mlp activation and is refused (both ways).
+//     "gelu", swiglu -> "gated-silu", geglu -> "gated-gelu" (T5 v1.1; transformers applies
+//     gelu_new, the tanh approximation; DenseReluDense wi_0 = gate, wi_1 = fc, wo = proj).
 //   - cross-attention: dense with bias = false (or zero biases), multi-head; q/k/v = the row
 //     blocks of cross_attn.qkv.weight, o = cross_attn.proj.weight.
 //   - embeddings: one shared table (HF T5 has no separate encoder/decoder tables).
@@ -71,7 +71,7 @@ nlohmann::json t5_config_json(const HfModelShape& shape);
 nlohmann::json t5_generation_config_json(const HfModelShape& shape);
 
 // Import: the shape a config.json with model_type "t5" describes; Error(kInvalidArgument)
-// naming the field without a Patchbay counterpart (gated-gelu, d_kv != d_model / num_heads,
+// naming the field without a Patchbay counterpart (d_kv != d_model / num_heads,
 // is_decoder, ...).
 HfModelShape t5_shape_from_config_json(const nlohmann::json& config);
 

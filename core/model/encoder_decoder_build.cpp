@@ -2,6 +2,7 @@
 // PB_ATTENTION_CAP_CROSS and a decoder feed-forward that mixes positions before creating
 // anything, creates the plugin layers of both stacks, initialises the model's own tensors and
 // lists the parameters in the documented order (encoder_decoder.hpp).
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -195,8 +196,11 @@ std::unique_ptr<EncoderDecoderModel> EncoderDecoderModel::build(
   // The cross-attention layer is initialised in the decoder's (causal) context when it can
   // take one, as the conformance kit's cross checks do: plugins whose own `causal` option
   // defaults to true (dense) accept it, and no causal mask applies to forward_cross.
-  const ModelOptions cross =
+  // Its max_seq_len covers the longest sequence it sees, queries (targets) or keys (sources):
+  // a kind projecting over key positions (linformer) sizes its projections by it.
+  ModelOptions cross =
       stack_options(e, e.decoder_layers, (cross_vt->capabilities & PB_ATTENTION_CAP_CAUSAL) != 0);
+  cross.context_length = std::max(o.context_length, e.source_context_length);
   make_bias(impl->decoder_bias, false, "decoder.relative_bias.weight");
   const double decoder_out_std =
       o.init_std / std::sqrt(3.0 * static_cast<double>(e.decoder_layers));

@@ -96,6 +96,11 @@ std::vector<std::string> check_attention(const void* vtable) {
               problems);
     }
   }
+  if ((vt->capabilities & PB_ATTENTION_CAP_CROSS_POSITIONAL) != 0 &&
+      (vt->capabilities & PB_ATTENTION_CAP_CROSS) == 0)  // interface 1.6
+    problems.push_back(
+        "declares PB_ATTENTION_CAP_CROSS_POSITIONAL (its cross-attention weighs keys by "
+        "position) without PB_ATTENTION_CAP_CROSS; declare both or neither");
   if ((vt->capabilities & PB_ATTENTION_CAP_PACKED) != 0) {  // interface 1.5
     if (!PB_HAS_FIELD(vt, pb_attention_vtable, forward_packed)) {
       problems.push_back(

@@ -64,6 +64,8 @@ void LinformerAttention::init(const pb_layer_context& ctx) {
   head_dim_ = d_model_ / n_heads_;
   max_seq_len_ = ctx.max_seq_len;
   dtype_ = ctx.param_dtype;
+  device_type_ = ctx.device_type;
+  device_index_ = ctx.device_index;
   patchbay::Generator init_generator(ops_.table(), ctx.seed);
   // Drawn on the CPU and moved to the layer's device: a seed gives one layer on every device.
   auto on_device = [&](const Tensor& t) {
@@ -96,6 +98,16 @@ Tensor LinformerAttention::project_sequence(const Tensor& heads, const Tensor& p
   return used.matmul(heads);  // [.., k, T] x [B, H, T, Dh] -> [B, H, k, Dh]
 }
 
+Tensor LinformerAttention::attend_slots(const Tensor& q, const Tensor& key_slots,
+                                        const Tensor& value_slots) const {
+  const int64_t b = q.size(0), t = q.size(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  // Every query sees every slot: the fused kernel, non-causal, over k keys.
+  Tensor o = ops_.attention(q, key_slots, value_slots, false, scale);  // [B, H, T, Dh]
+  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, d_model_});
+  return merged.matmul(proj_weight_, false, true) + proj_bias_;
+}
+
 Tensor LinformerAttention::forward(const Tensor& x, bool /*training*/) {
   const std::vector<int64_t> shape = x.shape();
   if (shape.size() != 3 || shape[2] != d_model_)
@@ -114,14 +126,9 @@ Tensor LinformerAttention::forward(const Tensor& x, bool /*training*/) {
         qkv.slice(2, which * d_model_, (which + 1) * d_model_).reshape({b, t, n_heads_, head_dim_});
     return part.permute({0, 2, 1, 3}).contiguous();  // [B, H, T, Dh]
   };
-  Tensor q = head(0);
   Tensor k_slots = project_sequence(head(1), proj_e_, t);  // [B, H, k, Dh]
   Tensor v_slots = project_sequence(head(2), proj_f_, t);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  // Every query sees every slot: the fused kernel, non-causal, over k keys.
-  Tensor o = ops_.attention(q, k_slots, v_slots, false, scale);  // [B, H, T, Dh]
-  Tensor merged = o.permute({0, 2, 1, 3}).reshape({b, t, d_model_});
-  return merged.matmul(proj_weight_, false, true) + proj_bias_;
+  return attend_slots(head(0), k_slots, v_slots);
 }
 
 }  // namespace patchbay_linformer

@@ -19,8 +19,9 @@ Activation parse_activation(const std::string& name) {
   if (name == "gelu_erf") return Activation::kGeluErf;
   if (name == "relu") return Activation::kRelu;
   if (name == "swiglu") return Activation::kSwiGlu;
+  if (name == "geglu") return Activation::kGeGlu;
   throw PluginError(PB_STATUS_INVALID_ARGUMENT,
-                    "activation '" + name + "' is not one of gelu, gelu_erf, relu, swiglu");
+                    "activation '" + name + "' is not one of gelu, gelu_erf, relu, swiglu, geglu");
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -100,7 +101,7 @@ void Mlp::init(const pb_layer_context& ctx) {
     fc_bias_ = register_parameter("fc.bias", zeros(local_f));
     tp.mark_partitioned("fc.bias", 0);
   }
-  if (activation_ == Activation::kSwiGlu) {
+  if (activation_ == Activation::kSwiGlu || activation_ == Activation::kGeGlu) {
     gate_weight_ =
         register_parameter("gate.weight", on_device(tp.shard(normal(f, c, ctx.init_std), 0)));
     tp.mark_partitioned("gate.weight", 0);
@@ -138,8 +139,9 @@ patchbay::FeedForward::Output Mlp::forward(const Tensor& x, bool training) {
     hidden = patchbay::linear(x2, fc_weight_, fc_bias_);  // [N, C] x [F, C]^T (+ bias)
     if (activation_ == Activation::kGeluErf) {
       hidden = hidden.gelu(false);
-    } else {  // SwiGLU
-      hidden = patchbay::linear(x2, gate_weight_, gate_bias_).silu() * hidden;
+    } else {  // gated: silu (SwiGLU) or tanh GELU (GeGLU) of the gate, times fc's output
+      const Tensor gate = patchbay::linear(x2, gate_weight_, gate_bias_);
+      hidden = (activation_ == Activation::kSwiGlu ? gate.silu() : gate.gelu(true)) * hidden;
     }
   }
   // [B*T, F/W] x [C, F/W]^T: this rank's partial output; g sums the ranks' before the bias.

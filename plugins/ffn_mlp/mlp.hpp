@@ -1,5 +1,6 @@
-// The "mlp" feed-forward component: y = dropout(proj(act(fc(x)))), or with SwiGLU
-// y = dropout(proj(silu(gate(x)) * fc(x))). Exact formulas, parameter names and init are in
+// The "mlp" feed-forward component: y = dropout(proj(act(fc(x)))), or gated: SwiGLU
+// y = dropout(proj(silu(gate(x)) * fc(x))), GeGLU (T5 v1.1's gated-gelu, tanh GELU)
+// y = dropout(proj(gelu_tanh(gate(x)) * fc(x))). Exact formulas, parameter names and init are in
 // README.md; the config schema is kMlpFields below.
 #pragma once
 
@@ -10,7 +11,7 @@
 
 namespace patchbay_ffn_mlp {
 
-enum class Activation { kGeluTanh, kGeluErf, kRelu, kSwiGlu };
+enum class Activation { kGeluTanh, kGeluErf, kRelu, kSwiGlu, kGeGlu };
 
 class Mlp : public patchbay::FeedForward {
  public:
@@ -43,13 +44,14 @@ class Mlp : public patchbay::FeedForward {
 
 inline constexpr pb_config_field kMlpFields[] = {
     patchbay::Field::string("activation", "\"gelu\"",
-                            "gelu (tanh approximation, GPT-2), gelu_erf, relu, or swiglu (adds gate.weight)")
-        .choices("gelu|gelu_erf|relu|swiglu"),
+                            "gelu (tanh approximation, GPT-2), gelu_erf, relu, swiglu or geglu (gated: "
+                            "silu / tanh-GELU of gate.weight's output times fc's)")
+        .choices("gelu|gelu_erf|relu|swiglu|geglu"),
     patchbay::Field::boolean("bias", "true", "add biases to fc, gate and proj"),
     patchbay::Field::real("dropout", "0.0", "dropout probability on the output, training only").range(0.0, 1.0),
 };
 
 inline constexpr pb_component_descriptor kMlp = patchbay::make_feedforward_component<Mlp>(
-    "mlp", "1.0.0", "dense feed-forward block: fc -> activation (gelu, gelu_erf, relu, swiglu) -> proj", kMlpFields);
+    "mlp", "1.0.0", "dense feed-forward block: fc -> activation (gelu, gelu_erf, relu, swiglu, geglu) -> proj", kMlpFields);
 
 }  // namespace patchbay_ffn_mlp

@@ -16,7 +16,7 @@ T5ForConditionalGeneration, and compares on the same ids:
 Exit status 1 when a check fails. Not part of CI (needs torch, transformers, tokenizers):
 
   /work/.venvs/torch/bin/python scripts/seq2seq/check_t5_export.py --patchbay build/patchbay \
-      [--run RUN] [--work DIR] [--steps 300] [--activation relu|gelu|gelu_erf|swiglu] [--untied]
+      [--run RUN] [--work DIR] [--steps 300] [--activation relu|gelu|gelu_erf|swiglu|geglu] [--untied]
 """
 import argparse
 import os

@@ -158,13 +158,13 @@ TEST_CASE(
       CHECK_THROWS_AS(handle.cross_memory_create(memory, nullptr, false), patchbay::Error);
     }
   }
-  // The kinds that cannot be cross-attention yet (dense, linear and performer can; see their
-  // tests).
+  // The kinds that cannot be cross-attention yet (dense, linear, performer and linformer can;
+  // see their tests).
   CHECK(refused_kinds.count("lsh") == 1);
   CHECK(refused_kinds.count("sparse") == 1);
-  CHECK(refused_kinds.count("linear") == 0);  // linear and performer can (tests/attention_linear)
-  CHECK(refused_kinds.count("performer") == 0);
-  CHECK(refused_kinds.count("linformer") == 1);
+  CHECK(refused_kinds.count("linear") == 0);     // linear, performer, linformer can
+  CHECK(refused_kinds.count("performer") == 0);  // (tests/attention_linear)
+  CHECK(refused_kinds.count("linformer") == 0);
 }
 
 TEST_CASE("the host refuses a vtable declaring cross-attention without its functions") {
@@ -187,6 +187,22 @@ TEST_CASE("the host refuses a vtable declaring cross-attention without its funct
   CHECK(problems[0].find("predates the cross-attention functions") != std::string::npos);
   old.capabilities &= ~static_cast<uint64_t>(PB_ATTENTION_CAP_CROSS);  // a 1.1 layer: fine
   CHECK(attention->check_vtable(&old).empty());
+}
+
+TEST_CASE("the host refuses PB_ATTENTION_CAP_CROSS_POSITIONAL without PB_ATTENTION_CAP_CROSS") {
+  const rt::KindInterface* attention = rt::kind_interface(PB_KIND_ATTENTION);
+  REQUIRE(attention != nullptr);
+  pb_attention_vtable vt =
+      *static_cast<const pb_attention_vtable*>(attention_test::dense_descriptor().vtable);
+  vt.capabilities |= PB_ATTENTION_CAP_CROSS_POSITIONAL;  // with CROSS: a valid declaration
+  CHECK(attention->check_vtable(&vt).empty());
+  vt.capabilities &= ~static_cast<uint64_t>(PB_ATTENTION_CAP_CROSS);
+  vt.cross_memory_create = nullptr;
+  vt.cross_memory_destroy = nullptr;
+  vt.forward_cross = nullptr;
+  const std::vector<std::string> problems = attention->check_vtable(&vt);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("without PB_ATTENTION_CAP_CROSS") != std::string::npos);
 }
 
 }  // namespace

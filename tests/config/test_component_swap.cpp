@@ -260,3 +260,20 @@ TEST_CASE(
   apply_set_override(swapped_back, "optimizer.kind=adamw");
   CHECK(resolve(std::move(swapped_back)).find("optimizer.adamw.beta1")->value<double>() == 0.9);
 }
+
+TEST_CASE("an encoder-decoder's cross-attention and per-stack feed-forward kinds count as used") {
+  const toml::table root = toml::parse(
+      "[model]\narchitecture = \"encoder_decoder\"\ncross_attention = \"linformer\"\n"
+      "encoder_feedforward = [\"mlp\"]\ndecoder_feedforward = [\"moe\", \"mlp\"]\n"
+      "[model.attention]\nkind = \"dense\"\n[model.attention.linformer]\nk = 8\n");
+  CHECK(kinds_used_elsewhere(root, "model.attention") == std::vector<std::string>{"linformer"});
+  CHECK(kinds_used_elsewhere(root, "model.feedforward") == std::vector<std::string>{"mlp", "moe"});
+  CHECK(kinds_used_elsewhere(root, "optimizer").empty());
+  const std::vector<std::string> host_keys{"kind", "pattern"};
+  const std::vector<std::string> also = kinds_used_elsewhere(root, "model.attention");
+  CHECK(used_component_names(*root["model"]["attention"].as_table(), host_keys, also) ==
+        std::vector<std::string>{"dense", "linformer"});
+  // A single-stack model names no kind elsewhere: its cross_attention key is not read.
+  const toml::table single = toml::parse("[model]\ncross_attention = \"linformer\"\n");
+  CHECK(kinds_used_elsewhere(single, "model.attention").empty());
+}

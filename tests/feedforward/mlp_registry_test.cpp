@@ -20,7 +20,7 @@ namespace pt = patchbay::testing;
 
 namespace {
 
-const std::vector<std::string> kActivations = {"gelu", "gelu_erf", "relu", "swiglu"};
+const std::vector<std::string> kActivations = {"gelu", "gelu_erf", "relu", "swiglu", "geglu"};
 
 struct Loaded {
   rt::Registry registry{patchbay::test::engine_host_api()};
@@ -67,6 +67,9 @@ eng::Tensor reference(const std::string& activation, const std::vector<rt::FeedF
   if (activation == "relu") h = eng::relu(h);
   if (activation == "swiglu") {
     h = eng::silu(eng::matmul(x2, param(params, "gate.weight"), false, true) + param(params, "gate.bias")) * h;
+  }
+  if (activation == "geglu") {  // T5 v1.1's gated-gelu: gelu_new(wi_0 x) * wi_1 x
+    h = eng::gelu_tanh(eng::matmul(x2, param(params, "gate.weight"), false, true) + param(params, "gate.bias")) * h;
   }
   return (eng::matmul(h, param(params, "proj.weight"), false, true) + param(params, "proj.bias")).reshape(x.shape());
 }

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "../train/train_fixture.hpp"
@@ -238,36 +239,40 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "T5 export of a gated-silu (swiglu) mlp, an untied head and no positions; import gives "
-    "identical logits") {
+    "T5 export of a gated mlp (swiglu -> gated-silu, geglu -> gated-gelu), an untied head and no "
+    "positions; import gives identical logits") {
   TinySetup setup;
-  const auto folder = train::testing::fresh_folder("interop_t5_gated");
-  train::testing::write_tiny_corpus(folder);
-  train_tiny(setup, folder,
-             t5_overrides({"model.feedforward.activation=\"swiglu\"", "model.tie_embeddings=false",
-                           "model.positional=\"none\""}));
-  const fs::path run = folder / "run", hf = folder / "hf";
-  interop::export_to_hf(run, hf);
-  const json config = read_json(hf / "config.json");
-  CHECK(config["feed_forward_proj"] == "gated-silu");
-  CHECK(config["tie_word_embeddings"] == false);
-  const int64_t vocab = config["vocab_size"].get<int64_t>();
-  auto keys = t5_keys(vocab, 32, 48, 2, 8, 2, 1, true);
-  keys["lm_head.weight"] = {vocab, 32};
-  check_layout(hf / "model.safetensors", keys);
-  const run::SafetensorsFile st(hf / "model.safetensors");
-  for (int i = 0; i < 16; ++i)  // positional = "none": zero bias tables
-    CHECK(floats(st, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight")[i] ==
-          0.0f);
-  // swiglu = silu(gate) * fc: wi_0 is the gate (activated), wi_1 the linear branch.
-  const train::Checkpoint original = train::load_checkpoint(run);
-  CHECK(floats(st, "decoder.block.0.layer.2.DenseReluDense.wi_0.weight")[11] ==
-        original.tensor("decoder.blocks.0.ffn.gate.weight").data<float>()[11]);
-  CHECK(floats(st, "decoder.block.0.layer.2.DenseReluDense.wi_1.weight")[11] ==
-        original.tensor("decoder.blocks.0.ffn.fc.weight").data<float>()[11]);
-  interop::import_from_hf(hf, folder / "imported", setup.registry, setup.lookup, {});
-  CHECK(max_abs_diff(seq2seq_logits(setup, run), seq2seq_logits(setup, folder / "imported")) ==
-        0.0);
+  for (const auto& [activation, proj] :
+       {std::pair<std::string, std::string>{"swiglu", "gated-silu"}, {"geglu", "gated-gelu"}}) {
+    CAPTURE(activation);
+    const auto folder = train::testing::fresh_folder("interop_t5_" + activation);
+    train::testing::write_tiny_corpus(folder);
+    train_tiny(setup, folder,
+               t5_overrides({"model.feedforward.activation=\"" + activation + "\"",
+                             "model.tie_embeddings=false", "model.positional=\"none\""}));
+    const fs::path run = folder / "run", hf = folder / "hf";
+    interop::export_to_hf(run, hf);
+    const json config = read_json(hf / "config.json");
+    CHECK(config["feed_forward_proj"] == proj);
+    CHECK(config["tie_word_embeddings"] == false);
+    const int64_t vocab = config["vocab_size"].get<int64_t>();
+    auto keys = t5_keys(vocab, 32, 48, 2, 8, 2, 1, true);
+    keys["lm_head.weight"] = {vocab, 32};
+    check_layout(hf / "model.safetensors", keys);
+    const run::SafetensorsFile st(hf / "model.safetensors");
+    for (int i = 0; i < 16; ++i)  // positional = "none": zero bias tables
+      CHECK(floats(st, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight")[i] ==
+            0.0f);
+    // act(gate) * fc: wi_0 is the gate (activated), wi_1 the linear branch.
+    const train::Checkpoint original = train::load_checkpoint(run);
+    CHECK(floats(st, "decoder.block.0.layer.2.DenseReluDense.wi_0.weight")[11] ==
+          original.tensor("decoder.blocks.0.ffn.gate.weight").data<float>()[11]);
+    CHECK(floats(st, "decoder.block.0.layer.2.DenseReluDense.wi_1.weight")[11] ==
+          original.tensor("decoder.blocks.0.ffn.fc.weight").data<float>()[11]);
+    interop::import_from_hf(hf, folder / "imported", setup.registry, setup.lookup, {});
+    CHECK(max_abs_diff(seq2seq_logits(setup, run), seq2seq_logits(setup, folder / "imported")) ==
+          0.0);
+  }
 }
 
 TEST_CASE("encoder-decoders T5 cannot express are refused naming the item") {
@@ -325,10 +330,12 @@ TEST_CASE("T5 config.json fields without a Patchbay counterpart are refused on i
   CHECK(interop::hf_shape_from_config_json(t5).activation == "relu");
   CHECK(interop::hf_shape_from_config_json(t5).t5.decoder_layers == 2);
   json gated = t5;
-  gated["feed_forward_proj"] = "gated-gelu";
+  gated["feed_forward_proj"] = "gated-gelu";  // T5 v1.1: mlp geglu
+  CHECK(interop::hf_shape_from_config_json(gated).activation == "geglu");
+  gated["feed_forward_proj"] = "gated-relu";
   CHECK(error_of([&] {
           interop::hf_shape_from_config_json(gated);
-        }).find("feed_forward_proj = \"gated-gelu\" has no Patchbay counterpart (T5 v1.1's") !=
+        }).find("feed_forward_proj = \"gated-relu\" has no Patchbay counterpart") !=
         std::string::npos);
   json kv = t5;
   kv["d_kv"] = 8;

@@ -47,7 +47,8 @@ static_assert(PB_POSITIONAL_NONE == 0 && PB_POSITIONAL_LEARNED == 1 &&
               PB_POSITIONAL_ALIBI == 4);
 
 // ---- attention.h ----
-FROZEN_SIZE(pb_attention_vtable, 144);  // 1.3: cross-attention functions; 1.4: state_fork; 1.5: forward_packed
+FROZEN_SIZE(pb_attention_vtable,
+            144);  // 1.3: cross-attention functions; 1.4: state_fork; 1.5: forward_packed
 FROZEN_OFFSET(pb_attention_vtable, forward_packed, 136);  // interface 1.5
 FROZEN_OFFSET(pb_attention_vtable, state_reorder, 96);
 FROZEN_OFFSET(pb_attention_vtable, cross_memory_create, 104);  // interface 1.3
@@ -69,7 +70,8 @@ FROZEN_OFFSET(pb_attention_vtable, state_length, 88);
 static_assert(PB_ATTENTION_CAP_CAUSAL == 1u && PB_ATTENTION_CAP_NONCAUSAL == 2u &&
               PB_ATTENTION_CAP_ROTARY == 4u && PB_ATTENTION_CAP_ALIBI == 8u &&
               PB_ATTENTION_CAP_TENSOR_PARALLEL == 16u && PB_ATTENTION_CAP_CROSS == 32u &&
-              PB_ATTENTION_CAP_PACKED == 64u);
+              PB_ATTENTION_CAP_PACKED == 64u &&
+              PB_ATTENTION_CAP_CROSS_POSITIONAL == 128u);  // 1.6: a bit, no new field
 static_assert(PB_ATTENTION_CACHE_NONE == 0 && PB_ATTENTION_CACHE_KV == 1 &&
               PB_ATTENTION_CACHE_RECURRENT == 2);
 

@@ -36,9 +36,9 @@ extern "C" {
 #endif
 
 #define PB_ATTENTION_INTERFACE_MAJOR 1
-#define PB_ATTENTION_INTERFACE_MINOR \
-  5 /* 1.1: state_reorder; 1.2: tensor parallelism; 1.3: cross-attention; 1.4: state_fork;
-       1.5: packed sequences */
+#define PB_ATTENTION_INTERFACE_MINOR                                                       \
+  6 /* 1.1: state_reorder; 1.2: tensor parallelism; 1.3: cross-attention; 1.4: state_fork; \
+       1.5: packed sequences; 1.6: PB_ATTENTION_CAP_CROSS_POSITIONAL */
 
 #define PB_ATTENTION_CAP_CAUSAL (1u << 0)    /* can run with a causal mask */
 #define PB_ATTENTION_CAP_NONCAUSAL (1u << 1) /* can run bidirectionally */
@@ -57,6 +57,17 @@ extern "C" {
  * exactly when forward_packed is non-NULL; the host refuses a packed run (e.g. `[data]
  * pack_documents = true`) whose model has a layer without it, naming the kind. */
 #define PB_ATTENTION_CAP_PACKED (1u << 6)
+/* 1.6: with PB_ATTENTION_CAP_CROSS, the cross-attention weighs keys by their position in the
+ * memory (Linformer's sequence projections E, F over key positions 0..Tk-1), so it is NOT
+ * invariant to the order of the keys, and a padded key is not removed but neutralised in
+ * place (Linformer: its key and value rows are zeroed before the projections, as the
+ * shorter-than-n positions are). Every other promise of cross-attention holds: padded keys
+ * change no output (bit for bit), queries and sequences are independent, one memory serves
+ * many calls. The conformance kit then checks each query against the same memory and mask
+ * instead of against the attended keys alone and in reverse order. The host passes such a
+ * layer (every cross-attention layer) max_seq_len >= the longest memory it will be given
+ * (an encoder-decoder: max(context_length, source_context_length)). No new function. */
+#define PB_ATTENTION_CAP_CROSS_POSITIONAL (1u << 7)
 
 typedef enum pb_attention_cache_kind {
   PB_ATTENTION_CACHE_NONE = 0,     /* no incremental decoding: forward_step is NULL */
@@ -66,7 +77,7 @@ typedef enum pb_attention_cache_kind {
 
 typedef struct pb_attention_vtable {
   size_t struct_size;
-  uint64_t capabilities;                /* PB_ATTENTION_CAP_* */
+  uint64_t capabilities; /* PB_ATTENTION_CAP_* */
   pb_attention_cache_kind cache_kind;
   const char* complexity; /* static, for people: "time O(T^2 d), memory O(T d)" */
 
@@ -111,7 +122,8 @@ typedef struct pb_attention_vtable {
    * Queries come from x [B, Tq, C] (the decoder), keys and values from `memory` [B, Tk, C]
    * (the encoder's output, same C = d_model). No causal mask, no window and no positional
    * encoding apply: query i of sequence b attends to every key j of sequence b whose mask
-   * entry is 1, and the result does not depend on the order of the keys. Read only when
+   * entry is 1, and the result does not depend on the order of the keys (unless the layer
+   * declares PB_ATTENTION_CAP_CROSS_POSITIONAL, interface 1.6). Read only when
    * PB_HAS_FIELD(vtable, pb_attention_vtable, forward_cross) and the capability is declared;
    * NULL otherwise.
    *

@@ -11,6 +11,10 @@
 //     alone, over that sequence's attended keys only (no mask), equals the batched, masked
 //     result within `cross_tolerance` (padding = removal, queries independent, no causal
 //     mask), and so does the same with the attended keys in reverse order (no positions);
+//     a layer declaring PB_ATTENTION_CAP_CROSS_POSITIONAL (interface 1.6: keys weighed by
+//     position, e.g. Linformer) is checked instead with each query alone against its own
+//     sequence's whole memory and mask (queries and sequences independent; padding stays
+//     in place, so removal and key order are not promised);
 //   - one memory serves several calls (decoding): the queries in two chunks give the
 //     outputs of all at once;
 //   - a sequence whose keys are all padding gives finite outputs that do not depend on its
@@ -22,7 +26,8 @@
 //   - when AttentionConformanceOptions::cross_reference is set, the layer's output equals
 //     that plugin-specific reference (e.g. softmax(q k^T) v written from the parameters).
 // A layer without the capability must leave the three functions NULL (the host refuses it as
-// cross-attention by the capability, naming it).
+// cross-attention by the capability, naming it). Every layer of these checks is initialised
+// with max_seq_len >= the memory length, as the host does for cross-attention.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -88,6 +93,15 @@ inline Tensor memory_rows(const Tensor& memory, int64_t b, const std::vector<int
   return Ops(memory.ops()).concat(rows, 1);
 }
 
+// A layer ready for the cross checks: ready_layer's context with max_seq_len covering the
+// memory (a layer projecting over key positions, Linformer, sizes its projections by it).
+inline AttentionUnderTest ready_cross_layer(const AttentionFactory& make,
+                                            const AttentionConformanceOptions& o) {
+  AttentionConformanceOptions covering = o;
+  covering.seq_len = std::max(o.seq_len, o.cross_memory_len);
+  return ready_layer(make, covering, PB_POSITIONAL_NONE, o.seed);
+}
+
 inline void check_cross_absent(const AttentionUnderTest& layer) {
   const pb_attention_vtable* vt = layer.vtable();
   if (!PB_HAS_FIELD(vt, pb_attention_vtable, forward_cross)) return;  // an older interface
@@ -97,9 +111,33 @@ inline void check_cross_absent(const AttentionUnderTest& layer) {
                 "functions; declare the capability or leave them NULL");
 }
 
+// Each query alone over its sequence's attended keys only, no mask, and the same with those
+// keys in reverse order, equals the batched, masked result y (padding = removal, no positions).
+inline void check_cross_per_query_removal(const AttentionUnderTest& layer,
+                                          const AttentionConformanceOptions& o, const CrossCase& c,
+                                          const Tensor& y) {
+  for (int64_t b = 0; b < c.batch; ++b) {
+    std::vector<int64_t> keys = c.attended_keys(b);
+    const Tensor kept = memory_rows(c.memory, b, keys);
+    std::vector<int64_t> reversed(keys.rbegin(), keys.rend());
+    const Tensor kept_reversed = memory_rows(c.memory, b, reversed);
+    for (int64_t i = 0; i < c.query_len; ++i) {
+      CAPTURE(b);
+      CAPTURE(i);
+      const Tensor query = c.x.slice(0, b, b + 1).slice(1, i, i + 1);
+      const std::vector<float> expected =
+          y.slice(0, b, b + 1).slice(1, i, i + 1).contiguous().to_vector();
+      CHECK(max_abs_diff(layer.cross(query, kept, nullptr).to_vector(), expected) <=
+            o.cross_tolerance);
+      CHECK(max_abs_diff(layer.cross(query, kept_reversed, nullptr).to_vector(), expected) <=
+            o.cross_tolerance);
+    }
+  }
+}
+
 inline void check_cross_outputs(const AttentionFactory& make, const AttentionConformanceOptions& o,
                                 const CrossCase& c) {
-  AttentionUnderTest layer = ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+  AttentionUnderTest layer = ready_cross_layer(make, o);
   NoGradGuard no_grad(layer.ops());
   Ops ops(layer.ops());
   const Tensor y = layer.cross(c.x, c.memory, &c.mask);
@@ -142,23 +180,25 @@ inline void check_cross_outputs(const AttentionFactory& make, const AttentionCon
                   "changing attended memory rows did not change the outputs");
   }
 
-  SUBCASE("equals each query alone over its sequence's attended keys (any order), no mask") {
-    for (int64_t b = 0; b < c.batch; ++b) {
-      std::vector<int64_t> keys = c.attended_keys(b);
-      const Tensor kept = memory_rows(c.memory, b, keys);
-      std::vector<int64_t> reversed(keys.rbegin(), keys.rend());
-      const Tensor kept_reversed = memory_rows(c.memory, b, reversed);
-      for (int64_t i = 0; i < c.query_len; ++i) {
-        CAPTURE(b);
-        CAPTURE(i);
-        const Tensor query = c.x.slice(0, b, b + 1).slice(1, i, i + 1);
-        const std::vector<float> expected =
-            y.slice(0, b, b + 1).slice(1, i, i + 1).contiguous().to_vector();
-        CHECK(max_abs_diff(layer.cross(query, kept, nullptr).to_vector(), expected) <=
-              o.cross_tolerance);
-        CHECK(max_abs_diff(layer.cross(query, kept_reversed, nullptr).to_vector(), expected) <=
-              o.cross_tolerance);
+  if (layer.has(PB_ATTENTION_CAP_CROSS_POSITIONAL)) {
+    SUBCASE("equals each query alone over its own sequence's memory and mask (keys positional)") {
+      for (int64_t b = 0; b < c.batch; ++b) {
+        const Tensor own_memory = c.memory.slice(0, b, b + 1);
+        const Tensor own_mask = c.mask.slice(0, b, b + 1);
+        for (int64_t i = 0; i < c.query_len; ++i) {
+          CAPTURE(b);
+          CAPTURE(i);
+          const Tensor query = c.x.slice(0, b, b + 1).slice(1, i, i + 1);
+          const std::vector<float> expected =
+              y.slice(0, b, b + 1).slice(1, i, i + 1).contiguous().to_vector();
+          CHECK(max_abs_diff(layer.cross(query, own_memory, &own_mask).to_vector(), expected) <=
+                o.cross_tolerance);
+        }
       }
+    }
+  } else {
+    SUBCASE("equals each query alone over its sequence's attended keys (any order), no mask") {
+      check_cross_per_query_removal(layer, o, c, y);
     }
   }
 
@@ -181,7 +221,7 @@ inline void check_cross_outputs(const AttentionFactory& make, const AttentionCon
 
 inline void check_cross_all_padded(const AttentionFactory& make,
                                    const AttentionConformanceOptions& o, const CrossCase& c) {
-  AttentionUnderTest layer = ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+  AttentionUnderTest layer = ready_cross_layer(make, o);
   NoGradGuard no_grad(layer.ops());
   Ops ops(layer.ops());
   std::vector<int64_t> mask(static_cast<size_t>(c.batch * c.memory_len), 1);
@@ -197,7 +237,7 @@ inline void check_cross_all_padded(const AttentionFactory& make,
 
 inline void check_cross_refusals(const AttentionFactory& make, const AttentionConformanceOptions& o,
                                  const CrossCase& c) {
-  AttentionUnderTest layer = ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+  AttentionUnderTest layer = ready_cross_layer(make, o);
   NoGradGuard no_grad(layer.ops());
   Ops ops(layer.ops());
   const pb_attention_vtable* vt = layer.vtable();
@@ -230,10 +270,11 @@ inline void check_cross_refusals(const AttentionFactory& make, const AttentionCo
 
 inline void check_cross_gradients(const AttentionFactory& make,
                                   const AttentionConformanceOptions& o) {
+  constexpr int64_t kQueryLen = 3, kMemoryLen = 5;
   AttentionUnderTest layer = make();
-  layer.init(layer_context(o, o.grad_d_model, o.grad_n_heads, o.grad_seq_len,
+  layer.init(layer_context(o, o.grad_d_model, o.grad_n_heads, std::max(o.grad_seq_len, kMemoryLen),
                            layer.has(PB_ATTENTION_CAP_CAUSAL), PB_POSITIONAL_NONE, o.seed));
-  const CrossCase c = cross_case(layer.ops(), 3, 5, o.grad_d_model, o.seed + 11);
+  const CrossCase c = cross_case(layer.ops(), kQueryLen, kMemoryLen, o.grad_d_model, o.seed + 11);
   Tensor x = c.x, memory = c.memory;
   x.requires_grad(true);
   memory.requires_grad(true);
@@ -284,7 +325,7 @@ inline void check_cross_attention_conformance(const AttentionFactory& make,
   const detail::CrossCase c =
       detail::cross_case(probe.ops(), o.cross_query_len, o.cross_memory_len, o.d_model, o.seed + 5);
   if (o.cross_refused_by_configuration) {
-    AttentionUnderTest layer = detail::ready_layer(make, o, PB_POSITIONAL_NONE, o.seed);
+    AttentionUnderTest layer = detail::ready_cross_layer(make, o);
     void* made = nullptr;
     CHECK(layer.code_of(vt->cross_memory_create(layer.instance(), c.memory.handle(), nullptr, 0,
                                                 &made)) == PB_STATUS_INVALID_ARGUMENT);
