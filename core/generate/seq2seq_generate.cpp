@@ -44,10 +44,17 @@ void check_max_new(const model::EncoderDecoderModel& model, int64_t max_new, int
 Seq2SeqTokens seq2seq_tokens(const runtime::TokenizerHandle& tokenizer, bool stop_at_special) {
   Seq2SeqTokens t;
   t.start_id = -1;
+  // A sequence stops at "</s>" alone, as transformers stops at eos_token_id: span corruption's
+  // sentinels and other special tokens are output as text. A tokenizer without "</s>" stops at
+  // every special token.
+  std::vector<int32_t> all_special;
   for (const runtime::SpecialTokenInfo& s : tokenizer.special_tokens()) {
     if (s.text == "<pad>") t.start_id = s.id;
-    if (stop_at_special) t.stop_ids.push_back(s.id);
+    if (s.text == "</s>") t.stop_ids = {s.id};
+    all_special.push_back(s.id);
   }
+  if (t.stop_ids.empty()) t.stop_ids = all_special;
+  if (!stop_at_special) t.stop_ids.clear();
   if (t.start_id < 0)
     refuse(
         "the run's tokenizer has no \"<pad>\" special token, the decoder's start token "

@@ -29,9 +29,10 @@
 namespace patchbay::generate {
 
 // The decoder's start token and the tokens that end a sequence, from a seq2seq run's
-// tokenizer: start = "<pad>" (T5), stops = every special token when stop_at_special (else
-// none). Throws Error(kInvalidArgument) when the tokenizer has no "<pad>" (the seq2seq and
-// span_corruption objectives add it).
+// tokenizer: start = "<pad>" (T5), stops = "</s>" when stop_at_special (transformers'
+// eos_token_id; sentinels are output as text; a tokenizer without "</s>": every special
+// token), else none. Throws Error(kInvalidArgument) when the tokenizer has no "<pad>" (the seq2seq
+// and span_corruption objectives add it).
 struct Seq2SeqTokens {
   int32_t start_id = 0;
   std::vector<int32_t> stop_ids;
