@@ -21,7 +21,6 @@
 #include "engine/autograd.hpp"
 #include "engine/device.hpp"
 #include "engine/ops.hpp"
-#include "eval/tokenizer_codec.hpp"
 #include "model/encoder_decoder.hpp"
 #include "parallel/gradient_reducer.hpp"
 #include "parallel/parallel_run.hpp"
@@ -41,6 +40,7 @@
 #include "train/param_groups.hpp"
 #include "train/training_data.hpp"
 #include "train/training_tasks.hpp"
+#include "eval/tokenizer_codec.hpp"
 
 namespace patchbay::train {
 
@@ -48,34 +48,30 @@ namespace fs = std::filesystem;
 
 std::string components_json(const config::ResolvedConfig& config, runtime::Registry& registry,
                             const std::string& optimizer) {
-  std::set<std::pair<pb_component_kind, std::string>> used{
-      {PB_KIND_TOKENIZER, config_string(config, "tokenizer.kind")}, {PB_KIND_OPTIMIZER, optimizer}};
+  std::set<std::pair<pb_component_kind, std::string>> used{{PB_KIND_TOKENIZER, config_string(config, "tokenizer.kind")},
+                                                           {PB_KIND_OPTIMIZER, optimizer}};
   if (model::model_architecture(config) == "encoder_decoder") {
     const model::EncoderDecoderOptions e = model::encoder_decoder_options_from_config(config, 1);
     used.insert({PB_KIND_ATTENTION, e.cross_attention});
-    for (const auto* kinds :
-         {&e.base.feedforward_kinds, &e.encoder_feedforward, &e.decoder_feedforward})
+    for (const auto* kinds : {&e.base.feedforward_kinds, &e.encoder_feedforward, &e.decoder_feedforward})
       for (const std::string& kind : *kinds) used.insert({PB_KIND_FEEDFORWARD, kind});
   } else {
     const model::ModelOptions model_options = model::model_options_from_config(config, 1);
-    for (const std::string& kind : model_options.attention_kinds)
-      used.insert({PB_KIND_ATTENTION, kind});
-    for (const std::string& kind : model_options.feedforward_kinds)
-      used.insert({PB_KIND_FEEDFORWARD, kind});
+    for (const std::string& kind : model_options.attention_kinds) used.insert({PB_KIND_ATTENTION, kind});
+    for (const std::string& kind : model_options.feedforward_kinds) used.insert({PB_KIND_FEEDFORWARD, kind});
   }
   nlohmann::json list = nlohmann::json::array();
   for (const auto& [kind, name] : used) {
     const runtime::ComponentEntry& entry = registry.find(kind, name);
     const runtime::PluginEntry& plugin = registry.plugin_of(entry);
-    list.push_back(
-        {{"kind", runtime::kind_name(kind)},
-         {"name", entry.name},
-         {"version", entry.version},
-         {"plugin", plugin.metadata.name},
-         {"plugin_version", plugin.metadata.version},
-         {"plugin_file", std::filesystem::absolute(plugin.file).lexically_normal().string()},
-         {"plugin_abi", std::to_string(plugin.metadata.abi_major) + "." +
-                            std::to_string(plugin.metadata.abi_minor)}});
+    list.push_back({{"kind", runtime::kind_name(kind)},
+                    {"name", entry.name},
+                    {"version", entry.version},
+                    {"plugin", plugin.metadata.name},
+                    {"plugin_version", plugin.metadata.version},
+                    {"plugin_file", std::filesystem::absolute(plugin.file).lexically_normal().string()},
+                    {"plugin_abi", std::to_string(plugin.metadata.abi_major) + "." +
+                                       std::to_string(plugin.metadata.abi_minor)}});
   }
   return list.dump();
 }
@@ -128,8 +124,7 @@ std::string numeric_failure_message(int64_t step, const StepResult& r, const Tra
     m << ", a tighter train.grad_clip (now " << o.grad_clip << ")";
   }
   if (o.schedule.warmup_steps == 0) m << ", a warmup (train.warmup_steps)";
-  m << "; then resume with --resume "
-    << (last_checkpoint.empty() ? "(none)" : last_checkpoint.string()) << ".";
+  m << "; then resume with --resume " << (last_checkpoint.empty() ? "(none)" : last_checkpoint.string()) << ".";
   return m.str();
 }
 
@@ -141,8 +136,8 @@ double resume_metrics(const fs::path& metrics_file, const Checkpoint& checkpoint
   const int64_t step = checkpoint.step();
   const std::size_t dropped = run::drop_metrics_after(metrics_file, step);
   if (dropped > 0)
-    spdlog::info("{}: dropped {} records the interrupted run wrote after step {}",
-                 metrics_file.string(), dropped, step);
+    spdlog::info("{}: dropped {} records the interrupted run wrote after step {}", metrics_file.string(), dropped,
+                 step);
   const auto stored = checkpoint.metadata().find(kMetaElapsedSeconds);
   if (stored != checkpoint.metadata().end()) return std::stod(stored->second);
   double elapsed = 0;
@@ -209,8 +204,7 @@ void claim_fresh_run_dir(const fs::path& run_dir, bool overwrite) {
     throw Error(ErrorKind::kInvalidArgument,
                 "run directory '" + run_dir.string() +
                     "' already holds a run (metrics or checkpoints). Continue it with --resume " +
-                    run_dir.string() +
-                    ", start a new one under another name (--set run.name=...), "
+                    run_dir.string() + ", start a new one under another name (--set run.name=...), "
                     "or replace it with --overwrite.");
   }
   for (const fs::path& p : produced) fs::remove_all(p);
@@ -238,8 +232,8 @@ void check_fine_tuning_supported(const TrainOptions& o, const parallel::Parallel
 // The training loop of one process; `par` says which rank it is (parallel/parallel_run.hpp):
 // only the writer (rank 0) writes files, each rank trains on its shard of every batch.
 TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Registry& registry,
-                            const config::ComponentSchemaLookup& lookup,
-                            const TrainRequest& request, parallel::ParallelRun& par) {
+                            const config::ComponentSchemaLookup& lookup, const TrainRequest& request,
+                            parallel::ParallelRun& par) {
   const TrainOptions o = with_run_dir(train_options_from_config(config), request.run_dir);
   // [eval] tasks (training_tasks.hpp): read and built now, so a bad one stops the run before
   // any data is prepared or any step is taken.
@@ -268,10 +262,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   if (par.writer() && (!fs::exists(run_tokenizer) ||
                        data::fnv1a64(data::read_text_file(run_tokenizer)) != data.tokenizer_hash))
     fs::copy_file(data.tokenizer_file, run_tokenizer, fs::copy_options::overwrite_existing);
-  const TokenBytes target_bytes =
-      token_bytes(data.tokenizer);  // bits per byte of evaluated targets
-  const double val_tokens_per_byte = static_cast<double>(data.val.size()) /
-                                     static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
+  const TokenBytes target_bytes = token_bytes(data.tokenizer);  // bits per byte of evaluated targets
+  const double val_tokens_per_byte =
+      static_cast<double>(data.val.size()) / static_cast<double>(std::max<uint64_t>(1, data.val_bytes));
 
   // Tensor parallelism: the layers split over the ranks (rank r of W); every rank sees the full
   // batch.
@@ -294,10 +287,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   // window_sampler.hpp): a pure function of (seed, step, micro) and the global batch shape.
   const std::unique_ptr<TrainingObjective> objective = make_objective(config, o, data.tokenizer);
   if (!tasks.empty() && !objective->makes_samples())
-    throw Error(
-        ErrorKind::kInvalidArgument,
-        "eval.tasks: task scoring reads left-to-right log-likelihoods, and train.objective = \"" +
-            o.objective + "\" trains a model that does not make them; set eval.tasks = []");
+    throw Error(ErrorKind::kInvalidArgument,
+                "eval.tasks: task scoring reads left-to-right log-likelihoods, and train.objective = \"" +
+                    o.objective + "\" trains a model that does not make them; set eval.tasks = []");
   const eval::TextCodec task_codec = eval::text_codec_of(data.tokenizer);
   const WindowSampler sampler(data.train, data.train.document_starts(), data.sampling, o.batch_size,
                               o.grad_accum_steps, o.seq_len);
@@ -311,16 +303,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       streams.push_back(&m.train);
       shares.push_back(by_epochs ? m.epochs : m.weight);
     }
-    mixture.emplace(streams, shares, by_epochs, data.sampling, o.batch_size, o.grad_accum_steps,
-                    o.seq_len);
+    mixture.emplace(streams, shares, by_epochs, data.sampling, o.batch_size, o.grad_accum_steps, o.seq_len);
     if (by_epochs)
-      spdlog::info(
-          "mixture by epochs: one pass (every source its epochs) is {} samples, {:.2f} steps; "
-          "max_steps = {}",
-          mixture->schedule().period(),
-          static_cast<double>(mixture->schedule().period()) /
-              static_cast<double>(o.batch_size * o.grad_accum_steps),
-          o.max_steps);
+      spdlog::info("mixture by epochs: one pass (every source its epochs) is {} samples, {:.2f} steps; max_steps = {}",
+                   mixture->schedule().period(),
+                   static_cast<double>(mixture->schedule().period()) / static_cast<double>(o.batch_size * o.grad_accum_steps),
+                   o.max_steps);
   }
   // [data] pack_documents: every window marked with its documents' segments (the model then
   // attends within documents only; docs/packing.md). Refused up front when the objective's
@@ -350,9 +338,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   };
   model::LanguageModel& model = *trainable.model;
   if (o.seq_len > model.options().context_length)
-    throw Error(ErrorKind::kInvalidArgument,
-                "train.seq_len (" + std::to_string(o.seq_len) + ") exceeds model.context_length (" +
-                    std::to_string(model.options().context_length) + ")");
+    throw Error(ErrorKind::kInvalidArgument, "train.seq_len (" + std::to_string(o.seq_len) +
+                                                 ") exceeds model.context_length (" +
+                                                 std::to_string(model.options().context_length) + ")");
   // Under tensor parallelism the model holds this rank's slices: W equal slices per split tensor.
   auto full_parameter_count = [&](bool exclude_embeddings) {
     int64_t sliced = 0;
@@ -386,19 +374,16 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
         "replicated; "
         "the parameter and FLOP counts above are the whole model's",
         par.world_size(), model.tensor_parallel_partitions().size());
-  spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}",
-               data.train.size(), data.val.size(), val_tokens_per_byte,
-               data.tokenizer.vocab_size());
+  spdlog::info("data: train {} tokens, val {} tokens ({:.4f} tokens/byte), vocab {}", data.train.size(),
+               data.val.size(), val_tokens_per_byte, data.tokenizer.vocab_size());
   if (o.precision == "bf16")
-    spdlog::info(
-        "precision: bf16 mixed (bf16 matmuls with f32 accumulation; f32 weights, optimizer state, "
-        "reductions and checkpoints; evaluation in f32)");
+    spdlog::info("precision: bf16 mixed (bf16 matmuls with f32 accumulation; f32 weights, optimizer state, "
+                 "reductions and checkpoints; evaluation in f32)");
 
   std::map<std::string, std::string> metadata{
       {kMetaConfig, config_text},
       {kMetaComponents, components_json(config, registry, trainable.optimizer_name)},
-      {kMetaSdkAbi,
-       std::to_string(PB_ABI_VERSION_MAJOR) + "." + std::to_string(PB_ABI_VERSION_MINOR)},
+      {kMetaSdkAbi, std::to_string(PB_ABI_VERSION_MAJOR) + "." + std::to_string(PB_ABI_VERSION_MINOR)},
       {kMetaSourceRevision, source_revision()},
       {kMetaTokenizerFile, run_tokenizer.string()},
       {kMetaTokenizerHash, std::to_string(data.tokenizer_hash)},
@@ -439,15 +424,11 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       return std::sqrt(par.sum(grad_square_sum(tp_sliced)) + grad_square_sum(tp_replicated));
     };
   } else if (par.distributed() && par.strategy() == PB_PARALLEL_ZERO1) {
-    if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" &&
-        trainable.optimizer_name != "lion")
+    if (trainable.optimizer_name != "adamw" && trainable.optimizer_name != "sgd" && trainable.optimizer_name != "lion")
       throw Error(ErrorKind::kInvalidArgument,
-                  "ZeRO-1 shards parameters element by element, which is exact only for "
-                  "element-wise optimizers "
-                  "(adamw, sgd, lion); '" +
-                      trainable.optimizer_name +
-                      "' is not one (adafactor factors by rows and columns). Use parallelism.kind "
-                      "= \"mpi_data\"");
+                  "ZeRO-1 shards parameters element by element, which is exact only for element-wise optimizers "
+                  "(adamw, sgd, lion); '" + trainable.optimizer_name +
+                      "' is not one (adafactor factors by rows and columns). Use parallelism.kind = \"mpi_data\"");
     std::vector<runtime::OptimizerHandle::Parameter> params;
     for (const model::NamedParameter& p : trainable.parameters) {
       if (!p.tensor.requires_grad()) continue;  // non-trainable state: not sharded, not updated
@@ -460,8 +441,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       const config::SelectedComponent selected =
           config::select_component(config, make_training_schema(), lookup, "optimizer");
       return std::make_unique<runtime::OptimizerHandle>(
-          registry.create(PB_KIND_OPTIMIZER, selected.name, *selected.config.view()),
-          registry.host());
+          registry.create(PB_KIND_OPTIMIZER, selected.name, *selected.config.view()), registry.host());
     });
     trainable.after_backward = [&](StepResult& r) {
       zero->reduce_scatter_gradients();
@@ -517,16 +497,14 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       // Advance every dropout generator (model and plugins) exactly as the first run did. This
       // runs before the restore below, so state that training forwards advance and the
       // checkpoint carries (Performer's redraw count) ends at the stored value, not past it.
-      spdlog::info("replaying {} forward passes to restore the dropout random streams",
-                   start_step * o.grad_accum_steps);
+      spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
       engine::NoGradGuard no_grad;
       for (int64_t s = 0; s < start_step; ++s)
         for (int64_t m = 0; m < o.grad_accum_steps; ++m)
           forward_batch(model, rank_batch(micro_batch_at(s, m)), true);
     }
     std::vector<NamedTensor> params;
-    for (const model::NamedParameter& p : trainable.parameters)
-      params.push_back({p.name, p.tensor});
+    for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});
     if (tp) {
       // Full tensors in the checkpoint (any world size): this rank's slices of them.
       std::vector<NamedTensor> slices;
@@ -547,10 +525,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     }
     summary.last_checkpoint = checkpoint.path();
     if (checkpoint.config_text() != config_text)
-      spdlog::warn(
-          "resuming {} with a config that differs from the checkpoint's (it was stored in its "
-          "metadata)",
-          checkpoint.path().string());
+      spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",
+                   checkpoint.path().string());
     spdlog::info("resumed from {} at step {}", checkpoint.path().string(), start_step);
     if (par.writer()) elapsed_before = resume_metrics(o.run_dir / "metrics.jsonl", checkpoint);
   }
@@ -585,13 +561,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     for (const auto& s : state) tensors.push_back({kOptimizerPrefix + s.name, s.tensor});
     metadata[kMetaTokensSeen] = std::to_string(step * tokens_per_step);
     metadata[kMetaElapsedSeconds] = nlohmann::json(elapsed_seconds()).dump();
-    metadata[kMetaRng] = nlohmann::json{
-        {"batch_seed", o.seed},
-        {"batch_rule", mixture ? mixture->rule() : sampler.rule()},
-        {"objective_rule", objective->batch_rule()},
-        {"dropout",
-         o.dropout ? "replayed from step 0 on resume"
-                   : "off"}}.dump();
+    metadata[kMetaRng] =
+        nlohmann::json{{"batch_seed", o.seed},
+                       {"batch_rule", mixture ? mixture->rule() : sampler.rule()},
+                       {"objective_rule", objective->batch_rule()},
+                       {"dropout", o.dropout ? "replayed from step 0 on resume" : "off"}}
+            .dump();
     summary.last_checkpoint = save_checkpoint(o.run_dir, step, tensors, metadata);
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
   };
@@ -601,17 +576,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     if (!par.writer() && !tensor_parallel) return;
     EvalSettings settings{o.eval_batches, o.batch_size, o.seq_len, &target_bytes};
     nlohmann::json per_source = nlohmann::json::object();
-    const ObjectiveEvaluation evaluation =
-        mixture ? evaluate_mixture(*objective, model, data, settings, per_source)
-                : objective->evaluate(model, validation, settings);
+    const ObjectiveEvaluation evaluation = mixture ? evaluate_mixture(*objective, model, data, settings, per_source)
+                                                   : objective->evaluate(model, validation, settings);
     const EvalResult& r = evaluation.eval;
-    nlohmann::json record = {{"step", step},
-                             {"val_loss", r.loss},
-                             {"val_ppl", r.perplexity},
-                             {"val_bpb", r.bits_per_byte},
-                             {"val_tokens", r.tokens},
-                             {"val_bytes", r.bytes}};
-    record.update(per_source);        // val_loss.<source>, val_bpb.<source>, ... (mixtures)
+    nlohmann::json record = {{"step", step}, {"val_loss", r.loss}, {"val_ppl", r.perplexity},
+                             {"val_bpb", r.bits_per_byte}, {"val_tokens", r.tokens}, {"val_bytes", r.bytes}};
+    record.update(per_source);  // val_loss.<source>, val_bpb.<source>, ... (mixtures)
     record.update(evaluation.extra);  // the objective's own fields (mlm: val_accuracy, objective)
     if (!evaluation.summary.empty()) spdlog::info("step {}: {}", step, evaluation.summary);
     r.layer_stats.write_to(record, "val_");
@@ -621,8 +591,8 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       spdlog::info("step {}: tasks: {}", step, scored.summary);
     }
     if (metrics) metrics->append(record);
-    spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss,
-                 r.perplexity, r.bits_per_byte);
+    spdlog::info("step {}: val loss {:.4f}, ppl {:.3f}, {:.4f} bits/byte", step, r.loss, r.perplexity,
+                 r.bits_per_byte);
     summary.last_eval = r;
   };
   auto run_sample = [&](int64_t step) {
@@ -630,8 +600,7 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     // same seed and the same summed logits give the same tokens), rank 0 writes.
     if (o.sample_tokens <= 0 || !objective->makes_samples() || (!par.writer() && !tensor_parallel))
       return;
-    SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature,
-                            o.seed + static_cast<uint64_t>(step)};
+    SampleSettings settings{o.sample_prompt, o.sample_tokens, o.sample_temperature, o.seed + static_cast<uint64_t>(step)};
     summary.last_sample = sample_text(model, data.tokenizer, settings);
     if (!par.writer()) return;
     samples_file << "--- step " << step << " ---\n" << summary.last_sample << "\n";
@@ -644,15 +613,16 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
   auto window_start = Clock::now();
   int64_t window_tokens = 0;
   PendingStepValues pending_values;  // device runs: the steps since the last read
-  double train_seconds = 0;          // inside training steps only (no eval, checkpoint, sample)
+  double train_seconds = 0;  // inside training steps only (no eval, checkpoint, sample)
   for (int64_t step = start_step; step < o.max_steps; ++step) {
     if (request.before_step) request.before_step(step, trainable.parameters);
     const auto step_start = Clock::now();
-    StepResult r = train_step(trainable, o, step, [&](int64_t micro) {
-      Batch batch = micro_batch_at(step, micro);
-      if (request.on_batch) request.on_batch(step, micro, batch);
-      return rank_batch(std::move(batch));
-    });
+    StepResult r =
+        train_step(trainable, o, step, [&](int64_t micro) {
+          Batch batch = micro_batch_at(step, micro);
+          if (request.on_batch) request.on_batch(step, micro, batch);
+          return rank_batch(std::move(batch));
+        });
     train_seconds += seconds_since(step_start);
     window_tokens += tokens_per_step;
     const int64_t done = step + 1;
@@ -673,21 +643,18 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     }
     if (!r.finite || done % o.log_every == 0 || last) {
       const double window_seconds = seconds_since(window_start);
-      const double tokens_per_second =
-          window_seconds > 0 ? static_cast<double>(window_tokens) / window_seconds : 0;
-      nlohmann::json record = {
-          {"step", done},
-          {"loss", r.loss},
-          {"aux_loss", r.aux_loss},
-          {"lr", r.lr},
-          {"grad_norm", r.grad_norm},
-          {"tokens_per_second", tokens_per_second},
-          {"elapsed_seconds", elapsed_seconds()},
-          {"train_seconds", train_seconds},
-          {"tokens", done * tokens_per_step},  // tokens seen
-          {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
-      if (const std::optional<double> epoch = sampler.epochs_after(done); epoch && !mixture)
-        record["epoch"] = *epoch;
+      const double tokens_per_second = window_seconds > 0 ? static_cast<double>(window_tokens) / window_seconds : 0;
+      nlohmann::json record = {{"step", done},
+                      {"loss", r.loss},
+                      {"aux_loss", r.aux_loss},
+                      {"lr", r.lr},
+                      {"grad_norm", r.grad_norm},
+                      {"tokens_per_second", tokens_per_second},
+                      {"elapsed_seconds", elapsed_seconds()},
+                      {"train_seconds", train_seconds},
+                      {"tokens", done * tokens_per_step},  // tokens seen
+                      {"peak_memory_bytes", engine::memory_stats(engine::cpu()).peak_bytes}};
+      if (const std::optional<double> epoch = sampler.epochs_after(done); epoch && !mixture) record["epoch"] = *epoch;
       for (size_t i = 0; mixture && i < data.mixture.size(); ++i) {
         record["samples." + data.mixture[i].name] = mixture->samples_after(i, done);
         record["epoch." + data.mixture[i].name] = mixture->epochs_after(i, done);
@@ -697,14 +664,12 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       // since the start (communication not hidden behind backward; `patchbay bench parallel`).
       if (reducer) record["comm_unhidden_seconds"] = reducer->unhidden_seconds();
       if (metrics) metrics->append(record);
-      if (const std::string moe = r.layer_stats.summary(); !moe.empty())
-        spdlog::info("step {}: {}", done, moe);
+      if (const std::string moe = r.layer_stats.summary(); !moe.empty()) spdlog::info("step {}: {}", done, moe);
       window_start = Clock::now();
       window_tokens = 0;
       if (progress) {
         char suffix[160];
-        std::snprintf(suffix, sizeof suffix, "loss %.4f | lr %.2e | %.0f tok/s", r.loss, r.lr,
-                      tokens_per_second);
+        std::snprintf(suffix, sizeof suffix, "loss %.4f | lr %.2e | %.0f tok/s", r.loss, r.lr, tokens_per_second);
         progress->update(done, suffix);
       }
     }
