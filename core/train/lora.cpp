@@ -31,8 +31,8 @@ void declare_lora_section(config::SchemaRegistry& schema) {
           .range(1, 1 << 16),
       Field::real("alpha", "16.0", "adapters are scaled by alpha / rank").range(1e-9, 1e9),
       Field::real("dropout", "0.0",
-                  "dropout on the adapter input: only 0 (the adapters are folded into the weight)")
-          .range(0.0, 1.0),
+                  "dropout probability on the adapter's input (PEFT's lora_dropout), training only")
+          .range(0.0, 0.999),
       Field::strings("targets", "[\"attention.q\", \"attention.v\"]",
                      "weight matrices to adapt: attention.q|k|v|o, mlp.up|gate|down, attention.*, "
                      "mlp.*, or patterns over parameter names"),
@@ -54,13 +54,6 @@ LoraOptions lora_options_from_config(const config::ResolvedConfig& config) {
     for (const toml::node& target : *targets)
       o.targets.push_back(target.value<std::string>().value_or(""));
   }
-  if (o.dropout > 0)
-    throw Error(ErrorKind::kInvalidArgument,
-                "train.lora.dropout = " + std::to_string(o.dropout) +
-                    ": Patchbay's LoRA folds the adapters into the weight every step (W0 + "
-                    "(alpha/rank)·B·A, so plugins need no change), and dropout on the adapter's "
-                    "input alone is not a weight; set train.lora.dropout = 0 (PEFT's default) "
-                    "or regularise with model.dropout");
   if (o.targets.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "train.lora.targets is empty: name the weight matrices to adapt, e.g. "
@@ -132,9 +125,26 @@ std::string matrix_list(const std::vector<model::NamedParameter>& parameters) {
 
 }  // namespace
 
+std::string parameter_owner(const model::ModelOptions& options, const std::string& parameter) {
+  const size_t dot = parameter.find('.', 7);
+  if (parameter.rfind("blocks.", 0) != 0 || dot == std::string::npos) return "the host model";
+  const std::string index = parameter.substr(7, dot - 7);
+  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
+    return "the host model";
+  const size_t layer = std::stoul(index);
+  const std::string rest = parameter.substr(dot + 1);
+  if (rest.rfind("attn.", 0) == 0 && !options.attention_kinds.empty())
+    return "attention plugin '" + options.attention_kinds[layer % options.attention_kinds.size()] +
+           "'";
+  if (rest.rfind("ffn.", 0) == 0 && !options.feedforward_kinds.empty())
+    return "feed-forward plugin '" +
+           options.feedforward_kinds[layer % options.feedforward_kinds.size()] + "'";
+  return "the host model";
+}
+
 LoraAdapters::LoraAdapters(const std::vector<model::NamedParameter>& parameters, int64_t d_model,
-                           const LoraOptions& options, uint64_t seed)
-    : options_(options), scale_(options.alpha / static_cast<double>(options.rank)) {
+                           const LoraOptions& options, uint64_t seed, const ParameterOwner& owner)
+    : options_(options), scale_(options.alpha / static_cast<double>(options.rank)), seed_(seed) {
   // (parameter index, rows) in parameter order, each block of rows once.
   std::map<size_t, std::map<int64_t, TargetRows>> chosen;
   for (const std::string& written : options.targets) {
@@ -183,8 +193,8 @@ LoraAdapters::LoraAdapters(const std::vector<model::NamedParameter>& parameters,
       a.part = rows.part;
       a.row_begin = rows.row_begin;
       a.rows = rows.rows;
+      a.owner = owner ? owner(p.name) : std::string();
       a.weight = p.tensor;
-      a.base = p.tensor.detach().narrow(0, rows.row_begin, rows.rows).clone();
       const int64_t in = p.tensor.size(1);
       eng::Generator gen(seed * 1000003ULL + 0x9E3779B97F4A7C15ULL + adapters_.size());
       const double bound = 1.0 / std::sqrt(static_cast<double>(in));
@@ -196,16 +206,33 @@ LoraAdapters::LoraAdapters(const std::vector<model::NamedParameter>& parameters,
       adapters_.push_back(std::move(a));
     }
   }
-  // Every other parameter is frozen; the targets keep requires_grad for their gradient G.
+  // Every parameter is frozen: the engine computes no gradient for the base weights.
   for (const model::NamedParameter& p : parameters) {
     eng::Tensor tensor = p.tensor;
     tensor.zero_grad();
-    if (targeted.count(p.name) == 0 && tensor.requires_grad()) tensor.set_requires_grad(false);
+    if (tensor.requires_grad()) tensor.set_requires_grad(false);
+  }
+  for (size_t i = 0; i < adapters_.size(); ++i) {
+    LoraAdapter& a = adapters_[i];
+    eng::LowRankAdapter spec;
+    spec.weight = a.weight.detach();
+    spec.row_begin = a.row_begin;
+    spec.rows = a.rows;
+    spec.a = a.a;
+    spec.b = a.b;
+    spec.scale = scale_;
+    spec.dropout = options.dropout;
+    spec.dropout_key = i;
+    spec.label = a.name() + " (rows [" + std::to_string(a.row_begin) + ", " +
+                 std::to_string(a.row_begin + a.rows) + ") of " + a.parameter +
+                 (a.owner.empty() ? "" : ", " + a.owner) + ")";
+    a.attached = eng::attach_low_rank_adapter(std::move(spec));
   }
   int64_t trained = 0;
   for (const LoraAdapter& a : adapters_) trained += a.a.numel() + a.b.numel();
-  spdlog::info("train.lora: {} adapters of rank {} (scale {}) on {} matrices, {} trained values",
-               adapters_.size(), options.rank, scale_, targeted.size(), trained);
+  spdlog::info(
+      "train.lora: {} adapters of rank {} (scale {}, dropout {}) on {} matrices, {} trained values",
+      adapters_.size(), options.rank, scale_, options.dropout, targeted.size(), trained);
 }
 
 std::vector<model::NamedParameter> LoraAdapters::parameters() const {
@@ -217,43 +244,37 @@ std::vector<model::NamedParameter> LoraAdapters::parameters() const {
   return out;
 }
 
-void LoraAdapters::materialize() {
+void LoraAdapters::begin_micro_batch(uint64_t index) {
+  eng::set_low_rank_adapter_dropout_state(seed_ ^ 0x4C6F5241ULL, index);  // "LoRA"
+}
+
+void LoraAdapters::check_applied() {
+  if (applied_checked_) return;
+  std::string unused;
+  for (const LoraAdapter& a : adapters_)
+    if (a.attached.attached() && a.attached.uses() == 0)
+      unused += (unused.empty() ? "" : ", ") + a.parameter + " (" + a.part +
+                (a.owner.empty() ? "" : ", " + a.owner) + ")";
+  if (!unused.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "train.lora: a training step ran, but no engine product applied the adapters of " +
+                    unused +
+                    ": their plugin computes with these weights by some other means than "
+                    "matmul(x, W[rows], false, true) or linear(x, W), so the adapters would do "
+                    "nothing. Leave these weights out of train.lora.targets (or use full "
+                    "fine-tuning: train.init_from without [train.lora])");
+  applied_checked_ = true;
+}
+
+void LoraAdapters::merge_into_weights() {
   eng::NoGradGuard no_grad;
+  for (LoraAdapter& a : adapters_) a.attached.reset();
   for (LoraAdapter& a : adapters_) {
     // [rows, rank] x [rank, in] -> [rows, in]
     const eng::Tensor delta = eng::matmul(a.b.detach(), a.a.detach());
     eng::Tensor rows = a.weight.detach().narrow(0, a.row_begin, a.rows);
-    eng::copy_(rows, eng::add(a.base, eng::mul_scalar(delta, scale_)));
+    eng::copy_(rows, eng::add(rows, eng::mul_scalar(delta, scale_)));
   }
-}
-
-namespace {
-
-void accumulate_grad(eng::Tensor& leaf, const eng::Tensor& grad) {
-  const eng::Tensor existing = leaf.grad();
-  leaf.set_grad(existing.defined() ? eng::add(existing, grad) : grad.contiguous());
-}
-
-}  // namespace
-
-void LoraAdapters::fold_gradients() {
-  eng::NoGradGuard no_grad;
-  for (LoraAdapter& a : adapters_) {
-    const eng::Tensor g_full = a.weight.grad();
-    if (!g_full.defined()) continue;
-    const eng::Tensor g = g_full.narrow(0, a.row_begin, a.rows);  // [rows, in]
-    // dL/dB = s · G · A^T [rows, rank];  dL/dA = s · B^T · G [rank, in]
-    accumulate_grad(a.b, eng::mul_scalar(eng::matmul(g, a.a.detach(), false, true), scale_));
-    accumulate_grad(a.a, eng::mul_scalar(eng::matmul(a.b.detach(), g, true, false), scale_));
-  }
-  for (LoraAdapter& a : adapters_) a.weight.zero_grad();
-}
-
-std::vector<eng::Tensor> LoraAdapters::target_weights() const {
-  std::vector<eng::Tensor> weights;
-  for (const LoraAdapter& a : adapters_)
-    if (weights.empty() || weights.back().impl() != a.weight.impl()) weights.push_back(a.weight);
-  return weights;
 }
 
 std::string LoraAdapters::describe_json() const {
@@ -263,11 +284,9 @@ std::string LoraAdapters::describe_json() const {
                         {"part", a.part},
                         {"row_begin", a.row_begin},
                         {"rows", a.rows}});
-  return nlohmann::json{{"rank", options_.rank},
-                        {"alpha", options_.alpha},
-                        {"scale", scale_},
-                        {"targets", options_.targets},
-                        {"adapters", adapters}}
+  return nlohmann::json{{"rank", options_.rank},       {"alpha", options_.alpha},
+                        {"dropout", options_.dropout}, {"scale", scale_},
+                        {"targets", options_.targets}, {"adapters", adapters}}
       .dump();
 }
 

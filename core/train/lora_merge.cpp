@@ -78,7 +78,7 @@ LoraMergeResult merge_lora_run(const fs::path& run_or_checkpoint, const fs::path
   std::vector<NamedTensor> adapters;
   for (const model::NamedParameter& p : adapted.parameters) adapters.push_back({p.name, p.tensor});
   checkpoint.load_into(adapters);
-  adapted.lora->materialize();
+  adapted.lora->merge_into_weights();
 
   fs::create_directories(out_dir);
   const std::string config_text = plain_config_text(config, out_dir, lookup);

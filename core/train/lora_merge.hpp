@@ -1,10 +1,10 @@
 // `patchbay export RUN --merge-lora OUT/`: a LoRA run's checkpoint (adapters only, plus the
 // reference to its base weights, train.init_from) as a plain run whose weights are
-// W0 + (alpha/rank)·B·A — the weights the adapted model computed with (train/lora.hpp), so its
-// logits equal the adapted model's. OUT gets config.toml (the run's, without [train.lora] and
-// train.init_from), tokenizer.txt and checkpoints/step_<N>.safetensors (every parameter, no
-// optimizer state), which eval, generate, export --format hf and train (init_from or --resume)
-// accept.
+// W0 + (alpha/rank)·B·A (train/lora.hpp: LoraAdapters::merge_into_weights), so its logits equal
+// the adapted model's (x·W0ᵀ + s·(x·Aᵀ)·Bᵀ) up to f32 rounding. OUT gets config.toml (the run's,
+// without [train.lora] and train.init_from), tokenizer.txt and checkpoints/step_<N>.safetensors
+// (every parameter, no optimizer state), which eval, generate, export --format hf and train
+// (init_from or --resume) accept.
 #pragma once
 
 #include <filesystem>

@@ -31,7 +31,7 @@ struct LoraOptions {
   bool enabled = false;  // the config has a [train.lora] table
   int64_t rank = 8;
   double alpha = 16.0;   // adapters are scaled by alpha / rank
-  double dropout = 0.0;  // only 0 (lora.hpp says why)
+  double dropout = 0.0;  // on the adapter input (PEFT lora_dropout), training only
   std::vector<std::string> targets = {"attention.q", "attention.v"};
 };
 

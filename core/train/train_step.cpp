@@ -53,9 +53,10 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
     std::vector<model::NamedParameter> layer_state;
     for (const model::NamedParameter& p : model_parameters)
       if (!p.tensor.requires_grad()) layer_state.push_back(p);
-    t.lora = std::make_shared<LoraAdapters>(model_parameters, t.model->options().d_model,
-                                            fine_tuning.lora, t.model->options().seed);
-    t.lora->materialize();
+    const model::ModelOptions& mo = t.model->options();
+    t.lora = std::make_shared<LoraAdapters>(
+        model_parameters, mo.d_model, fine_tuning.lora, mo.seed,
+        [&mo](const std::string& name) { return parameter_owner(mo, name); });
     t.parameters = t.lora->parameters();
     t.parameters.insert(t.parameters.end(), layer_state.begin(), layer_state.end());
   } else {
@@ -133,16 +134,17 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   }
   // The norm is summed during the last backward (grad_norm_in_backward.hpp), unless the
   // trainer's own hooks reduce or rewrite the gradients after backward (data parallelism).
-  // LoRA's adapters get their gradients only when fold_gradients runs after the backward.
   // On a device the step's values stay there (device_step.hpp): no host read in this step.
   const bool on_device = keeps_step_values_on_device(trainable);
-  const bool norm_in_backward =
-      !on_device && !trainable.grad_norm && !trainable.after_backward && !trainable.lora;
+  const bool norm_in_backward = !on_device && !trainable.grad_norm && !trainable.after_backward;
   std::optional<GradNormInBackward> backward_norm;
   engine::Tensor device_loss, device_aux;  // device scalars: sums over the micro-batches
   for (int64_t m = 0; m < accum; ++m) {
     const Batch batch = micro_batch(m);
+    // LoRA's dropout masks: a function of the run's seed and the micro-batch's global index.
+    if (trainable.lora) trainable.lora->begin_micro_batch(static_cast<uint64_t>(step * accum + m));
     const model::ForwardResult out = forward_batch(*trainable.model, batch, /*training=*/true);
+    if (trainable.lora) trainable.lora->check_applied();  // a plugin that bypassed the adapters
     const int64_t vocab = out.logits.size(-1);
     const engine::Tensor loss = engine::cross_entropy(
         out.logits.reshape({-1, vocab}), batch.targets.reshape({-1}).to(out.logits.device()));
@@ -168,7 +170,6 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
   }
   autocast.reset();  // bf16 scope ends before gradients are reduced, clipped and applied
   if (trainable.after_backward) trainable.after_backward(result);  // (data parallel: averaged)
-  if (trainable.lora) trainable.lora->fold_gradients();            // weights' gradients -> A, B
   result.lr = learning_rate(options.schedule, step);
   if (on_device) return device_step_update(trainable, options, device_loss, device_aux, result);
   // Clipping: the norm was summed during backward (or is taken now); the factor is applied
@@ -189,7 +190,6 @@ StepResult train_step(TrainableModel& trainable, const TrainOptions& options, in
     }
   }
   for (engine::Tensor& p : trainable.parameter_tensors) p.zero_grad();
-  if (trainable.lora && result.finite) trainable.lora->materialize();  // W = W0 + s·B·A again
   return result;
 }
 

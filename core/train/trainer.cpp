@@ -461,11 +461,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                                                    "' is not implemented by the trainer; use "
                                                    "parallelism.kind = \"mpi_data\", \"mpi_zero1\" "
                                                    "or \"mpi_tensor\"");
-    // LoRA: the targeted weights' gradients are averaged (backward makes those), then folded
-    // into the adapters' (train_step), the same on every rank.
+    // LoRA: the adapters are the parameters (their gradients come from backward directly).
     reducer = std::make_unique<parallel::GradientReducer>(
-        par.group(),
-        trainable.lora ? trainable.lora->target_weights() : trainable.parameter_tensors,
+        par.group(), trainable.parameter_tensors,
         static_cast<int64_t>(par.options().bucket_mb * 1048576.0), par.options().overlap);
     trainable.before_backward = [&](int64_t micro, int64_t accum) {
       if (micro == accum - 1) reducer->begin();  // earlier micro-batches only accumulate
@@ -525,7 +523,6 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
     } else if (!tp) {  // tensor parallelism restored its slices of the state above
       trainable.optimizer->restore_state(checkpoint.optimizer_state());
     }
-    if (trainable.lora) trainable.lora->materialize();  // the weights from the restored adapters
     summary.last_checkpoint = checkpoint.path();
     if (checkpoint.config_text() != config_text)
       spdlog::warn("resuming {} with a config that differs from the checkpoint's (it was stored in its metadata)",

@@ -90,9 +90,10 @@ double batch_loss(train::TrainableModel& t, const train::Batch& batch) {
   return total / static_cast<double>(targets.size());
 }
 
-// rows of W (row-major [n, k]) against W0 + s·B·A by plain loops in double.
-double max_error_against_loops(const train::LoraAdapter& a, double scale) {
-  const std::vector<float> w = a.weight.to_vector(), w0 = a.base.to_vector(), A = a.a.to_vector(),
+// rows of W (row-major [n, k], merged) against W0 + s·B·A by plain loops in double.
+double max_error_against_loops(const train::LoraAdapter& a, const engine::Tensor& w0_full,
+                               double scale) {
+  const std::vector<float> w = a.weight.to_vector(), w0 = w0_full.to_vector(), A = a.a.to_vector(),
                            B = a.b.to_vector();
   const int64_t k = a.weight.size(1), r = a.a.size(0);
   double worst = 0;
@@ -100,7 +101,7 @@ double max_error_against_loops(const train::LoraAdapter& a, double scale) {
     for (int64_t j = 0; j < k; ++j) {
       double delta = 0;
       for (int64_t q = 0; q < r; ++q) delta += static_cast<double>(B[i * r + q]) * A[q * k + j];
-      const double expected = w0[i * k + j] + scale * delta;
+      const double expected = w0[(a.row_begin + i) * k + j] + scale * delta;
       worst = std::max(
           worst, std::abs(w[(a.row_begin + i) * k + j] - expected) / (1.0 + std::abs(expected)));
     }
@@ -137,7 +138,9 @@ bool second_run_matches(LoraFixture& f, const std::filesystem::path& straight,
 
 }  // namespace
 
-TEST_CASE("LoRA: the weight is W0 + s·B·A, and training moves the adapters and nothing else") {
+TEST_CASE(
+    "LoRA: training moves the adapters and nothing else; merging writes W0 + s·B·A into the "
+    "weights") {
   LoraFixture f("lora_only_adapters");
   const config::ResolvedConfig c = f.lora_config(f.folder / "unused");
   train::TrainableModel t = f.adapted(c);
@@ -156,12 +159,31 @@ TEST_CASE("LoRA: the weight is W0 + s·B·A, and training moves the adapters and
     REQUIRE(train::train_step(t, o, step, [&](int64_t m) {
               return train::training_batch(data.train, 3, step, m, o.batch_size, o.seq_len);
             }).finite);
+  // The engine applies the adapters: the model's weights themselves never change (frozen, no
+  // gradient), and no parameter of the model has one.
+  for (const model::NamedParameter& p : t.model->parameters()) {
+    INFO("parameter " << p.name);
+    CHECK(same_bytes(p.tensor, before[p.name]));
+    CHECK_FALSE(p.tensor.requires_grad());
+    CHECK_FALSE(p.tensor.grad().defined());
+  }
   for (const train::LoraAdapter& a : t.lora->adapters()) {
     INFO("adapter " << a.name());
-    CHECK(max_error_against_loops(a, t.lora->scale()) < 1e-6);
+    CHECK(a.attached.uses() > 0);
     double b_norm = 0;
     for (float v : a.b.to_vector()) b_norm += std::abs(v);
     CHECK(b_norm > 0);
+  }
+  for (const auto& s : t.optimizer->state()) {
+    INFO("optimizer state " << s.name);
+    CHECK(s.name.find("lora/") != std::string::npos);
+  }
+  // Merged: the adapted rows are W0 + s·B·A, the rest (the k rows of qkv) untouched.
+  t.lora->merge_into_weights();
+  for (const train::LoraAdapter& a : t.lora->adapters()) {
+    INFO("adapter " << a.name());
+    CHECK_FALSE(a.attached.attached());
+    CHECK(max_error_against_loops(a, before[a.parameter], t.lora->scale()) < 1e-6);
   }
   for (const model::NamedParameter& p : t.model->parameters()) {
     INFO("parameter " << p.name);
@@ -180,10 +202,6 @@ TEST_CASE("LoRA: the weight is W0 + s·B·A, and training moves the adapters and
       CHECK(same_bytes(p.tensor, before[p.name]));
     }
   }
-  for (const auto& s : t.optimizer->state()) {
-    INFO("optimizer state " << s.name);
-    CHECK(s.name.find("lora/") != std::string::npos);
-  }
 }
 
 TEST_CASE("LoRA: the adapters' gradients equal central finite differences of the loss") {
@@ -198,7 +216,6 @@ TEST_CASE("LoRA: the adapters' gradients equal central finite differences of the
       engine::copy_(b, engine::mul_scalar(engine::randn(b.shape(), gen), 0.3));
     }
   }
-  t.lora->materialize();
   train::TrainingData data = train::prepare_training_data(c, f.setup.registry, f.setup.lookup);
   const train::Batch batch = train::training_batch(data.train, 9, 0, 0, 4, 16);
   {
@@ -206,7 +223,6 @@ TEST_CASE("LoRA: the adapters' gradients equal central finite differences of the
     engine::backward(
         engine::cross_entropy(logits.reshape({-1, logits.size(-1)}), batch.targets.reshape({-1})));
   }
-  t.lora->fold_gradients();
   int checked = 0, large = 0;
   for (size_t which :
        {size_t{0}, size_t{1}, size_t{5}}) {  // q and v of block 0, mlp.down of block 1
@@ -224,10 +240,8 @@ TEST_CASE("LoRA: the adapters' gradients equal central finite differences of the
         float* value = tensor.data<float>() + i;
         const float saved = *value;
         *value = saved + eps;
-        t.lora->materialize();
         const double up = batch_loss(t, batch);
         *value = saved - eps;
-        t.lora->materialize();
         const double down = batch_loss(t, batch);
         *value = saved;
         const double numeric = (up - down) / (2.0 * eps);
@@ -241,7 +255,6 @@ TEST_CASE("LoRA: the adapters' gradients equal central finite differences of the
   }
   CHECK(checked == 18);
   CHECK(large >= 9);  // most of the checked entries are far above the tolerance's floor
-  t.lora->materialize();
 }
 
 TEST_CASE(
@@ -274,7 +287,6 @@ TEST_CASE(
     for (const model::NamedParameter& p : adapted.parameters)
       adapters.push_back({p.name, p.tensor});
     checkpoint.load_into(adapters);
-    adapted.lora->materialize();
   }
   const train::Checkpoint plain_checkpoint = train::load_checkpoint(merged);
   config::ResolvedConfig plain_config =
@@ -296,10 +308,16 @@ TEST_CASE(
   const std::vector<float> a = adapted.model->forward(batch.inputs, false).logits.to_vector();
   const std::vector<float> b = plain.model->forward(batch.inputs, false).logits.to_vector();
   REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i)
+  // The adapted model computes x·W0ᵀ + s·(x·Aᵀ)·Bᵀ, the merged one x·(W0 + s·B·A)ᵀ: equal up
+  // to f32 rounding.
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
     worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
-  CHECK(worst <= 1e-6);
+    largest = std::max(largest, static_cast<double>(std::abs(a[i])));
+  }
+  MESSAGE("merged vs adapted logits: max |difference| " << worst << " (largest |logit| " << largest
+                                                        << ")");
+  CHECK(worst <= 1e-5 * std::max(1.0, largest));
   // ... and differ from the base model's: the adapters did something.
   train::TrainableModel base_model = f.adapted(c);
   const std::vector<float> base_logits =
@@ -329,8 +347,7 @@ TEST_CASE("a LoRA run of a Performer model resumes bit-exactly (its redraw state
   CHECK(second_run_matches(f, tuned, table, full.last_loss));
 }
 
-TEST_CASE(
-    "LoRA refusals: targets matching nothing, dropout, no base weights, a plain run to merge") {
+TEST_CASE("LoRA refusals: targets matching nothing, no base weights, a plain run to merge") {
   LoraFixture f("lora_refusals");
   try {
     f.adapted(f.lora_config(f.folder / "x", "[train.lora]\ntargets = [\"attention.x\"]\n"));
@@ -340,13 +357,63 @@ TEST_CASE(
     CHECK(message.find("'attention.x' matches no weight matrix") != std::string::npos);
     CHECK(message.find("blocks.0.attn.qkv.weight [96, 32]") != std::string::npos);
   }
-  CHECK_THROWS_WITH_AS(train::train_options_from_config(
-                           f.lora_config(f.folder / "x", "[train.lora]\ndropout = 0.1\n")),
-                       doctest::Contains("set train.lora.dropout = 0"), Error);
+  // dropout is taken (the engine applies it to the adapter's input; test below)
+  CHECK(train::train_options_from_config(
+            f.lora_config(f.folder / "x", "[train.lora]\ndropout = 0.1\n"))
+            .lora.dropout == 0.1);
   CHECK_THROWS_WITH_AS(train::train_options_from_config(f.setup.config(
                            train::testing::tiny_config_text(f.folder, "[train.lora]\nrank = 2\n"))),
                        doctest::Contains("train.init_from is empty"), Error);
   CHECK_THROWS_WITH_AS(
       train::merge_lora_run(f.base, f.folder / "m", f.setup.registry, f.setup.lookup),
       doctest::Contains("has no LoRA adapters"), Error);
+}
+
+TEST_CASE("LoRA dropout: training differs from dropout 0, and a resumed run is bit-exact") {
+  LoraFixture f("lora_dropout");
+  const std::string table = std::string(kLoraTable) + "dropout = 0.3\n";
+  const std::filesystem::path tuned = f.folder / "tuned";
+  const train::TrainSummary with_dropout = train::train_model(
+      f.lora_config(tuned, table), f.setup.registry, f.setup.lookup, quiet_request());
+  const train::TrainSummary without = train::train_model(
+      f.lora_config(f.folder / "no_dropout"), f.setup.registry, f.setup.lookup, quiet_request());
+  REQUIRE(with_dropout.steps_done == 6);
+  CHECK(with_dropout.last_loss != without.last_loss);  // the masks acted
+  CHECK(train::load_checkpoint(tuned).meta(train::kMetaLora).find("\"dropout\":0.3") !=
+        std::string::npos);
+  CHECK(second_run_matches(f, tuned, table, with_dropout.last_loss));  // masks per micro-batch
+}
+
+TEST_CASE("LoRA on a weight a plugin reads in a form the engine cannot adapt is refused") {
+  // Linformer multiplies its sequence projection E [k, n] from the left (E · K, in a batched
+  // product over a column range): not y = x · Wᵀ. The engine refuses at the first product,
+  // naming the adapter, the weight and the plugin.
+  TinySetup setup;
+  patchbay::testing::TempDir folder(train::testing::fresh_folder("lora_linformer"));
+  train::testing::write_tiny_corpus(folder);
+  const config::ResolvedConfig c = setup.config(
+      train::testing::tiny_config_text(
+          folder, "[train.lora]\nrank = 2\ntargets = [\"blocks.0.attn.proj_e\"]\n"),
+      {"tokenizer.special_tokens=[\"<|endoftext|>\", \"<|mask|>\"]", "model.causal=false",
+       "train.objective=\"mlm\"", "model.attention.kind=\"linformer\"", "model.attention.k=16",
+       "model.attention.sharing=\"headwise\"",
+       "train.init_from=\"" + (folder.path() / "unused").string() + "\""});
+  train::TrainingData data = train::prepare_training_data(c, setup.registry, setup.lookup);
+  train::TrainableModel t =
+      train::build_trainable_model(c, setup.registry, setup.lookup, data.tokenizer.vocab_size());
+  REQUIRE(t.lora);
+  const train::TrainOptions o = train::train_options_from_config(c);
+  std::string message;
+  try {
+    train::train_step(t, o, 0, [&](int64_t m) {
+      return train::training_batch(data.train, o.seed, 0, m, o.batch_size, o.seq_len);
+    });
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("lora/blocks.0.attn.proj_e/all") != std::string::npos);
+  CHECK(message.find("attention plugin 'linformer'") != std::string::npos);
+  CHECK(message.find("left operand") != std::string::npos);
+  CHECK(message.find("train.lora.targets") != std::string::npos);
 }

@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "engine/autograd.hpp"
 #include "engine/ops.hpp"
+#include "engine/ops/low_rank_adapter_internal.hpp"
 
 namespace patchbay::engine {
 namespace {
@@ -94,7 +95,8 @@ void autocast_use_copy(const Tensor& param, const Tensor& copy) {
       !param.is_contiguous())
     throw Error(ErrorKind::kInvalidArgument,
                 "autocast_use_copy: expected a contiguous f32 parameter (a leaf that requires "
-                "grad), found " + param.str());
+                "grad), found " +
+                    param.str());
   if (copy.dtype() != DType::kBF16 || copy.shape() != param.shape() || !copy.is_contiguous())
     throw Error(ErrorKind::kInvalidArgument,
                 "autocast_use_copy: expected a contiguous bf16 copy shaped like " + param.str() +
@@ -106,6 +108,9 @@ Tensor autocast_bf16_operand(const Tensor& x) {
   if (x.dtype() == DType::kBF16) return x.detach();
   if (x.is_leaf() && x.requires_grad()) return cached_copy(x);
   if (const Tensor* base = viewed_parameter(x)) return same_view_of(cached_copy(*base), *base, x);
+  // A frozen weight carrying a low-rank adapter (LoRA's base) is a parameter too: cached.
+  if (const std::optional<Tensor> adapted = detail::adapted_parameter_of(x))
+    return same_view_of(cached_copy(*adapted), *adapted, x);
   return round_to_bf16(x);
 }
 

@@ -9,6 +9,7 @@
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops.hpp"
 #include "engine/ops/index_tensor.hpp"
+#include "engine/ops/low_rank_adapter_internal.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "patchbay/kernels/index_check.hpp"
 
@@ -68,6 +69,7 @@ Tensor embedding(const Tensor& weights, const Tensor& ids) {
   if (weights.device() != ids.device())
     throw Error(ErrorKind::kInvalidArgument, "embedding: weights " + weights.str() + " and ids " +
                                                  ids.str() + " are on different devices");
+  detail::refuse_adapted_operand(weights, "an embedding lookup");
   const Device device = weights.device();
   const Shape weights_shape = weights.shape();
   Tensor table = weights.detach().contiguous();  // any float dtype: widened per gathered row

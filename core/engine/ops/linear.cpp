@@ -11,6 +11,7 @@
 // gradients and its speed are those ops' own.
 #include "engine/autocast.hpp"
 #include "engine/autograd.hpp"
+#include "engine/ops/low_rank_adapter_internal.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "patchbay/kernels/skinny_matmul.hpp"
 
@@ -50,6 +51,7 @@ bool fused_path(const Tensor& x, const Tensor& weight, const Tensor& bias,
     return false;
   if (!bias.defined() && activation != LinearActivation::kNone) return false;
   if (autocast_dtype() == DType::kBF16) return false;
+  if (detail::carries_low_rank_adapter(weight)) return false;  // matmul applies the adapter
   return !(grad_enabled() && any_requires_grad({x, weight, bias}));
 }
 

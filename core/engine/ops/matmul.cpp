@@ -25,6 +25,7 @@
 //   d op(A) = dC op(B)^T,  d op(B) = op(A)^T dC, transposed back when the operand was
 //   stored transposed, then summed over broadcast batch dims.
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "engine/autocast.hpp"
@@ -32,6 +33,7 @@
 #include "engine/dispatch.hpp"
 #include "engine/kernel_signatures.hpp"
 #include "engine/ops/batch_invariance.hpp"
+#include "engine/ops/low_rank_adapter_internal.hpp"
 #include "engine/ops/op_helpers.hpp"
 #include "onednn/onednn_ops.hpp"
 #include "patchbay/kernels/skinny_matmul.hpp"
@@ -189,21 +191,35 @@ Tensor bf16_matmul_f32_out(const Tensor& a, const Tensor& b, bool transpose_a, b
 Tensor autocast_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   const Tensor a16 = autocast_bf16_operand(a), b16 = autocast_bf16_operand(b);
   Tensor out = bf16_matmul_f32_out(a16, b16, transpose_a, transpose_b);
-  record_op(
-      "matmul", {a, b}, {&out}, [a16, b16, transpose_a, transpose_b](const std::vector<Tensor>& g) {
-        const Tensor dc = autocast_bf16_operand(g[0]);  // a gradient: never a cached leaf
-        Tensor da = transpose_a ? bf16_matmul_f32_out(b16, dc, transpose_b, true)
-                                : bf16_matmul_f32_out(dc, b16, false, !transpose_b);
-        Tensor db = transpose_b ? bf16_matmul_f32_out(dc, a16, true, transpose_a)
-                                : bf16_matmul_f32_out(a16, dc, !transpose_a, false);
-        return std::vector<Tensor>{sum_to_shape(da, a16.shape()), sum_to_shape(db, b16.shape())};
-      });
+  record_op("matmul", {a, b}, {&out},
+            [a16, b16, transpose_a, transpose_b, need_a = a.requires_grad(),
+             need_b = b.requires_grad()](const std::vector<Tensor>& g) {
+              const Tensor dc = autocast_bf16_operand(g[0]);  // a gradient: never a cached leaf
+              Tensor da, db;  // only for operands that require grad (a frozen weight: no dW)
+              if (need_a)
+                da = sum_to_shape(transpose_a ? bf16_matmul_f32_out(b16, dc, transpose_b, true)
+                                              : bf16_matmul_f32_out(dc, b16, false, !transpose_b),
+                                  a16.shape());
+              if (need_b)
+                db = sum_to_shape(transpose_b ? bf16_matmul_f32_out(dc, a16, true, transpose_a)
+                                              : bf16_matmul_f32_out(a16, dc, !transpose_a, false),
+                                  b16.shape());
+              return std::vector<Tensor>{da, db};
+            });
   return out;
 }
 
 }  // namespace
 
+// Low-rank adapters (engine/low_rank_adapter.hpp) on either operand's storage: the adapted
+// product (ops/low_rank_adapter.cpp); otherwise the plain one.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  if (detail::low_rank_adapters_present())
+    if (std::optional<Tensor> y = detail::adapted_matmul(a, b, transpose_a, transpose_b)) return *y;
+  return detail::matmul_plain(a, b, transpose_a, transpose_b);
+}
+
+Tensor detail::matmul_plain(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   MatmulProblem p = matmul_problem(a, b, transpose_a, transpose_b);
   const bool mixed = is_f32_bf16_mix(a, b);
   // A stack of row-major matrices times one matrix ([..., m, k] x [k, n], e.g. a linear layer
@@ -213,7 +229,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   if (!transpose_a && a.dim() > 2 && b.dim() == 2 && a.numel() > 0) {
     Shape out_shape(a.shape().begin(), a.shape().end() - 1);
     out_shape.push_back(p.n);
-    return matmul(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b).reshape(out_shape);
+    return matmul_plain(a.reshape({a.numel() / p.k, p.k}), b, false, transpose_b)
+        .reshape(out_shape);
   }
   if (autocast_dtype() == DType::kBF16 && a.dtype() == DType::kF32 && b.dtype() == DType::kF32 &&
       a.device().type == DeviceType::kCpu)
@@ -239,18 +256,25 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     NoGradGuard no_grad;
     out = out.to(a.dtype());
   }
-  record_op(
-      "matmul", {a, b}, {&out},
-      [a_s = a.detach(), b_s = b.detach(), transpose_a, transpose_b](const std::vector<Tensor>& g) {
-        const Tensor& dc = g[0];
-        Tensor da =
-            transpose_a ? matmul(b_s, dc, transpose_b, true) : matmul(dc, b_s, false, !transpose_b);
-        Tensor db =
-            transpose_b ? matmul(dc, a_s, true, transpose_a) : matmul(a_s, dc, !transpose_a, false);
-        // Each gradient in its operand's dtype (they differ for an f32 x bf16 mix).
-        return std::vector<Tensor>{sum_to_shape(da, a_s.shape()).to(a_s.dtype()),
-                                   sum_to_shape(db, b_s.shape()).to(b_s.dtype())};
-      });
+  // Backward: a gradient only for an operand that requires one (a frozen weight gets no dW).
+  record_op("matmul", {a, b}, {&out},
+            [a_s = a.detach(), b_s = b.detach(), transpose_a, transpose_b,
+             need_a = a.requires_grad(), need_b = b.requires_grad()](const std::vector<Tensor>& g) {
+              const Tensor& dc = g[0];
+              Tensor da, db;
+              // Each gradient in its operand's dtype (they differ for an f32 x bf16 mix).
+              if (need_a)
+                da = sum_to_shape(transpose_a ? matmul_plain(b_s, dc, transpose_b, true)
+                                              : matmul_plain(dc, b_s, false, !transpose_b),
+                                  a_s.shape())
+                         .to(a_s.dtype());
+              if (need_b)
+                db = sum_to_shape(transpose_b ? matmul_plain(dc, a_s, true, transpose_a)
+                                              : matmul_plain(a_s, dc, !transpose_a, false),
+                                  b_s.shape())
+                         .to(b_s.dtype());
+              return std::vector<Tensor>{da, db};
+            });
   return out;
 }
 
