@@ -244,25 +244,13 @@ std::vector<GenerationResult> generate_until(model::LanguageModel& model, const 
   const int64_t max_ctx = max_length - max_gen_toks;
   std::vector<std::vector<int32_t>> encoded(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) encoded[i] = codec.encode(prompts[i]);
-  std::vector<size_t> order(prompts.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return encoded[a].size() > encoded[b].size(); });
+  const std::vector<size_t> order = longest_first(encoded);
   std::vector<GenerationResult> results(prompts.size());
   eng::NoGradGuard no_grad;
   for (size_t i : order) {
-    std::vector<int32_t> prompt = encoded[i];
-    if (prompt.empty()) {
-      if (!codec.prefix_token)
-        throw Error(ErrorKind::kInvalidArgument,
-                    "an empty prompt and no prefix token to start from");
-      prompt = {*codec.prefix_token};
-    }
     GenerationResult& r = results[i];
-    if (static_cast<int64_t>(prompt.size()) > max_ctx) {
-      r.truncated_tokens = static_cast<int64_t>(prompt.size()) - max_ctx;
-      prompt.erase(prompt.begin(), prompt.begin() + r.truncated_tokens);
-    }
+    const std::vector<int32_t> prompt = generation_prompt(encoded[i], codec.prefix_token, max_ctx,
+                                                          r.truncated_tokens, "to start from");
     model::DecodeState state =
         model.start_decoding(1, static_cast<int64_t>(prompt.size()) + max_gen_toks);
     eng::Tensor logits = model.decode_step(

@@ -167,26 +167,14 @@ std::vector<GenerationResult> generate_until_seq2seq(model::EncoderDecoderModel&
             " leave no token to generate");
   std::vector<std::vector<int32_t>> encoded(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) encoded[i] = codec.encode(prompts[i]);
-  std::vector<size_t> order(prompts.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return encoded[a].size() > encoded[b].size(); });
+  const std::vector<size_t> order = longest_first(encoded);
   std::vector<GenerationResult> results(prompts.size());
   const int64_t vocab = model.options().base.vocab_size;
   eng::NoGradGuard no_grad;
   for (size_t i : order) {
-    std::vector<int32_t> source = encoded[i];
-    if (source.empty()) {
-      if (!codec.prefix_token)
-        throw Error(ErrorKind::kInvalidArgument,
-                    "an empty prompt and no prefix token to give the encoder");
-      source = {*codec.prefix_token};
-    }
     GenerationResult& r = results[i];
-    if (static_cast<int64_t>(source.size()) > source_limit) {
-      r.truncated_tokens = static_cast<int64_t>(source.size()) - source_limit;
-      source.erase(source.begin(), source.begin() + r.truncated_tokens);
-    }
+    const std::vector<int32_t> source = generation_prompt(
+        encoded[i], codec.prefix_token, source_limit, r.truncated_tokens, "to give the encoder");
     model::Seq2SeqDecodeState state = model.start_decoding(
         id_matrix(source, 1, static_cast<int64_t>(source.size())), eng::Tensor(), 1 + max_new);
     eng::Tensor logits = model.decode_step(state, id_matrix({start_token}, 1, 1));
