@@ -348,4 +348,19 @@ Checkpoint load_checkpoint(const fs::path& path, CorruptCheckpoint on_corrupt) {
   }
 }
 
+std::vector<fs::path> prune_step_checkpoints(const fs::path& folder, int64_t keep) {
+  const std::vector<fs::path> files = step_checkpoints(folder);  // newest first
+  const fs::path latest = follow_latest(folder);
+  std::vector<fs::path> deleted;
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 1)); i < files.size(); ++i) {
+    std::error_code ec;
+    if (!latest.empty() && fs::equivalent(files[i], latest, ec)) continue;
+    if (fs::remove(files[i], ec))
+      deleted.push_back(files[i]);
+    else if (ec)
+      spdlog::warn("train.keep_checkpoints: cannot delete {}: {}", files[i].string(), ec.message());
+  }
+  return deleted;
+}
+
 }  // namespace patchbay::train

@@ -109,6 +109,12 @@ enum class CorruptCheckpoint {
 // The step_<N>.safetensors files of a checkpoints/ folder, newest (highest N) first.
 std::vector<std::filesystem::path> step_checkpoints(const std::filesystem::path& folder);
 
+// Deletes all but the newest `keep` step_<N> files of `folder` (a checkpoints/ folder; keep >=
+// 1), never the file `latest` names; returns the deleted paths. A file that cannot be deleted
+// is left with a warning (an older checkpoint left behind loses nothing).
+std::vector<std::filesystem::path> prune_step_checkpoints(const std::filesystem::path& folder,
+                                                          int64_t keep);
+
 // The newest checkpoint of `folder` (a checkpoints/ folder) that loads and verifies, skipping
 // `except`; nullopt when none does.
 std::optional<Checkpoint> newest_intact_checkpoint(const std::filesystem::path& folder,

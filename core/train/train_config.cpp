@@ -116,6 +116,7 @@ TrainOptions train_options_from_config(const config::ResolvedConfig& config) {
   o.eval_every = config_int(config, "train.eval_every");
   o.eval_batches = config_int(config, "train.eval_batches");
   o.checkpoint_every = config_int(config, "train.checkpoint_every");
+  o.keep_checkpoints = config_int(config, "train.keep_checkpoints");
   o.log_every = config_int(config, "train.log_every");
   o.sample_every = config_int(config, "train.sample_every");
   o.sample_tokens = config_int(config, "train.sample_tokens");

@@ -45,6 +45,7 @@ struct TrainOptions {
   int64_t eval_every = 200;
   int64_t eval_batches = 20;
   int64_t checkpoint_every = 500;
+  int64_t keep_checkpoints = 0;  // the newest N step checkpoints kept (0: all)
   int64_t log_every = 10;
   int64_t sample_every = 0;
   int64_t sample_tokens = 200;

@@ -569,6 +569,10 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
             .dump();
     summary.last_checkpoint = save_checkpoint(o.run_dir, step, tensors, metadata);
     spdlog::info("checkpoint {}", summary.last_checkpoint.string());
+    if (o.keep_checkpoints > 0)
+      for (const std::filesystem::path& old_file :
+           prune_step_checkpoints(summary.last_checkpoint.parent_path(), o.keep_checkpoints))
+        spdlog::debug("train.keep_checkpoints: deleted {}", old_file.string());
   };
   auto run_eval = [&](int64_t step) {
     // Replicas hold the same parameters: rank 0 evaluates for all. Tensor parallelism: every rank

@@ -243,3 +243,41 @@ TEST_CASE("a fresh run refuses a run directory that holds a run, unless told to 
   // the replaced run's metrics start again instead of being appended to the old ones
   CHECK(run::read_metrics(folder / "run" / "metrics.jsonl").size() == first_records);
 }
+
+TEST_CASE("train.keep_checkpoints keeps the newest N step checkpoints, and the run resumes") {
+  TinySetup setup;
+  const auto folder = train::testing::fresh_folder("keep_checkpoints");
+  train::testing::write_tiny_corpus(folder);
+  train::TrainRequest quiet;
+  quiet.show_progress = false;
+  quiet.print_samples = false;
+  const std::string text = train::testing::tiny_config_text(folder);
+  const config::ResolvedConfig c = setup.config(
+      text, {"train.max_steps=5", "train.checkpoint_every=1", "train.keep_checkpoints=2"});
+  train::train_model(c, setup.registry, setup.lookup, quiet);
+  const std::vector<std::filesystem::path> kept =
+      train::step_checkpoints(folder / "run" / "checkpoints");
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].filename() == "step_5.safetensors");
+  CHECK(kept[1].filename() == "step_4.safetensors");
+  CHECK(train::load_checkpoint(folder / "run").step() == 5);
+  // Resuming from the newest and training on prunes as it goes.
+  train::TrainRequest resume = quiet;
+  resume.resume = folder / "run";
+  const config::ResolvedConfig longer = setup.config(
+      text, {"train.max_steps=7", "train.checkpoint_every=1", "train.keep_checkpoints=2"});
+  const train::TrainSummary more = train::train_model(longer, setup.registry, setup.lookup, resume);
+  CHECK(more.start_step == 5);
+  const std::vector<std::filesystem::path> after =
+      train::step_checkpoints(folder / "run" / "checkpoints");
+  REQUIRE(after.size() == 2);
+  CHECK(after[0].filename() == "step_7.safetensors");
+  // 0 keeps every checkpoint (the default).
+  const auto all = train::testing::fresh_folder("keep_all_checkpoints");
+  train::testing::write_tiny_corpus(all);
+  train::train_model(
+      setup.config(train::testing::tiny_config_text(all),
+                   {"train.max_steps=3", "train.checkpoint_every=1"}),
+      setup.registry, setup.lookup, quiet);
+  CHECK(train::step_checkpoints(all / "run" / "checkpoints").size() == 3);
+}

@@ -48,6 +48,10 @@ HostSection train_section() {
           .range(1, kMaxInt),
       Field::integer("checkpoint_every", "500", "updates between checkpoints (0: only at the end)")
           .range(0, kMaxInt),
+      Field::integer("keep_checkpoints", "0",
+                     "step checkpoints kept in the run's checkpoints/ folder: the newest N, older "
+                     "ones deleted after each save (0: keep all)")
+          .range(0, kMaxInt),
       Field::integer("log_every", "10", "updates between metrics.jsonl records").range(1, kMaxInt),
       Field::integer("sample_every", "0", "updates between printed samples (0: only at the end)")
           .range(0, kMaxInt),
