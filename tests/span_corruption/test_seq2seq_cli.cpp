@@ -12,6 +12,7 @@
 
 #include "../command_runner.hpp"
 #include "../train/train_fixture.hpp"
+#include "seq2seq_cli_fixture.hpp"
 
 namespace {
 
@@ -29,16 +30,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 TEST_CASE("patchbay train / generate --source with a seq2seq encoder-decoder run") {
   const auto folder = patchbay::train::testing::fresh_folder("seq2seq_cli");
-  patchbay::train::testing::write_tiny_corpus(folder);
-  std::ofstream(folder / "pairs.jsonl") << R"({"source": "the cat", "target": "a dog"})"
-                                        << "\n"
-                                        << R"({"source": "sat on", "target": "ran to"})"
-                                        << "\n";
-  const std::string config = (folder / "seq2seq.toml").string();
-  std::ofstream(config) << patchbay::train::testing::tiny_config_text(
-      folder, "objective = \"seq2seq\"\n[train.seq2seq]\ntrain_file = \"" +
-                  (folder / "pairs.jsonl").string() + "\"\nvalidation_file = \"" +
-                  (folder / "pairs.jsonl").string() + "\"\n");
+  const std::string config = patchbay::testing::write_seq2seq_cli_run(folder);
   const std::string seq2seq =
       " --set 'model.architecture=\"encoder_decoder\"' --set 'model.positional=\"t5_relative\"'"
       " --set 'model.norm=\"rmsnorm\"' --set train.max_steps=40 --set train.eval_every=40"

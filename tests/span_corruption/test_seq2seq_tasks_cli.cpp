@@ -11,6 +11,7 @@
 
 #include "../command_runner.hpp"
 #include "../train/train_fixture.hpp"
+#include "seq2seq_cli_fixture.hpp"
 
 namespace {
 
@@ -35,16 +36,7 @@ TEST_CASE("plugins describe linformer lists cross-attention, positional in its k
 
 TEST_CASE("a linformer cross-attention encoder-decoder trains, decodes and runs eval --tasks") {
   const auto folder = patchbay::train::testing::fresh_folder("seq2seq_tasks_cli");
-  patchbay::train::testing::write_tiny_corpus(folder);
-  std::ofstream(folder / "pairs.jsonl") << R"({"source": "the cat", "target": "a dog"})"
-                                        << "\n"
-                                        << R"({"source": "sat on", "target": "ran to"})"
-                                        << "\n";
-  const std::string config = (folder / "seq2seq.toml").string();
-  std::ofstream(config) << patchbay::train::testing::tiny_config_text(
-      folder, "objective = \"seq2seq\"\n[train.seq2seq]\ntrain_file = \"" +
-                  (folder / "pairs.jsonl").string() + "\"\nvalidation_file = \"" +
-                  (folder / "pairs.jsonl").string() + "\"\n");
+  const std::string config = patchbay::testing::write_seq2seq_cli_run(folder);
   const std::string model_settings =
       " --set 'model.architecture=\"encoder_decoder\"' --set 'model.positional=\"t5_relative\"'"
       " --set 'model.norm=\"rmsnorm\"' --set 'model.cross_attention=\"linformer\"'"
