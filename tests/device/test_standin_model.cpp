@@ -87,6 +87,17 @@ float max_abs_diff(const eng::Tensor& a, const eng::Tensor& b) {
   return worst;
 }
 
+// A device gradient against the CPU's: bit for bit, except the tied embedding "wte.weight",
+// whose two gradients meet in another order: on the CPU the embedding's rows are added into
+// the head's gradient in place (autograd's add-into form, CPU only), elsewhere its dense
+// gradient is built first and then added. Same sum, one rounding apart.
+void check_grad_matches_cpu(const pm::NamedParameter& dev, const pm::NamedParameter& cpu) {
+  if (dev.name == "wte.weight")
+    CHECK(max_abs_diff(dev.tensor.grad(), cpu.tensor.grad()) < 1e-6f);
+  else
+    CHECK(bytes_of(dev.tensor.grad()) == bytes_of(cpu.tensor.grad()));
+}
+
 // Mean next-token loss of a forward pass (targets: the inputs shifted by one, wrapped).
 eng::Tensor loss_of(pm::LanguageModel& model, const eng::Tensor& ids) {
   eng::Tensor logits = model.forward(ids, /*training=*/true).logits;
@@ -125,15 +136,7 @@ TEST_CASE("the model on the stand-in device: parameters there, CPU bits, no copy
     CAPTURE(dev_params[i].name);
     REQUIRE(dev_params[i].tensor.grad().defined());
     CHECK(dev_params[i].tensor.grad().device() == dev);
-    if (dev_params[i].name == "wte.weight") {
-      // The tied embedding's two gradients meet in another order: on the CPU the embedding's
-      // rows are added into the head's gradient in place (autograd's add-into form, CPU
-      // only), elsewhere its dense gradient is built first and then added. Same sum, one
-      // rounding apart.
-      CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) < 1e-6f);
-    } else {
-      CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
-    }
+    check_grad_matches_cpu(dev_params[i], cpu_params[i]);
   }
 }
 
@@ -217,10 +220,7 @@ TEST_CASE("linear attention (causal_linear_attention op) runs on the device: CPU
   for (size_t i = 0; i < cpu_params.size(); ++i) {
     CAPTURE(cpu_params[i].name);
     if (!cpu_params[i].tensor.grad().defined()) continue;
-    if (cpu_params[i].name == "wte.weight")  // tied: one rounding apart (see the first case)
-      CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) < 1e-6f);
-    else
-      CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
+    check_grad_matches_cpu(dev_params[i], cpu_params[i]);
   }
 }
 
@@ -260,10 +260,7 @@ TEST_CASE("performer runs on the device: CPU bits across feature redraws, nothin
         CHECK(bytes_of(dev_params[i].tensor) == bytes_of(cpu_params[i].tensor));  // omega, count
         continue;
       }
-      if (cpu_params[i].name == "wte.weight")  // tied: one rounding apart (see the first case)
-        CHECK(max_abs_diff(dev_params[i].tensor.grad(), cpu_params[i].tensor.grad()) < 1e-6f);
-      else
-        CHECK(bytes_of(dev_params[i].tensor.grad()) == bytes_of(cpu_params[i].tensor.grad()));
+      check_grad_matches_cpu(dev_params[i], cpu_params[i]);
       eng::Tensor dev_param = dev_params[i].tensor, cpu_param = cpu_params[i].tensor;  // handles
       dev_param.zero_grad();
       cpu_param.zero_grad();
