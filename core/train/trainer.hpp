@@ -67,8 +67,8 @@ struct TrainableModel {
   // with LoRA the adapters (train/lora.hpp) and the layers' non-trainable state (Performer's).
   std::vector<model::NamedParameter> parameters;
   std::vector<engine::Tensor> parameter_tensors;  // the leaves that require grad (trained)
-  // [train.lora]: the adapters, folded into the model's weights (train_step calls
-  // fold_gradients after the backward and materialize after the update); null without LoRA.
+  // [train.lora]: the adapters, attached to the model's weights through the engine's low-rank
+  // adapter path (train/lora.hpp; the base weights stay frozen); null without LoRA.
   std::shared_ptr<LoraAdapters> lora;
   std::string optimizer_name;
   // Multi-process hooks (core/parallel, set by train_model when the run is distributed; empty
