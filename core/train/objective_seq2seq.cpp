@@ -183,7 +183,9 @@ class Seq2SeqObjective final : public TrainingObjective {
     return evaluate_target_tokens(*this, model, windows, settings);
   }
 
-  bool makes_samples() const override { return false; }  // decoding is not built yet
+  // The trainer's samples continue a prompt; an encoder-decoder needs a source instead
+  // (`patchbay generate RUN --source`, `eval RUN --test` print its samples).
+  bool makes_samples() const override { return false; }
 
   std::string batch_rule() const override {
     if (sampling_.group_by_length)
