@@ -149,6 +149,12 @@ void read_fine_tuning_options(const config::ResolvedConfig& config, TrainOptions
       freeze != nullptr && freeze->is_array())
     for (const toml::node& pattern : *freeze->as_array())
       o.freeze.push_back(pattern.value<std::string>().value_or(""));
+  std::vector<std::string> lr_scale_entries;
+  if (const toml::node* lr_scale = config.find("train.lr_scale");
+      lr_scale != nullptr && lr_scale->is_array())
+    for (const toml::node& entry : *lr_scale->as_array())
+      lr_scale_entries.push_back(entry.value<std::string>().value_or(""));
+  o.lr_scales = parse_lr_scales(lr_scale_entries);
   o.lora = lora_options_from_config(config);
   if (o.lora.enabled && o.init_from.empty())
     throw Error(ErrorKind::kInvalidArgument,

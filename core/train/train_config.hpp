@@ -18,6 +18,7 @@
 
 #include "config/config_document.hpp"
 #include "config/schema_registry.hpp"
+#include "train/lr_scale.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace patchbay::runtime {
@@ -63,9 +64,10 @@ struct TrainOptions {
   std::filesystem::path init_from;  // [train] init_from: weights to start from ("": none)
   std::vector<std::string> freeze;  // [train] freeze: name patterns of frozen parameters
   LoraOptions lora;                 // [train.lora]
+  std::vector<LrScale> lr_scales;   // [train] lr_scale: per-parameter lr factors (lr_scale.hpp)
 };
 
-// [train] init_from, freeze and [train.lora] of a validated config (absent keys: none; configs
+// [train] init_from, freeze, lr_scale and [train.lora] of a validated config (absent keys: none; configs
 // stored before these keys existed have none).
 void read_fine_tuning_options(const config::ResolvedConfig& config, TrainOptions& options);
 

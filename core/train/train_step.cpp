@@ -10,6 +10,7 @@
 #include "train/device_step.hpp"
 #include "train/grad_clip.hpp"
 #include "train/grad_norm_in_backward.hpp"
+#include "train/lr_scale.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/objective.hpp"
 #include "train/param_groups.hpp"
@@ -63,19 +64,29 @@ TrainableModel build_trainable_model(const config::ResolvedConfig& config,
     if (!fine_tuning.freeze.empty()) freeze_parameters(fine_tuning.freeze, model_parameters);
     t.parameters = model_parameters;
   }
+  t.optimizer_parameters = optimizer_parameters(t.parameters, fine_tuning.lr_scales);
+  for (const runtime::OptimizerHandle::Parameter& p : t.optimizer_parameters)
+    t.parameter_tensors.push_back(p.tensor);
+  t.optimizer->add_parameters(t.optimizer_parameters);
+  return t;
+}
+
+std::vector<runtime::OptimizerHandle::Parameter> optimizer_parameters(
+    const std::vector<model::NamedParameter>& parameters, const std::vector<LrScale>& lr_scales) {
+  const std::vector<double> lr_factor = lr_scale_per_parameter(lr_scales, parameters);
   std::vector<runtime::OptimizerHandle::Parameter> params;
-  for (const model::NamedParameter& p : t.parameters) {
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const model::NamedParameter& p = parameters[i];
     // Non-trainable state (Performer's features and redraw count) is checkpointed with the
     // parameters but never handed to the optimizer or the gradient reducers: a zero gradient
     // there would still let weight decay move it.
     if (!p.tensor.requires_grad()) continue;
     const pb_param_options options = param_options(p.name, p.tensor.shape());
-    params.push_back({p.name, p.tensor, options.weight_decay_scale, options.lr_scale,
+    params.push_back({p.name, p.tensor, options.weight_decay_scale,
+                      options.lr_scale * lr_factor[i],
                       options.group != nullptr ? options.group : "default"});
-    t.parameter_tensors.push_back(p.tensor);
   }
-  t.optimizer->add_parameters(params);
-  return t;
+  return params;
 }
 
 void use_bf16_weight_copies(TrainableModel& trainable) {

@@ -37,7 +37,6 @@
 #include "train/mixture_evaluation.hpp"
 #include "train/mixture_sampler.hpp"
 #include "train/objective.hpp"
-#include "train/param_groups.hpp"
 #include "train/training_data.hpp"
 #include "train/training_tasks.hpp"
 #include "eval/tokenizer_codec.hpp"
@@ -429,13 +428,9 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
                   "ZeRO-1 shards parameters element by element, which is exact only for element-wise optimizers "
                   "(adamw, sgd, lion); '" + trainable.optimizer_name +
                       "' is not one (adafactor factors by rows and columns). Use parallelism.kind = \"mpi_data\"");
-    std::vector<runtime::OptimizerHandle::Parameter> params;
-    for (const model::NamedParameter& p : trainable.parameters) {
-      if (!p.tensor.requires_grad()) continue;  // non-trainable state: not sharded, not updated
-      const pb_param_options options = param_options(p.name, p.tensor.shape());
-      params.push_back({p.name, p.tensor, options.weight_decay_scale, options.lr_scale,
-                        options.group != nullptr ? options.group : "default"});
-    }
+    // The trained parameters with their groups and lr factors (non-trainable state is not
+    // sharded, not updated).
+    const std::vector<runtime::OptimizerHandle::Parameter>& params = trainable.optimizer_parameters;
     trainable.optimizer.reset();  // the shard's own optimizer replaces the full one
     zero = std::make_unique<parallel::Zero1>(par.group(), params, [&] {
       const config::SelectedComponent selected =

@@ -67,6 +67,9 @@ struct TrainableModel {
   // with LoRA the adapters (train/lora.hpp) and the layers' non-trainable state (Performer's).
   std::vector<model::NamedParameter> parameters;
   std::vector<engine::Tensor> parameter_tensors;  // the leaves that require grad (trained)
+  // Those leaves as the optimizer takes them: weight-decay group and lr factor
+  // (param_groups.hpp, [train] lr_scale in lr_scale.hpp); in parameter_tensors' order.
+  std::vector<runtime::OptimizerHandle::Parameter> optimizer_parameters;
   // [train.lora]: the adapters, attached to the model's weights through the engine's low-rank
   // adapter path (train/lora.hpp; the base weights stay frozen); null without LoRA.
   std::shared_ptr<LoraAdapters> lora;
@@ -97,12 +100,19 @@ struct TrainableModel {
 // Fine-tuning (docs/finetuning.md), in this order: `initial` (train.init_from's weights, read by
 // the caller) is copied into the model, names mismatching refused (fine_tuning.hpp); then
 // [train.lora] attaches adapters and freezes the rest (lora.hpp), or train.freeze freezes its
-// patterns; only what still requires a gradient is handed to the optimizer.
+// patterns; only what still requires a gradient is handed to the optimizer, at lr times its
+// [train] lr_scale factor (lr_scale.hpp).
 TrainableModel build_trainable_model(const config::ResolvedConfig& config,
                                      runtime::Registry& registry,
                                      const config::ComponentSchemaLookup& lookup,
                                      int64_t vocab_size, int64_t tp_rank = 0, int64_t tp_size = 1,
                                      const InitialWeights* initial = nullptr);
+
+// The parameters that require a gradient, as the optimizer takes them: each with its
+// weight-decay group (param_groups.hpp) and lr factor (lr_scale.hpp; `lr_scales` checked
+// against every name here, frozen ones included).
+std::vector<runtime::OptimizerHandle::Parameter> optimizer_parameters(
+    const std::vector<model::NamedParameter>& parameters, const std::vector<LrScale>& lr_scales);
 
 // Right after opening an update's bf16 autocast scope: hands the scope the weights' bf16
 // copies that the optimizer keeps (creating and registering them on first use), unless

@@ -81,6 +81,9 @@ HostSection train_section() {
       Field::strings("freeze", "[]",
                      "name patterns of parameters that do not train (\"wte\", \"blocks.0-3.*\"; "
                      "docs/finetuning.md)"),
+      Field::strings("lr_scale", "[]",
+                     "per-parameter learning-rate factors \"PATTERN=FACTOR\" (patterns as freeze; "
+                     "e.g. \"*relative_bias=10\"; docs/training.md)"),
   };
   return section;
 }
