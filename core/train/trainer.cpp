@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -492,11 +493,17 @@ TrainSummary train_model_in(const config::ResolvedConfig& config, runtime::Regis
       // Advance every dropout generator (model and plugins) exactly as the first run did. This
       // runs before the restore below, so state that training forwards advance and the
       // checkpoint carries (Performer's redraw count) ends at the stored value, not past it.
+      // About a third of the time the steps took: a bar, so a long replay is not taken for a hang.
       spdlog::info("replaying {} forward passes to restore the dropout random streams", start_step * o.grad_accum_steps);
+      std::optional<run::ProgressBar> replay_progress;
+      if (request.show_progress && par.writer()) replay_progress.emplace("replay", start_step);
       engine::NoGradGuard no_grad;
-      for (int64_t s = 0; s < start_step; ++s)
+      for (int64_t s = 0; s < start_step; ++s) {
         for (int64_t m = 0; m < o.grad_accum_steps; ++m)
           forward_batch(model, rank_batch(micro_batch_at(s, m)), true);
+        if (replay_progress) replay_progress->update(s + 1, "forward passes without gradients");
+      }
+      if (replay_progress) replay_progress->finish();
     }
     std::vector<NamedTensor> params;
     for (const model::NamedParameter& p : trainable.parameters) params.push_back({p.name, p.tensor});
