@@ -58,6 +58,15 @@ PublishedVocabulary build_vocabulary(const std::vector<std::pair<std::string, in
   if (max_id < 0) fail(source, "the vocabulary is empty");
   if (max_id >= INT32_MAX)
     fail(source, "token id " + std::to_string(max_id) + " does not fit in 31 bits");
+  // Ids run 0..max_id without gaps, so there are at least max_id + 1 tokens. Checked before the
+  // tables of max_id + 1 entries are allocated: a file with one huge id must not take gigabytes.
+  std::unordered_set<int64_t> distinct_ids;
+  for (const auto& entry : entries) distinct_ids.insert(entry.second);
+  for (const PublishedSpecial& s : specials) distinct_ids.insert(s.id);
+  if (static_cast<size_t>(max_id) >= distinct_ids.size())
+    fail(source, "token id " + std::to_string(max_id) + " is larger than the " +
+                     std::to_string(distinct_ids.size()) + " distinct ids allow (ids must run 0.." +
+                     std::to_string(distinct_ids.size() - 1) + " without gaps)");
   std::vector<char> defined(static_cast<size_t>(max_id) + 1, 0);
   vocab.token_bytes.resize(static_cast<size_t>(max_id) + 1);
   std::unordered_set<std::string> special_texts;

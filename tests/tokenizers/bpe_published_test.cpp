@@ -302,6 +302,14 @@ TEST_CASE("bad published files and options are refused with the reason") {
                  }),
                  "not valid JSON"));
 
+  // One huge id (found by fuzz_tokenizer_files: 3.5 GB allocated for its tables before the gap
+  // check): refused from the token count, before any table is sized by the id.
+  write("encoder.json", "{\"a\": 0, \"<|endoftext|>\": 1, \"b\": 1000000000}");
+  write("vocab.bpe", "#version: 0.2\n");
+  const std::string huge = error_of([&] { pb::BpeTokenizer t(gpt2_pair_options(dir.path())); });
+  CHECK(contains(huge, "token id 1000000000 is larger than the 3 distinct ids allow"));
+  CHECK(contains(huge, "ids must run 0..2 without gaps"));
+
   pb::BpeTokenizer published(gpt2_pair_options(kFixtures));
   try {
     published.train("some text");
