@@ -39,6 +39,12 @@ int32_t GrammarAutomaton::push(int32_t parent, int32_t pos) {
   const uint64_t key = pair_key(parent, static_cast<uint32_t>(pos));
   const auto found = node_ids_.find(key);
   if (found != node_ids_.end()) return found->second;
+  if (nodes_.size() >= kMaxStackNodes) {
+    throw std::runtime_error("the grammar's parse stacks grew past " +
+                             std::to_string(kMaxStackNodes) +
+                             " nodes (a deeply nested or very ambiguous grammar); simplify the "
+                             "grammar");
+  }
   const auto id = static_cast<int32_t>(nodes_.size());
   nodes_.push_back({pos, parent});
   node_ids_.emplace(key, id);
@@ -100,6 +106,12 @@ int32_t GrammarAutomaton::intern_set(std::vector<int32_t> stacks) {
   if (stacks.empty()) return kDead;
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  if (stacks.size() > kMaxLiveParses) {
+    throw std::runtime_error("the grammar has " + std::to_string(stacks.size()) +
+                             " parses alive at once, more than " + std::to_string(kMaxLiveParses) +
+                             " (a very ambiguous grammar: a recursive rule that can match the "
+                             "same text in many ways); simplify the grammar");
+  }
   auto key = std::make_unique<std::string>(reinterpret_cast<const char*>(stacks.data()),
                                            stacks.size() * sizeof(int32_t));
   const auto found = set_ids_.find(*key);

@@ -37,6 +37,11 @@ class GrammarAutomaton {
   // Growth limit: a grammar whose live parses keep multiplying (deep nesting, heavy ambiguity)
   // is refused with an error past this many states instead of exhausting memory.
   static constexpr size_t kMaxStates = 1 << 17;  // 128 MiB of transition rows
+  // The same for the parses alive at once (stacks in one set) and the stack nodes of all of
+  // them: an ambiguous recursive rule (`root ::= [a-z] root{0,3} ...`) multiplies the parses
+  // with every character read, and each step costs their number.
+  static constexpr size_t kMaxLiveParses = 1 << 14;
+  static constexpr size_t kMaxStackNodes = 1 << 22;
 
   explicit GrammarAutomaton(const Grammar& grammar);
 

@@ -87,3 +87,19 @@ TEST_CASE("100K optional items in a row are an error from the grammar component,
   fine += " \"b\"\n";
   CHECK(matches(parse_gbnf(fine), "aaab"));
 }
+
+TEST_CASE("an ambiguous recursive rule is refused by its live parses, in well under a second") {
+  // Found by fuzz_gbnf (a 10 s timeout): a digit both starts a root and ends one (d+), so every
+  // character read multiplies the parses of root{0,3}, and each step costs their number.
+  const Grammar ambiguous = parse_gbnf(
+      "root ::= [0-z] root{0,3} d+ (\"xn\" | \"y\")? \".\"*\nd ::= [0-9]\n");
+  GrammarAutomaton automaton(ambiguous);
+  const std::string letters_digits_letters =
+      std::string(72, 'a') + std::string(110, '6') + std::string(60, 'a');
+  CHECK_THROWS_WITH_AS(automaton.step_bytes(automaton.initial_state(), letters_digits_letters),
+                       doctest::Contains("parses alive at once, more than 16384"),
+                       std::runtime_error);
+  // A short sentence of the same grammar still matches.
+  CHECK(matches(ambiguous, "ab1.2"));
+  CHECK_FALSE(matches(ambiguous, "1"));
+}
