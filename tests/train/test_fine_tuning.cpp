@@ -20,13 +20,6 @@ using train::testing::TinySetup;
 
 namespace {
 
-train::TrainRequest quiet_request() {
-  train::TrainRequest quiet;
-  quiet.show_progress = false;
-  quiet.print_samples = false;
-  return quiet;
-}
-
 bool same_bytes(const engine::Tensor& x, const engine::Tensor& y) {
   return x.nbytes() == y.nbytes() && std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
@@ -36,7 +29,7 @@ std::filesystem::path train_base(TinySetup& setup, const std::filesystem::path& 
   const std::filesystem::path base = folder / "base";
   train::train_model(setup.config(train::testing::tiny_config_text(folder),
                                   {"train.out_dir=\"" + base.string() + "\""}),
-                     setup.registry, setup.lookup, quiet_request());
+                     setup.registry, setup.lookup, train::testing::quiet_request());
   return base;
 }
 
@@ -83,7 +76,7 @@ TEST_CASE(
       setup.config(train::testing::tiny_config_text(folder),
                    fine_tune_overrides(base, tuned, "[\"wte\", \"blocks.0\"]"));
   const train::TrainSummary summary =
-      train::train_model(c, setup.registry, setup.lookup, quiet_request());
+      train::train_model(c, setup.registry, setup.lookup, train::testing::quiet_request());
   CHECK(summary.start_step == 0);
   REQUIRE(summary.steps_done == 6);
   const train::Checkpoint after = train::load_checkpoint(tuned);
@@ -126,7 +119,7 @@ TEST_CASE("init_from refuses weights that do not fit, naming the tensors") {
   const config::ResolvedConfig c =
       setup.config(train::testing::tiny_config_text(folder), overrides);
   try {
-    train::train_model(c, setup.registry, setup.lookup, quiet_request());
+    train::train_model(c, setup.registry, setup.lookup, train::testing::quiet_request());
     FAIL("a model of another width was accepted");
   } catch (const Error& e) {
     const std::string message = e.what();
@@ -140,7 +133,7 @@ TEST_CASE("init_from refuses weights that do not fit, naming the tensors") {
   rotary.push_back("model.positional=\"rotary\"");
   try {
     train::train_model(setup.config(train::testing::tiny_config_text(folder), rotary),
-                       setup.registry, setup.lookup, quiet_request());
+                       setup.registry, setup.lookup, train::testing::quiet_request());
     FAIL("an extra tensor was accepted");
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("not in the model: wpe.weight") != std::string::npos);
@@ -171,11 +164,11 @@ TEST_CASE("a resumed fine-tune (init_from + freeze) is bit-identical to one that
   const train::TrainSummary full =
       train::train_model(setup.config(train::testing::tiny_config_text(folder),
                                       fine_tune_overrides(base, folder / "straight", "[\"wte\"]")),
-                         setup.registry, setup.lookup, quiet_request());
+                         setup.registry, setup.lookup, train::testing::quiet_request());
   const config::ResolvedConfig resumed_config =
       setup.config(train::testing::tiny_config_text(folder),
                    fine_tune_overrides(base, folder / "resumed", "[\"wte\"]"));
-  train::TrainRequest stop_at_3 = quiet_request();
+  train::TrainRequest stop_at_3 = train::testing::quiet_request();
   stop_at_3.before_step = [](int64_t step, const std::vector<model::NamedParameter>&) {
     if (step == 3) throw std::runtime_error("interrupted");
   };
@@ -183,7 +176,7 @@ TEST_CASE("a resumed fine-tune (init_from + freeze) is bit-identical to one that
                     "interrupted");
   // The base may be gone by now: a full fine-tune's checkpoints hold every weight.
   std::filesystem::rename(base, folder / "base_moved");
-  train::TrainRequest resume = quiet_request();
+  train::TrainRequest resume = train::testing::quiet_request();
   resume.resume = folder / "resumed";
   const train::TrainSummary second =
       train::train_model(resumed_config, setup.registry, setup.lookup, resume);

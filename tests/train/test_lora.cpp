@@ -31,13 +31,6 @@ constexpr const char* kLoraTable =
     "[train.lora]\nrank = 4\nalpha = 8.0\ntargets = [\"attention.q\", \"attention.v\", "
     "\"mlp.down\"]\n";
 
-train::TrainRequest quiet_request() {
-  train::TrainRequest quiet;
-  quiet.show_progress = false;
-  quiet.print_samples = false;
-  return quiet;
-}
-
 bool same_bytes(const engine::Tensor& x, const engine::Tensor& y) {
   return x.nbytes() == y.nbytes() && std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
@@ -54,7 +47,7 @@ struct LoraFixture {
     std::vector<std::string> overrides = model_overrides;
     overrides.push_back("train.out_dir=\"" + base.string() + "\"");
     train::train_model(setup.config(train::testing::tiny_config_text(folder), overrides),
-                       setup.registry, setup.lookup, quiet_request());
+                       setup.registry, setup.lookup, train::testing::quiet_request());
   }
   config::ResolvedConfig lora_config(const std::filesystem::path& out,
                                      const std::string& table = kLoraTable) {
@@ -114,13 +107,13 @@ bool second_run_matches(LoraFixture& f, const std::filesystem::path& straight,
                         const std::string& table, double last_loss) {
   const std::filesystem::path resumed = f.folder / "resumed";
   const config::ResolvedConfig resumed_config = f.lora_config(resumed, table);
-  train::TrainRequest stop_at_3 = quiet_request();
+  train::TrainRequest stop_at_3 = train::testing::quiet_request();
   stop_at_3.before_step = [](int64_t step, const std::vector<model::NamedParameter>&) {
     if (step == 3) throw std::runtime_error("interrupted");
   };
   CHECK_THROWS_WITH(train::train_model(resumed_config, f.setup.registry, f.setup.lookup, stop_at_3),
                     "interrupted");
-  train::TrainRequest resume = quiet_request();
+  train::TrainRequest resume = train::testing::quiet_request();
   resume.resume = resumed;
   const train::TrainSummary second =
       train::train_model(resumed_config, f.setup.registry, f.setup.lookup, resume);
@@ -264,7 +257,7 @@ TEST_CASE(
   const std::filesystem::path tuned = f.folder / "tuned";
   const config::ResolvedConfig c = f.lora_config(tuned);
   const train::TrainSummary full =
-      train::train_model(c, f.setup.registry, f.setup.lookup, quiet_request());
+      train::train_model(c, f.setup.registry, f.setup.lookup, train::testing::quiet_request());
   REQUIRE(full.steps_done == 6);
   const train::Checkpoint checkpoint = train::load_checkpoint(tuned);
   for (const std::string& name : checkpoint.names()) {
@@ -337,7 +330,7 @@ TEST_CASE("a LoRA run of a Performer model resumes bit-exactly (its redraw state
   const std::string table = "[train.lora]\nrank = 2\ntargets = [\"mlp.*\"]\n";
   const std::filesystem::path tuned = f.folder / "tuned";
   const train::TrainSummary full = train::train_model(f.lora_config(tuned, table), f.setup.registry,
-                                                      f.setup.lookup, quiet_request());
+                                                      f.setup.lookup, train::testing::quiet_request());
   REQUIRE(full.steps_done == 6);
   bool layer_state = false;
   for (const std::string& name : train::load_checkpoint(tuned).names())
@@ -374,9 +367,9 @@ TEST_CASE("LoRA dropout: training differs from dropout 0, and a resumed run is b
   const std::string table = std::string(kLoraTable) + "dropout = 0.3\n";
   const std::filesystem::path tuned = f.folder / "tuned";
   const train::TrainSummary with_dropout = train::train_model(
-      f.lora_config(tuned, table), f.setup.registry, f.setup.lookup, quiet_request());
+      f.lora_config(tuned, table), f.setup.registry, f.setup.lookup, train::testing::quiet_request());
   const train::TrainSummary without = train::train_model(
-      f.lora_config(f.folder / "no_dropout"), f.setup.registry, f.setup.lookup, quiet_request());
+      f.lora_config(f.folder / "no_dropout"), f.setup.registry, f.setup.lookup, train::testing::quiet_request());
   REQUIRE(with_dropout.steps_done == 6);
   CHECK(with_dropout.last_loss != without.last_loss);  // the masks acted
   CHECK(train::load_checkpoint(tuned).meta(train::kMetaLora).find("\"dropout\":0.3") !=

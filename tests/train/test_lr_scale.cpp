@@ -29,13 +29,6 @@ std::string refusal_of(const std::vector<std::string>& entries) {
   return "";
 }
 
-train::TrainRequest quiet_request() {
-  train::TrainRequest quiet;
-  quiet.show_progress = false;
-  quiet.print_samples = false;
-  return quiet;
-}
-
 // One plain-SGD step (no momentum, no decay, no clipping) of the tiny model into folder/NAME.
 train::Checkpoint one_sgd_step(TinySetup& setup, const std::filesystem::path& folder,
                                const std::string& name, const std::string& lr_scale) {
@@ -43,7 +36,7 @@ train::Checkpoint one_sgd_step(TinySetup& setup, const std::filesystem::path& fo
       train::testing::tiny_config_text(folder),
       {"optimizer.kind=\"sgd\"", "train.max_steps=1", "train.warmup_steps=0", "train.grad_clip=0",
        "train.lr_scale=" + lr_scale, "train.out_dir=\"" + (folder / name).string() + "\""});
-  train::train_model(c, setup.registry, setup.lookup, quiet_request());
+  train::train_model(c, setup.registry, setup.lookup, train::testing::quiet_request());
   return train::load_checkpoint(folder / name);
 }
 

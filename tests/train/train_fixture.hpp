@@ -11,6 +11,7 @@
 #include "patchbay/testing/temp_dir.hpp"
 #include "runtime/registry.hpp"
 #include "train/train_config.hpp"
+#include "train/trainer.hpp"
 
 namespace patchbay::train::testing {
 
@@ -58,5 +59,13 @@ struct TinySetup {
     return c;
   }
 };
+
+// A request that draws no progress bar and prints no samples (test output stays readable).
+inline TrainRequest quiet_request() {
+  TrainRequest quiet;
+  quiet.show_progress = false;
+  quiet.print_samples = false;
+  return quiet;
+}
 
 }  // namespace patchbay::train::testing
